@@ -1,0 +1,148 @@
+//! Pieces shared by several screens: the session context, the top bar and
+//! the role guard.
+
+use crate::error::AppError;
+use crate::functions::{signed_in_user, SelectOrg, SignIn, SignOut};
+use crate::models::{CurrentUser, Role};
+use leptos::prelude::*;
+use leptos_router::components::Redirect;
+use leptos_router::hooks::use_location;
+
+/// Who is signed in, and the actions that change it. Provided once by `App`.
+#[derive(Clone, Copy)]
+pub struct Session {
+    pub sign_in: ServerAction<SignIn>,
+    pub sign_out: ServerAction<SignOut>,
+    pub select_org: ServerAction<SelectOrg>,
+    /// Re-fetched whenever one of the actions above completes. Blocking, so
+    /// the server knows who is asking before it sends the first byte and
+    /// redirects and 403s are real HTTP statuses.
+    pub user: Resource<Result<Option<CurrentUser>, AppError>>,
+}
+
+impl Session {
+    pub fn new() -> Self {
+        let sign_in = ServerAction::<SignIn>::new();
+        let sign_out = ServerAction::<SignOut>::new();
+        let select_org = ServerAction::<SelectOrg>::new();
+        let user = Resource::new_blocking(
+            move || (sign_in.version().get(), sign_out.version().get(), select_org.version().get()),
+            |_| signed_in_user(),
+        );
+        Session { sign_in, sign_out, select_org, user }
+    }
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Brand, navigation for the selected org's role, org switcher, sign out.
+#[component]
+pub fn TopBar() -> impl IntoView {
+    let session = expect_context::<Session>();
+    view! {
+        <header class="topbar">
+            <a class="brand" href="/">"ClutchCall"</a>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match session.user.await {
+                        Ok(Some(user)) => view! { <SignedInBar user/> }.into_any(),
+                        _ => ().into_any(),
+                    }
+                })}
+            </Transition>
+        </header>
+    }
+}
+
+#[component]
+fn SignedInBar(user: CurrentUser) -> impl IntoView {
+    let session = expect_context::<Session>();
+    let role = user.role();
+    let selected = user.selected_org.as_ref().map(|o| o.org_id.clone()).unwrap_or_default();
+    let orgs = user.memberships.clone();
+    let several_orgs = orgs.len() > 1;
+    view! {
+        <nav class="nav" aria-label="Main">
+            {(role == Some(Role::Admin)).then(|| view! { <a href="/admin/directory">"Directory"</a> })}
+            {role.is_some_and(|r| r.grants(Role::Operator)).then(|| view! { <a href="/operator">"Operator"</a> })}
+        </nav>
+        <div class="account">
+            {several_orgs.then(|| view! {
+                <ActionForm action=session.select_org attr:class="org-switch">
+                    <label class="visually-hidden" for="org-switch">"Organisation"</label>
+                    <select id="org-switch" name="org_id">
+                        {orgs.into_iter().map(|o| {
+                            let is_selected = o.org_id == selected;
+                            view! { <option value=o.org_id.clone() selected=is_selected>{o.org_name.clone()}" · "{o.role.as_str()}</option> }
+                        }).collect_view()}
+                    </select>
+                    <button type="submit" class="button subtle">"Switch"</button>
+                </ActionForm>
+            })}
+            {(!several_orgs).then(|| user.selected_org.as_ref().map(|o| view! {
+                <span class="org-name">{o.org_name.clone()}" · "{o.role.as_str()}</span>
+            }))}
+            <span class="who" title=user.email.clone()>{user.display_name.clone()}</span>
+            <ActionForm action=session.sign_out>
+                <button type="submit" class="button subtle">"Sign out"</button>
+            </ActionForm>
+        </div>
+    }
+}
+
+/// Renders `children` only for a signed-in user whose role in the selected
+/// org grants `role`. The server functions check again: this guard is for
+/// the person, not for security.
+#[component]
+pub fn RequireRole(role: Role, children: ChildrenFn) -> impl IntoView {
+    let session = expect_context::<Session>();
+    let location = use_location();
+    let children = StoredValue::new(children);
+    view! {
+        <Suspense fallback=|| view! { <p class="loading">"Checking your sign-in…"</p> }>
+            {move || Suspend::new(async move {
+                match session.user.await {
+                    Ok(Some(user)) => match user.role() {
+                        Some(held) if held.grants(role) => children.read_value()().into_any(),
+                        Some(_) => view! { <Forbidden role/> }.into_any(),
+                        None => view! { <Redirect path="/orgs"/> }.into_any(),
+                    },
+                    Ok(None) => {
+                        let here = location.pathname.get_untracked();
+                        view! { <Redirect path=format!("/signin?next={here}")/> }.into_any()
+                    }
+                    Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn Forbidden(role: Role) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        response.set_status(http::StatusCode::FORBIDDEN);
+    }
+    let message = match role {
+        Role::Admin => "This screen is for admins of the organisation.",
+        Role::Operator => "This screen is for operators.",
+    };
+    view! {
+        <section class="notice" role="alert">
+            <h1>"Not allowed"</h1>
+            <p>{message}</p>
+            <a class="button" href="/">"Go to my start screen"</a>
+        </section>
+    }
+}
+
+/// A failed load, said plainly.
+#[component]
+pub fn ErrorNotice(error: AppError) -> impl IntoView {
+    view! { <p class="error" role="alert">{error.to_string()}</p> }
+}

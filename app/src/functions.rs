@@ -1,0 +1,167 @@
+//! Server functions: the browser's only door to the server. Each one checks
+//! who is asking, then hands the work to the server's `Backend`.
+
+use crate::error::AppError;
+use crate::models::{CurrentUser, Directory, Operator, Robot};
+use leptos::prelude::*;
+
+/// Name of the HttpOnly cookie that carries the sign-in session token.
+pub const SESSION_COOKIE: &str = "cc_session";
+
+#[cfg(feature = "ssr")]
+pub mod backend {
+    //! The narrow interface the server functions need. `server` implements it
+    //! over the store (and later the ACD engine) and provides it as context.
+    use crate::error::AppError;
+    use crate::models::{CurrentUser, Directory, Operator, Robot};
+    use std::sync::Arc;
+
+    #[async_trait::async_trait]
+    pub trait Backend: Send + Sync + 'static {
+        /// Checks the password (with a slowdown after repeated failures) and
+        /// opens a sign-in session. Returns the session token and the user.
+        async fn sign_in(&self, email: &str, password: &str) -> Result<(String, CurrentUser), AppError>;
+        /// The user behind a session token, if the session is still valid.
+        async fn session_user(&self, token: &str) -> Result<Option<CurrentUser>, AppError>;
+        async fn sign_out(&self, token: &str) -> Result<(), AppError>;
+        /// Switches the session's org; the user must belong to it.
+        async fn select_org(&self, token: &str, org_id: &str) -> Result<CurrentUser, AppError>;
+        async fn directory(&self, org_id: &str) -> Result<Directory, AppError>;
+        /// A robot of this org; another org's robot is `NotFound`.
+        async fn robot(&self, org_id: &str, robot_id: &str) -> Result<Robot, AppError>;
+        /// The operator profile of a user in this org.
+        async fn operator_profile(&self, org_id: &str, user_id: &str) -> Result<Operator, AppError>;
+        /// `Set-Cookie` value that stores a session token in the browser.
+        fn session_cookie(&self, token: &str) -> String;
+        /// `Set-Cookie` value that removes it.
+        fn cleared_session_cookie(&self) -> String;
+    }
+
+    pub type SharedBackend = Arc<dyn Backend>;
+}
+
+#[cfg(feature = "ssr")]
+mod guard {
+    //! Who is asking: session cookie → user → role in the selected org.
+    use super::backend::SharedBackend;
+    use super::SESSION_COOKIE;
+    use crate::error::AppError;
+    use crate::models::{CurrentUser, OrgMembership, Role};
+    use leptos::prelude::*;
+
+    pub fn backend() -> Result<SharedBackend, AppError> {
+        use_context::<SharedBackend>().ok_or_else(|| AppError::Internal("backend missing".into()))
+    }
+
+    pub fn session_token() -> Option<String> {
+        let parts = use_context::<http::request::Parts>()?;
+        let header = parts.headers.get(http::header::COOKIE)?.to_str().ok()?;
+        crate::rules::cookie_value(header, SESSION_COOKIE).map(str::to_owned)
+    }
+
+    /// Marks the HTTP response with the error's status, then returns it.
+    pub fn fail(error: AppError) -> AppError {
+        if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+            response.set_status(error.status());
+        }
+        error
+    }
+
+    pub async fn signed_in() -> Result<(String, CurrentUser), AppError> {
+        let token = session_token().ok_or(AppError::Unauthenticated)?;
+        match backend()?.session_user(&token).await? {
+            Some(user) => Ok((token, user)),
+            None => Err(AppError::Unauthenticated),
+        }
+    }
+
+    /// The caller's user and selected org, if their role there grants `needed`.
+    pub async fn require(needed: Role) -> Result<(CurrentUser, OrgMembership), AppError> {
+        let (_, user) = signed_in().await?;
+        let org = user.selected_org.clone().ok_or(AppError::NoOrgSelected)?;
+        if !org.role.grants(needed) {
+            return Err(match needed {
+                Role::Admin => AppError::admins_only(),
+                Role::Operator => AppError::Forbidden("This screen is for operators.".into()),
+            });
+        }
+        Ok((user, org))
+    }
+
+    pub fn set_cookie(value: &str) {
+        if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+            if let Ok(value) = http::HeaderValue::from_str(value) {
+                response.append_header(http::header::SET_COOKIE, value);
+            }
+        }
+    }
+}
+
+/// The signed-in user, or `None` when nobody is signed in.
+#[server(endpoint = "signed_in_user")]
+pub async fn signed_in_user() -> Result<Option<CurrentUser>, AppError> {
+    match guard::signed_in().await {
+        Ok((_, user)) => Ok(Some(user)),
+        Err(AppError::Unauthenticated) => Ok(None),
+        Err(e) => Err(guard::fail(e)),
+    }
+}
+
+/// Signs in and sends the browser to `next` (a local path) or the landing
+/// screen of the user's role.
+#[server(endpoint = "sign_in")]
+pub async fn sign_in(email: String, password: String, next: Option<String>) -> Result<(), AppError> {
+    if email.trim().is_empty() || password.is_empty() {
+        return Err(guard::fail(AppError::Invalid("Enter your email and password.".into())));
+    }
+    let backend = guard::backend()?;
+    let (token, user) = backend.sign_in(&email, &password).await.map_err(guard::fail)?;
+    guard::set_cookie(&backend.session_cookie(&token));
+    // Only same-site paths: an open redirect would let a link phish the session.
+    let target = next
+        .filter(|n| n.starts_with('/') && !n.starts_with("//"))
+        .unwrap_or_else(|| user.landing_path().to_string());
+    leptos_axum::redirect(&target);
+    Ok(())
+}
+
+#[server(endpoint = "sign_out")]
+pub async fn sign_out() -> Result<(), AppError> {
+    let backend = guard::backend()?;
+    if let Some(token) = guard::session_token() {
+        backend.sign_out(&token).await.map_err(guard::fail)?;
+    }
+    guard::set_cookie(&backend.cleared_session_cookie());
+    leptos_axum::redirect("/signin");
+    Ok(())
+}
+
+/// Switches the org the user works in and opens its landing screen.
+#[server(endpoint = "select_org")]
+pub async fn select_org(org_id: String) -> Result<(), AppError> {
+    let (token, _) = guard::signed_in().await.map_err(guard::fail)?;
+    let user = guard::backend()?.select_org(&token, &org_id).await.map_err(guard::fail)?;
+    leptos_axum::redirect(user.landing_path());
+    Ok(())
+}
+
+/// The selected org's robots and operators. Admins only.
+#[server(endpoint = "load_directory")]
+pub async fn load_directory() -> Result<Directory, AppError> {
+    let (_, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
+    guard::backend()?.directory(&org.org_id).await.map_err(guard::fail)
+}
+
+/// One robot of the selected org. Admins only; another org's id is 404.
+#[server(endpoint = "load_robot")]
+pub async fn load_robot(robot_id: String) -> Result<Robot, AppError> {
+    let (_, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
+    guard::backend()?.robot(&org.org_id, &robot_id).await.map_err(guard::fail)
+}
+
+/// The caller's own operator profile in the selected org.
+#[server(endpoint = "my_operator_profile")]
+pub async fn my_operator_profile() -> Result<Operator, AppError> {
+    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
+    guard::backend()?.operator_profile(&org.org_id, &user.user_id).await.map_err(guard::fail)
+}

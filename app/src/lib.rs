@@ -1,0 +1,64 @@
+//! ClutchCall's shared crate: domain types and rules, server functions, and
+//! the Leptos pages, compiled for the server (`ssr`) and the browser
+//! (`hydrate`).
+
+pub mod components;
+pub mod error;
+pub mod functions;
+pub mod models;
+pub mod routes;
+pub mod rules;
+
+use components::{Session, TopBar};
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_router::{
+    components::{ParentRoute, Route, Router, Routes},
+    path,
+};
+
+/// The HTML document around the app, rendered on the server.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <meta name="color-scheme" content="dark"/>
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
+                <AutoReload options=options.clone()/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    provide_context(Session::new());
+
+    view! {
+        <Stylesheet id="leptos" href="/pkg/clutchcall.css"/>
+        <Title formatter=|page: String| if page.is_empty() { "ClutchCall".to_string() } else { format!("{page} · ClutchCall") }/>
+        <Router>
+            <TopBar/>
+            <main class="page">
+                <Routes fallback=routes::NotFound>
+                    <Route path=path!("/") view=routes::Home/>
+                    <Route path=path!("/signin") view=routes::SignIn/>
+                    <Route path=path!("/orgs") view=routes::ChooseOrg/>
+                    <ParentRoute path=path!("/admin") view=routes::AdminArea>
+                        <Route path=path!("directory") view=routes::DirectoryPage/>
+                    </ParentRoute>
+                    <Route path=path!("/operator") view=routes::OperatorHome/>
+                </Routes>
+            </main>
+        </Router>
+    }
+}

@@ -1,0 +1,200 @@
+use crate::components::{ErrorNotice, RequireRole};
+use crate::functions::{load_directory, load_robot};
+use crate::models::{Directory, Operator, RegistryStatus, Robot, Role};
+use crate::rules::{matches_query, utc_clock};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::Outlet;
+use leptos_router::hooks::use_query_map;
+
+/// Everything under `/admin` is for admins of the selected org.
+#[component]
+pub fn AdminArea() -> impl IntoView {
+    view! {
+        <RequireRole role=Role::Admin>
+            <Outlet/>
+        </RequireRole>
+    }
+}
+
+/// The org's fleet registry and operator directory.
+#[component]
+pub fn DirectoryPage() -> impl IntoView {
+    let directory = Resource::new(|| (), |_| load_directory());
+    let filter = RwSignal::new(String::new());
+    let query = use_query_map();
+    let selected_robot = move || query.read().get("robot").filter(|id| !id.is_empty());
+
+    view! {
+        <Title text="Directory"/>
+        <div class="toolbar">
+            <h1>"Directory"</h1>
+            <label class="visually-hidden" for="directory-filter">"Filter"</label>
+            <input
+                id="directory-filter"
+                type="search"
+                placeholder="Filter robots and operators"
+                prop:value=filter
+                on:input=move |ev| filter.set(event_target_value(&ev))
+            />
+            <button type="button" class="button subtle" on:click=move |_| directory.refetch()>"Refresh"</button>
+        </div>
+        {move || selected_robot().map(|robot_id| view! { <RobotDetail robot_id/> })}
+        <Transition fallback=|| view! { <p class="loading">"Loading directory…"</p> }>
+            {move || Suspend::new(async move {
+                match directory.await {
+                    Err(e) => view! {
+                        <ErrorNotice error=e/>
+                        <button type="button" class="button" on:click=move |_| directory.refetch()>"Try again"</button>
+                    }.into_any(),
+                    Ok(dir) => view! { <DirectoryTables dir filter/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn DirectoryTables(dir: Directory, filter: RwSignal<String>) -> impl IntoView {
+    let Directory { org_name, robots, operators, as_of_ms } = dir;
+    let robots = StoredValue::new(robots);
+    let operators = StoredValue::new(operators);
+    let shown_robots = move || {
+        let q = filter.get();
+        robots.with_value(|all| {
+            all.iter()
+                .filter(|r| matches_query(&q, &[&r.id, &r.model, &r.site, &r.pop, &r.req_cert]))
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    };
+    let shown_operators = move || {
+        let q = filter.get();
+        operators.with_value(|all| {
+            all.iter()
+                .filter(|o| {
+                    let certs = o.certifications.join(" ");
+                    matches_query(&q, &[&o.display_name, &o.email, &o.region, &certs])
+                })
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    };
+    let online = robots.with_value(|all| all.iter().filter(|r| r.status == RegistryStatus::Online).count());
+    let total = robots.with_value(Vec::len);
+
+    view! {
+        <p class="as-of">{org_name}" · "{online}" of "{total}" robots online · as of "{utc_clock(as_of_ms)}</p>
+        <section class="panel">
+            <h2>"Robots"</h2>
+            {move || {
+                let rows = shown_robots();
+                if total == 0 {
+                    view! { <p class="empty">"No robots are registered in this organisation yet."</p> }.into_any()
+                } else if rows.is_empty() {
+                    view! { <p class="empty">"No robot matches the filter."</p> }.into_any()
+                } else {
+                    view! { <RobotTable rows/> }.into_any()
+                }
+            }}
+        </section>
+        <section class="panel">
+            <h2>"Operators"</h2>
+            {move || {
+                let rows = shown_operators();
+                if operators.with_value(Vec::is_empty) {
+                    view! { <p class="empty">"No operators in this organisation yet."</p> }.into_any()
+                } else if rows.is_empty() {
+                    view! { <p class="empty">"No operator matches the filter."</p> }.into_any()
+                } else {
+                    view! { <OperatorTable rows/> }.into_any()
+                }
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn RobotTable(rows: Vec<Robot>) -> impl IntoView {
+    view! {
+        <table class="grid" data-testid="robots">
+            <thead><tr><th>"Robot"</th><th>"Model"</th><th>"Site"</th><th>"PoP"</th><th>"Required cert"</th><th>"Skill"</th><th>"Registry"</th></tr></thead>
+            <tbody>
+                {rows.into_iter().map(|r| view! {
+                    <tr>
+                        <td><a href=format!("?robot={}", r.id)>{r.id.clone()}</a></td>
+                        <td>{r.model}</td>
+                        <td>{r.site}</td>
+                        <td>{r.pop}</td>
+                        <td>{r.req_cert}</td>
+                        <td>{r.skill}</td>
+                        <td><RegistryTag status=r.status/></td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+#[component]
+fn OperatorTable(rows: Vec<Operator>) -> impl IntoView {
+    view! {
+        <table class="grid" data-testid="operators">
+            <thead><tr><th>"Operator"</th><th>"Email"</th><th>"Role"</th><th>"Region"</th><th>"Certifications"</th></tr></thead>
+            <tbody>
+                {rows.into_iter().map(|o| view! {
+                    <tr>
+                        <td>{o.display_name}</td>
+                        <td>{o.email}</td>
+                        <td>{o.role.as_str()}</td>
+                        <td>{o.region}</td>
+                        <td>{o.certifications.join(", ")}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+#[component]
+fn RegistryTag(status: RegistryStatus) -> impl IntoView {
+    let tone = match status {
+        RegistryStatus::Online => "tag tone-ok",
+        RegistryStatus::Offline => "tag tone-muted",
+    };
+    view! { <span class=tone>{status.as_str()}</span> }
+}
+
+/// Detail of the robot named in `?robot=`; another org's id reads "not found".
+#[component]
+fn RobotDetail(robot_id: String) -> impl IntoView {
+    let id = robot_id.clone();
+    let robot = Resource::new(move || id.clone(), load_robot);
+    view! {
+        <section class="panel detail" aria-live="polite">
+            <div class="toolbar">
+                <h2>"Robot "{robot_id}</h2>
+                <a class="button subtle" href="/admin/directory">"Close"</a>
+            </div>
+            <Suspense fallback=|| view! { <p class="loading">"Loading robot…"</p> }>
+                {move || Suspend::new(async move {
+                    match robot.await {
+                        Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                        Ok(r) => view! {
+                            <dl class="facts">
+                                <dt>"Model"</dt><dd>{r.model}</dd>
+                                <dt>"Site"</dt><dd>{r.site}</dd>
+                                <dt>"PoP"</dt><dd>{r.pop}</dd>
+                                <dt>"Required cert"</dt><dd>{r.req_cert}</dd>
+                                <dt>"Skill"</dt><dd>{r.skill}</dd>
+                                <dt>"Registry"</dt><dd><RegistryTag status=r.status/></dd>
+                                <dt>"Last heartbeat"</dt>
+                                <dd>{r.last_heartbeat_ms.map(utc_clock).unwrap_or_else(|| "never".to_string())}</dd>
+                            </dl>
+                        }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}

@@ -1,0 +1,61 @@
+use crate::components::Session;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::Redirect;
+use leptos_router::hooks::use_query_map;
+
+#[component]
+pub fn SignIn() -> impl IntoView {
+    let session = expect_context::<Session>();
+    let query = use_query_map();
+    let next = move || query.read().get("next").unwrap_or_default();
+    let show_password = RwSignal::new(false);
+    let failure = move || match session.sign_in.value().get() {
+        Some(Err(e)) => Some(e.to_string()),
+        _ => None,
+    };
+    let pending = session.sign_in.pending();
+
+    view! {
+        <Title text="Sign in"/>
+        // Already signed in: go straight to work.
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                match session.user.await {
+                    Ok(Some(user)) => Some(view! { <Redirect path=user.landing_path()/> }),
+                    _ => None,
+                }
+            })}
+        </Transition>
+        <section class="signin">
+            <h1>"Sign in to ClutchCall"</h1>
+            <ActionForm action=session.sign_in attr:class="stack">
+                <input type="hidden" name="next" prop:value=next/>
+                <label for="email">"Email"</label>
+                <input id="email" name="email" type="email" autocomplete="username" required autofocus/>
+                <label for="password">"Password"</label>
+                <div class="password-row">
+                    <input
+                        id="password"
+                        name="password"
+                        autocomplete="current-password"
+                        required
+                        type=move || if show_password.get() { "text" } else { "password" }
+                    />
+                    <button
+                        type="button"
+                        class="button subtle"
+                        aria-pressed=move || show_password.get().to_string()
+                        on:click=move |_| show_password.update(|shown| *shown = !*shown)
+                    >
+                        {move || if show_password.get() { "Hide" } else { "Show" }}
+                    </button>
+                </div>
+                <button type="submit" class="button primary" disabled=pending>
+                    {move || if pending.get() { "Signing in…" } else { "Sign in" }}
+                </button>
+                {move || failure().map(|message| view! { <p class="error" role="alert">{message}</p> })}
+            </ActionForm>
+        </section>
+    }
+}

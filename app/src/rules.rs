@@ -1,0 +1,142 @@
+//! Pure domain rules, written once and used by the server and the browser.
+
+use crate::models::RegistryStatus;
+
+/// Without an edge-agent heartbeat for this long a robot reads `offline`.
+pub const ROBOT_HEARTBEAT_TIMEOUT_MS: i64 = 15_000;
+
+/// The middle dot that separates a certification's skill from its tier.
+const MIDDOT: char = '\u{00B7}';
+
+/// Why a `reqCert` (or a certification) cannot yield a skill.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SkillError {
+    /// Nothing but separators.
+    Empty,
+}
+
+/// The skill the ACD matches on: the first token of a certification string,
+/// split on a middle dot or any whitespace (seed 000, rule A02).
+/// `pick-place · tier-2` → `pick-place`; `inspection\ttier-3` → `inspection`.
+pub fn skill_of(cert: &str) -> Result<&str, SkillError> {
+    cert.split(|c: char| c == MIDDOT || c.is_whitespace())
+        .find(|token| !token.is_empty())
+        .ok_or(SkillError::Empty)
+}
+
+/// The set of skills an operator holds: every certification's skill, sorted,
+/// each once. Certifications that yield no skill are ignored.
+pub fn skills_of<'a>(certs: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+    let mut skills: Vec<String> = certs
+        .into_iter()
+        .filter_map(|c| skill_of(c).ok())
+        .map(str::to_owned)
+        .collect();
+    skills.sort();
+    skills.dedup();
+    skills
+}
+
+/// Registry status from the last heartbeat: `online` while heartbeats keep
+/// arriving, `offline` once none came for `ROBOT_HEARTBEAT_TIMEOUT_MS`.
+pub fn registry_status(last_heartbeat_ms: Option<i64>, now_ms: i64) -> RegistryStatus {
+    match last_heartbeat_ms {
+        Some(at) if now_ms - at <= ROBOT_HEARTBEAT_TIMEOUT_MS => RegistryStatus::Online,
+        _ => RegistryStatus::Offline,
+    }
+}
+
+/// The value of one cookie in a `Cookie:` request header.
+pub fn cookie_value<'a>(cookie_header: &'a str, name: &str) -> Option<&'a str> {
+    cookie_header.split(';').find_map(|pair| {
+        let (key, value) = pair.trim().split_once('=')?;
+        (key == name).then_some(value)
+    })
+}
+
+/// Emails compare case-insensitively and without surrounding spaces.
+pub fn normalize_email(email: &str) -> String {
+    email.trim().to_lowercase()
+}
+
+/// `HH:MM:SS UTC` of a Unix ms timestamp, for "as of" lines on live screens.
+pub fn utc_clock(ms: i64) -> String {
+    let secs = ms.div_euclid(1000).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02} UTC", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// Case-insensitive substring match of `query` against any of `fields`
+/// joined; an empty query matches everything.
+pub fn matches_query(query: &str, fields: &[&str]) -> bool {
+    let query = query.trim().to_lowercase();
+    query.is_empty() || fields.join(" ").to_lowercase().contains(&query)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a02_skill_is_first_token_split_on_middot_or_whitespace() {
+        assert_eq!(skill_of("pick-place · tier-2"), Ok("pick-place"));
+        assert_eq!(skill_of("pick-place·tier-2"), Ok("pick-place"));
+        assert_eq!(skill_of("inspection tier-3"), Ok("inspection"));
+        assert_eq!(skill_of("inspection\ttier-3"), Ok("inspection"));
+        assert_eq!(skill_of("  welding  ·  tier-1 "), Ok("welding"));
+        assert_eq!(skill_of("palletize"), Ok("palletize"));
+        // Hyphens and dots are part of a skill name, not separators.
+        assert_eq!(skill_of("mobile-manip.v2 · t1"), Ok("mobile-manip.v2"));
+    }
+
+    #[test]
+    fn a02_empty_req_cert_has_no_skill() {
+        assert_eq!(skill_of(""), Err(SkillError::Empty));
+        assert_eq!(skill_of("  · \t"), Err(SkillError::Empty));
+    }
+
+    #[test]
+    fn a08_operator_skills_are_the_set_of_certification_skills() {
+        let certs = vec![
+            "pick-place · tier-2".to_string(),
+            "welding tier-1".to_string(),
+            "pick-place · tier-1".to_string(),
+            " ".to_string(),
+        ];
+        assert_eq!(skills_of(&certs), vec!["pick-place", "welding"]);
+    }
+
+    #[test]
+    fn robot_reads_offline_fifteen_seconds_after_last_heartbeat() {
+        assert_eq!(registry_status(None, 1_000_000), RegistryStatus::Offline);
+        assert_eq!(registry_status(Some(1_000_000), 1_000_000), RegistryStatus::Online);
+        assert_eq!(registry_status(Some(1_000_000), 1_015_000), RegistryStatus::Online);
+        assert_eq!(registry_status(Some(1_000_000), 1_015_001), RegistryStatus::Offline);
+    }
+
+    #[test]
+    fn cookie_value_finds_the_named_cookie_only() {
+        let header = "theme=dark; cc_session=abc.def; other=1";
+        assert_eq!(cookie_value(header, "cc_session"), Some("abc.def"));
+        assert_eq!(cookie_value(header, "session"), None);
+        assert_eq!(cookie_value("", "cc_session"), None);
+    }
+
+    #[test]
+    fn utc_clock_formats_time_of_day() {
+        assert_eq!(utc_clock(0), "00:00:00 UTC");
+        assert_eq!(utc_clock(1_764_430_245_999), "15:30:45 UTC");
+    }
+
+    #[test]
+    fn query_matches_any_field_case_insensitively() {
+        assert!(matches_query("", &["x"]));
+        assert!(matches_query("PICK", &["ue-pick-01", "Reno"]));
+        assert!(matches_query("reno dc", &["x", "Reno DC-4"]));
+        assert!(!matches_query("weld", &["ue-pick-01", "Reno"]));
+    }
+
+    #[test]
+    fn emails_compare_case_insensitively() {
+        assert_eq!(normalize_email("  Dana@Northstar.Example "), "dana@northstar.example");
+    }
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs what ClutchCall's build and tests need, and only what is missing.
+# Idempotent: a second run checks versions and does nothing.
+# Nothing here downloads from GitHub: cargo-leptos would, so every tool it
+# looks for is put on PATH first (wasm-bindgen from crates.io, wasm-opt from
+# the npm package binaryen; the stylesheet is plain CSS, so no dart-sass).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CARGO_LEPTOS_VERSION="0.3.10"
+WASM_BINDGEN_VERSION="0.2.130"   # must equal the `=` pin in Cargo.toml
+BINARYEN_VERSION="132.0.0"
+PLAYWRIGHT_VERSION="1.65.1"
+# Tools that live outside the clone so CI's fresh clones reuse them.
+TOOLS_DIR="${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-tools}"
+
+say() { printf '[setup] %s\n' "$*"; }
+
+export PATH="$HOME/.cargo/bin:$TOOLS_DIR/node_modules/.bin:$PATH"
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  say "adding rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+if [[ "$(cargo leptos --version 2>/dev/null || true)" != *"$CARGO_LEPTOS_VERSION"* ]]; then
+  say "installing cargo-leptos $CARGO_LEPTOS_VERSION (slow: ~20 min on 2 cores)"
+  cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked
+fi
+
+if [[ "$(wasm-bindgen --version 2>/dev/null || true)" != *"$WASM_BINDGEN_VERSION"* ]]; then
+  say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+fi
+
+if [[ "$(wasm-opt --version 2>/dev/null || true)" != *"version ${BINARYEN_VERSION%%.*}"* ]]; then
+  say "installing wasm-opt (npm binaryen@$BINARYEN_VERSION) into $TOOLS_DIR"
+  mkdir -p "$TOOLS_DIR"
+  npm install --prefix "$TOOLS_DIR" --no-audit --no-fund "binaryen@$BINARYEN_VERSION" >/dev/null
+fi
+
+need_apt=()
+[[ -x /usr/bin/chromium ]] || need_apt+=(chromium)
+if ((${#need_apt[@]})); then
+  say "installing ${need_apt[*]} with apt"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if [[ -f "$ROOT/end2end/package.json" ]]; then
+  if [[ ! -d "$ROOT/end2end/node_modules/@playwright/test" ]] \
+     || [[ "$(node -p "require('$ROOT/end2end/node_modules/@playwright/test/package.json').version" 2>/dev/null)" != "$PLAYWRIGHT_VERSION" ]]; then
+    say "installing end2end npm packages (no browser download; Debian's chromium is used)"
+    (cd "$ROOT/end2end" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund >/dev/null 2>&1 \
+      || PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --no-audit --no-fund >/dev/null)
+  fi
+fi
+
+say "tools ready: $(cargo leptos --version), $(wasm-bindgen --version), $(wasm-opt --version | head -1), $(/usr/bin/chromium --version 2>/dev/null)"

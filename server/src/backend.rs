@@ -1,0 +1,193 @@
+//! The server's side of `app::functions::backend::Backend`: what the server
+//! functions may ask for, answered from the store.
+
+use crate::auth::{new_token, token_hash, verify_password, SignInThrottle};
+use crate::clock::now_ms;
+use crate::store::{MembershipRecord, OperatorRecord, RobotRecord, SharedStore, StoreError};
+use app::error::AppError;
+use app::functions::{backend::Backend, SESSION_COOKIE};
+use app::models::{CurrentUser, Directory, Operator, OrgMembership, Robot};
+use app::rules::{normalize_email, registry_status, skill_of, skills_of};
+use async_trait::async_trait;
+
+/// A sign-in lasts one long shift.
+pub const WEB_SESSION_TTL_MS: i64 = 12 * 60 * 60 * 1000;
+
+/// Checked when the email is unknown, so a wrong email costs the same time
+/// as a wrong password and the answer does not tell which it was.
+fn dummy_hash() -> String {
+    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HASH.get_or_init(|| crate::auth::hash_password(&new_token())).clone()
+}
+
+pub struct ServerBackend {
+    store: SharedStore,
+    throttle: SignInThrottle,
+    secure_cookies: bool,
+}
+
+impl ServerBackend {
+    pub fn new(store: SharedStore, secure_cookies: bool) -> Self {
+        ServerBackend { store, throttle: SignInThrottle::default(), secure_cookies }
+    }
+
+    async fn current_user(&self, user_id: &str, org_id: Option<&str>) -> Result<Option<CurrentUser>, AppError> {
+        let Some(user) = self.store.user_by_id(user_id).await.map_err(internal)? else {
+            return Ok(None);
+        };
+        let memberships: Vec<OrgMembership> =
+            self.store.memberships(user_id).await.map_err(internal)?.into_iter().map(membership).collect();
+        // A session keeps its org only while the user still belongs to it.
+        let selected_org = org_id.and_then(|id| memberships.iter().find(|m| m.org_id == id).cloned());
+        Ok(Some(CurrentUser {
+            user_id: user.id,
+            email: user.email,
+            display_name: user.display_name,
+            memberships,
+            selected_org,
+        }))
+    }
+}
+
+fn internal(e: StoreError) -> AppError {
+    tracing::error!(error = %e, "store failure");
+    AppError::Internal("database unavailable".into())
+}
+
+fn membership(m: MembershipRecord) -> OrgMembership {
+    OrgMembership { org_id: m.org_id, org_name: m.org_name, role: m.role }
+}
+
+pub fn robot_view(r: RobotRecord, now: i64) -> Robot {
+    Robot {
+        skill: skill_of(&r.req_cert).unwrap_or_default().to_string(),
+        status: registry_status(r.last_heartbeat_at, now),
+        id: r.id,
+        model: r.model,
+        site: r.site,
+        pop: r.pop,
+        req_cert: r.req_cert,
+        last_heartbeat_ms: r.last_heartbeat_at,
+    }
+}
+
+fn operator_view(o: OperatorRecord) -> Operator {
+    Operator {
+        skills: skills_of(&o.certifications),
+        id: o.user_id,
+        display_name: o.display_name,
+        email: o.email,
+        external_id: o.external_id,
+        role: o.role,
+        region: o.region,
+        certifications: o.certifications,
+    }
+}
+
+#[async_trait]
+impl Backend for ServerBackend {
+    async fn sign_in(&self, email: &str, password: &str) -> Result<(String, CurrentUser), AppError> {
+        let email = normalize_email(email);
+        if let Err(wait_s) = self.throttle.check(&email, now_ms()) {
+            return Err(AppError::TooManyAttempts(wait_s));
+        }
+        let user = self.store.user_by_email(&email).await.map_err(internal)?;
+        let known_hash = user.as_ref().map(|u| u.password_hash.clone());
+        let password = password.to_string();
+        // argon2 is deliberately slow: keep it off the async workers.
+        let verified = tokio::task::spawn_blocking(move || {
+            verify_password(&password, &known_hash.unwrap_or_else(dummy_hash))
+        })
+            .await
+            .map_err(|_| AppError::Internal("password check failed".into()))?;
+        let user = match user {
+            Some(user) if verified => user,
+            _ => {
+                self.throttle.record_failure(&email, now_ms());
+                tracing::info!(email = %email, "sign-in refused");
+                return Err(AppError::BadCredentials);
+            }
+        };
+        self.throttle.record_success(&email);
+        // Work starts in the first org by name; the top bar switches.
+        let first_org = self.store.memberships(&user.id).await.map_err(internal)?.into_iter().next();
+        let org_id = first_org.as_ref().map(|m| m.org_id.as_str());
+        let token = new_token();
+        let now = now_ms();
+        self.store
+            .create_web_session(&token_hash(&token), &user.id, org_id, now, now + WEB_SESSION_TTL_MS)
+            .await
+            .map_err(internal)?;
+        let current = self.current_user(&user.id, org_id).await?.ok_or(AppError::Unauthenticated)?;
+        tracing::info!(user = %current.user_id, "signed in");
+        Ok((token, current))
+    }
+
+    async fn session_user(&self, token: &str) -> Result<Option<CurrentUser>, AppError> {
+        let hash = token_hash(token);
+        let Some(session) = self.store.web_session(&hash).await.map_err(internal)? else {
+            return Ok(None);
+        };
+        if session.expires_at <= now_ms() {
+            self.store.delete_web_session(&hash).await.map_err(internal)?;
+            return Ok(None);
+        }
+        self.current_user(&session.user_id, session.org_id.as_deref()).await
+    }
+
+    async fn sign_out(&self, token: &str) -> Result<(), AppError> {
+        self.store.delete_web_session(&token_hash(token)).await.map_err(internal)
+    }
+
+    async fn select_org(&self, token: &str, org_id: &str) -> Result<CurrentUser, AppError> {
+        let hash = token_hash(token);
+        let session = self.store.web_session(&hash).await.map_err(internal)?.ok_or(AppError::Unauthenticated)?;
+        let user = self.current_user(&session.user_id, None).await?.ok_or(AppError::Unauthenticated)?;
+        // Not a member: the org does not exist as far as this user can tell.
+        if !user.memberships.iter().any(|m| m.org_id == org_id) {
+            return Err(AppError::NotFound("Organisation".into()));
+        }
+        self.store.set_web_session_org(&hash, org_id).await.map_err(internal)?;
+        self.current_user(&session.user_id, Some(org_id)).await?.ok_or(AppError::Unauthenticated)
+    }
+
+    async fn directory(&self, org_id: &str) -> Result<Directory, AppError> {
+        let now = now_ms();
+        let org_name = self.store.org_name(org_id).await.map_err(internal)?.ok_or(AppError::NotFound("Organisation".into()))?;
+        let robots = self.store.robots(org_id).await.map_err(internal)?;
+        let operators = self.store.operators(org_id).await.map_err(internal)?;
+        Ok(Directory {
+            org_name,
+            robots: robots.into_iter().map(|r| robot_view(r, now)).collect(),
+            operators: operators.into_iter().map(operator_view).collect(),
+            as_of_ms: now,
+        })
+    }
+
+    async fn robot(&self, org_id: &str, robot_id: &str) -> Result<Robot, AppError> {
+        match self.store.robot(org_id, robot_id).await.map_err(internal)? {
+            Some(r) => Ok(robot_view(r, now_ms())),
+            None => Err(AppError::NotFound(format!("Robot {robot_id}"))),
+        }
+    }
+
+    async fn operator_profile(&self, org_id: &str, user_id: &str) -> Result<Operator, AppError> {
+        match self.store.operator(org_id, user_id).await.map_err(internal)? {
+            Some(o) => Ok(operator_view(o)),
+            None => Err(AppError::NotFound("Your operator profile in this organisation".into())),
+        }
+    }
+
+    fn session_cookie(&self, token: &str) -> String {
+        let secure = if self.secure_cookies { "; Secure" } else { "" };
+        format!(
+            "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
+            WEB_SESSION_TTL_MS / 1000
+        )
+    }
+
+    fn cleared_session_cookie(&self) -> String {
+        let secure = if self.secure_cookies { "; Secure" } else { "" };
+        format!("{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{secure}")
+    }
+}

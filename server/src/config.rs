@@ -1,0 +1,57 @@
+//! Configuration from the environment. Every setting has a default, so a
+//! first start with no configuration serves the demo on SQLite.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `CLUTCHCALL_ADDR`, else cargo-leptos's `LEPTOS_SITE_ADDR`, else 127.0.0.1:3000.
+    pub addr: SocketAddr,
+    /// `CLUTCHCALL_DATA_DIR`: where the SQLite file lives. Default `./data`.
+    pub data_dir: PathBuf,
+    /// `DATABASE_URL`: `postgres://…` for PostgreSQL; unset means SQLite in `data_dir`.
+    pub database_url: Option<String>,
+    /// `LEPTOS_SITE_ROOT`: the built wasm, JS, CSS and assets. Default `target/site`.
+    pub site_root: PathBuf,
+    /// `CLUTCHCALL_SECURE_COOKIES=1` marks the session cookie `Secure` (behind HTTPS).
+    pub secure_cookies: bool,
+    /// `CLUTCHCALL_DEMO=0` skips creating the demo org on an empty database.
+    pub seed_demo: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{name}={value:?} is not a valid socket address (e.g. 127.0.0.1:3000)")]
+    Addr { name: &'static str, value: String },
+}
+
+impl Config {
+    pub fn from_env() -> Result<Config, ConfigError> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let (addr_name, addr_value) = match (var("CLUTCHCALL_ADDR"), var("LEPTOS_SITE_ADDR")) {
+            (Some(v), _) => ("CLUTCHCALL_ADDR", v),
+            (None, Some(v)) => ("LEPTOS_SITE_ADDR", v),
+            (None, None) => ("CLUTCHCALL_ADDR", "127.0.0.1:3000".to_string()),
+        };
+        let addr = addr_value
+            .parse()
+            .map_err(|_| ConfigError::Addr { name: addr_name, value: addr_value.clone() })?;
+        Ok(Config {
+            addr,
+            data_dir: var("CLUTCHCALL_DATA_DIR").unwrap_or_else(|| "data".into()).into(),
+            database_url: var("DATABASE_URL"),
+            site_root: var("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into()).into(),
+            secure_cookies: var("CLUTCHCALL_SECURE_COOKIES").is_some_and(|v| v == "1" || v == "true"),
+            seed_demo: var("CLUTCHCALL_DEMO").is_none_or(|v| v != "0" && v != "false"),
+        })
+    }
+
+    /// The database to open: `DATABASE_URL`, or the SQLite file in the data dir.
+    pub fn database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!("sqlite://{}", self.data_dir.join("clutchcall.db").display()),
+        }
+    }
+}

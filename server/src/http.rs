@@ -1,0 +1,59 @@
+//! The HTTP surface: the Leptos app and its server functions, static files,
+//! and operational endpoints. Handlers stay thin.
+
+use crate::store::SharedStore;
+use app::functions::backend::SharedBackend;
+use app::{shell, App};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Json};
+use axum::routing::get;
+use axum::Router;
+use leptos::prelude::*;
+use leptos_axum::{file_and_error_handler_with_context, generate_route_list, LeptosRoutes};
+use serde_json::json;
+use tower_http::trace::TraceLayer;
+
+/// Everything a request handler may need.
+#[derive(Clone)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub store: SharedStore,
+    pub backend: SharedBackend,
+}
+
+impl axum::extract::FromRef<AppState> for LeptosOptions {
+    fn from_ref(state: &AppState) -> Self {
+        state.leptos_options.clone()
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    let routes = generate_route_list(App);
+    let backend = state.backend.clone();
+    let provide_backend = move || provide_context::<SharedBackend>(backend.clone());
+    let options = state.leptos_options.clone();
+
+    Router::new()
+        .route("/healthz", get(healthz))
+        .leptos_routes_with_context(&state, routes, provide_backend.clone(), move || shell(options.clone()))
+        .fallback(file_and_error_handler_with_context::<AppState, _>(provide_backend, shell))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Liveness and readiness in one: the process answers and the database
+/// does a round trip.
+async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
+    let database = state.store.backend_name();
+    match state.store.ping().await {
+        Ok(()) => (StatusCode::OK, Json(json!({ "status": "ok", "database": database }))),
+        Err(e) => {
+            tracing::error!(error = %e, "health check failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({ "status": "unavailable", "database": database, "error": "database unreachable" })),
+            )
+        }
+    }
+}

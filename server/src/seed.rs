@@ -1,0 +1,168 @@
+//! The demo org created on the first start against an empty database.
+//! A database that holds any org is never seeded again.
+
+use crate::auth::{hash_password, token_hash};
+use crate::store::{NewMembership, NewOperatorProfile, NewOrg, NewRobot, NewUser, Seed, Store, StoreResult};
+use app::models::{LinkFloor, Role};
+
+/// Every demo person signs in with this password.
+pub const DEMO_PASSWORD: &str = "clutchcall-demo";
+pub const DEMO_ORG_ID: &str = "org-northstar";
+pub const SECOND_ORG_ID: &str = "org-harbor";
+pub const DEMO_ADMIN_EMAIL: &str = "dana.okafor@northstar.example";
+
+/// The demo robots' bearer tokens are public (README): demo org only.
+pub fn demo_robot_token(robot_id: &str) -> String {
+    format!("cct_demo_{robot_id}")
+}
+
+/// (id, org, model, site, pop, reqCert)
+const ROBOTS: &[(&str, &str, &str, &str, &str, &str)] = &[
+    ("ue-pick-01", DEMO_ORG_ID, "UR10e", "Ashburn FC-2", "us-east", "pick-place · tier-2"),
+    ("ue-pick-02", DEMO_ORG_ID, "UR10e", "Ashburn FC-2", "us-east", "pick-place · tier-1"),
+    ("ue-pal-01", DEMO_ORG_ID, "Fanuc M-410", "Richmond DC-1", "us-east", "palletize · tier-1"),
+    ("ue-insp-01", DEMO_ORG_ID, "Spot Arm", "Richmond DC-1", "us-east", "inspection tier-3"),
+    ("uw-pick-01", DEMO_ORG_ID, "Franka FR3", "Reno DC-4", "us-west", "pick-place · tier-2"),
+    ("uw-weld-01", DEMO_ORG_ID, "ABB IRB 1300", "Portland Fab-1", "us-west", "welding · tier-2"),
+    ("uw-mm-01", DEMO_ORG_ID, "Stretch 3", "Reno DC-4", "us-west", "mobile-manipulation"),
+    ("uw-pal-01", DEMO_ORG_ID, "Fanuc M-410", "Portland Fab-1", "us-west", "palletize · tier-2"),
+    ("uk-pick-01", DEMO_ORG_ID, "Franka FR3", "Leeds Hub", "uk-london", "pick-place · tier-2"),
+    ("uk-insp-01", DEMO_ORG_ID, "Spot Arm", "Leeds Hub", "uk-london", "inspection · tier-1"),
+    ("uk-weld-01", DEMO_ORG_ID, "KUKA KR 10", "Sheffield Works", "uk-london", "welding tier-1"),
+    ("uk-mm-01", DEMO_ORG_ID, "Stretch 3", "Croydon Micro-FC", "uk-london", "mobile-manipulation · tier-1"),
+    ("uk-pal-01", DEMO_ORG_ID, "Fanuc M-410", "Sheffield Works", "uk-london", "palletize · tier-1"),
+    ("hb-pick-01", SECOND_ORG_ID, "UR5e", "Rotterdam Pier 3", "uk-london", "pick-place · tier-1"),
+    ("hb-insp-01", SECOND_ORG_ID, "Spot Arm", "Rotterdam Pier 3", "uk-london", "inspection · tier-2"),
+];
+
+/// (user id, display name, email, external id, org, role, region, certifications)
+type PersonRow = (&'static str, &'static str, &'static str, Option<&'static str>, &'static str, Role, &'static str, &'static [&'static str]);
+
+const PEOPLE: &[PersonRow] = &[
+    ("u-asha", "Asha Rao", "asha.rao@northstar.example", Some("NS-0101"), DEMO_ORG_ID, Role::Operator, "BLR", &["pick-place · tier-2", "palletize · tier-1"]),
+    ("u-vikram", "Vikram Iyer", "vikram.iyer@northstar.example", Some("NS-0102"), DEMO_ORG_ID, Role::Operator, "BLR", &["pick-place · tier-1", "inspection · tier-3"]),
+    ("u-meera", "Meera Nair", "meera.nair@northstar.example", Some("NS-0103"), DEMO_ORG_ID, Role::Operator, "BLR", &["welding · tier-2", "mobile-manipulation · tier-1"]),
+    ("u-tom", "Tom Whitfield", "tom.whitfield@northstar.example", Some("NS-0201"), DEMO_ORG_ID, Role::Operator, "Manchester", &["pick-place · tier-2", "welding · tier-1"]),
+    ("u-priya", "Priya Shah", "priya.shah@northstar.example", Some("NS-0202"), DEMO_ORG_ID, Role::Operator, "Manchester", &["inspection · tier-1", "palletize · tier-2"]),
+    ("u-owen", "Owen Davies", "owen.davies@northstar.example", None, DEMO_ORG_ID, Role::Operator, "Manchester", &["mobile-manipulation · tier-1", "pick-place · tier-1"]),
+    ("u-carla", "Carla Mendes", "carla.mendes@northstar.example", Some("NS-0301"), DEMO_ORG_ID, Role::Operator, "Austin", &["pick-place · tier-2", "inspection · tier-2"]),
+    ("u-jamal", "Jamal Brooks", "jamal.brooks@northstar.example", Some("NS-0302"), DEMO_ORG_ID, Role::Operator, "Austin", &["palletize · tier-1", "welding · tier-2"]),
+    // The admin may also operate: she holds an operator profile too.
+    ("u-dana", "Dana Okafor", DEMO_ADMIN_EMAIL, Some("NS-0001"), DEMO_ORG_ID, Role::Admin, "Manchester", &["inspection · tier-1"]),
+    ("u-lena", "Lena Fischer", "lena.fischer@harbor.example", Some("HB-0101"), SECOND_ORG_ID, Role::Operator, "Manchester", &["pick-place · tier-1", "inspection · tier-2"]),
+];
+
+/// Region → PoP propagation floors. The three rows of seed 000 come first
+/// with their notes; the rest are demo values for every other pair.
+const FLOORS: &[(&str, &str, u32, Option<&str>)] = &[
+    ("BLR", "us-east", 275, Some("QUIC buys jitter and recovery, not propagation")),
+    ("BLR", "us-west", 238, None),
+    ("Manchester", "uk-london", 177, Some("Shortest glass reach")),
+    ("BLR", "uk-london", 162, None),
+    ("Manchester", "us-east", 205, None),
+    ("Manchester", "us-west", 262, None),
+    ("Austin", "us-east", 96, None),
+    ("Austin", "us-west", 118, None),
+    ("Austin", "uk-london", 231, None),
+];
+
+/// Builds the demo seed (hashing every password, so it takes a moment).
+pub fn demo_seed() -> Seed {
+    let password_hash = |_: &str| hash_password(DEMO_PASSWORD);
+    let mut seed = Seed {
+        orgs: vec![
+            NewOrg { id: DEMO_ORG_ID.into(), name: "Northstar Robotics".into() },
+            NewOrg { id: SECOND_ORG_ID.into(), name: "Harbor Labs".into() },
+        ],
+        ..Seed::default()
+    };
+    for &(id, name, email, external_id, org, role, region, certs) in PEOPLE {
+        seed.users.push(NewUser {
+            id: id.into(),
+            email: email.into(),
+            display_name: name.into(),
+            external_id: external_id.map(Into::into),
+            password_hash: password_hash(id),
+        });
+        seed.memberships.push(NewMembership { org_id: org.into(), user_id: id.into(), role });
+        seed.operator_profiles.push(NewOperatorProfile {
+            org_id: org.into(),
+            user_id: id.into(),
+            region: region.into(),
+            certifications: certs.iter().map(|c| c.to_string()).collect(),
+        });
+    }
+    // The demo admin also runs the second org, so org switching is visible.
+    seed.memberships.push(NewMembership { org_id: SECOND_ORG_ID.into(), user_id: "u-dana".into(), role: Role::Admin });
+    for &(id, org, model, site, pop, req_cert) in ROBOTS {
+        seed.robots.push(NewRobot {
+            id: id.into(),
+            org_id: org.into(),
+            model: model.into(),
+            site: site.into(),
+            pop: pop.into(),
+            req_cert: req_cert.into(),
+            token_hash: token_hash(&demo_robot_token(id)),
+        });
+    }
+    seed.link_floors = FLOORS
+        .iter()
+        .map(|&(region, pop, floor_ms, note)| LinkFloor {
+            region: region.into(),
+            pop: pop.into(),
+            floor_ms,
+            note: note.map(Into::into),
+        })
+        .collect();
+    seed
+}
+
+/// Seeds the demo when the database holds no org. Returns whether it did.
+pub async fn seed_demo_if_empty(store: &dyn Store) -> StoreResult<bool> {
+    if !store.is_empty().await? {
+        return Ok(false);
+    }
+    let seed = tokio::task::spawn_blocking(demo_seed).await.expect("demo seed builder panicked");
+    store.seed(&seed).await?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use app::rules::skill_of;
+
+    #[test]
+    fn demo_fleet_covers_three_pops_and_several_skills() {
+        let demo: Vec<_> = ROBOTS.iter().filter(|r| r.1 == DEMO_ORG_ID).collect();
+        assert!(demo.len() >= 12);
+        for pop in ["us-east", "us-west", "uk-london"] {
+            assert!(demo.iter().any(|r| r.4 == pop), "no robot at {pop}");
+        }
+        let mut skills: Vec<_> = demo.iter().map(|r| skill_of(r.5).unwrap()).collect();
+        skills.sort();
+        skills.dedup();
+        assert!(skills.len() >= 4, "{skills:?}");
+    }
+
+    #[test]
+    fn demo_operators_span_three_regions_and_every_region_pop_pair_has_a_floor() {
+        let operators: Vec<_> = PEOPLE.iter().filter(|p| p.4 == DEMO_ORG_ID && p.5 == Role::Operator).collect();
+        assert!(operators.len() >= 8);
+        let regions: std::collections::BTreeSet<_> = PEOPLE.iter().map(|p| p.6).collect();
+        assert!(regions.contains("BLR") && regions.contains("Manchester") && regions.len() >= 3);
+        for region in &regions {
+            for pop in ["us-east", "us-west", "uk-london"] {
+                assert!(FLOORS.iter().any(|f| f.0 == *region && f.1 == pop), "no floor {region} → {pop}");
+            }
+        }
+    }
+
+    #[test]
+    fn seed_000_floors_are_exact() {
+        let floor = |region, pop| FLOORS.iter().find(|f| f.0 == region && f.1 == pop).unwrap().2;
+        assert_eq!(floor("BLR", "us-east"), 275);
+        assert_eq!(floor("BLR", "us-west"), 238);
+        assert_eq!(floor("Manchester", "uk-london"), 177);
+    }
+}

@@ -1,0 +1,171 @@
+//! Persistence. One `Store` trait, implemented for SQLite (the embedded
+//! default) and PostgreSQL (scale-out) over the same SQL text; each backend
+//! keeps its own migrations under `server/migrations/<backend>/`.
+
+mod sql;
+
+pub use sql::{PgStore, SqliteStore};
+
+use app::models::{LinkFloor, Role};
+use async_trait::async_trait;
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+    #[error("bad database url: {0}")]
+    Url(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct UserRecord {
+    pub id: String,
+    pub email: String,
+    pub display_name: String,
+    pub external_id: Option<String>,
+    pub password_hash: String,
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct RobotRecord {
+    pub id: String,
+    pub org_id: String,
+    pub model: String,
+    pub site: String,
+    pub pop: String,
+    pub req_cert: String,
+    pub last_heartbeat_at: Option<i64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct OperatorRecord {
+    pub user_id: String,
+    pub display_name: String,
+    pub email: String,
+    pub external_id: Option<String>,
+    pub role: Role,
+    pub region: String,
+    pub certifications: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MembershipRecord {
+    pub org_id: String,
+    pub org_name: String,
+    pub role: Role,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebSessionRecord {
+    pub user_id: String,
+    pub org_id: Option<String>,
+    pub expires_at: i64,
+}
+
+/// Everything a first start (or a test) creates, written in one transaction.
+#[derive(Clone, Debug, Default)]
+pub struct Seed {
+    pub orgs: Vec<NewOrg>,
+    pub users: Vec<NewUser>,
+    pub memberships: Vec<NewMembership>,
+    pub operator_profiles: Vec<NewOperatorProfile>,
+    pub robots: Vec<NewRobot>,
+    pub link_floors: Vec<LinkFloor>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewOrg {
+    pub id: String,
+    pub name: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewUser {
+    pub id: String,
+    pub email: String,
+    pub display_name: String,
+    pub external_id: Option<String>,
+    pub password_hash: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewMembership {
+    pub org_id: String,
+    pub user_id: String,
+    pub role: Role,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewOperatorProfile {
+    pub org_id: String,
+    pub user_id: String,
+    pub region: String,
+    pub certifications: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewRobot {
+    pub id: String,
+    pub org_id: String,
+    pub model: String,
+    pub site: String,
+    pub pop: String,
+    pub req_cert: String,
+    /// SHA-256 hex of the robot's bearer token; the token itself is never stored.
+    pub token_hash: String,
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// `sqlite` or `postgres`, for logs and /healthz.
+    fn backend_name(&self) -> &'static str;
+    /// A round trip to the database.
+    async fn ping(&self) -> StoreResult<()>;
+    /// True when no org exists yet: the only state in which the demo is seeded.
+    async fn is_empty(&self) -> StoreResult<bool>;
+    /// Writes a whole seed atomically.
+    async fn seed(&self, seed: &Seed) -> StoreResult<()>;
+
+    async fn user_by_email(&self, email: &str) -> StoreResult<Option<UserRecord>>;
+    async fn user_by_id(&self, user_id: &str) -> StoreResult<Option<UserRecord>>;
+    /// Orgs the user belongs to, by org name.
+    async fn memberships(&self, user_id: &str) -> StoreResult<Vec<MembershipRecord>>;
+    async fn org_name(&self, org_id: &str) -> StoreResult<Option<String>>;
+
+    async fn create_web_session(&self, token_hash: &str, user_id: &str, org_id: Option<&str>, now: i64, expires_at: i64) -> StoreResult<()>;
+    async fn web_session(&self, token_hash: &str) -> StoreResult<Option<WebSessionRecord>>;
+    async fn set_web_session_org(&self, token_hash: &str, org_id: &str) -> StoreResult<()>;
+    async fn delete_web_session(&self, token_hash: &str) -> StoreResult<()>;
+    /// Removes sessions past their expiry; returns how many.
+    async fn delete_expired_web_sessions(&self, now: i64) -> StoreResult<u64>;
+
+    /// The org's robots, by id.
+    async fn robots(&self, org_id: &str) -> StoreResult<Vec<RobotRecord>>;
+    /// A robot of this org; `None` for an unknown id or another org's robot.
+    async fn robot(&self, org_id: &str, robot_id: &str) -> StoreResult<Option<RobotRecord>>;
+    /// The org's operators (members with an operator profile), by name.
+    async fn operators(&self, org_id: &str) -> StoreResult<Vec<OperatorRecord>>;
+    async fn operator(&self, org_id: &str, user_id: &str) -> StoreResult<Option<OperatorRecord>>;
+    async fn link_floors(&self) -> StoreResult<Vec<LinkFloor>>;
+}
+
+pub type SharedStore = Arc<dyn Store>;
+
+/// Opens (creating and migrating as needed) the store `url` names:
+/// `postgres://…` / `postgresql://…` for PostgreSQL, `sqlite://…` for SQLite.
+pub async fn connect(url: &str) -> StoreResult<SharedStore> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Arc::new(PgStore::connect(url).await?))
+    } else if url.starts_with("sqlite:") {
+        Ok(Arc::new(SqliteStore::connect(url).await?))
+    } else {
+        Err(StoreError::Url(format!(
+            "{url:?}: expected postgres://… or sqlite://…"
+        )))
+    }
+}

@@ -1,0 +1,309 @@
+//! The two SQL stores. Their queries are one text: `$N` placeholders, which
+//! both SQLite and PostgreSQL accept through sqlx, and types both map alike
+//! (TEXT ↔ String, INTEGER/BIGINT ↔ i64, REAL/DOUBLE ↔ f64). `sql_store!`
+//! writes the `Store` impl once for each pool type.
+
+use super::{
+    MembershipRecord, OperatorRecord, RobotRecord, Seed, Store, StoreError, StoreResult,
+    UserRecord, WebSessionRecord,
+};
+use app::models::{LinkFloor, Role};
+use async_trait::async_trait;
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::Row;
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::time::Duration;
+
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens the SQLite file (creating it), in WAL mode, and migrates it.
+    pub async fn connect(url: &str) -> StoreResult<Self> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
+        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        Ok(SqliteStore { pool })
+    }
+}
+
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    /// Connects to PostgreSQL and migrates the database. Migrations take an
+    /// advisory lock, so several instances may start at once.
+    pub async fn connect(url: &str) -> StoreResult<Self> {
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(url)
+            .await?;
+        sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+        Ok(PgStore { pool })
+    }
+}
+
+fn role_of(text: &str) -> StoreResult<Role> {
+    Role::parse(text).ok_or_else(|| StoreError::Database(sqlx::Error::Decode(format!("unknown role {text:?}").into())))
+}
+
+/// Groups `(user_id, certification)` rows by user.
+fn certifications_by_user(rows: Vec<(String, String)>) -> HashMap<String, Vec<String>> {
+    let mut by_user: HashMap<String, Vec<String>> = HashMap::new();
+    for (user_id, cert) in rows {
+        by_user.entry(user_id).or_default().push(cert);
+    }
+    by_user
+}
+
+const OPERATOR_COLUMNS: &str = "SELECT u.id, u.display_name, u.email, u.external_id, m.role, p.region \
+     FROM operator_profiles p \
+     JOIN users u ON u.id = p.user_id \
+     JOIN memberships m ON m.org_id = p.org_id AND m.user_id = p.user_id";
+
+macro_rules! sql_store {
+    ($store:ident, $name:literal) => {
+        #[async_trait]
+        impl Store for $store {
+            fn backend_name(&self) -> &'static str {
+                $name
+            }
+
+            async fn ping(&self) -> StoreResult<()> {
+                sqlx::query("SELECT 1").execute(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn is_empty(&self) -> StoreResult<bool> {
+                let orgs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM orgs").fetch_one(&self.pool).await?;
+                Ok(orgs == 0)
+            }
+
+            async fn seed(&self, seed: &Seed) -> StoreResult<()> {
+                let now = crate::clock::now_ms();
+                let mut tx = self.pool.begin().await?;
+                for org in &seed.orgs {
+                    sqlx::query("INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3)")
+                        .bind(&org.id).bind(&org.name).bind(now)
+                        .execute(&mut *tx).await?;
+                }
+                for user in &seed.users {
+                    sqlx::query(
+                        "INSERT INTO users (id, email, display_name, external_id, password_hash, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6)",
+                    )
+                    .bind(&user.id).bind(app::rules::normalize_email(&user.email)).bind(&user.display_name)
+                    .bind(&user.external_id).bind(&user.password_hash).bind(now)
+                    .execute(&mut *tx).await?;
+                }
+                for m in &seed.memberships {
+                    sqlx::query("INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, $3)")
+                        .bind(&m.org_id).bind(&m.user_id).bind(m.role.as_str())
+                        .execute(&mut *tx).await?;
+                }
+                for p in &seed.operator_profiles {
+                    sqlx::query("INSERT INTO operator_profiles (org_id, user_id, region) VALUES ($1, $2, $3)")
+                        .bind(&p.org_id).bind(&p.user_id).bind(&p.region)
+                        .execute(&mut *tx).await?;
+                    for cert in &p.certifications {
+                        sqlx::query(
+                            "INSERT INTO operator_certifications (org_id, user_id, certification) VALUES ($1, $2, $3)",
+                        )
+                        .bind(&p.org_id).bind(&p.user_id).bind(cert)
+                        .execute(&mut *tx).await?;
+                    }
+                }
+                for r in &seed.robots {
+                    sqlx::query(
+                        "INSERT INTO robots (id, org_id, model, site, pop, req_cert, token_hash, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    )
+                    .bind(&r.id).bind(&r.org_id).bind(&r.model).bind(&r.site).bind(&r.pop)
+                    .bind(&r.req_cert).bind(&r.token_hash).bind(now)
+                    .execute(&mut *tx).await?;
+                }
+                for f in &seed.link_floors {
+                    sqlx::query(
+                        "INSERT INTO link_floors (region, pop, floor_ms, note) VALUES ($1, $2, $3, $4) \
+                         ON CONFLICT (region, pop) DO UPDATE SET floor_ms = excluded.floor_ms, note = excluded.note",
+                    )
+                    .bind(&f.region).bind(&f.pop).bind(i64::from(f.floor_ms)).bind(&f.note)
+                    .execute(&mut *tx).await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn user_by_email(&self, email: &str) -> StoreResult<Option<UserRecord>> {
+                Ok(sqlx::query_as::<_, UserRecord>(
+                    "SELECT id, email, display_name, external_id, password_hash FROM users WHERE email = $1",
+                )
+                .bind(app::rules::normalize_email(email))
+                .fetch_optional(&self.pool).await?)
+            }
+
+            async fn user_by_id(&self, user_id: &str) -> StoreResult<Option<UserRecord>> {
+                Ok(sqlx::query_as::<_, UserRecord>(
+                    "SELECT id, email, display_name, external_id, password_hash FROM users WHERE id = $1",
+                )
+                .bind(user_id)
+                .fetch_optional(&self.pool).await?)
+            }
+
+            async fn memberships(&self, user_id: &str) -> StoreResult<Vec<MembershipRecord>> {
+                let rows = sqlx::query(
+                    "SELECT o.id, o.name, m.role FROM memberships m JOIN orgs o ON o.id = m.org_id \
+                     WHERE m.user_id = $1 ORDER BY o.name, o.id",
+                )
+                .bind(user_id)
+                .fetch_all(&self.pool).await?;
+                rows.into_iter()
+                    .map(|row| {
+                        Ok(MembershipRecord {
+                            org_id: row.try_get(0)?,
+                            org_name: row.try_get(1)?,
+                            role: role_of(row.try_get::<&str, _>(2)?)?,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn org_name(&self, org_id: &str) -> StoreResult<Option<String>> {
+                Ok(sqlx::query_scalar("SELECT name FROM orgs WHERE id = $1")
+                    .bind(org_id).fetch_optional(&self.pool).await?)
+            }
+
+            async fn create_web_session(&self, token_hash: &str, user_id: &str, org_id: Option<&str>, now: i64, expires_at: i64) -> StoreResult<()> {
+                sqlx::query(
+                    "INSERT INTO web_sessions (token_hash, user_id, org_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(token_hash).bind(user_id).bind(org_id).bind(now).bind(expires_at)
+                .execute(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn web_session(&self, token_hash: &str) -> StoreResult<Option<WebSessionRecord>> {
+                let row = sqlx::query("SELECT user_id, org_id, expires_at FROM web_sessions WHERE token_hash = $1")
+                    .bind(token_hash).fetch_optional(&self.pool).await?;
+                row.map(|row| {
+                    Ok(WebSessionRecord {
+                        user_id: row.try_get(0)?,
+                        org_id: row.try_get(1)?,
+                        expires_at: row.try_get(2)?,
+                    })
+                })
+                .transpose()
+            }
+
+            async fn set_web_session_org(&self, token_hash: &str, org_id: &str) -> StoreResult<()> {
+                sqlx::query("UPDATE web_sessions SET org_id = $1 WHERE token_hash = $2")
+                    .bind(org_id).bind(token_hash).execute(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn delete_web_session(&self, token_hash: &str) -> StoreResult<()> {
+                sqlx::query("DELETE FROM web_sessions WHERE token_hash = $1")
+                    .bind(token_hash).execute(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn delete_expired_web_sessions(&self, now: i64) -> StoreResult<u64> {
+                let done = sqlx::query("DELETE FROM web_sessions WHERE expires_at <= $1")
+                    .bind(now).execute(&self.pool).await?;
+                Ok(done.rows_affected())
+            }
+
+            async fn robots(&self, org_id: &str) -> StoreResult<Vec<RobotRecord>> {
+                Ok(sqlx::query_as::<_, RobotRecord>(
+                    "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at FROM robots \
+                     WHERE org_id = $1 ORDER BY id",
+                )
+                .bind(org_id).fetch_all(&self.pool).await?)
+            }
+
+            async fn robot(&self, org_id: &str, robot_id: &str) -> StoreResult<Option<RobotRecord>> {
+                Ok(sqlx::query_as::<_, RobotRecord>(
+                    "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at FROM robots \
+                     WHERE org_id = $1 AND id = $2",
+                )
+                .bind(org_id).bind(robot_id).fetch_optional(&self.pool).await?)
+            }
+
+            async fn operators(&self, org_id: &str) -> StoreResult<Vec<OperatorRecord>> {
+                let rows = sqlx::query(&format!(
+                    "{OPERATOR_COLUMNS} WHERE p.org_id = $1 ORDER BY u.display_name, u.id"
+                ))
+                .bind(org_id).fetch_all(&self.pool).await?;
+                let certs: Vec<(String, String)> = sqlx::query_as(
+                    "SELECT user_id, certification FROM operator_certifications WHERE org_id = $1 ORDER BY certification",
+                )
+                .bind(org_id).fetch_all(&self.pool).await?;
+                let mut certs = certifications_by_user(certs);
+                rows.into_iter()
+                    .map(|row| {
+                        let user_id: String = row.try_get(0)?;
+                        Ok(OperatorRecord {
+                            certifications: certs.remove(&user_id).unwrap_or_default(),
+                            user_id,
+                            display_name: row.try_get(1)?,
+                            email: row.try_get(2)?,
+                            external_id: row.try_get(3)?,
+                            role: role_of(row.try_get::<&str, _>(4)?)?,
+                            region: row.try_get(5)?,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn operator(&self, org_id: &str, user_id: &str) -> StoreResult<Option<OperatorRecord>> {
+                let Some(row) = sqlx::query(&format!("{OPERATOR_COLUMNS} WHERE p.org_id = $1 AND p.user_id = $2"))
+                    .bind(org_id).bind(user_id).fetch_optional(&self.pool).await?
+                else {
+                    return Ok(None);
+                };
+                let certifications: Vec<String> = sqlx::query_scalar(
+                    "SELECT certification FROM operator_certifications WHERE org_id = $1 AND user_id = $2 ORDER BY certification",
+                )
+                .bind(org_id).bind(user_id).fetch_all(&self.pool).await?;
+                Ok(Some(OperatorRecord {
+                    user_id: row.try_get(0)?,
+                    display_name: row.try_get(1)?,
+                    email: row.try_get(2)?,
+                    external_id: row.try_get(3)?,
+                    role: role_of(row.try_get::<&str, _>(4)?)?,
+                    region: row.try_get(5)?,
+                    certifications,
+                }))
+            }
+
+            async fn link_floors(&self) -> StoreResult<Vec<LinkFloor>> {
+                let rows = sqlx::query("SELECT region, pop, floor_ms, note FROM link_floors ORDER BY region, pop")
+                    .fetch_all(&self.pool).await?;
+                rows.into_iter()
+                    .map(|row| {
+                        let floor_ms: i64 = row.try_get(2)?;
+                        Ok(LinkFloor {
+                            region: row.try_get(0)?,
+                            pop: row.try_get(1)?,
+                            floor_ms: u32::try_from(floor_ms).unwrap_or(u32::MAX),
+                            note: row.try_get(3)?,
+                        })
+                    })
+                    .collect()
+            }
+        }
+    };
+}
+
+sql_store!(SqliteStore, "sqlite");
+sql_store!(PgStore, "postgres");

@@ -109,9 +109,9 @@ impl Backend for ServerBackend {
             }
         };
         self.throttle.record_success(&email);
-        // Work starts in the first org by name; the top bar switches.
-        let first_org = self.store.memberships(&user.id).await.map_err(internal)?.into_iter().next();
-        let org_id = first_org.as_ref().map(|m| m.org_id.as_str());
+        // Work starts in the home org; the top bar switches.
+        let home_org = self.store.home_org(&user.id).await.map_err(internal)?;
+        let org_id = home_org.as_deref();
         let token = new_token();
         let now = now_ms();
         self.store

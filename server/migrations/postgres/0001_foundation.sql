@@ -20,6 +20,8 @@ CREATE TABLE memberships (
     org_id   TEXT NOT NULL REFERENCES orgs(id),
     user_id  TEXT NOT NULL REFERENCES users(id),
     role     TEXT NOT NULL CHECK (role IN ('admin', 'operator')),
+    -- The earliest-joined org is the user's home: where a sign-in starts.
+    joined_at  BIGINT NOT NULL,
     PRIMARY KEY (org_id, user_id)
 );
 CREATE INDEX memberships_by_user ON memberships(user_id);

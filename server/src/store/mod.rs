@@ -135,6 +135,8 @@ pub trait Store: Send + Sync + 'static {
     async fn user_by_id(&self, user_id: &str) -> StoreResult<Option<UserRecord>>;
     /// Orgs the user belongs to, by org name.
     async fn memberships(&self, user_id: &str) -> StoreResult<Vec<MembershipRecord>>;
+    /// The org the user joined first: where a fresh sign-in starts.
+    async fn home_org(&self, user_id: &str) -> StoreResult<Option<String>>;
     async fn org_name(&self, org_id: &str) -> StoreResult<Option<String>>;
 
     async fn create_web_session(&self, token_hash: &str, user_id: &str, org_id: Option<&str>, now: i64, expires_at: i64) -> StoreResult<()>;

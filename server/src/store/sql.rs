@@ -106,9 +106,10 @@ macro_rules! sql_store {
                     .bind(&user.external_id).bind(&user.password_hash).bind(now)
                     .execute(&mut *tx).await?;
                 }
-                for m in &seed.memberships {
-                    sqlx::query("INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, $3)")
-                        .bind(&m.org_id).bind(&m.user_id).bind(m.role.as_str())
+                // Seed order is join order: later memberships join a millisecond later.
+                for (joined, m) in (now..).zip(&seed.memberships) {
+                    sqlx::query("INSERT INTO memberships (org_id, user_id, role, joined_at) VALUES ($1, $2, $3, $4)")
+                        .bind(&m.org_id).bind(&m.user_id).bind(m.role.as_str()).bind(joined)
                         .execute(&mut *tx).await?;
                 }
                 for p in &seed.operator_profiles {
@@ -176,6 +177,13 @@ macro_rules! sql_store {
                         })
                     })
                     .collect()
+            }
+
+            async fn home_org(&self, user_id: &str) -> StoreResult<Option<String>> {
+                Ok(sqlx::query_scalar(
+                    "SELECT org_id FROM memberships WHERE user_id = $1 ORDER BY joined_at, org_id LIMIT 1",
+                )
+                .bind(user_id).fetch_optional(&self.pool).await?)
             }
 
             async fn org_name(&self, org_id: &str) -> StoreResult<Option<String>> {

@@ -1,0 +1,171 @@
+//! Test harness: every test starts the real server on a random port with a
+//! fresh database (a temp SQLite file, or a new PostgreSQL database), and
+//! talks to it over HTTP like a browser or an edge agent would.
+
+#![allow(dead_code)]
+
+use server::config::Config;
+use server::Running;
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Db {
+    Sqlite,
+    Postgres,
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub running: Option<Running>,
+    pub config: Config,
+    pub db: Db,
+    _dir: tempfile::TempDir,
+    pg_database: Option<String>,
+}
+
+/// Admin connection used to create and drop the per-test databases.
+fn pg_admin_url() -> String {
+    std::env::var("CLUTCHCALL_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+fn pg_url_for(database: &str) -> String {
+    let admin = pg_admin_url();
+    let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin);
+    format!("{base}/{database}")
+}
+
+/// Creates a fresh PostgreSQL database, or explains why it cannot. Under
+/// CI=true PostgreSQL is required, so an unreachable server fails the test.
+async fn create_pg_database() -> Option<String> {
+    use sqlx::Connection;
+    let name = format!("cc_test_{}", server::auth::new_token().to_lowercase().replace(['-', '_'], "")[..16].to_string());
+    match sqlx::PgConnection::connect(&pg_admin_url()).await {
+        Ok(mut conn) => {
+            sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create test database");
+            Some(name)
+        }
+        Err(e) => {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("PostgreSQL is required under CI=true but unreachable at {}: {e}", pg_admin_url());
+            }
+            eprintln!("SKIPPED (PostgreSQL unreachable at {}: {e}); set CI=true to require it", pg_admin_url());
+            None
+        }
+    }
+}
+
+pub fn site_root() -> PathBuf {
+    // Tests run from server/; the built site (if any) is at the workspace root.
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/site")
+}
+
+impl TestApp {
+    /// Starts a server on a fresh database. `None` only for PostgreSQL when
+    /// it is unreachable outside CI (the skip is printed).
+    pub async fn spawn(db: Db) -> Option<TestApp> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let pg_database = match db {
+            Db::Sqlite => None,
+            Db::Postgres => Some(create_pg_database().await?),
+        };
+        let config = Config {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            data_dir: dir.path().to_path_buf(),
+            database_url: pg_database.as_deref().map(pg_url_for),
+            site_root: site_root(),
+            secure_cookies: false,
+            seed_demo: true,
+        };
+        let running = server::start(config.clone()).await.expect("server starts");
+        Some(TestApp {
+            base: format!("http://{}", running.addr),
+            running: Some(running),
+            config,
+            db,
+            _dir: dir,
+            pg_database,
+        })
+    }
+
+    pub fn running(&self) -> &Running {
+        self.running.as_ref().expect("server running")
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// The database URL, for tests that look inside.
+    pub fn database_url(&self) -> String {
+        self.config.database_url()
+    }
+
+    /// Stops the server and starts it again on the same database and port 0.
+    pub async fn restart(&mut self) -> &Running {
+        if let Some(running) = self.running.take() {
+            running.stop().await.expect("clean stop");
+        }
+        let running = server::start(self.config.clone()).await.expect("server restarts");
+        self.base = format!("http://{}", running.addr);
+        self.running = Some(running);
+        self.running()
+    }
+
+    /// Stops the server and drops the PostgreSQL test database.
+    pub async fn finish(mut self) {
+        if let Some(running) = self.running.take() {
+            running.stop().await.expect("clean stop");
+        }
+        if let Some(name) = self.pg_database.take() {
+            use sqlx::Connection;
+            if let Ok(mut conn) = sqlx::PgConnection::connect(&pg_admin_url()).await {
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn).await;
+            }
+        }
+    }
+}
+
+/// A browser-like client: keeps cookies, does not follow redirects (tests
+/// look at them).
+pub fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// Calls a server function the way the hydrated app does (form-encoded POST).
+pub async fn call(client: &reqwest::Client, app: &TestApp, endpoint: &str, form: &[(&str, &str)]) -> reqwest::Response {
+    client.post(app.url(&format!("/api/{endpoint}"))).form(form).send().await.expect("request")
+}
+
+pub async fn sign_in(client: &reqwest::Client, app: &TestApp, email: &str) -> reqwest::Response {
+    call(client, app, "sign_in", &[("email", email), ("password", server::seed::DEMO_PASSWORD)]).await
+}
+
+pub const ADMIN: &str = server::seed::DEMO_ADMIN_EMAIL;
+pub const OPERATOR: &str = "asha.rao@northstar.example";
+pub const HARBOR_OPERATOR: &str = "lena.fischer@harbor.example";
+
+/// Runs one async test body against SQLite and against PostgreSQL:
+/// `both_backends!(name, |app| async move { … });` makes `sqlite::name`
+/// and `postgres::name`.
+#[macro_export]
+macro_rules! both_backends {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            use super::*;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let app = common::TestApp::spawn(common::Db::Sqlite).await.expect("sqlite always available");
+                ($body)(app).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let Some(app) = common::TestApp::spawn(common::Db::Postgres).await else { return };
+                ($body)(app).await;
+            }
+        }
+    };
+}

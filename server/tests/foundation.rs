@@ -1,0 +1,211 @@
+//! Foundation: storage on both databases, first-start seeding, sign-in,
+//! roles and org isolation, over real HTTP against the real server.
+
+mod common;
+
+use common::{browser, call, sign_in, TestApp, ADMIN, HARBOR_OPERATOR, OPERATOR};
+use reqwest::StatusCode;
+use serde_json::Value;
+use sqlx::Connection;
+
+const TABLES: &[&str] = &[
+    "orgs",
+    "users",
+    "memberships",
+    "operator_profiles",
+    "operator_certifications",
+    "robots",
+    "sessions",
+    "offers",
+    "activity_events",
+    "audit_records",
+    "chat_messages",
+    "link_floors",
+    "web_sessions",
+];
+
+async fn count(url: &str, table: &str) -> i64 {
+    let sql = format!("SELECT COUNT(*) FROM {table}");
+    if url.starts_with("postgres") {
+        let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::query_scalar(&sql).fetch_one(&mut conn).await.unwrap()
+    } else {
+        let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
+        sqlx::query_scalar(&sql).fetch_one(&mut conn).await.unwrap()
+    }
+}
+
+both_backends!(migrations_create_every_table, |app: TestApp| async move {
+    let url = app.database_url();
+    for table in TABLES {
+        // Panics if the table is missing.
+        count(&url, table).await;
+    }
+    app.finish().await;
+});
+
+both_backends!(healthz_checks_the_database, |app: TestApp| async move {
+    let res = reqwest::get(app.url("/healthz")).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["status"], "ok");
+    let expected = match app.db {
+        common::Db::Sqlite => "sqlite",
+        common::Db::Postgres => "postgres",
+    };
+    assert_eq!(body["database"], expected);
+    app.finish().await;
+});
+
+both_backends!(first_start_seeds_the_demo_and_a_restart_does_not_reseed, |mut app: TestApp| async move {
+    assert!(app.running().seeded_demo, "an empty database gets the demo org");
+    let url = app.database_url();
+    let robots = count(&url, "robots").await;
+    let users = count(&url, "users").await;
+    assert!(robots >= 12, "at least 12 demo robots, got {robots}");
+    assert!(count(&url, "link_floors").await >= 3);
+
+    let again = app.restart().await;
+    assert!(!again.seeded_demo, "a database with data is never reseeded");
+    assert_eq!(count(&url, "robots").await, robots);
+    assert_eq!(count(&url, "users").await, users);
+    app.finish().await;
+});
+
+both_backends!(sign_in_sets_an_httponly_cookie_and_lands_by_role, |app: TestApp| async move {
+    let admin = browser();
+    let res = sign_in(&admin, &app, ADMIN).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(cookie.starts_with("cc_session="), "{cookie}");
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"), "{cookie}");
+    assert_eq!(res.headers()["location"], "/admin/directory");
+
+    let operator = browser();
+    let res = sign_in(&operator, &app, OPERATOR).await;
+    assert_eq!(res.headers()["location"], "/operator");
+
+    // The signed-in user knows their org and role.
+    let me: Value = call(&operator, &app, "signed_in_user", &[]).await.json().await.unwrap();
+    assert_eq!(me["email"], OPERATOR);
+    assert_eq!(me["selected_org"]["org_id"], "org-northstar");
+    assert_eq!(me["selected_org"]["role"], "operator");
+    app.finish().await;
+});
+
+both_backends!(sign_in_follows_a_local_next_path_only, |app: TestApp| async move {
+    let client = browser();
+    let res = call(&client, &app, "sign_in", &[("email", ADMIN), ("password", "clutchcall-demo"), ("next", "/operator")]).await;
+    assert_eq!(res.headers()["location"], "/operator");
+    let client = browser();
+    let res = call(&client, &app, "sign_in", &[("email", ADMIN), ("password", "clutchcall-demo"), ("next", "//evil.example/x")]).await;
+    assert_eq!(res.headers()["location"], "/admin/directory", "no open redirect");
+    app.finish().await;
+});
+
+both_backends!(wrong_password_and_unknown_email_get_the_same_answer, |app: TestApp| async move {
+    let client = browser();
+    let wrong = call(&client, &app, "sign_in", &[("email", ADMIN), ("password", "nope")]).await;
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    assert!(wrong.headers().get("set-cookie").is_none());
+    let wrong: Value = wrong.json().await.unwrap();
+    let unknown: Value = call(&client, &app, "sign_in", &[("email", "nobody@nowhere.example"), ("password", "nope")])
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(wrong, unknown, "no hint whether the email exists");
+    assert_eq!(wrong, serde_json::json!("BadCredentials"));
+
+    let empty = call(&client, &app, "sign_in", &[("email", " "), ("password", "")]).await;
+    assert_eq!(empty.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    app.finish().await;
+});
+
+both_backends!(repeated_failures_slow_sign_in_down, |app: TestApp| async move {
+    let client = browser();
+    for _ in 0..server::auth::FREE_FAILURES {
+        let res = call(&client, &app, "sign_in", &[("email", OPERATOR), ("password", "guess")]).await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    }
+    // Locked now: even the right password is refused until the wait is over.
+    let res = sign_in(&client, &app, OPERATOR).await;
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    let body: Value = res.json().await.unwrap();
+    let wait = body["TooManyAttempts"].as_u64().expect("wait seconds");
+    assert!((1..=30).contains(&wait), "{wait}");
+    // Other people are not locked out by it.
+    assert_eq!(sign_in(&browser(), &app, ADMIN).await.status(), StatusCode::OK);
+    app.finish().await;
+});
+
+both_backends!(signed_out_callers_are_refused_and_sign_out_ends_the_session, |app: TestApp| async move {
+    let client = browser();
+    let res = call(&client, &app, "load_directory", &[]).await;
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+
+    sign_in(&client, &app, ADMIN).await;
+    assert_eq!(call(&client, &app, "load_directory", &[]).await.status(), StatusCode::OK);
+    let res = call(&client, &app, "sign_out", &[]).await;
+    assert!(res.headers()["set-cookie"].to_str().unwrap().contains("Max-Age=0"));
+    assert_eq!(call(&client, &app, "load_directory", &[]).await.status(), StatusCode::UNAUTHORIZED);
+    let me: Value = call(&client, &app, "signed_in_user", &[]).await.json().await.unwrap();
+    assert_eq!(me, Value::Null);
+
+    // A page that needs a sign-in redirects there, remembering where to return.
+    let page = client.get(app.url("/admin/directory")).header("accept", "text/html").send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::FOUND);
+    assert_eq!(page.headers()["location"], "/signin?next=/admin/directory");
+    app.finish().await;
+});
+
+both_backends!(operators_cannot_use_admin_functions_or_screens, |app: TestApp| async move {
+    let operator = browser();
+    sign_in(&operator, &app, OPERATOR).await;
+    let res = call(&operator, &app, "load_directory", &[]).await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    let res = call(&operator, &app, "load_robot", &[("robot_id", "ue-pick-01")]).await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    let page = operator.get(app.url("/admin/directory")).header("accept", "text/html").send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::FORBIDDEN);
+    assert!(page.text().await.unwrap().contains("This screen is for admins"));
+
+    // Their own screen works.
+    let profile: Value = call(&operator, &app, "my_operator_profile", &[]).await.json().await.unwrap();
+    assert_eq!(profile["region"], "BLR");
+    assert_eq!(profile["skills"], serde_json::json!(["palletize", "pick-place"]));
+
+    // An admin may also operate.
+    let admin = browser();
+    sign_in(&admin, &app, ADMIN).await;
+    assert_eq!(call(&admin, &app, "my_operator_profile", &[]).await.status(), StatusCode::OK);
+    app.finish().await;
+});
+
+both_backends!(another_orgs_ids_answer_404, |app: TestApp| async move {
+    let admin = browser();
+    sign_in(&admin, &app, ADMIN).await;
+    // Northstar selected: Harbor's robot does not exist here.
+    let res = call(&admin, &app, "load_robot", &[("robot_id", "hb-pick-01")]).await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    let ok: Value = call(&admin, &app, "load_robot", &[("robot_id", "ue-pick-01")]).await.json().await.unwrap();
+    assert_eq!(ok["skill"], "pick-place");
+    assert_eq!(ok["pop"], "us-east");
+    let dir: Value = call(&admin, &app, "load_directory", &[]).await.json().await.unwrap();
+    let ids: Vec<&str> = dir["robots"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"ue-pick-01") && !ids.iter().any(|id| id.starts_with("hb-")), "{ids:?}");
+    assert!(dir["operators"].as_array().unwrap().iter().all(|o| o["email"] != HARBOR_OPERATOR));
+
+    // Switching org flips what exists.
+    let res = call(&admin, &app, "select_org", &[("org_id", "org-harbor")]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(call(&admin, &app, "load_robot", &[("robot_id", "hb-pick-01")]).await.status(), StatusCode::OK);
+    assert_eq!(call(&admin, &app, "load_robot", &[("robot_id", "ue-pick-01")]).await.status(), StatusCode::NOT_FOUND);
+
+    // An org you do not belong to cannot be selected, and looks absent.
+    let operator = browser();
+    sign_in(&operator, &app, OPERATOR).await;
+    let res = call(&operator, &app, "select_org", &[("org_id", "org-harbor")]).await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    app.finish().await;
+});

@@ -42,6 +42,14 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     provide_context(Session::new());
+    // Effects run only in the browser: this marks the moment the wasm took
+    // over the server-rendered page (browser tests wait for it).
+    Effect::new(|_| {
+        #[cfg(feature = "hydrate")]
+        if let Some(body) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.body()) {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
 
     view! {
         <Stylesheet id="leptos" href="/pkg/clutchcall.css"/>

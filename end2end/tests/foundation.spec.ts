@@ -1,0 +1,92 @@
+import { expect, test } from '@playwright/test';
+import { ADMIN, OPERATOR, PASSWORD, hydrated, signIn } from './helpers';
+
+test('the page hydrates: a client-side toggle changes the DOM without a reload', async ({ page }) => {
+  await page.goto('/signin');
+  await hydrated(page);
+  await page.evaluate(() => ((window as any).__sameDocument = true));
+  const password = page.getByLabel('Password', { exact: true });
+  await expect(password).toHaveAttribute('type', 'password');
+  await page.getByRole('button', { name: 'Show' }).click();
+  await expect(password).toHaveAttribute('type', 'text');
+  await page.getByRole('button', { name: 'Hide' }).click();
+  await expect(password).toHaveAttribute('type', 'password');
+  expect(await page.evaluate(() => (window as any).__sameDocument)).toBe(true);
+});
+
+test('an admin signs in and lands on the directory, which filters in place', async ({ page }) => {
+  await signIn(page, ADMIN);
+  await expect(page).toHaveURL(/\/admin\/directory$/);
+  const robots = page.getByTestId('robots');
+  await expect(robots.getByRole('link', { name: 'ue-pick-01' })).toBeVisible();
+  await expect(page.getByText(/robots online · as of \d\d:\d\d:\d\d UTC/)).toBeVisible();
+
+  await hydrated(page);
+  await page.evaluate(() => ((window as any).__sameDocument = true));
+  await page.getByLabel('Filter').fill('weld');
+  await expect(robots.locator('tbody tr')).toHaveCount(2);
+  await expect(robots.getByRole('link', { name: 'uw-weld-01' })).toBeVisible();
+  await expect(robots.getByRole('link', { name: 'ue-pick-01' })).toHaveCount(0);
+  await page.getByLabel('Filter').fill('no such robot');
+  await expect(page.getByText('No robot matches the filter.')).toBeVisible();
+  expect(await page.evaluate(() => (window as any).__sameDocument)).toBe(true);
+});
+
+test('an operator signs in and lands on the operator screen', async ({ page }) => {
+  await signIn(page, OPERATOR);
+  await expect(page).toHaveURL(/\/operator$/);
+  const profile = page.getByTestId('operator-profile');
+  await expect(profile).toContainText('Asha Rao');
+  await expect(profile).toContainText('BLR');
+  await expect(profile).toContainText('pick-place · tier-2');
+  // No admin navigation for an operator.
+  await expect(page.getByRole('link', { name: 'Directory' })).toHaveCount(0);
+});
+
+test('an operator cannot open an admin screen', async ({ page }) => {
+  await signIn(page, OPERATOR);
+  await expect(page).toHaveURL(/\/operator$/);
+  const response = await page.goto('/admin/directory');
+  expect(response?.status()).toBe(403);
+  await expect(page.getByRole('heading', { name: 'Not allowed' })).toBeVisible();
+  await expect(page.getByTestId('robots')).toHaveCount(0);
+});
+
+test('a wrong password says so without saying which part was wrong', async ({ page }) => {
+  await signIn(page, 'vikram.iyer@northstar.example', 'not-the-password');
+  await expect(page.getByRole('alert')).toHaveText('Email or password is incorrect.');
+  await expect(page).toHaveURL(/\/signin/);
+});
+
+test('signed out, an admin screen sends you to sign in and back', async ({ page }) => {
+  await page.goto('/admin/directory');
+  await expect(page).toHaveURL(/\/signin\?next=\/admin\/directory$/);
+  await hydrated(page);
+  await page.getByLabel('Email').fill(ADMIN);
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page).toHaveURL(/\/admin\/directory$/);
+});
+
+test('orgs are isolated: another org\'s robot is not found until you switch to it', async ({ page }) => {
+  await signIn(page, ADMIN);
+  await expect(page).toHaveURL(/\/admin\/directory$/);
+  await page.goto('/admin/directory?robot=hb-pick-01');
+  await expect(page.getByRole('alert')).toHaveText('Robot hb-pick-01 not found.');
+
+  await hydrated(page);
+  await page.getByLabel('Organisation').selectOption({ label: 'Harbor Labs · admin' });
+  await page.getByRole('button', { name: 'Switch' }).click();
+  await expect(page.getByTestId('robots').getByRole('link', { name: 'hb-pick-01' })).toBeVisible();
+  await expect(page.getByTestId('robots').getByRole('link', { name: 'ue-pick-01' })).toHaveCount(0);
+});
+
+test('signing out ends the session', async ({ page }) => {
+  await signIn(page, ADMIN);
+  await expect(page).toHaveURL(/\/admin\/directory$/);
+  await hydrated(page);
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await expect(page).toHaveURL(/\/signin$/);
+  await page.goto('/admin/directory');
+  await expect(page).toHaveURL(/\/signin\?next=/);
+});

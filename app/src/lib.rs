@@ -14,7 +14,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{ParentRoute, Route, Router, Routes},
-    path,
+    path, SsrMode,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -58,13 +58,16 @@ pub fn App() -> impl IntoView {
             <TopBar/>
             <main class="page">
                 <Routes fallback=routes::NotFound>
-                    <Route path=path!("/") view=routes::Home/>
-                    <Route path=path!("/signin") view=routes::SignIn/>
-                    <Route path=path!("/orgs") view=routes::ChooseOrg/>
-                    <ParentRoute path=path!("/admin") view=routes::AdminArea>
-                        <Route path=path!("directory") view=routes::DirectoryPage/>
+                    // Guarded screens render fully before the first byte is
+                    // sent (SsrMode::Async), so a redirect or a 403 is always
+                    // the real HTTP status, never a race with streaming.
+                    <Route path=path!("/") view=routes::Home ssr=SsrMode::Async/>
+                    <Route path=path!("/signin") view=routes::SignIn ssr=SsrMode::Async/>
+                    <Route path=path!("/orgs") view=routes::ChooseOrg ssr=SsrMode::Async/>
+                    <ParentRoute path=path!("/admin") view=routes::AdminArea ssr=SsrMode::Async>
+                        <Route path=path!("directory") view=routes::DirectoryPage ssr=SsrMode::Async/>
                     </ParentRoute>
-                    <Route path=path!("/operator") view=routes::OperatorHome/>
+                    <Route path=path!("/operator") view=routes::OperatorHome ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

@@ -1,4 +1,4 @@
-use crate::components::{ErrorNotice, RequireRole};
+use crate::components::{ErrorNotice, RequireRole, Session};
 use crate::functions::{load_directory, load_robot};
 use crate::models::{Directory, Operator, RegistryStatus, Robot, Role};
 use crate::rules::{matches_query, utc_clock};
@@ -20,7 +20,9 @@ pub fn AdminArea() -> impl IntoView {
 /// The org's fleet registry and operator directory.
 #[component]
 pub fn DirectoryPage() -> impl IntoView {
-    let directory = Resource::new(|| (), |_| load_directory());
+    let session = expect_context::<Session>();
+    // Keyed on org switches: the directory is always the selected org's.
+    let directory = Resource::new(move || session.select_org.version().get(), |_| load_directory());
     let filter = RwSignal::new(String::new());
     let query = use_query_map();
     let selected_robot = move || query.read().get("robot").filter(|id| !id.is_empty());
@@ -168,8 +170,9 @@ fn RegistryTag(status: RegistryStatus) -> impl IntoView {
 /// Detail of the robot named in `?robot=`; another org's id reads "not found".
 #[component]
 fn RobotDetail(robot_id: String) -> impl IntoView {
+    let session = expect_context::<Session>();
     let id = robot_id.clone();
-    let robot = Resource::new(move || id.clone(), load_robot);
+    let robot = Resource::new(move || (id.clone(), session.select_org.version().get()), |(id, _)| load_robot(id));
     view! {
         <section class="panel detail" aria-live="polite">
             <div class="toolbar">

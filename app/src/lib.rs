@@ -3,6 +3,7 @@
 //! (`hydrate`).
 
 pub mod components;
+pub mod dispatch;
 pub mod error;
 pub mod functions;
 pub mod models;

@@ -157,8 +157,67 @@ pub struct LinkFloor {
     pub note: Option<String>,
 }
 
+/// A distress call offered to one operator (seed 000, rules A04, A05). Pushed
+/// to every open tab of that operator, which rings until `expires_at`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct Offer {
+    pub session_id: String,
+    pub robot_id: String,
+    pub robot_model: String,
+    pub site: String,
+    /// RTT the ACD ranked this operator by, to the robot's PoP.
+    pub rtt_ms: u32,
+    pub operator_id: String,
+    #[serde(with = "crate::rules::rfc3339_ms")]
+    #[cfg_attr(feature = "ssr", schema(value_type = String, format = DateTime))]
+    pub offered_at: i64,
+    /// `offered_at` + 30 s.
+    #[serde(with = "crate::rules::rfc3339_ms")]
+    #[cfg_attr(feature = "ssr", schema(value_type = String, format = DateTime))]
+    pub expires_at: i64,
+}
+
+/// The session record (seed 000 "The session record", plus lifecycle and
+/// skill). Optional fields are empty until the session is attached or the
+/// edge agent reports them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    pub id: String,
+    /// Robot id.
+    pub robot: String,
+    pub robot_model: String,
+    pub site: String,
+    pub pop: String,
+    pub skill: String,
+    pub lifecycle: LifecycleState,
+    /// Safety state.
+    pub state: SafetyState,
+    pub operator_id: Option<String>,
+    pub operator_name: Option<String>,
+    /// The operator's region: the other end of the RTT path.
+    pub region: Option<String>,
+    #[serde(with = "crate::rules::rfc3339_ms")]
+    #[cfg_attr(feature = "ssr", schema(value_type = String, format = DateTime))]
+    pub raised_at: i64,
+    /// Attach time.
+    #[serde(with = "crate::rules::rfc3339_ms::option")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, format = DateTime))]
+    pub started_at: Option<i64>,
+    #[serde(with = "crate::rules::rfc3339_ms::option")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, format = DateTime))]
+    pub ended_at: Option<i64>,
+    pub rtt_ms: Option<u32>,
+    pub divergence_deg: Option<f64>,
+    pub velocity_scale: Option<f64>,
+}
+
 /// Safety state reported by the edge agent (seed 000).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum SafetyState {
     Boot,
@@ -197,6 +256,7 @@ impl SafetyState {
 
 /// Lifecycle of a session (seed 001).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum LifecycleState {
     Pending,

@@ -18,6 +18,8 @@ pub struct Config {
     pub secure_cookies: bool,
     /// `CLUTCHCALL_DEMO=0` skips creating the demo org on an empty database.
     pub seed_demo: bool,
+    /// How long an offer rings: 30 s (seed 000). Only tests change it.
+    pub offer_window_ms: i64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +46,7 @@ impl Config {
             site_root: var("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into()).into(),
             secure_cookies: var("CLUTCHCALL_SECURE_COOKIES").is_some_and(|v| v == "1" || v == "true"),
             seed_demo: var("CLUTCHCALL_DEMO").is_none_or(|v| v != "0" && v != "false"),
+            offer_window_ms: crate::acd::OFFER_WINDOW_MS,
         })
     }
 

@@ -1,7 +1,9 @@
 //! The HTTP surface: the Leptos app and its server functions, static files,
 //! and operational endpoints. Handlers stay thin.
 
+use crate::acd::Acd;
 use crate::store::SharedStore;
+use std::sync::Arc;
 use app::functions::backend::SharedBackend;
 use app::{shell, App};
 use axum::extract::State;
@@ -20,6 +22,7 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub store: SharedStore,
     pub backend: SharedBackend,
+    pub acd: Arc<Acd>,
 }
 
 impl axum::extract::FromRef<AppState> for LeptosOptions {
@@ -36,6 +39,7 @@ pub fn router(state: AppState) -> Router {
 
     Router::new()
         .route("/healthz", get(healthz))
+        .nest("/v1", crate::api::router())
         .leptos_routes_with_context(&state, routes, provide_backend.clone(), move || shell(options.clone()))
         .fallback(file_and_error_handler_with_context::<AppState, _>(provide_backend, shell))
         .layer(TraceLayer::new_for_http())

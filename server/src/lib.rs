@@ -2,6 +2,8 @@
 //! background jobs. `main.rs` and the integration tests both start it
 //! through `start`.
 
+pub mod acd;
+pub mod api;
 pub mod auth;
 pub mod backend;
 pub mod clock;
@@ -10,6 +12,7 @@ pub mod http;
 pub mod seed;
 pub mod store;
 
+use crate::acd::Acd;
 use crate::backend::ServerBackend;
 use crate::config::Config;
 use crate::http::AppState;
@@ -27,6 +30,8 @@ pub struct Running {
     /// The bound address (the real port when the config asked for port 0).
     pub addr: SocketAddr,
     pub store: SharedStore,
+    /// The ACD, for in-process callers (tests, and the ring channel).
+    pub acd: Arc<Acd>,
     /// Whether this start created the demo org.
     pub seeded_demo: bool,
     shutdown: oneshot::Sender<()>,
@@ -35,6 +40,15 @@ pub struct Running {
 }
 
 impl Running {
+    /// Stops like a crash would: nothing is flushed or finished, only what
+    /// the store already committed survives.
+    pub fn kill(self) {
+        for job in &self.jobs {
+            job.abort();
+        }
+        self.serve.abort();
+    }
+
     /// Stops accepting, lets in-flight requests finish, stops the jobs.
     pub async fn stop(self) -> anyhow::Result<()> {
         let _ = self.shutdown.send(());
@@ -64,7 +78,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .site_addr(addr)
         .build();
     let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), config.secure_cookies));
-    let state = AppState { leptos_options, store: store.clone(), backend };
+    // Offers that expired while the server was down are closed and their
+    // calls re-dispatched before the first request is served.
+    let acd = Acd::with_offer_window(store.clone(), config.offer_window_ms).await?;
+    acd.recover().await?;
+    let state = AppState { leptos_options, store: store.clone(), backend, acd: acd.clone() };
     let app = http::router(state);
 
     let (shutdown, on_shutdown) = oneshot::channel::<()>();
@@ -75,9 +93,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             })
             .await
     });
-    let jobs = vec![tokio::spawn(expire_web_sessions(store.clone()))];
+    let jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), acd.spawn_expiry_sweeper()];
     tracing::info!(%addr, database = store.backend_name(), "ClutchCall listening");
-    Ok(Running { addr, store, seeded_demo, shutdown, serve, jobs })
+    Ok(Running { addr, store, acd, seeded_demo, shutdown, serve, jobs })
 }
 
 /// Sweeps expired sign-in sessions so the table does not grow forever.

@@ -2,8 +2,13 @@
 //! default) and PostgreSQL (scale-out) over the same SQL text; each backend
 //! keeps its own migrations under `server/migrations/<backend>/`.
 
+mod dispatch;
 mod sql;
 
+pub use dispatch::{
+    DispatchRecord, DispatchRecordRow, DispatchStore, EndOutcome, NewOffer, NewSession, OpenOfferRow, Placement,
+    QueuedCall, SessionRow, Telemetry, TelemetryOutcome,
+};
 pub use sql::{PgStore, SqliteStore};
 
 use app::models::{LinkFloor, Role};
@@ -120,8 +125,10 @@ pub struct NewRobot {
     pub token_hash: String,
 }
 
+/// Everything persisted. The ACD's calls, offers and queue are in
+/// `DispatchStore` (store/dispatch.rs).
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: DispatchStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`, for logs and /healthz.
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.
@@ -154,6 +161,8 @@ pub trait Store: Send + Sync + 'static {
     async fn operators(&self, org_id: &str) -> StoreResult<Vec<OperatorRecord>>;
     async fn operator(&self, org_id: &str, user_id: &str) -> StoreResult<Option<OperatorRecord>>;
     async fn link_floors(&self) -> StoreResult<Vec<LinkFloor>>;
+    /// Registers a robot; false when the id is taken.
+    async fn insert_robot(&self, robot: &NewRobot) -> StoreResult<bool>;
 }
 
 pub type SharedStore = Arc<dyn Store>;
@@ -166,8 +175,8 @@ pub async fn connect(url: &str) -> StoreResult<SharedStore> {
     } else if url.starts_with("sqlite:") {
         Ok(Arc::new(SqliteStore::connect(url).await?))
     } else {
-        Err(StoreError::Url(format!(
-            "{url:?}: expected postgres://… or sqlite://…"
-        )))
+        // Only the scheme: the rest of a URL may hold a password.
+        let scheme = url.split(':').next().unwrap_or_default();
+        Err(StoreError::Url(format!("unsupported scheme {scheme:?}: expected postgres://… or sqlite://…")))
     }
 }

@@ -4,7 +4,7 @@
 //! writes the `Store` impl once for each pool type.
 
 use super::{
-    MembershipRecord, OperatorRecord, RobotRecord, Seed, Store, StoreError, StoreResult,
+    MembershipRecord, NewRobot, OperatorRecord, RobotRecord, Seed, Store, StoreError, StoreResult,
     UserRecord, WebSessionRecord,
 };
 use app::models::{LinkFloor, Role};
@@ -17,7 +17,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 pub struct SqliteStore {
-    pool: SqlitePool,
+    pub(super) pool: SqlitePool,
 }
 
 impl SqliteStore {
@@ -36,7 +36,7 @@ impl SqliteStore {
 }
 
 pub struct PgStore {
-    pool: PgPool,
+    pub(super) pool: PgPool,
 }
 
 impl PgStore {
@@ -292,6 +292,17 @@ macro_rules! sql_store {
                     region: row.try_get(5)?,
                     certifications,
                 }))
+            }
+
+            async fn insert_robot(&self, r: &NewRobot) -> StoreResult<bool> {
+                let done = sqlx::query(
+                    "INSERT INTO robots (id, org_id, model, site, pop, req_cert, token_hash, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+                )
+                .bind(&r.id).bind(&r.org_id).bind(&r.model).bind(&r.site).bind(&r.pop)
+                .bind(&r.req_cert).bind(&r.token_hash).bind(crate::clock::now_ms())
+                .execute(&self.pool).await?;
+                Ok(done.rows_affected() == 1)
             }
 
             async fn link_floors(&self) -> StoreResult<Vec<LinkFloor>> {

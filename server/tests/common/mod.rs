@@ -63,6 +63,11 @@ impl TestApp {
     /// Starts a server on a fresh database. `None` only for PostgreSQL when
     /// it is unreachable outside CI (the skip is printed).
     pub async fn spawn(db: Db) -> Option<TestApp> {
+        Self::spawn_with(db, |_| {}).await
+    }
+
+    /// As `spawn`, after `adjust` changed the config (e.g. a short offer window).
+    pub async fn spawn_with(db: Db, adjust: impl FnOnce(&mut Config)) -> Option<TestApp> {
         let dir = tempfile::tempdir().expect("temp dir");
         let pg_database = match db {
             Db::Sqlite => None,
@@ -75,7 +80,10 @@ impl TestApp {
             site_root: site_root(),
             secure_cookies: false,
             seed_demo: true,
+            offer_window_ms: server::acd::OFFER_WINDOW_MS,
         };
+        let mut config = config;
+        adjust(&mut config);
         let running = server::start(config.clone()).await.expect("server starts");
         Some(TestApp {
             base: format!("http://{}", running.addr),
@@ -109,6 +117,41 @@ impl TestApp {
         self.base = format!("http://{}", running.addr);
         self.running = Some(running);
         self.running()
+    }
+
+    /// Stops the server like a crash (no graceful shutdown) and starts it
+    /// again on the same database.
+    pub async fn crash_and_restart(&mut self) -> &Running {
+        if let Some(running) = self.running.take() {
+            running.kill();
+        }
+        let running = server::start(self.config.clone()).await.expect("server restarts");
+        self.base = format!("http://{}", running.addr);
+        self.running = Some(running);
+        self.running()
+    }
+
+    pub fn acd(&self) -> &std::sync::Arc<server::acd::Acd> {
+        &self.running().acd
+    }
+
+    /// An edge agent's request with the demo token of `robot_id`.
+    pub fn robot(&self, method: reqwest::Method, robot_id: &str, path: &str) -> reqwest::RequestBuilder {
+        reqwest::Client::new()
+            .request(method, self.url(path))
+            .bearer_auth(server::seed::demo_robot_token(robot_id))
+    }
+
+    /// `POST /v1/sessions` for `robot_id` with its own token.
+    pub async fn raise(&self, robot_id: &str) -> (reqwest::StatusCode, serde_json::Value) {
+        let res = self
+            .robot(reqwest::Method::POST, robot_id, "/v1/sessions")
+            .json(&serde_json::json!({ "robotId": robot_id }))
+            .send()
+            .await
+            .expect("request");
+        let status = res.status();
+        (status, res.json().await.expect("json body"))
     }
 
     /// Stops the server and drops the PostgreSQL test database.
@@ -151,6 +194,26 @@ pub const HARBOR_OPERATOR: &str = "lena.fischer@harbor.example";
 /// Runs one async test body against SQLite and against PostgreSQL:
 /// `both_backends!(name, |app| async move { … });` makes `sqlite::name`
 /// and `postgres::name`.
+/// `both_backends!` with a config adjustment.
+#[macro_export]
+macro_rules! both_backends_with {
+    ($name:ident, $adjust:expr, $body:expr) => {
+        mod $name {
+            use super::*;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let app = common::TestApp::spawn_with(common::Db::Sqlite, $adjust).await.expect("sqlite always available");
+                ($body)(app).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let Some(app) = common::TestApp::spawn_with(common::Db::Postgres, $adjust).await else { return };
+                ($body)(app).await;
+            }
+        }
+    };
+}
+
 #[macro_export]
 macro_rules! both_backends {
     ($name:ident, $body:expr) => {

@@ -1,0 +1,20 @@
+-- Every ACD decision: the call, the pool it drew from, each candidate with
+-- its RTT and verdict (JSON array), and the outcome.
+CREATE TABLE dispatch_records (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    org_id       TEXT NOT NULL REFERENCES orgs(id),
+    session_id   TEXT NOT NULL REFERENCES sessions(id),
+    at           INTEGER NOT NULL,
+    trigger      TEXT NOT NULL,
+    pool_source  TEXT NOT NULL,
+    outcome      TEXT NOT NULL CHECK (outcome IN ('offered', 'queued')),
+    operator_id  TEXT,
+    rtt_ms       INTEGER,
+    candidates   TEXT NOT NULL
+);
+CREATE INDEX dispatch_records_by_session ON dispatch_records(session_id, id);
+
+-- The queue: pending sessions by skill, oldest first.
+CREATE INDEX sessions_queue ON sessions(org_id, lifecycle, skill, raised_at);
+CREATE INDEX sessions_by_robot ON sessions(robot_id, lifecycle);
+CREATE INDEX offers_by_session ON offers(session_id);

@@ -1,0 +1,117 @@
+//! The one error type of the REST boundary. Every failure answers
+//! `{"error":{"code","message"}}` with its HTTP status.
+
+use crate::acd::AcdError;
+use crate::store::StoreError;
+use axum::extract::rejection::JsonRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    MalformedJson(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Unauthenticated(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("request body is larger than 64 KiB")]
+    PayloadTooLarge,
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
+    #[error("the server could not complete the request")]
+    Internal,
+}
+
+/// `{"error": {"code", "message"}}`
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code, e.g. `not_found`, `protective_stop_latched`.
+    pub code: String,
+    /// What went wrong, for a person.
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
+            ApiError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::MalformedJson(_) => "malformed_json",
+            ApiError::Invalid(_) => "invalid_body",
+            ApiError::Unauthenticated(_) => "unauthenticated",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::PayloadTooLarge => "payload_too_large",
+            ApiError::Conflict { code, .. } => code,
+            ApiError::Internal => "internal",
+        }
+    }
+
+    pub fn not_found(what: &str, id: &str) -> ApiError {
+        ApiError::NotFound(format!("{what} {id} not found"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody { error: ErrorDetail { code: self.code().to_string(), message: self.to_string() } };
+        (self.status(), axum::Json(body)).into_response()
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        match rejection {
+            JsonRejection::JsonDataError(e) => ApiError::Invalid(e.body_text()),
+            JsonRejection::JsonSyntaxError(e) => ApiError::MalformedJson(e.body_text()),
+            JsonRejection::MissingJsonContentType(_) => {
+                ApiError::MalformedJson("expected a JSON body with Content-Type: application/json".into())
+            }
+            other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge,
+            other => ApiError::MalformedJson(other.body_text()),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        tracing::error!(error = %e, "store failure");
+        ApiError::Internal
+    }
+}
+
+impl From<AcdError> for ApiError {
+    fn from(e: AcdError) -> Self {
+        match e {
+            AcdError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
+            AcdError::CallInProgress { .. } => ApiError::Conflict { code: "call_in_progress", message: e.to_string() },
+            AcdError::NoSkill(_) => ApiError::Invalid(e.to_string()),
+            AcdError::NoOpenOffer => ApiError::Conflict { code: "no_open_offer", message: e.to_string() },
+            AcdError::SessionEnded => ApiError::Conflict { code: "session_ended", message: e.to_string() },
+            AcdError::Store(e) => e.into(),
+        }
+    }
+}

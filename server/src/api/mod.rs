@@ -1,0 +1,441 @@
+//! The REST API for edge agents, under `/v1`. JSON in and out, camelCase,
+//! RFC 3339 UTC times. A robot authenticates with its bearer token and acts
+//! only for itself; a signed-in admin (session cookie) may act for any
+//! robot of the selected org; the admin overview's dispatch control uses
+//! this same path. Handlers stay thin: auth, then the ACD or the store.
+
+mod error;
+
+pub use error::{ApiError, ErrorBody, ErrorDetail};
+
+use crate::acd::{session_record, CallOutcome};
+use crate::auth::{new_token, token_hash};
+use crate::clock::now_ms;
+use crate::http::AppState;
+use crate::store::{NewRobot, RobotRecord, Telemetry, TelemetryOutcome};
+use app::functions::SESSION_COOKIE;
+use app::models::{LifecycleState, Offer, Role, SafetyState, SessionRecord};
+use app::rules::{cookie_value, rfc3339, skill_of};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Request, State};
+use axum::http::request::Parts;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+/// Request bodies above this are refused with 413.
+pub const BODY_LIMIT: usize = 64 * 1024;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/sessions", post(raise_call))
+        .route("/sessions/{id}", get(get_session).delete(withdraw_call))
+        .route("/sessions/{id}/telemetry", post(report_telemetry))
+        .route("/robots", post(register_robot))
+        .route("/robots/{id}/heartbeat", post(heartbeat))
+        .route("/openapi.json", get(openapi))
+        .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+}
+
+/// `Json<T>` whose rejections are `ApiError`s (400, 413, 422).
+pub struct ApiJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for ApiJson<T>
+where
+    Json<T>: FromRequest<S, Rejection = axum::extract::rejection::JsonRejection>,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let Json(value) = Json::<T>::from_request(req, state).await?;
+        Ok(ApiJson(value))
+    }
+}
+
+/// Who is calling.
+pub enum Caller {
+    /// An edge agent, by its bearer token.
+    Robot(RobotRecord),
+    /// A signed-in admin, in the org selected in their session.
+    Admin { org_id: String },
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
+            let token = value
+                .to_str()
+                .ok()
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| ApiError::Unauthenticated("Authorization must be `Bearer <robot token>`".into()))?;
+            return match state.store.robot_by_token_hash(&token_hash(token)).await? {
+                Some(robot) => Ok(Caller::Robot(robot)),
+                None => Err(ApiError::Unauthenticated("unknown robot token".into())),
+            };
+        }
+        let session = parts
+            .headers
+            .get(header::COOKIE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|cookies| cookie_value(cookies, SESSION_COOKIE));
+        let Some(session) = session else {
+            return Err(ApiError::Unauthenticated("send `Authorization: Bearer <robot token>`".into()));
+        };
+        let user = state.backend.session_user(session).await.map_err(|_| ApiError::Internal)?;
+        let org = user
+            .ok_or_else(|| ApiError::Unauthenticated("the sign-in session has ended".into()))?
+            .selected_org
+            .ok_or_else(|| ApiError::Forbidden("choose an organisation first".into()))?;
+        if org.role != Role::Admin {
+            return Err(ApiError::Forbidden("only admins may act for robots".into()));
+        }
+        Ok(Caller::Admin { org_id: org.org_id })
+    }
+}
+
+impl Caller {
+    fn org_id(&self) -> &str {
+        match self {
+            Caller::Robot(robot) => &robot.org_id,
+            Caller::Admin { org_id } => org_id,
+        }
+    }
+
+    /// The robot this caller may act for: a robot token only for itself
+    /// (another robot of its org is 403), an admin for any robot of the org;
+    /// anything else does not exist here (404).
+    async fn robot(&self, state: &AppState, robot_id: &str) -> Result<RobotRecord, ApiError> {
+        match self {
+            Caller::Robot(own) if own.id == robot_id => Ok(own.clone()),
+            Caller::Robot(own) => match state.store.robot(&own.org_id, robot_id).await? {
+                Some(_) => Err(ApiError::Forbidden(format!("this token acts only for robot {}", own.id))),
+                None => Err(ApiError::not_found("robot", robot_id)),
+            },
+            Caller::Admin { org_id } => {
+                state.store.robot(org_id, robot_id).await?.ok_or_else(|| ApiError::not_found("robot", robot_id))
+            }
+        }
+    }
+
+    /// A session this caller may see: a robot only its own sessions.
+    async fn session(&self, state: &AppState, session_id: &str) -> Result<SessionRecord, ApiError> {
+        let row = state
+            .store
+            .session(self.org_id(), session_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("session", session_id))?;
+        if let Caller::Robot(own) = self {
+            if row.robot_id != own.id {
+                return Err(ApiError::Forbidden(format!("session {session_id} belongs to another robot")));
+            }
+        }
+        Ok(session_record(row))
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CallRequest {
+    /// The robot in trouble.
+    pub robot_id: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct MatchedOperatorBody {
+    pub id: String,
+    pub name: String,
+    pub region: String,
+}
+
+/// `201`: an operator was selected and their console is ringing.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallMatched {
+    /// Always `matched`.
+    pub status: String,
+    pub session_id: String,
+    pub operator: MatchedOperatorBody,
+    pub rtt_ms: u32,
+    pub offer: Offer,
+}
+
+/// `202`: no ready operator holds the certification; the call waits.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallQueued {
+    /// Always `queued`.
+    pub status: String,
+    pub session_id: String,
+    /// The skill that went unserved.
+    pub skill: String,
+    /// 1-based place in that skill's queue.
+    pub position: i64,
+}
+
+/// Raise a distress call.
+#[utoipa::path(
+    post, path = "/v1/sessions", tag = "sessions",
+    request_body = CallRequest,
+    responses(
+        (status = 201, description = "Matched: the operator's console rings", body = CallMatched),
+        (status = 202, description = "Queued: no ready certified operator", body = CallQueued),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Missing or unknown token", body = ErrorBody),
+        (status = 403, description = "Token of another robot", body = ErrorBody),
+        (status = 404, description = "Unknown robot, or another org's", body = ErrorBody),
+        (status = 409, description = "The robot already has a call in progress (`call_in_progress`)", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 422, description = "Wrong shape or values", body = ErrorBody),
+    ),
+    security(("robot_token" = []), ("admin_session" = []))
+)]
+async fn raise_call(State(state): State<AppState>, caller: Caller, ApiJson(body): ApiJson<CallRequest>) -> Result<Response, ApiError> {
+    let robot = caller.robot(&state, &body.robot_id).await?;
+    Ok(match state.acd.raise_call(&robot).await? {
+        CallOutcome::Matched { session_id, operator, rtt_ms, offer } => (
+            StatusCode::CREATED,
+            Json(CallMatched {
+                status: "matched".into(),
+                session_id,
+                operator: MatchedOperatorBody { id: operator.id, name: operator.name, region: operator.region },
+                rtt_ms,
+                offer,
+            }),
+        )
+            .into_response(),
+        CallOutcome::Queued { session_id, skill, position } => {
+            (StatusCode::ACCEPTED, Json(CallQueued { status: "queued".into(), session_id, skill, position })).into_response()
+        }
+    })
+}
+
+/// The session record.
+#[utoipa::path(
+    get, path = "/v1/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, body = SessionRecord),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+    ),
+    security(("robot_token" = []), ("admin_session" = []))
+)]
+async fn get_session(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<SessionRecord>, ApiError> {
+    Ok(Json(caller.session(&state, &id).await?))
+}
+
+/// Withdraw a call: the session is CANCELLED and any open offer withdrawn.
+#[utoipa::path(
+    delete, path = "/v1/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "The session, now CANCELLED", body = SessionRecord),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "Already COMPLETED or CANCELLED (`session_ended`)", body = ErrorBody),
+    ),
+    security(("robot_token" = []), ("admin_session" = []))
+)]
+async fn withdraw_call(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<SessionRecord>, ApiError> {
+    caller.session(&state, &id).await?;
+    let reason = match &caller {
+        Caller::Robot(_) => "withdrawn by the edge agent",
+        Caller::Admin { .. } => "withdrawn by an admin",
+    };
+    Ok(Json(state.acd.finish_session(caller.org_id(), &id, LifecycleState::Cancelled, reason).await?))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TelemetryBody {
+    pub state: SafetyState,
+    pub rtt_ms: u32,
+    /// Commanded-versus-observed arm divergence, degrees, ≥ 0.
+    pub divergence_deg: f64,
+    /// Fraction of full commanded velocity allowed, 0 to 1.
+    pub velocity_scale: f64,
+}
+
+/// Report safety state and link numbers.
+#[utoipa::path(
+    post, path = "/v1/sessions/{id}/telemetry", tag = "sessions",
+    params(("id" = String, Path, description = "Session id")),
+    request_body = TelemetryBody,
+    responses(
+        (status = 200, description = "The updated session", body = SessionRecord),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "`protective_stop_latched`: PROTECTIVE_STOP holds until cleared; `session_ended`", body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 422, body = ErrorBody),
+    ),
+    security(("robot_token" = []), ("admin_session" = []))
+)]
+async fn report_telemetry(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<TelemetryBody>,
+) -> Result<Json<SessionRecord>, ApiError> {
+    if !body.divergence_deg.is_finite() || body.divergence_deg < 0.0 {
+        return Err(ApiError::Invalid("divergenceDeg must be a number ≥ 0".into()));
+    }
+    if !body.velocity_scale.is_finite() || !(0.0..=1.0).contains(&body.velocity_scale) {
+        return Err(ApiError::Invalid("velocityScale must be between 0 and 1".into()));
+    }
+    caller.session(&state, &id).await?;
+    let telemetry = Telemetry {
+        state: body.state,
+        rtt_ms: body.rtt_ms,
+        divergence_deg: body.divergence_deg,
+        velocity_scale: body.velocity_scale,
+    };
+    match state.store.apply_telemetry(caller.org_id(), &id, telemetry, now_ms()).await? {
+        TelemetryOutcome::Applied { row, entered_protective_stop } => {
+            if entered_protective_stop {
+                tracing::warn!(session = %id, robot = %row.robot_id, "PROTECTIVE_STOP latched");
+            }
+            Ok(Json(session_record(row)))
+        }
+        TelemetryOutcome::Latched => Err(ApiError::Conflict {
+            code: "protective_stop_latched",
+            message: "the session is latched in PROTECTIVE_STOP; only an explicit clear on the session detail view leaves it".into(),
+        }),
+        TelemetryOutcome::Ended => Err(ApiError::Conflict { code: "session_ended", message: "the session has already ended".into() }),
+        TelemetryOutcome::NotFound => Err(ApiError::not_found("session", &id)),
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeartbeatAck {
+    pub robot_id: String,
+    /// Always `online`: the robot reads `offline` 15 s after its last heartbeat.
+    pub status: String,
+    #[schema(format = DateTime)]
+    pub at: String,
+}
+
+/// Edge-agent heartbeat: the robot reads `online` in the registry.
+#[utoipa::path(
+    post, path = "/v1/robots/{id}/heartbeat", tag = "robots",
+    params(("id" = String, Path, description = "Robot id")),
+    responses(
+        (status = 200, body = HeartbeatAck),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+    ),
+    security(("robot_token" = []), ("admin_session" = []))
+)]
+async fn heartbeat(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<HeartbeatAck>, ApiError> {
+    let robot = caller.robot(&state, &id).await?;
+    let now = now_ms();
+    state.store.record_heartbeat(&robot.id, now).await?;
+    Ok(Json(HeartbeatAck { robot_id: robot.id, status: "online".into(), at: rfc3339(now) }))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewRobotBody {
+    /// Lowercase letters, digits and dashes, 1–64 characters; unique.
+    pub id: String,
+    pub model: String,
+    pub site: String,
+    pub pop: String,
+    /// Required certification; its first token (split on `·` or whitespace) is the skill.
+    pub req_cert: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisteredRobot {
+    pub id: String,
+    pub skill: String,
+    /// The robot's bearer token. Shown once; only its hash is stored.
+    pub token: String,
+}
+
+/// Register a robot (admins). Returns its bearer token once.
+#[utoipa::path(
+    post, path = "/v1/robots", tag = "robots",
+    request_body = NewRobotBody,
+    responses(
+        (status = 201, body = RegisteredRobot),
+        (status = 401, body = ErrorBody), (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 409, description = "`robot_exists`", body = ErrorBody),
+        (status = 422, description = "Bad id, empty field, or a reqCert that names no skill", body = ErrorBody),
+    ),
+    security(("admin_session" = []))
+)]
+async fn register_robot(State(state): State<AppState>, caller: Caller, ApiJson(body): ApiJson<NewRobotBody>) -> Result<Response, ApiError> {
+    let Caller::Admin { org_id } = caller else {
+        return Err(ApiError::Forbidden("only admins register robots".into()));
+    };
+    let valid_id = !body.id.is_empty()
+        && body.id.len() <= 64
+        && body.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !valid_id {
+        return Err(ApiError::Invalid("id must be 1–64 lowercase letters, digits or dashes".into()));
+    }
+    for (name, value) in [("model", &body.model), ("site", &body.site), ("pop", &body.pop)] {
+        if value.trim().is_empty() {
+            return Err(ApiError::Invalid(format!("{name} must not be empty")));
+        }
+    }
+    let skill = skill_of(&body.req_cert)
+        .map_err(|_| ApiError::Invalid("reqCert must name a skill, e.g. `pick-place · tier-2`".into()))?
+        .to_string();
+    let token = new_token();
+    let robot = NewRobot {
+        id: body.id.clone(),
+        org_id,
+        model: body.model.trim().into(),
+        site: body.site.trim().into(),
+        pop: body.pop.trim().into(),
+        req_cert: body.req_cert.trim().into(),
+        token_hash: token_hash(&token),
+    };
+    if !state.store.insert_robot(&robot).await? {
+        return Err(ApiError::Conflict { code: "robot_exists", message: format!("robot {} already exists", body.id) });
+    }
+    Ok((StatusCode::CREATED, Json(RegisteredRobot { id: body.id, skill, token })).into_response())
+}
+
+/// This API's OpenAPI 3 description.
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "meta", responses((status = 200, description = "OpenAPI 3 document")))]
+async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}
+
+struct Security;
+
+impl Modify for Security {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "robot_token",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some("The robot's bearer token")).build()),
+        );
+        components.add_security_scheme(
+            "admin_session",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(SESSION_COOKIE, "A signed-in admin's session cookie"))),
+        );
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "ClutchCall edge-agent API", version = "1", description = "Distress calls, telemetry and heartbeats from robots' edge agents."),
+    paths(raise_call, get_session, withdraw_call, report_telemetry, heartbeat, register_robot, openapi),
+    components(schemas(
+        CallRequest, CallMatched, CallQueued, MatchedOperatorBody, Offer, SessionRecord, SafetyState, LifecycleState,
+        TelemetryBody, HeartbeatAck, NewRobotBody, RegisteredRobot, ErrorBody, ErrorDetail
+    )),
+    modifiers(&Security)
+)]
+pub struct ApiDoc;

@@ -238,7 +238,7 @@ impl Acd {
                 Ok(CallOutcome::Matched { session_id: session.id, operator, rtt_ms, offer })
             }
             _ => {
-                let position = self.store.queue_position(&robot.org_id, &skill, &session.id).await?;
+                let position = self.store.queue_position(&robot.org_id, &skill, &session.id, now).await?;
                 self.emit(AcdEvent::SessionChanged { org_id: robot.org_id.clone(), session_id: session.id.clone() });
                 Ok(CallOutcome::Queued { session_id: session.id, skill, position })
             }
@@ -591,6 +591,10 @@ impl Acd {
     /// calls re-dispatched (to the queue, until operators are back).
     pub async fn recover(&self) -> Result<(), AcdError> {
         let now = now_ms();
+        let orphans = self.store.requeue_orphans(now).await?;
+        if orphans > 0 {
+            tracing::warn!(orphans, "pending calls without an offer were put back in the queue");
+        }
         for row in self.store.open_offers().await? {
             let desk = self.desk(&row.org_id);
             let mut desk = desk.lock().await;

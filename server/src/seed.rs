@@ -127,6 +127,50 @@ pub async fn seed_demo_if_empty(store: &dyn Store) -> StoreResult<bool> {
     Ok(true)
 }
 
+/// Org id of `load_org`.
+pub const LOAD_ORG_ID: &str = "org-load";
+
+/// Bearer token of robot `i` of `load_org`.
+pub fn load_robot_token(i: usize) -> String {
+    format!("load-{i}")
+}
+
+/// An org for load runs and concurrency tests: `operators` BLR operators
+/// (`u-load-000`…) certified `pick-place · tier-1`, and `robots` us-east
+/// robots (`lr-000`…) that need it. No sign-ins: password hashes are unusable.
+pub fn load_org(operators: usize, robots: usize) -> Seed {
+    let mut seed = Seed { orgs: vec![NewOrg { id: LOAD_ORG_ID.into(), name: "Load Test".into() }], ..Seed::default() };
+    for i in 0..operators {
+        let id = format!("u-load-{i:03}");
+        seed.users.push(NewUser {
+            id: id.clone(),
+            email: format!("{id}@load.example"),
+            display_name: format!("Load Operator {i:03}"),
+            external_id: None,
+            password_hash: "!".into(),
+        });
+        seed.memberships.push(NewMembership { org_id: LOAD_ORG_ID.into(), user_id: id.clone(), role: Role::Operator });
+        seed.operator_profiles.push(NewOperatorProfile {
+            org_id: LOAD_ORG_ID.into(),
+            user_id: id,
+            region: "BLR".into(),
+            certifications: vec!["pick-place · tier-1".into()],
+        });
+    }
+    for i in 0..robots {
+        seed.robots.push(NewRobot {
+            id: format!("lr-{i:03}"),
+            org_id: LOAD_ORG_ID.into(),
+            model: "UR5e".into(),
+            site: "Load Site".into(),
+            pop: "us-east".into(),
+            req_cert: "pick-place · tier-1".into(),
+            token_hash: token_hash(&load_robot_token(i)),
+        });
+    }
+    seed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

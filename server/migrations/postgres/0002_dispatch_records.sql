@@ -14,7 +14,8 @@ CREATE TABLE dispatch_records (
 );
 CREATE INDEX dispatch_records_by_session ON dispatch_records(session_id, id);
 
--- The queue: pending sessions by skill, oldest first.
-CREATE INDEX sessions_queue ON sessions(org_id, lifecycle, skill, raised_at);
+-- The queue: a PENDING session with queued_at set waits for an operator
+-- (set when queued, cleared when offered or ended). By skill, oldest first.
+CREATE INDEX sessions_queue ON sessions(org_id, skill, raised_at, id) WHERE queued_at IS NOT NULL;
 CREATE INDEX sessions_by_robot ON sessions(robot_id, lifecycle);
 CREATE INDEX offers_by_session ON offers(session_id);

@@ -141,8 +141,11 @@ pub trait DispatchStore: Send + Sync {
     async fn open_call(&self, session: &NewSession, placement: &Placement, record: &DispatchRecord) -> StoreResult<()>;
     /// Re-places a pending call (decline, expiry, an operator freeing up).
     async fn place_call(&self, org_id: &str, session_id: &str, placement: &Placement, record: &DispatchRecord) -> StoreResult<()>;
-    /// 1-based place among the org's pending, unoffered calls of the same skill, oldest first.
-    async fn queue_position(&self, org_id: &str, skill: &str, session_id: &str) -> StoreResult<i64>;
+    /// 1-based place among the org's queued calls of the same skill, oldest first.
+    async fn queue_position(&self, org_id: &str, skill: &str, session_id: &str, raised_at: i64) -> StoreResult<i64>;
+    /// Puts back in the queue any pending call that has neither an open
+    /// offer nor a place in the queue (a crash between two writes). Returns how many.
+    async fn requeue_orphans(&self, now: i64) -> StoreResult<u64>;
     /// The oldest pending unoffered call with one of `skills` that was never offered to `operator_id`.
     async fn oldest_queued_call(&self, org_id: &str, skills: &[String], operator_id: &str) -> StoreResult<Option<QueuedCall>>;
     /// Operators who were already offered this call (declined, missed, withdrawn).
@@ -214,6 +217,7 @@ macro_rules! dispatch_store {
                 session_id: &str,
                 placement: &Placement,
                 record: &DispatchRecord,
+                leaves_queue: bool,
             ) -> StoreResult<()> {
                 let outcome = match placement {
                     Placement::Offer(offer) => {
@@ -224,6 +228,10 @@ macro_rules! dispatch_store {
                         .bind(&offer.id).bind(org_id).bind(session_id).bind(&offer.operator_id)
                         .bind(i64::from(offer.rtt_ms)).bind(offer.offered_at).bind(offer.expires_at)
                         .execute(&mut **tx).await?;
+                        if leaves_queue {
+                            sqlx::query("UPDATE sessions SET queued_at = NULL WHERE id = $1")
+                                .bind(session_id).execute(&mut **tx).await?;
+                        }
                         "offered"
                     }
                     Placement::Queue => {
@@ -278,27 +286,36 @@ macro_rules! dispatch_store {
                 .bind(&session.id).bind(&session.org_id).bind(&session.robot_id).bind(&session.skill)
                 .bind(&session.pop).bind(session.raised_at)
                 .execute(&mut *tx).await?;
-                Self::write_placement(&mut tx, &session.org_id, &session.id, placement, record).await?;
+                // A new call is in no queue yet: nothing to leave.
+                Self::write_placement(&mut tx, &session.org_id, &session.id, placement, record, false).await?;
                 tx.commit().await?;
                 Ok(())
             }
 
             async fn place_call(&self, org_id: &str, session_id: &str, placement: &Placement, record: &DispatchRecord) -> StoreResult<()> {
                 let mut tx = self.pool.begin().await?;
-                Self::write_placement(&mut tx, org_id, session_id, placement, record).await?;
+                Self::write_placement(&mut tx, org_id, session_id, placement, record, true).await?;
                 tx.commit().await?;
                 Ok(())
             }
 
-            async fn queue_position(&self, org_id: &str, skill: &str, session_id: &str) -> StoreResult<i64> {
+            async fn queue_position(&self, org_id: &str, skill: &str, session_id: &str, raised_at: i64) -> StoreResult<i64> {
                 Ok(sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM sessions s, sessions me \
-                     WHERE me.id = $3 AND s.org_id = $1 AND s.skill = $2 AND s.lifecycle = 'PENDING' \
-                       AND NOT EXISTS (SELECT 1 FROM offers o WHERE o.session_id = s.id AND o.status = 'open') \
-                       AND (s.raised_at < me.raised_at OR (s.raised_at = me.raised_at AND s.id <= me.id))",
+                    "SELECT COUNT(*) FROM sessions \
+                     WHERE org_id = $1 AND skill = $2 AND queued_at IS NOT NULL \
+                       AND (raised_at < $4 OR (raised_at = $4 AND id <= $3))",
                 )
-                .bind(org_id).bind(skill).bind(session_id)
+                .bind(org_id).bind(skill).bind(session_id).bind(raised_at)
                 .fetch_one(&self.pool).await?)
+            }
+
+            async fn requeue_orphans(&self, now: i64) -> StoreResult<u64> {
+                let done = sqlx::query(
+                    "UPDATE sessions SET queued_at = $1 WHERE lifecycle = 'PENDING' AND queued_at IS NULL \
+                     AND NOT EXISTS (SELECT 1 FROM offers o WHERE o.session_id = sessions.id AND o.status = 'open')",
+                )
+                .bind(now).execute(&self.pool).await?;
+                Ok(done.rows_affected())
             }
 
             async fn oldest_queued_call(&self, org_id: &str, skills: &[String], operator_id: &str) -> StoreResult<Option<QueuedCall>> {
@@ -308,9 +325,8 @@ macro_rules! dispatch_store {
                 let placeholders: Vec<String> = (0..skills.len()).map(|i| format!("${}", i + 3)).collect();
                 let sql = format!(
                     "SELECT s.id, s.robot_id, s.skill, s.pop, s.raised_at FROM sessions s \
-                     WHERE s.org_id = $1 AND s.lifecycle = 'PENDING' AND s.skill IN ({}) \
-                       AND NOT EXISTS (SELECT 1 FROM offers o WHERE o.session_id = s.id \
-                                       AND (o.status = 'open' OR o.operator_id = $2)) \
+                     WHERE s.org_id = $1 AND s.queued_at IS NOT NULL AND s.skill IN ({}) \
+                       AND NOT EXISTS (SELECT 1 FROM offers o WHERE o.session_id = s.id AND o.operator_id = $2) \
                      ORDER BY s.raised_at, s.id LIMIT 1",
                     placeholders.join(", ")
                 );
@@ -410,7 +426,7 @@ macro_rules! dispatch_store {
                     "UPDATE offers SET status = 'withdrawn', answered_at = $1 WHERE session_id = $2 AND status = 'open' RETURNING operator_id",
                 )
                 .bind(now).bind(session_id).fetch_optional(&mut *tx).await?;
-                sqlx::query("UPDATE sessions SET lifecycle = $1, ended_at = $2, end_reason = $3 WHERE id = $4")
+                sqlx::query("UPDATE sessions SET lifecycle = $1, ended_at = $2, end_reason = $3, queued_at = NULL WHERE id = $4")
                     .bind(to.as_str()).bind(now).bind(reason).bind(session_id)
                     .execute(&mut *tx).await?;
                 sqlx::query(

@@ -168,6 +168,30 @@ impl TestApp {
     }
 }
 
+/// One integer from a SQL query against the test database.
+pub async fn scalar(url: &str, sql: &str) -> i64 {
+    use sqlx::Connection;
+    if url.starts_with("postgres") {
+        let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap()
+    } else {
+        let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
+        sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap()
+    }
+}
+
+/// Runs one statement against the test database (to stage a crash state).
+pub async fn execute(url: &str, sql: &str) {
+    use sqlx::Connection;
+    if url.starts_with("postgres") {
+        let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::query(sql).execute(&mut conn).await.unwrap();
+    } else {
+        let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
+        sqlx::query(sql).execute(&mut conn).await.unwrap();
+    }
+}
+
 /// A browser-like client: keeps cookies, does not follow redirects (tests
 /// look at them).
 pub fn browser() -> reqwest::Client {

@@ -416,6 +416,10 @@ impl Acd {
         let now = now_ms();
         let ringing = desk.offers.contains_key(operator_id);
         let p = self.present(&mut desk, org_id, operator_id, now).await?;
+        // Attached to a session, the operator stays on_call until it ends.
+        if p.state == PresenceState::OnCall {
+            return Ok(());
+        }
         p.live_ready = live;
         if !ringing {
             p.enter(PresenceState::Ready, now);

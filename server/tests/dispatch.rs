@@ -170,6 +170,8 @@ both_backends!(a12_a_matched_call_rings_the_named_operator_and_accept_starts_the
     assert_eq!(record.region.as_deref(), Some("Manchester"));
     assert!(record.started_at.is_some());
     assert_eq!(presence(&app, "u-owen").await.state, PresenceState::OnCall);
+    ready(&app, "u-owen").await;
+    assert_eq!(presence(&app, "u-owen").await.state, PresenceState::OnCall, "attached until the session ends");
     let events = app.running().store.activity_events(&session).await.unwrap();
     assert_eq!(events, vec![("SESSION_START".to_string(), Some("u-owen".to_string()))]);
     // An offer is answered once.

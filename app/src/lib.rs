@@ -7,6 +7,7 @@ pub mod dispatch;
 pub mod error;
 pub mod functions;
 pub mod models;
+pub mod ring;
 pub mod routes;
 pub mod rules;
 

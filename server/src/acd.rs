@@ -30,6 +30,8 @@ use tokio::sync::broadcast;
 pub const OFFER_WINDOW_MS: i64 = 30_000;
 /// Reason recorded when an offer goes unanswered.
 pub const MISSED_OFFER: &str = "missed offer";
+/// Aux reason of an operator whose console just signed in.
+pub const NOT_READY: &str = "not ready";
 /// How often open offers are checked for expiry.
 const EXPIRY_SWEEP: Duration = Duration::from_millis(200);
 
@@ -113,6 +115,8 @@ impl OperatorPresence {
 struct OpenOffer {
     session_id: String,
     expires_at: i64,
+    /// What the operator's tabs ring with (again, after a reconnect).
+    offer: Offer,
 }
 
 /// One org's dispatch state.
@@ -156,6 +160,7 @@ pub struct Acd {
     desks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Desk>>>>,
     events: broadcast::Sender<AcdEvent>,
     offer_window_ms: i64,
+    wrap_up_ms: i64,
 }
 
 fn new_id(prefix: &str) -> String {
@@ -195,9 +200,14 @@ impl Acd {
 
     /// As `new`, with another offer window (tests of expiry).
     pub async fn with_offer_window(store: SharedStore, offer_window_ms: i64) -> Result<Arc<Acd>, StoreError> {
+        Self::with_timings(store, offer_window_ms, app::ring::DEFAULT_WRAP_UP_MS).await
+    }
+
+    /// With another offer window and wrap-up time.
+    pub async fn with_timings(store: SharedStore, offer_window_ms: i64, wrap_up_ms: i64) -> Result<Arc<Acd>, StoreError> {
         let floors = LinkFloors::new(store.link_floors().await?);
-        let (events, _) = broadcast::channel(4096);
-        Ok(Arc::new(Acd { store, floors, desks: Mutex::default(), events, offer_window_ms }))
+        let (events, _) = broadcast::channel(16_384);
+        Ok(Arc::new(Acd { store, floors, desks: Mutex::default(), events, offer_window_ms, wrap_up_ms }))
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<AcdEvent> {
@@ -294,19 +304,7 @@ impl Acd {
 
     /// Marks a stored offer in the desk, rings the operator, returns the offer.
     fn note_offer(&self, desk: &mut Desk, org_id: &str, session_id: &str, robot: &RobotRecord, offer: &NewOffer) -> Offer {
-        desk.offers.insert(
-            offer.operator_id.clone(),
-            OpenOffer { session_id: session_id.to_string(), expires_at: offer.expires_at },
-        );
-        if let Some(p) = desk.operators.get_mut(&offer.operator_id) {
-            // An attached operator offered a call (roster fallback) stays on_call.
-            if p.state != PresenceState::OnCall {
-                p.enter(PresenceState::Ringing, offer.offered_at);
-                p.current_call = Some(session_id.to_string());
-            }
-            self.emit(AcdEvent::PresenceChanged { org_id: org_id.into(), operator_id: p.operator_id.clone(), state: p.state });
-        }
-        let offer = Offer {
+        let ring = Offer {
             session_id: session_id.to_string(),
             robot_id: robot.id.clone(),
             robot_model: robot.model.clone(),
@@ -316,9 +314,21 @@ impl Acd {
             offered_at: offer.offered_at,
             expires_at: offer.expires_at,
         };
-        self.emit(AcdEvent::OfferRaised { org_id: org_id.into(), offer: offer.clone() });
+        desk.offers.insert(
+            offer.operator_id.clone(),
+            OpenOffer { session_id: session_id.to_string(), expires_at: offer.expires_at, offer: ring.clone() },
+        );
+        if let Some(p) = desk.operators.get_mut(&offer.operator_id) {
+            // An attached operator offered a call (roster fallback) stays on_call.
+            if p.state != PresenceState::OnCall {
+                p.enter(PresenceState::Ringing, offer.offered_at);
+                p.current_call = Some(session_id.to_string());
+            }
+            self.emit(AcdEvent::PresenceChanged { org_id: org_id.into(), operator_id: p.operator_id.clone(), state: p.state });
+        }
+        self.emit(AcdEvent::OfferRaised { org_id: org_id.into(), offer: ring.clone() });
         self.emit(AcdEvent::SessionChanged { org_id: org_id.into(), session_id: session_id.into() });
-        offer
+        ring
     }
 
     /// Offers a pending call to the next best operator who has not had it,
@@ -578,7 +588,6 @@ impl Acd {
                         if p.current_call.as_deref() == Some(session_id) {
                             p.enter(PresenceState::Acw, now);
                             p.current_call = None;
-                            p.live_ready = false;
                             self.emit(AcdEvent::PresenceChanged { org_id: org_id.into(), operator_id: attached.clone(), state: PresenceState::Acw });
                         }
                     }
@@ -603,9 +612,69 @@ impl Acd {
             let desk = self.desk(&row.org_id);
             let mut desk = desk.lock().await;
             if row.expires_at > now {
-                desk.offers.insert(row.operator_id.clone(), OpenOffer { session_id: row.session_id.clone(), expires_at: row.expires_at });
+                let Some(session) = self.store.session(&row.org_id, &row.session_id).await? else { continue };
+                let offer = Offer {
+                    session_id: row.session_id.clone(),
+                    robot_id: session.robot_id,
+                    robot_model: session.robot_model,
+                    site: session.site,
+                    rtt_ms: u32::try_from(row.rtt_ms).unwrap_or(u32::MAX),
+                    operator_id: row.operator_id.clone(),
+                    offered_at: row.offered_at,
+                    expires_at: row.expires_at,
+                };
+                desk.offers.insert(row.operator_id.clone(), OpenOffer { session_id: row.session_id.clone(), expires_at: row.expires_at, offer });
             } else if self.store.close_offer(&row.session_id, &row.operator_id, "expired", now).await? {
                 self.redispatch(&mut desk, &row.org_id, &row.session_id, "recovered").await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A console signed in: an operator who was offline is online now, but
+    /// not ready until they say so (`aux` "not ready"). Returns their presence
+    /// and any offer still ringing for them.
+    pub async fn operator_signed_in(&self, org_id: &str, operator_id: &str) -> Result<(OperatorPresence, Option<Offer>), AcdError> {
+        let desk = self.desk(org_id);
+        let mut desk = desk.lock().await;
+        let now = now_ms();
+        let p = self.present(&mut desk, org_id, operator_id, now).await?;
+        if p.state == PresenceState::Offline {
+            p.enter(PresenceState::Aux, now);
+            p.aux_reason = Some(NOT_READY.to_string());
+            self.emit(AcdEvent::PresenceChanged { org_id: org_id.into(), operator_id: operator_id.into(), state: PresenceState::Aux });
+        }
+        let presence = desk.operators.get(operator_id).cloned().expect("present");
+        Ok((presence, desk.offers.get(operator_id).map(|o| o.offer.clone())))
+    }
+
+    /// One operator's presence, if the desk knows them.
+    pub async fn presence_of(&self, org_id: &str, operator_id: &str) -> Option<OperatorPresence> {
+        let desk = self.desk(org_id);
+        let desk = desk.lock().await;
+        desk.operators.get(operator_id).cloned()
+    }
+
+    /// Ends wrap-up (`acw`) that has lasted the wrap-up time: ready again,
+    /// and served from the queue at once.
+    pub async fn release_wrap_ups(&self) -> Result<(), AcdError> {
+        let desks: Vec<(String, Arc<tokio::sync::Mutex<Desk>>)> =
+            self.desks.lock().expect("desks lock").iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        for (org_id, desk) in desks {
+            let mut desk = desk.lock().await;
+            let now = now_ms();
+            let done: Vec<String> = desk
+                .operators
+                .values()
+                .filter(|p| p.state == PresenceState::Acw && p.since + self.wrap_up_ms <= now)
+                .map(|p| p.operator_id.clone())
+                .collect();
+            for operator_id in done {
+                if let Some(p) = desk.operators.get_mut(&operator_id) {
+                    p.enter(PresenceState::Ready, now);
+                    self.emit(AcdEvent::PresenceChanged { org_id: org_id.clone(), operator_id: operator_id.clone(), state: PresenceState::Ready });
+                }
+                self.serve_queue_for(&mut desk, &org_id, &operator_id).await?;
             }
         }
         Ok(())
@@ -630,6 +699,9 @@ impl Acd {
                 let Some(acd) = acd.upgrade() else { return };
                 if let Err(e) = acd.expire_due_offers().await {
                     tracing::error!(error = %e, "offer expiry sweep failed");
+                }
+                if let Err(e) = acd.release_wrap_ups().await {
+                    tracing::error!(error = %e, "wrap-up sweep failed");
                 }
             }
         })

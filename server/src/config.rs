@@ -20,12 +20,19 @@ pub struct Config {
     pub seed_demo: bool,
     /// How long an offer rings: 30 s (seed 000). Only tests change it.
     pub offer_window_ms: i64,
+    /// `CLUTCHCALL_WRAP_UP_S`: wrap-up (`acw`) after a session before the
+    /// operator is ready again. Default 60 s.
+    pub wrap_up_ms: i64,
+    /// Presence lapses this long after a console's last heartbeat: 20 s. Only tests change it.
+    pub presence_ttl_ms: i64,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{name}={value:?} is not a valid socket address (e.g. 127.0.0.1:3000)")]
     Addr { name: &'static str, value: String },
+    #[error("{name}={value:?} is not a whole number")]
+    Number { name: &'static str, value: String },
 }
 
 impl Config {
@@ -47,6 +54,11 @@ impl Config {
             secure_cookies: var("CLUTCHCALL_SECURE_COOKIES").is_some_and(|v| v == "1" || v == "true"),
             seed_demo: var("CLUTCHCALL_DEMO").is_none_or(|v| v != "0" && v != "false"),
             offer_window_ms: crate::acd::OFFER_WINDOW_MS,
+            wrap_up_ms: match var("CLUTCHCALL_WRAP_UP_S") {
+                Some(v) => v.parse::<i64>().map_err(|_| ConfigError::Number { name: "CLUTCHCALL_WRAP_UP_S", value: v.clone() })? * 1000,
+                None => app::ring::DEFAULT_WRAP_UP_MS,
+            },
+            presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
         })
     }
 

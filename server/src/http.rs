@@ -23,6 +23,7 @@ pub struct AppState {
     pub store: SharedStore,
     pub backend: SharedBackend,
     pub acd: Arc<Acd>,
+    pub ring: Arc<crate::ring::RingHub>,
 }
 
 impl axum::extract::FromRef<AppState> for LeptosOptions {
@@ -40,6 +41,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .nest("/v1", crate::api::router())
+        .route("/ws", get(crate::ring::ws_handler))
         .leptos_routes_with_context(&state, routes, provide_backend.clone(), move || shell(options.clone()))
         .fallback(file_and_error_handler_with_context::<AppState, _>(provide_backend, shell))
         .layer(TraceLayer::new_for_http())

@@ -9,6 +9,7 @@ pub mod backend;
 pub mod clock;
 pub mod config;
 pub mod http;
+pub mod ring;
 pub mod seed;
 pub mod store;
 
@@ -30,8 +31,10 @@ pub struct Running {
     /// The bound address (the real port when the config asked for port 0).
     pub addr: SocketAddr,
     pub store: SharedStore,
-    /// The ACD, for in-process callers (tests, and the ring channel).
+    /// The ACD, for in-process callers (tests, the load run).
     pub acd: Arc<Acd>,
+    /// The ring channel's hub.
+    pub ring: Arc<ring::RingHub>,
     /// Whether this start created the demo org.
     pub seeded_demo: bool,
     shutdown: oneshot::Sender<()>,
@@ -80,9 +83,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), config.secure_cookies));
     // Offers that expired while the server was down are closed and their
     // calls re-dispatched before the first request is served.
-    let acd = Acd::with_offer_window(store.clone(), config.offer_window_ms).await?;
+    let acd = Acd::with_timings(store.clone(), config.offer_window_ms, config.wrap_up_ms).await?;
     acd.recover().await?;
-    let state = AppState { leptos_options, store: store.clone(), backend, acd: acd.clone() };
+    let ring = ring::RingHub::new(acd.clone(), config.presence_ttl_ms);
+    let state = AppState { leptos_options, store: store.clone(), backend, acd: acd.clone(), ring: ring.clone() };
     let app = http::router(state);
 
     let (shutdown, on_shutdown) = oneshot::channel::<()>();
@@ -93,9 +97,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             })
             .await
     });
-    let jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), acd.spawn_expiry_sweeper()];
+    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), acd.spawn_expiry_sweeper()];
+    jobs.extend(ring.spawn());
     tracing::info!(%addr, database = store.backend_name(), "ClutchCall listening");
-    Ok(Running { addr, store, acd, seeded_demo, shutdown, serve, jobs })
+    Ok(Running { addr, store, acd, ring, seeded_demo, shutdown, serve, jobs })
 }
 
 /// Sweeps expired sign-in sessions so the table does not grow forever.

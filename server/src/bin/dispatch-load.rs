@@ -64,6 +64,8 @@ async fn main() -> anyhow::Result<()> {
         secure_cookies: false,
         seed_demo: true,
         offer_window_ms: server::acd::OFFER_WINDOW_MS,
+        wrap_up_ms: app::ring::DEFAULT_WRAP_UP_MS,
+        presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
     };
     let running = server::start(config).await?;
     running.store.seed(&load_org(args.operators, args.calls)).await?;

@@ -81,6 +81,8 @@ impl TestApp {
             secure_cookies: false,
             seed_demo: true,
             offer_window_ms: server::acd::OFFER_WINDOW_MS,
+            wrap_up_ms: app::ring::DEFAULT_WRAP_UP_MS,
+            presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
         };
         let mut config = config;
         adjust(&mut config);
@@ -255,4 +257,73 @@ macro_rules! both_backends {
             }
         }
     };
+}
+
+/// A console tab: a real WebSocket on `/ws`, signed in as `email`.
+pub struct Tab {
+    ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+}
+
+/// Signs in and returns the `cc_session=…` cookie pair.
+pub async fn session_cookie(app: &TestApp, email: &str) -> String {
+    let res = sign_in(&browser(), app, email).await;
+    let cookie = res.headers()["set-cookie"].to_str().unwrap();
+    cookie.split(';').next().unwrap().to_string()
+}
+
+impl Tab {
+    pub async fn open(app: &TestApp, cookie: &str) -> Tab {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut request = format!("{}/ws", app.base.replace("http://", "ws://")).into_client_request().unwrap();
+        request.headers_mut().insert("cookie", cookie.parse().unwrap());
+        let (ws, _) = tokio_tungstenite::connect_async(request).await.expect("ws connects");
+        Tab { ws }
+    }
+
+    pub async fn send(&mut self, msg: app::ring::ConsoleMsg) {
+        use futures::SinkExt;
+        let text = serde_json::to_string(&msg).unwrap();
+        self.ws.send(tokio_tungstenite::tungstenite::Message::Text(text.into())).await.expect("send");
+    }
+
+    /// The next message, within 5 s.
+    pub async fn next(&mut self) -> app::ring::RingMsg {
+        use futures::StreamExt;
+        loop {
+            let frame = tokio::time::timeout(std::time::Duration::from_secs(5), self.ws.next())
+                .await
+                .expect("a message within 5 s")
+                .expect("socket open")
+                .expect("frame");
+            if let tokio_tungstenite::tungstenite::Message::Text(text) = frame {
+                return serde_json::from_str(&text).expect("a RingMsg");
+            }
+        }
+    }
+
+    /// Skips messages until one matches; panics after 5 s without it.
+    pub async fn until<T>(&mut self, mut pick: impl FnMut(app::ring::RingMsg) -> Option<T>) -> T {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            assert!(std::time::Instant::now() < deadline, "expected message never came");
+            if let Some(found) = pick(self.next().await) {
+                return found;
+            }
+        }
+    }
+
+    /// No message for `ms` (e.g. a tab that must not ring).
+    pub async fn silent_for(&mut self, ms: u64) -> Option<app::ring::RingMsg> {
+        use futures::StreamExt;
+        match tokio::time::timeout(std::time::Duration::from_millis(ms), self.ws.next()).await {
+            Err(_) => None,
+            Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Text(text)))) => serde_json::from_str(&text).ok(),
+            Ok(_) => None,
+        }
+    }
+
+    /// Drops the connection without a close frame, like a killed browser.
+    pub fn kill(self) {
+        drop(self.ws);
+    }
 }

@@ -1,0 +1,129 @@
+//! The ring channel: one WebSocket per console tab (`/ws`), carrying offers
+//! and presence as these serde types, shared by browser and server.
+
+use crate::models::{Offer, PresenceState};
+use serde::{Deserialize, Serialize};
+
+/// A console tab heartbeats this often…
+pub const HEARTBEAT_MS: u32 = 5_000;
+/// …and its operator's presence lapses to `offline` this long after the
+/// last heartbeat of their last tab (lid closed, browser killed, cable out).
+pub const PRESENCE_TTL_MS: i64 = 20_000;
+/// Wrap-up (`acw`) after a session, then `ready` again (configurable on the server).
+pub const DEFAULT_WRAP_UP_MS: i64 = 60_000;
+/// Reasons offered on the Ready screen besides free text.
+pub const COMMON_AUX_REASONS: [&str; 3] = ["break", "training", "meeting"];
+/// An aux reason is a short label.
+pub const MAX_AUX_REASON_CHARS: usize = 64;
+
+/// Browser → server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ConsoleMsg {
+    Heartbeat,
+    /// Ready to take calls (broadcast live readiness).
+    Ready,
+    Aux { reason: String },
+    Accept { session_id: String },
+    Decline { session_id: String },
+    /// RTT probe; the server answers `Pong` at once.
+    Ping { nonce: u64 },
+    /// RTT this console measured to a PoP.
+    Rtt { pop: String, rtt_ms: u32 },
+}
+
+/// The operator's own presence, as every tab shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MyPresence {
+    pub state: PresenceState,
+    /// Unix ms of the last state change (server clock).
+    pub since_ms: i64,
+    pub aux_reason: Option<String>,
+    pub current_call: Option<String>,
+}
+
+/// How an offer stopped ringing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OfferEnd {
+    Accepted,
+    Declined,
+    Expired,
+    Withdrawn,
+}
+
+/// Server → browser.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RingMsg {
+    /// Sent on every (re)connection: the server's truth, superseding any
+    /// message the tab received before it. (The tab is registered first, so
+    /// nothing raised meanwhile is missed.)
+    Welcome {
+        operator_id: String,
+        name: String,
+        presence: MyPresence,
+        /// An offer still ringing for this operator, if any.
+        offer: Option<Offer>,
+        /// PoPs to measure RTT to.
+        pops: Vec<String>,
+        /// Server clock, so the tab can correct countdowns for skew.
+        server_now_ms: i64,
+    },
+    Presence { presence: MyPresence },
+    /// Ring.
+    Offer { offer: Offer },
+    /// Stop ringing.
+    OfferClosed { session_id: String, how: OfferEnd },
+    /// This tab's accept went through: open the cockpit.
+    Accepted { session_id: String },
+    Pong { nonce: u64 },
+    Error { message: String },
+}
+
+/// Where the accepting tab goes.
+pub fn cockpit_path(session_id: &str) -> String {
+    format!("/cockpit/{session_id}")
+}
+
+/// Seconds left before an offer expires, never negative.
+pub fn seconds_left(expires_at_ms: i64, now_ms: i64) -> i64 {
+    ((expires_at_ms - now_ms).max(0) + 999) / 1000
+}
+
+/// A short aux reason, trimmed; `None` when empty or too long.
+pub fn valid_aux_reason(reason: &str) -> Option<String> {
+    let reason = reason.trim();
+    (!reason.is_empty() && reason.chars().count() <= MAX_AUX_REASON_CHARS).then(|| reason.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_tagged_json() {
+        let msg = serde_json::to_value(ConsoleMsg::Accept { session_id: "ses-1".into() }).unwrap();
+        assert_eq!(msg, serde_json::json!({ "type": "accept", "session_id": "ses-1" }));
+        let back: ConsoleMsg = serde_json::from_str(r#"{"type":"heartbeat"}"#).unwrap();
+        assert_eq!(back, ConsoleMsg::Heartbeat);
+        let closed = serde_json::to_value(RingMsg::OfferClosed { session_id: "s".into(), how: OfferEnd::Expired }).unwrap();
+        assert_eq!(closed["type"], "offer_closed");
+        assert_eq!(closed["how"], "expired");
+    }
+
+    #[test]
+    fn countdown_rounds_up_and_stops_at_zero() {
+        assert_eq!(seconds_left(30_000, 0), 30);
+        assert_eq!(seconds_left(30_000, 29_001), 1);
+        assert_eq!(seconds_left(30_000, 30_000), 0);
+        assert_eq!(seconds_left(30_000, 31_000), 0);
+    }
+
+    #[test]
+    fn aux_reasons_are_short_labels() {
+        assert_eq!(valid_aux_reason("  break "), Some("break".into()));
+        assert_eq!(valid_aux_reason("   "), None);
+        assert_eq!(valid_aux_reason(&"x".repeat(65)), None);
+    }
+}

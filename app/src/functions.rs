@@ -2,7 +2,7 @@
 //! who is asking, then hands the work to the server's `Backend`.
 
 use crate::error::AppError;
-use crate::models::{CurrentUser, Directory, Operator, Robot};
+use crate::models::{CurrentUser, Directory, Operator, Robot, SessionRecord};
 use leptos::prelude::*;
 
 /// Name of the HttpOnly cookie that carries the sign-in session token.
@@ -13,7 +13,7 @@ pub mod backend {
     //! The narrow interface the server functions need. `server` implements it
     //! over the store (and later the ACD engine) and provides it as context.
     use crate::error::AppError;
-    use crate::models::{CurrentUser, Directory, Operator, Robot};
+    use crate::models::{CurrentUser, Directory, Operator, Robot, SessionRecord};
     use std::sync::Arc;
 
     #[async_trait::async_trait]
@@ -29,6 +29,8 @@ pub mod backend {
         async fn directory(&self, org_id: &str) -> Result<Directory, AppError>;
         /// A robot of this org; another org's robot is `NotFound`.
         async fn robot(&self, org_id: &str, robot_id: &str) -> Result<Robot, AppError>;
+        /// A session of this org; another org's is `NotFound`.
+        async fn session(&self, org_id: &str, session_id: &str) -> Result<SessionRecord, AppError>;
         /// The operator profile of a user in this org.
         async fn operator_profile(&self, org_id: &str, user_id: &str) -> Result<Operator, AppError>;
         /// `Set-Cookie` value that stores a session token in the browser.
@@ -164,4 +166,18 @@ pub async fn load_robot(robot_id: String) -> Result<Robot, AppError> {
 pub async fn my_operator_profile() -> Result<Operator, AppError> {
     let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
     guard::backend()?.operator_profile(&org.org_id, &user.user_id).await.map_err(guard::fail)
+}
+
+/// A session for the cockpit: its attached operator, or an admin of the org.
+/// Anyone else gets 404, as if it did not exist.
+#[server(endpoint = "load_session")]
+pub async fn load_session(session_id: String) -> Result<SessionRecord, AppError> {
+    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
+    let record = guard::backend()?.session(&org.org_id, &session_id).await.map_err(guard::fail)?;
+    let attached = record.operator_id.as_deref() == Some(user.user_id.as_str());
+    if attached || org.role == crate::models::Role::Admin {
+        Ok(record)
+    } else {
+        Err(guard::fail(AppError::NotFound(format!("Session {session_id}"))))
+    }
 }

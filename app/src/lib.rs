@@ -3,6 +3,7 @@
 //! (`hydrate`).
 
 pub mod components;
+pub mod console;
 pub mod dispatch;
 pub mod error;
 pub mod functions;
@@ -44,6 +45,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     provide_context(Session::new());
+    provide_context(console::Console::new());
     // Effects run only in the browser: this marks the moment the wasm took
     // over the server-rendered page (browser tests wait for it).
     Effect::new(|_| {
@@ -58,6 +60,7 @@ pub fn App() -> impl IntoView {
         <Title formatter=|page: String| if page.is_empty() { "ClutchCall".to_string() } else { format!("{page} · ClutchCall") }/>
         <Router>
             <TopBar/>
+            <console::OfferPanel/>
             <main class="page">
                 <Routes fallback=routes::NotFound>
                     // Guarded screens render fully before the first byte is
@@ -70,6 +73,7 @@ pub fn App() -> impl IntoView {
                         <Route path=path!("directory") view=routes::DirectoryPage ssr=SsrMode::Async/>
                     </ParentRoute>
                     <Route path=path!("/operator") view=routes::OperatorHome ssr=SsrMode::Async/>
+                    <Route path=path!("/cockpit/:id") view=routes::CockpitPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

@@ -59,6 +59,24 @@ pub fn normalize_email(email: &str) -> String {
     email.trim().to_lowercase()
 }
 
+/// How long something has been so (seed 003, rule R07): seconds below a
+/// minute, minutes below an hour, then hours; missing or zero → `—`.
+pub fn format_age(since_ms: Option<i64>, now_ms: i64) -> String {
+    match since_ms {
+        None | Some(0) => "—".to_string(),
+        Some(since) => {
+            let secs = ((now_ms - since).max(0)) / 1000;
+            if secs < 60 {
+                format!("{secs}s")
+            } else if secs < 3600 {
+                format!("{}m", secs / 60)
+            } else {
+                format!("{}h", secs / 3600)
+            }
+        }
+    }
+}
+
 /// `HH:MM:SS UTC` of a Unix ms timestamp, for "as of" lines on live screens.
 pub fn utc_clock(ms: i64) -> String {
     let secs = ms.div_euclid(1000).rem_euclid(86_400);
@@ -207,6 +225,19 @@ mod tests {
         assert_eq!(cookie_value(header, "cc_session"), Some("abc.def"));
         assert_eq!(cookie_value(header, "session"), None);
         assert_eq!(cookie_value("", "cc_session"), None);
+    }
+
+    #[test]
+    fn r07_age_is_seconds_then_minutes_then_hours_and_dash_when_missing() {
+        let now = 10_000_000;
+        assert_eq!(format_age(None, now), "—");
+        assert_eq!(format_age(Some(0), now), "—");
+        assert_eq!(format_age(Some(now), now), "0s");
+        assert_eq!(format_age(Some(now - 59_999), now), "59s");
+        assert_eq!(format_age(Some(now - 60_000), now), "1m");
+        assert_eq!(format_age(Some(now - 3_599_000), now), "59m");
+        assert_eq!(format_age(Some(now - 3_600_000), now), "1h");
+        assert_eq!(format_age(Some(now + 5_000), now), "0s", "a clock ahead never shows a negative age");
     }
 
     #[test]

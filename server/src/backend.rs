@@ -171,6 +171,13 @@ impl Backend for ServerBackend {
         }
     }
 
+    async fn session(&self, org_id: &str, session_id: &str) -> Result<app::models::SessionRecord, AppError> {
+        match self.store.session(org_id, session_id).await.map_err(internal)? {
+            Some(row) => Ok(crate::acd::session_record(row)),
+            None => Err(AppError::NotFound(format!("Session {session_id}"))),
+        }
+    }
+
     async fn operator_profile(&self, org_id: &str, user_id: &str) -> Result<Operator, AppError> {
         match self.store.operator(org_id, user_id).await.map_err(internal)? {
             Some(o) => Ok(operator_view(o)),

@@ -1,12 +1,14 @@
 //! One module a screen.
 
+mod cockpit;
 mod directory;
 mod home;
 mod not_found;
-mod operator;
+pub(crate) mod operator;
 mod orgs;
 mod signin;
 
+pub use cockpit::CockpitPage;
 pub use directory::{AdminArea, DirectoryPage};
 pub use home::Home;
 pub use not_found::NotFound;

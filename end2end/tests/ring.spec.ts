@@ -1,0 +1,66 @@
+import { expect, test } from '@playwright/test';
+import { hydrated, signIn } from './helpers';
+
+// Jamal (Austin, palletize + welding) is the only one who takes uw-weld-01
+// here; the call is raised with the robot's own token, as an edge agent would.
+const JAMAL = 'jamal.brooks@northstar.example';
+
+test('two tabs of one operator both ring; accept in one opens the cockpit and stops the other', async ({ browser, request }) => {
+  const context = await browser.newContext();
+  const first = await context.newPage();
+  await signIn(first, JAMAL);
+  await expect(first).toHaveURL(/\/operator$/);
+  const second = await context.newPage();
+  await second.goto('/operator');
+  await hydrated(second);
+
+  // Readiness is one per operator: Ready in one tab shows in both.
+  await expect(first.getByTestId('go-ready')).toBeEnabled();
+  await first.getByTestId('go-ready').click();
+  await expect(first.getByTestId('presence')).toHaveText('ready');
+  await expect(second.getByTestId('presence')).toHaveText('ready');
+
+  const call = await request.post('/v1/sessions', {
+    headers: { Authorization: 'Bearer cct_demo_uw-weld-01' },
+    data: { robotId: 'uw-weld-01' },
+  });
+  expect(call.status()).toBe(201);
+  const { sessionId } = await call.json();
+
+  for (const tab of [first, second]) {
+    await expect(tab.getByTestId('offer')).toBeVisible();
+    await expect(tab.getByTestId('offer-robot')).toHaveText('uw-weld-01');
+    // Austin → us-west: the 118 ms floor bounds whatever the console measured.
+    const rtt = Number((await tab.getByTestId('offer-rtt').innerText()).match(/^(\d+) ms/)![1]);
+    expect(rtt).toBeGreaterThanOrEqual(118);
+    await expect(tab.getByTestId('offer-countdown')).toHaveText(/^(30|29|28|27) s$/);
+    await expect(tab.getByTestId('presence')).toContainText('ringing');
+  }
+  await first.screenshot({ path: 'test-results/ringing-offer.png' });
+
+  await first.getByRole('button', { name: /Accept/ }).click();
+  await expect(first).toHaveURL(new RegExp(`/cockpit/${sessionId}$`));
+  await expect(first.getByTestId('cockpit-lifecycle')).toHaveText('ACTIVE');
+  await expect(second.getByTestId('offer')).toHaveCount(0);
+  await expect(second.getByTestId('presence')).toContainText('on_call');
+  await context.close();
+});
+
+test('Escape declines a ringing call from the keyboard', async ({ browser, request }) => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signIn(page, 'meera.nair@northstar.example'); // BLR, mobile-manipulation
+  await expect(page).toHaveURL(/\/operator$/);
+  await page.getByTestId('go-ready').click();
+  await expect(page.getByTestId('presence')).toHaveText('ready');
+  const call = await request.post('/v1/sessions', {
+    headers: { Authorization: 'Bearer cct_demo_uw-mm-01' },
+    data: { robotId: 'uw-mm-01' },
+  });
+  expect(call.status()).toBe(201);
+  await expect(page.getByTestId('offer')).toBeVisible();
+  await page.keyboard.press('Escape');
+  await expect(page.getByTestId('offer')).toHaveCount(0);
+  await expect(page.getByTestId('presence')).toHaveText('ready');
+  await context.close();
+});

@@ -72,16 +72,21 @@ pub fn assemble_pool(entries: &[PoolEntry]) -> (PoolSource, Vec<Presence>) {
 /// Propagation floors by (operator region, robot PoP).
 #[derive(Clone, Debug, Default)]
 pub struct LinkFloors {
-    floors: BTreeMap<(String, String), u32>,
+    /// region → PoP → floor ms (looked up per candidate per call: no allocation).
+    floors: BTreeMap<String, BTreeMap<String, u32>>,
 }
 
 impl LinkFloors {
     pub fn new(floors: impl IntoIterator<Item = LinkFloor>) -> Self {
-        LinkFloors { floors: floors.into_iter().map(|f| ((f.region, f.pop), f.floor_ms)).collect() }
+        let mut table: BTreeMap<String, BTreeMap<String, u32>> = BTreeMap::new();
+        for f in floors {
+            table.entry(f.region).or_default().insert(f.pop, f.floor_ms);
+        }
+        LinkFloors { floors: table }
     }
 
     pub fn floor(&self, region: &str, pop: &str) -> Option<u32> {
-        self.floors.get(&(region.to_string(), pop.to_string())).copied()
+        self.floors.get(region)?.get(pop).copied()
     }
 }
 
@@ -180,6 +185,31 @@ fn compare_claims((a, a_rtt): (&Presence, u32), (b, b_rtt): (&Presence, u32)) ->
         .cmp(&b_rtt)
         .then(a.since.cmp(&b.since))
         .then_with(|| a.operator_id.cmp(&b.operator_id))
+}
+
+/// Candidates kept in full in a dispatch record; the rest are counted.
+pub const RECORDED_CANDIDATES: usize = 20;
+
+/// What a dispatch record keeps of a ranking: the first
+/// `RECORDED_CANDIDATES` in rank order (the chosen one first) in full, and
+/// how many of the rest had each verdict, so a pool of thousands does not
+/// write thousands of rows per call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateSummary {
+    pub candidates: Vec<Candidate>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub omitted: BTreeMap<String, usize>,
+}
+
+pub fn summarise(mut ranked: Vec<Candidate>) -> CandidateSummary {
+    let rest = if ranked.len() > RECORDED_CANDIDATES { ranked.split_off(RECORDED_CANDIDATES) } else { Vec::new() };
+    let mut omitted = BTreeMap::new();
+    for c in rest {
+        let verdict = serde_json::to_value(c.verdict).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        *omitted.entry(verdict).or_insert(0) += 1;
+    }
+    CandidateSummary { candidates: ranked, omitted }
 }
 
 /// The seed's selector: the lowest-RTT operator certified for `skill`, with
@@ -303,6 +333,21 @@ mod tests {
         let pool = vec![presence("x", "Lagos", &["pick-place"], 0)];
         let ranked = rank_pool("us-east", "pick-place", &pool, &floors(), &[]);
         assert_eq!(ranked[0].verdict, Verdict::NoRtt);
+    }
+
+    #[test]
+    fn a_record_keeps_the_best_candidates_and_counts_the_rest() {
+        let pool: Vec<Presence> = (0..50).map(|i| presence(&format!("op-{i:02}"), "BLR", &["pick-place"], i)).collect();
+        let mut pool = pool;
+        pool.push(presence("welder", "BLR", &["welding"], 0));
+        let summary = summarise(rank_pool("us-east", "pick-place", &pool, &floors(), &[]));
+        assert_eq!(summary.candidates.len(), RECORDED_CANDIDATES);
+        assert_eq!(summary.candidates[0].verdict, Verdict::Chosen);
+        assert_eq!(summary.omitted.get("outranked"), Some(&30));
+        assert_eq!(summary.omitted.get("uncertified"), Some(&1));
+        let small = summarise(rank_pool("us-east", "pick-place", &pool[..3], &floors(), &[]));
+        assert_eq!(small.candidates.len(), 3);
+        assert!(small.omitted.is_empty());
     }
 
     #[test]

@@ -17,7 +17,9 @@ use crate::clock::now_ms;
 use crate::store::{
     DispatchRecord, EndOutcome, NewOffer, NewSession, Placement, RobotRecord, SessionRow, SharedStore, StoreError,
 };
-use app::dispatch::{assemble_pool, effective_rtt, rank_pool, Candidate, LinkFloors, PoolEntry, PoolSource, Presence, Verdict};
+use app::dispatch::{
+    assemble_pool, effective_rtt, rank_pool, summarise, Candidate, LinkFloors, PoolEntry, PoolSource, Presence, Verdict,
+};
 use app::models::{LifecycleState, Offer, PresenceState, SessionRecord};
 use app::rules::skill_of;
 use rand::Rng;
@@ -78,7 +80,8 @@ pub enum OfferClose {
 pub enum AcdEvent {
     OfferRaised { org_id: String, offer: Offer },
     OfferClosed { org_id: String, operator_id: String, session_id: String, how: OfferClose },
-    PresenceChanged { org_id: String, operator_id: String, state: PresenceState },
+    /// Carries the new presence, so listeners never need the desk lock.
+    PresenceChanged { org_id: String, presence: OperatorPresence },
     SessionChanged { org_id: String, session_id: String },
 }
 
@@ -219,6 +222,12 @@ impl Acd {
         let _ = self.events.send(event);
     }
 
+    fn emit_presence(&self, desk: &Desk, org_id: &str, operator_id: &str) {
+        if let Some(p) = desk.operators.get(operator_id) {
+            self.emit(AcdEvent::PresenceChanged { org_id: org_id.to_string(), presence: p.clone() });
+        }
+    }
+
     fn desk(&self, org_id: &str) -> Arc<tokio::sync::Mutex<Desk>> {
         self.desks.lock().expect("desks lock").entry(org_id.to_string()).or_default().clone()
     }
@@ -297,7 +306,7 @@ impl Acd {
             .to_string(),
             operator_id: chosen.as_ref().map(|(o, _)| o.id.clone()),
             rtt_ms: chosen.as_ref().map(|(_, rtt)| *rtt),
-            candidates: serde_json::to_string(&candidates).unwrap_or_else(|_| "[]".into()),
+            candidates: serde_json::to_string(&summarise(candidates)).unwrap_or_else(|_| "{}".into()),
         };
         Decision { placement, record, chosen }
     }
@@ -324,8 +333,8 @@ impl Acd {
                 p.enter(PresenceState::Ringing, offer.offered_at);
                 p.current_call = Some(session_id.to_string());
             }
-            self.emit(AcdEvent::PresenceChanged { org_id: org_id.into(), operator_id: p.operator_id.clone(), state: p.state });
         }
+        self.emit_presence(desk, org_id, &offer.operator_id);
         self.emit(AcdEvent::OfferRaised { org_id: org_id.into(), offer: ring.clone() });
         self.emit(AcdEvent::SessionChanged { org_id: org_id.into(), session_id: session_id.into() });
         ring
@@ -385,7 +394,7 @@ impl Acd {
             pool_source: "queue".into(),
             operator_id: Some(operator_id.to_string()),
             rtt_ms: Some(rtt_ms),
-            candidates: serde_json::to_string(&[candidate]).unwrap_or_else(|_| "[]".into()),
+            candidates: serde_json::to_string(&summarise(vec![candidate])).unwrap_or_else(|_| "{}".into()),
         };
         let placement = Placement::Offer(offer.clone());
         self.store.place_call(org_id, &call.session_id, &placement, &record).await?;
@@ -435,8 +444,7 @@ impl Acd {
             p.enter(PresenceState::Ready, now);
             p.current_call = None;
         }
-        let state = p.state;
-        self.emit(AcdEvent::PresenceChanged { org_id: org_id.into(), operator_id: operator_id.into(), state });
+        self.emit_presence(&desk, org_id, operator_id);
         self.serve_queue_for(&mut desk, org_id, operator_id).await
     }
 
@@ -468,7 +476,7 @@ impl Acd {
         p.aux_reason = reason.map(str::to_owned);
         p.live_ready = false;
         p.current_call = None;
-        self.emit(AcdEvent::PresenceChanged { org_id: org_id.into(), operator_id: operator_id.into(), state });
+        self.emit_presence(&desk, org_id, operator_id);
         if let Some(offer) = desk.offers.remove(operator_id) {
             if self.store.close_offer(&offer.session_id, operator_id, offer_status, now).await? {
                 let how = if offer_status == "declined" { OfferClose::Declined } else { OfferClose::Expired };
@@ -500,7 +508,7 @@ impl Acd {
         p.enter(PresenceState::OnCall, now);
         p.current_call = Some(session_id.to_string());
         self.emit(AcdEvent::OfferClosed { org_id: org_id.into(), operator_id: operator_id.into(), session_id: session_id.into(), how: OfferClose::Accepted });
-        self.emit(AcdEvent::PresenceChanged { org_id: org_id.into(), operator_id: operator_id.into(), state: PresenceState::OnCall });
+        self.emit_presence(&desk, org_id, &operator_id);
         self.emit(AcdEvent::SessionChanged { org_id: org_id.into(), session_id: session_id.into() });
         Ok(session_record(row))
     }
@@ -520,7 +528,7 @@ impl Acd {
         if p.state == PresenceState::Ringing {
             p.enter(PresenceState::Ready, now);
             p.current_call = None;
-            self.emit(AcdEvent::PresenceChanged { org_id: org_id.into(), operator_id: operator_id.into(), state: PresenceState::Ready });
+            self.emit_presence(&desk, org_id, &operator_id);
         }
         self.redispatch(&mut desk, org_id, session_id, "declined").await?;
         self.serve_queue_for(&mut desk, org_id, operator_id).await
@@ -553,7 +561,7 @@ impl Acd {
                     p.aux_reason = Some(MISSED_OFFER.to_string());
                     p.live_ready = false;
                     p.current_call = None;
-                    self.emit(AcdEvent::PresenceChanged { org_id: org_id.clone(), operator_id: operator_id.clone(), state: PresenceState::Aux });
+                    self.emit_presence(&desk, &org_id, &operator_id);
                 }
                 self.redispatch(&mut desk, &org_id, &offer.session_id, "expired").await?;
             }
@@ -588,7 +596,7 @@ impl Acd {
                         if p.current_call.as_deref() == Some(session_id) {
                             p.enter(PresenceState::Acw, now);
                             p.current_call = None;
-                            self.emit(AcdEvent::PresenceChanged { org_id: org_id.into(), operator_id: attached.clone(), state: PresenceState::Acw });
+                            self.emit_presence(&desk, org_id, &attached);
                         }
                     }
                 }
@@ -642,7 +650,7 @@ impl Acd {
         if p.state == PresenceState::Offline {
             p.enter(PresenceState::Aux, now);
             p.aux_reason = Some(NOT_READY.to_string());
-            self.emit(AcdEvent::PresenceChanged { org_id: org_id.into(), operator_id: operator_id.into(), state: PresenceState::Aux });
+            self.emit_presence(&desk, org_id, &operator_id);
         }
         let presence = desk.operators.get(operator_id).cloned().expect("present");
         Ok((presence, desk.offers.get(operator_id).map(|o| o.offer.clone())))
@@ -672,7 +680,7 @@ impl Acd {
             for operator_id in done {
                 if let Some(p) = desk.operators.get_mut(&operator_id) {
                     p.enter(PresenceState::Ready, now);
-                    self.emit(AcdEvent::PresenceChanged { org_id: org_id.clone(), operator_id: operator_id.clone(), state: PresenceState::Ready });
+                    self.emit_presence(&desk, &org_id, &operator_id);
                 }
                 self.serve_queue_for(&mut desk, &org_id, &operator_id).await?;
             }

@@ -56,7 +56,7 @@ impl RingHub {
             tokio::spawn(async move {
                 loop {
                     match events.recv().await {
-                        Ok(event) => hub.route(event).await,
+                        Ok(event) => hub.route(event),
                         Err(broadcast::error::RecvError::Lagged(missed)) => {
                             tracing::warn!(missed, "ring channel lagged behind the ACD; tabs resync on reconnect")
                         }
@@ -114,7 +114,7 @@ impl RingHub {
         self.consoles.lock().expect("consoles lock").get(&key).map_or(0, |c| c.tabs.len())
     }
 
-    async fn route(&self, event: AcdEvent) {
+    fn route(&self, event: AcdEvent) {
         match event {
             AcdEvent::OfferRaised { org_id, offer } => {
                 self.send_to(&(org_id, offer.operator_id.clone()), RingMsg::Offer { offer });
@@ -128,10 +128,8 @@ impl RingHub {
                 };
                 self.send_to(&(org_id, operator_id), RingMsg::OfferClosed { session_id, how });
             }
-            AcdEvent::PresenceChanged { org_id, operator_id, .. } => {
-                if let Some(p) = self.acd.presence_of(&org_id, &operator_id).await {
-                    self.send_to(&(org_id, operator_id), RingMsg::Presence { presence: my_presence(&p) });
-                }
+            AcdEvent::PresenceChanged { org_id, presence } => {
+                self.send_to(&(org_id, presence.operator_id.clone()), RingMsg::Presence { presence: my_presence(&presence) });
             }
             AcdEvent::SessionChanged { .. } => {}
         }

@@ -135,19 +135,29 @@ pub fn load_robot_token(i: usize) -> String {
     format!("load-{i}")
 }
 
+/// Password of every `load_org` operator.
+pub const LOAD_PASSWORD: &str = "load-test";
+
+/// Email of load operator `i`.
+pub fn load_operator_email(i: usize) -> String {
+    format!("u-load-{i:03}@load.example")
+}
+
 /// An org for load runs and concurrency tests: `operators` BLR operators
-/// (`u-load-000`…) certified `pick-place · tier-1`, and `robots` us-east
-/// robots (`lr-000`…) that need it. No sign-ins: password hashes are unusable.
+/// (`u-load-000`…, password `LOAD_PASSWORD`) certified `pick-place · tier-1`,
+/// and `robots` us-east robots (`lr-000`…) that need it.
 pub fn load_org(operators: usize, robots: usize) -> Seed {
     let mut seed = Seed { orgs: vec![NewOrg { id: LOAD_ORG_ID.into(), name: "Load Test".into() }], ..Seed::default() };
+    // One hash for all: hashing a thousand passwords would dominate a load run.
+    let password_hash = hash_password(LOAD_PASSWORD);
     for i in 0..operators {
         let id = format!("u-load-{i:03}");
         seed.users.push(NewUser {
             id: id.clone(),
-            email: format!("{id}@load.example"),
+            email: load_operator_email(i),
             display_name: format!("Load Operator {i:03}"),
             external_id: None,
-            password_hash: "!".into(),
+            password_hash: password_hash.clone(),
         });
         seed.memberships.push(NewMembership { org_id: LOAD_ORG_ID.into(), user_id: id.clone(), role: Role::Operator });
         seed.operator_profiles.push(NewOperatorProfile {

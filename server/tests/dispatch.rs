@@ -95,8 +95,8 @@ both_backends!(a06_a10_certification_filters_before_rtt, |app: TestApp| async mo
     assert_eq!(body["operator"]["id"], "u-asha", "the nearer uncertified operator never wins");
     // The dispatch record says why the others were not chosen.
     let records = app.running().store.dispatch_records(body["sessionId"].as_str().unwrap()).await.unwrap();
-    let candidates: Value = serde_json::from_str(&records[0].candidates).unwrap();
-    let carla = candidates.as_array().unwrap().iter().find(|c| c["operatorId"] == "u-carla").unwrap();
+    let summary: Value = serde_json::from_str(&records[0].candidates).unwrap();
+    let carla = summary["candidates"].as_array().unwrap().iter().find(|c| c["operatorId"] == "u-carla").unwrap();
     assert_eq!(carla["verdict"], "uncertified");
     assert_eq!(records[0].outcome, "offered");
     assert_eq!(records[0].pool_source, "live_readiness");

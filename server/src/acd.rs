@@ -364,9 +364,10 @@ impl Acd {
         if p.state != PresenceState::Ready || desk.offers.contains_key(operator_id) {
             return Ok(());
         }
-        // Only an operator the seed's pool would consider may take calls.
-        let (_, pool) = assemble_pool(&desk.pool_entries());
-        if !pool.iter().any(|q| q.operator_id == operator_id) {
+        // Only an operator the seed's pool would consider may take calls: a
+        // roster-only operator waits while anyone broadcasts readiness.
+        // (Same rule as `assemble_pool`, checked without copying the pool.)
+        if !p.live_ready && desk.operators.values().any(|q| q.live_ready && q.state == PresenceState::Ready) {
             return Ok(());
         }
         let Some(call) = self.store.oldest_queued_call(org_id, &p.skills, operator_id).await? else { return Ok(()) };

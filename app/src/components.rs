@@ -86,9 +86,7 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
             {(!several_orgs).then(|| user.selected_org.as_ref().map(|o| view! {
                 <span class="org-name">{o.org_name.clone()}" · "{o.role.as_str()}</span>
             }))}
-            {user.selected_org.clone().filter(|o| o.role.grants(Role::Operator)).map(|o| view! {
-                <crate::console::ConsoleLink org_id=o.org_id/>
-            })}
+            {role.is_some_and(|r| r.grants(Role::Operator)).then(|| view! { <crate::console::ConsoleLink/> })}
             <span class="who" title=user.email.clone()>{user.display_name.clone()}</span>
             <ActionForm action=session.sign_out>
                 <button type="submit" class="button subtle">"Sign out"</button>

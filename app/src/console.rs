@@ -95,9 +95,11 @@ impl Default for Console {
 }
 
 /// Opens the ring channel while mounted (the top bar mounts it for anyone
-/// who may operate in the selected org) and closes it when unmounted.
+/// who may operate in the selected org) and closes it when unmounted; the
+/// top bar re-mounts it when the user or org changes, so the socket always
+/// speaks for the selected org.
 #[component]
-pub fn ConsoleLink(org_id: String) -> impl IntoView {
+pub fn ConsoleLink() -> impl IntoView {
     let console = expect_context::<Console>();
     #[cfg(feature = "hydrate")]
     {
@@ -113,7 +115,6 @@ pub fn ConsoleLink(org_id: String) -> impl IntoView {
             });
         });
     }
-    let _ = org_id;
     view! {
         <span class="link-state" data-testid="link-state">
             {move || match console.link.get() {

@@ -9,6 +9,7 @@ pub mod backend;
 pub mod clock;
 pub mod config;
 pub mod http;
+pub mod load;
 pub mod ring;
 pub mod seed;
 pub mod store;

@@ -31,6 +31,15 @@ async fn shows(tab: &mut Tab, state: PresenceState) -> app::ring::MyPresence {
     .await
 }
 
+/// A console tab of `email` that has said Ready and seen it confirmed.
+async fn ready_tab(app: &TestApp, email: &str) -> Tab {
+    let mut tab = Tab::open(app, &session_cookie(app, email).await).await;
+    welcome(&mut tab).await;
+    tab.send(ConsoleMsg::Ready).await;
+    shows(&mut tab, PresenceState::Ready).await;
+    tab
+}
+
 fn offer(msg: RingMsg) -> Option<app::models::Offer> {
     match msg {
         RingMsg::Offer { offer } => Some(offer),
@@ -73,14 +82,8 @@ both_backends!(a12_two_tabs_ring_and_accept_in_one_stops_the_other, |app: TestAp
 });
 
 both_backends_with!(d04_an_unanswered_offer_goes_aux_missed_and_rings_the_next_operator, |c: &mut server::config::Config| c.offer_window_ms = 500, |app: TestApp| async move {
-    let mut carla = Tab::open(&app, &session_cookie(&app, CARLA).await).await; // Austin: 96 ms
-    let mut asha = Tab::open(&app, &session_cookie(&app, OPERATOR).await).await; // BLR: 275 ms
-    welcome(&mut carla).await;
-    welcome(&mut asha).await;
-    carla.send(ConsoleMsg::Ready).await;
-    shows(&mut carla, PresenceState::Ready).await;
-    asha.send(ConsoleMsg::Ready).await;
-    shows(&mut asha, PresenceState::Ready).await;
+    let mut carla = ready_tab(&app, CARLA).await; // Austin: 96 ms
+    let mut asha = ready_tab(&app, OPERATOR).await; // BLR: 275 ms
 
     let (_, body) = app.raise("ue-pick-01").await;
     assert_eq!(body["operator"]["id"], "u-carla");
@@ -95,14 +98,8 @@ both_backends_with!(d04_an_unanswered_offer_goes_aux_missed_and_rings_the_next_o
 });
 
 both_backends!(d03_decline_over_the_socket_moves_the_call_on, |app: TestApp| async move {
-    let mut carla = Tab::open(&app, &session_cookie(&app, CARLA).await).await;
-    let mut asha = Tab::open(&app, &session_cookie(&app, OPERATOR).await).await;
-    welcome(&mut carla).await;
-    welcome(&mut asha).await;
-    carla.send(ConsoleMsg::Ready).await;
-    shows(&mut carla, PresenceState::Ready).await;
-    asha.send(ConsoleMsg::Ready).await;
-    shows(&mut asha, PresenceState::Ready).await;
+    let mut carla = ready_tab(&app, CARLA).await;
+    let mut asha = ready_tab(&app, OPERATOR).await;
     let (_, body) = app.raise("ue-pick-01").await;
     let session = body["sessionId"].as_str().unwrap().to_string();
     carla.until(offer).await;
@@ -117,10 +114,7 @@ both_backends!(d03_decline_over_the_socket_moves_the_call_on, |app: TestApp| asy
 });
 
 both_backends_with!(r08_a_killed_console_lapses_to_offline_and_gets_no_offers, |c: &mut server::config::Config| c.presence_ttl_ms = 1_000, |app: TestApp| async move {
-    let mut tab = Tab::open(&app, &session_cookie(&app, OPERATOR).await).await;
-    welcome(&mut tab).await;
-    tab.send(ConsoleMsg::Ready).await;
-    shows(&mut tab, PresenceState::Ready).await;
+    let tab = ready_tab(&app, OPERATOR).await;
     let killed_at = Instant::now();
     tab.kill();
     // TTL (1 s here, 20 s in production) plus one sweep (0.5 s), and a margin.
@@ -139,10 +133,7 @@ both_backends_with!(r08_a_killed_console_lapses_to_offline_and_gets_no_offers, |
 });
 
 both_backends_with!(heartbeats_keep_a_quiet_console_present, |c: &mut server::config::Config| c.presence_ttl_ms = 1_000, |app: TestApp| async move {
-    let mut tab = Tab::open(&app, &session_cookie(&app, OPERATOR).await).await;
-    welcome(&mut tab).await;
-    tab.send(ConsoleMsg::Ready).await;
-    shows(&mut tab, PresenceState::Ready).await;
+    let mut tab = ready_tab(&app, OPERATOR).await;
     for _ in 0..6 {
         tokio::time::sleep(Duration::from_millis(400)).await;
         tab.send(ConsoleMsg::Heartbeat).await;
@@ -169,10 +160,7 @@ both_backends!(a_reconnecting_tab_resynchronises_a_ringing_offer, |app: TestApp|
 });
 
 both_backends_with!(after_a_session_wrap_up_ends_in_ready, |c: &mut server::config::Config| c.wrap_up_ms = 400, |app: TestApp| async move {
-    let mut tab = Tab::open(&app, &session_cookie(&app, OPERATOR).await).await;
-    welcome(&mut tab).await;
-    tab.send(ConsoleMsg::Ready).await;
-    shows(&mut tab, PresenceState::Ready).await;
+    let mut tab = ready_tab(&app, OPERATOR).await;
     let (_, body) = app.raise("ue-pick-01").await;
     let session = body["sessionId"].as_str().unwrap().to_string();
     tab.until(offer).await;

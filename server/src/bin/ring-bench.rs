@@ -12,9 +12,8 @@
 use app::models::Offer;
 use app::ring::{ConsoleMsg, RingMsg, HEARTBEAT_MS};
 use futures::{SinkExt, StreamExt};
-use server::config::Config;
+use server::load::{ms, number, parse_flags, percentile, ScratchDb};
 use server::seed::{load_operator_email, load_org, load_robot_token, LOAD_PASSWORD};
-use sqlx::Connection;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,42 +22,14 @@ use tokio::sync::{Barrier, Semaphore};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
+const USAGE: &str = "usage: ring-bench [--db sqlite|postgres] [--consoles N] [--calls M] [--rate R] [--concurrency C]";
+
 struct Args {
-    db: String,
     consoles: usize,
     calls: usize,
     /// Calls per second; 0 = as fast as `--concurrency` allows.
     rate: usize,
     concurrency: usize,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args { db: "sqlite".into(), consoles: 1000, calls: 3000, rate: 500, concurrency: 64 };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let number = || value.parse::<usize>().map_err(|_| format!("{flag} takes a number"));
-        match flag.as_str() {
-            "--db" if value == "sqlite" || value == "postgres" => args.db = value.clone(),
-            "--consoles" => args.consoles = number()?.max(1),
-            "--calls" => args.calls = number()?,
-            "--rate" => args.rate = number()?,
-            "--concurrency" => args.concurrency = number()?.max(1),
-            _ => return Err(format!("unknown argument {flag} {value}")),
-        }
-    }
-    Ok(args)
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[(((sorted.len() - 1) as f64) * p).round() as usize]
 }
 
 /// When each session's offer first reached a console, and who was rung twice.
@@ -121,31 +92,20 @@ async fn console(base: String, cookie: String, receipts: Arc<Receipts>, http: re
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = parse_args().map_err(|e| {
-        anyhow::anyhow!("{e}\nusage: ring-bench [--db sqlite|postgres] [--consoles N] [--calls M] [--rate R] [--concurrency C]")
-    })?;
-    let dir = tempfile::tempdir()?;
-    let pg_admin = std::env::var("CLUTCHCALL_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let pg_db = format!("cc_bench_{}", std::process::id());
-    let database_url = if args.db == "postgres" {
-        let mut conn = sqlx::PgConnection::connect(&pg_admin).await?;
-        sqlx::query(&format!("CREATE DATABASE {pg_db}")).execute(&mut conn).await?;
-        Some(format!("{}/{pg_db}", pg_admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&pg_admin)))
-    } else {
-        None
-    };
-    let config = Config {
-        addr: "127.0.0.1:0".parse()?,
-        data_dir: dir.path().to_path_buf(),
-        database_url,
-        site_root: "target/site".into(),
-        secure_cookies: false,
-        seed_demo: true,
-        offer_window_ms: server::acd::OFFER_WINDOW_MS,
-        // Brief wrap-up so operators cycle back to ready within the run.
-        wrap_up_ms: 200,
-        presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
-    };
+    let flags = parse_flags(&[("db", "sqlite"), ("consoles", "1000"), ("calls", "3000"), ("rate", "500"), ("concurrency", "64")])
+        .map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
+    let args = (|| {
+        Ok::<_, String>(Args {
+            consoles: number(&flags, "consoles")?.max(1),
+            calls: number(&flags, "calls")?,
+            rate: number(&flags, "rate")?,
+            concurrency: number(&flags, "concurrency")?.max(1),
+        })
+    })()
+    .map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
+    let db = ScratchDb::create(&flags["db"]).await?;
+    // Brief wrap-up so operators cycle back to ready within the run.
+    let config = server::config::Config { wrap_up_ms: 200, ..db.config.clone() };
     let running = server::start(config).await?;
     running.store.seed(&load_org(args.consoles, args.calls)).await?;
     let base = format!("http://{}", running.addr);
@@ -245,7 +205,7 @@ async fn main() -> anyhow::Result<()> {
          POST → offer in socket p50={:.2}ms p99={:.2}ms max={:.2}ms\n\
          offers lost={lost} double offers={}\n\
          offers received in total (incl. queued calls served later)={}",
-        args.db,
+        flags["db"],
         args.consoles,
         args.calls,
         args.rate,
@@ -262,10 +222,7 @@ async fn main() -> anyhow::Result<()> {
         offered.len(),
     );
     running.stop().await?;
-    if args.db == "postgres" {
-        let mut conn = sqlx::PgConnection::connect(&pg_admin).await?;
-        sqlx::query(&format!("DROP DATABASE IF EXISTS {pg_db} WITH (FORCE)")).execute(&mut conn).await?;
-    }
+    db.finish().await?;
     if failed > 0 || lost > 0 || receipts.double_offers.load(Ordering::Relaxed) > 0 {
         anyhow::bail!("failed={failed} lost={lost} double={}", receipts.double_offers.load(Ordering::Relaxed));
     }

@@ -38,7 +38,7 @@ test('two tabs of one operator both ring; accept in one opens the cockpit and st
   }
   await first.screenshot({ path: 'test-results/ringing-offer.png' });
 
-  await first.getByRole('button', { name: /Accept/ }).click();
+  await first.keyboard.press('Enter'); // Enter accepts
   await expect(first).toHaveURL(new RegExp(`/cockpit/${sessionId}$`));
   await expect(first.getByTestId('cockpit-lifecycle')).toHaveText('ACTIVE');
   await expect(second.getByTestId('offer')).toHaveCount(0);

@@ -70,3 +70,17 @@ impl Config {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn r08_production_defaults_lapse_after_20_s_and_wrap_up_for_60_s() {
+        std::env::remove_var("CLUTCHCALL_WRAP_UP_S");
+        let config = Config::from_env().unwrap();
+        assert_eq!(config.presence_ttl_ms, 20_000, "presence lapses 20 s after the last heartbeat");
+        assert_eq!(config.wrap_up_ms, 60_000, "wrap-up defaults to 60 s");
+        assert_eq!(config.offer_window_ms, 30_000, "offers ring for 30 s");
+    }
+}

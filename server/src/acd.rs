@@ -151,6 +151,14 @@ impl Desk {
     }
 }
 
+/// What an offer shows of the robot that is calling.
+#[derive(Clone, Copy)]
+struct CallingRobot<'a> {
+    id: &'a str,
+    model: &'a str,
+    site: &'a str,
+}
+
 struct Decision {
     placement: Placement,
     record: DispatchRecord,
@@ -196,18 +204,9 @@ pub fn session_record(row: SessionRow) -> SessionRecord {
 }
 
 impl Acd {
-    /// A new engine. Loads the link floors; call `recover` before serving.
-    pub async fn new(store: SharedStore) -> Result<Arc<Acd>, StoreError> {
-        Self::with_offer_window(store, OFFER_WINDOW_MS).await
-    }
-
-    /// As `new`, with another offer window (tests of expiry).
-    pub async fn with_offer_window(store: SharedStore, offer_window_ms: i64) -> Result<Arc<Acd>, StoreError> {
-        Self::with_timings(store, offer_window_ms, app::ring::DEFAULT_WRAP_UP_MS).await
-    }
-
-    /// With another offer window and wrap-up time.
-    pub async fn with_timings(store: SharedStore, offer_window_ms: i64, wrap_up_ms: i64) -> Result<Arc<Acd>, StoreError> {
+    /// A new engine with its offer window (30 s in production) and wrap-up
+    /// time. Loads the link floors; call `recover` before serving.
+    pub async fn new(store: SharedStore, offer_window_ms: i64, wrap_up_ms: i64) -> Result<Arc<Acd>, StoreError> {
         let floors = LinkFloors::new(store.link_floors().await?);
         let (events, _) = broadcast::channel(16_384);
         Ok(Arc::new(Acd { store, floors, desks: Mutex::default(), events, offer_window_ms, wrap_up_ms }))
@@ -253,7 +252,8 @@ impl Acd {
         self.store.open_call(&session, &decision.placement, &decision.record).await?;
         match (decision.placement, decision.chosen) {
             (Placement::Offer(offer), Some((operator, rtt_ms))) => {
-                let offer = self.note_offer(&mut desk, &robot.org_id, &session.id, robot, &offer);
+                let calling = CallingRobot { id: &robot.id, model: &robot.model, site: &robot.site };
+                let offer = self.note_offer(&mut desk, &robot.org_id, &session.id, calling, &offer);
                 Ok(CallOutcome::Matched { session_id: session.id, operator, rtt_ms, offer })
             }
             _ => {
@@ -270,7 +270,8 @@ impl Acd {
         let (source, pool) = assemble_pool(&entries);
         let mut candidates = rank_pool(pop, skill, &pool, &self.floors, exclude);
         // The record also names who was not in the pool at all, and why.
-        for entry in entries.iter().filter(|e| !pool.iter().any(|p| p.operator_id == e.presence.operator_id)) {
+        let in_pool: std::collections::HashSet<&str> = pool.iter().map(|p| p.operator_id.as_str()).collect();
+        for entry in entries.iter().filter(|e| !in_pool.contains(e.presence.operator_id.as_str())) {
             candidates.push(Candidate {
                 operator_id: entry.presence.operator_id.clone(),
                 name: entry.presence.name.clone(),
@@ -312,12 +313,12 @@ impl Acd {
     }
 
     /// Marks a stored offer in the desk, rings the operator, returns the offer.
-    fn note_offer(&self, desk: &mut Desk, org_id: &str, session_id: &str, robot: &RobotRecord, offer: &NewOffer) -> Offer {
+    fn note_offer(&self, desk: &mut Desk, org_id: &str, session_id: &str, robot: CallingRobot<'_>, offer: &NewOffer) -> Offer {
         let ring = Offer {
             session_id: session_id.to_string(),
-            robot_id: robot.id.clone(),
-            robot_model: robot.model.clone(),
-            site: robot.site.clone(),
+            robot_id: robot.id.to_string(),
+            robot_model: robot.model.to_string(),
+            site: robot.site.to_string(),
             rtt_ms: offer.rtt_ms,
             operator_id: offer.operator_id.clone(),
             offered_at: offer.offered_at,
@@ -351,8 +352,8 @@ impl Acd {
         let decision = self.decide(desk, &session.pop, &session.skill, &exclude, now_ms(), trigger);
         self.store.place_call(org_id, session_id, &decision.placement, &decision.record).await?;
         if let Placement::Offer(offer) = &decision.placement {
-            let robot = self.store.robot(org_id, &session.robot_id).await?.ok_or(AcdError::NotFound("robot"))?;
-            self.note_offer(desk, org_id, session_id, &robot, offer);
+            let calling = CallingRobot { id: &session.robot_id, model: &session.robot_model, site: &session.site };
+            self.note_offer(desk, org_id, session_id, calling, offer);
         }
         Ok(())
     }
@@ -399,8 +400,8 @@ impl Acd {
         };
         let placement = Placement::Offer(offer.clone());
         self.store.place_call(org_id, &call.session_id, &placement, &record).await?;
-        let robot = self.store.robot(org_id, &call.robot_id).await?.ok_or(AcdError::NotFound("robot"))?;
-        self.note_offer(desk, org_id, &call.session_id, &robot, &offer);
+        let calling = CallingRobot { id: &call.robot_id, model: &call.robot_model, site: &call.site };
+        self.note_offer(desk, org_id, &call.session_id, calling, &offer);
         Ok(())
     }
 

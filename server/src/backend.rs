@@ -58,7 +58,7 @@ fn membership(m: MembershipRecord) -> OrgMembership {
     OrgMembership { org_id: m.org_id, org_name: m.org_name, role: m.role }
 }
 
-pub fn robot_view(r: RobotRecord, now: i64) -> Robot {
+fn robot_view(r: RobotRecord, now: i64) -> Robot {
     Robot {
         skill: skill_of(&r.req_cert).unwrap_or_default().to_string(),
         status: registry_status(r.last_heartbeat_at, now),

@@ -84,7 +84,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), config.secure_cookies));
     // Offers that expired while the server was down are closed and their
     // calls re-dispatched before the first request is served.
-    let acd = Acd::with_timings(store.clone(), config.offer_window_ms, config.wrap_up_ms).await?;
+    let acd = Acd::new(store.clone(), config.offer_window_ms, config.wrap_up_ms).await?;
     acd.recover().await?;
     let ring = ring::RingHub::new(acd.clone(), config.presence_ttl_ms);
     let state = AppState { leptos_options, store: store.clone(), backend, acd: acd.clone(), ring: ring.clone() };

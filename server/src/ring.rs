@@ -108,12 +108,6 @@ impl RingHub {
         }
     }
 
-    /// Open tabs of one operator (tests and the benchmark look at it).
-    pub fn tab_count(&self, org_id: &str, operator_id: &str) -> usize {
-        let key = (org_id.to_string(), operator_id.to_string());
-        self.consoles.lock().expect("consoles lock").get(&key).map_or(0, |c| c.tabs.len())
-    }
-
     fn route(&self, event: AcdEvent) {
         match event {
             AcdEvent::OfferRaised { org_id, offer } => {

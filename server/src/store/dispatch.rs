@@ -82,6 +82,8 @@ pub struct OpenOfferRow {
 pub struct QueuedCall {
     pub session_id: String,
     pub robot_id: String,
+    pub robot_model: String,
+    pub site: String,
     pub skill: String,
     pub pop: String,
     pub raised_at: i64,
@@ -131,8 +133,6 @@ pub enum EndOutcome {
 #[async_trait]
 pub trait DispatchStore: Send + Sync {
     async fn robot_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<super::RobotRecord>>;
-    /// A robot in any org (the API tells "another robot of yours" from "not yours").
-    async fn robot_any_org(&self, robot_id: &str) -> StoreResult<Option<super::RobotRecord>>;
     async fn record_heartbeat(&self, robot_id: &str, now: i64) -> StoreResult<()>;
     /// The robot's PENDING, ACTIVE or PAUSED session, if any.
     async fn live_session_for_robot(&self, robot_id: &str) -> StoreResult<Option<String>>;
@@ -259,11 +259,6 @@ macro_rules! dispatch_store {
                     .bind(token_hash).fetch_optional(&self.pool).await?)
             }
 
-            async fn robot_any_org(&self, robot_id: &str) -> StoreResult<Option<super::RobotRecord>> {
-                Ok(sqlx::query_as(&format!("{ROBOT_SELECT} WHERE id = $1"))
-                    .bind(robot_id).fetch_optional(&self.pool).await?)
-            }
-
             async fn record_heartbeat(&self, robot_id: &str, now: i64) -> StoreResult<()> {
                 sqlx::query("UPDATE robots SET last_heartbeat_at = $1 WHERE id = $2")
                     .bind(now).bind(robot_id).execute(&self.pool).await?;
@@ -324,7 +319,8 @@ macro_rules! dispatch_store {
                 }
                 let placeholders: Vec<String> = (0..skills.len()).map(|i| format!("${}", i + 3)).collect();
                 let sql = format!(
-                    "SELECT s.id, s.robot_id, s.skill, s.pop, s.raised_at FROM sessions s \
+                    "SELECT s.id, s.robot_id, s.skill, s.pop, s.raised_at, r.model, r.site \
+                     FROM sessions s JOIN robots r ON r.id = s.robot_id \
                      WHERE s.org_id = $1 AND s.queued_at IS NOT NULL AND s.skill IN ({}) \
                        AND NOT EXISTS (SELECT 1 FROM offers o WHERE o.session_id = s.id AND o.operator_id = $2) \
                      ORDER BY s.raised_at, s.id LIMIT 1",
@@ -341,6 +337,8 @@ macro_rules! dispatch_store {
                     skill: row.try_get(2)?,
                     pop: row.try_get(3)?,
                     raised_at: row.try_get(4)?,
+                    robot_model: row.try_get(5)?,
+                    site: row.try_get(6)?,
                 }))
             }
 

@@ -478,6 +478,8 @@ mod link {
                         }
                     }
                 }
+                // Org topics are for the admins' live screens, not the console.
+                RingMsg::Org { .. } | RingMsg::Resync => {}
                 RingMsg::Error { message } => {
                     if console.name.get_untracked().is_none() {
                         console.link.set(Link::Refused(message.clone()));

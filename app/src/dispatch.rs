@@ -69,6 +69,87 @@ pub fn assemble_pool(entries: &[PoolEntry]) -> (PoolSource, Vec<Presence>) {
     (PoolSource::RosterFallback, roster)
 }
 
+impl PoolSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolSource::LiveReadiness => "live_readiness",
+            PoolSource::RosterFallback => "roster_fallback",
+        }
+    }
+}
+
+/// What prompted a dispatch decision (stored with it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    Raised,
+    Declined,
+    Expired,
+    OperatorOffline,
+    OperatorReady,
+    Recovered,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Raised => "raised",
+            Trigger::Declined => "declined",
+            Trigger::Expired => "expired",
+            Trigger::OperatorOffline => "operator_offline",
+            Trigger::OperatorReady => "operator_ready",
+            Trigger::Recovered => "recovered",
+        }
+    }
+}
+
+/// How an offer row ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OfferStatus {
+    Accepted,
+    Declined,
+    Expired,
+    Withdrawn,
+}
+
+impl OfferStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OfferStatus::Accepted => "accepted",
+            OfferStatus::Declined => "declined",
+            OfferStatus::Expired => "expired",
+            OfferStatus::Withdrawn => "withdrawn",
+        }
+    }
+
+    pub fn ring_end(self) -> crate::ring::OfferEnd {
+        match self {
+            OfferStatus::Accepted => crate::ring::OfferEnd::Accepted,
+            OfferStatus::Declined => crate::ring::OfferEnd::Declined,
+            OfferStatus::Expired => crate::ring::OfferEnd::Expired,
+            OfferStatus::Withdrawn => crate::ring::OfferEnd::Withdrawn,
+        }
+    }
+}
+
+/// Where a decision put the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Offered,
+    Queued,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Offered => "offered",
+            Outcome::Queued => "queued",
+        }
+    }
+}
+
 /// Propagation floors by (operator region, robot PoP).
 #[derive(Clone, Debug, Default)]
 pub struct LinkFloors {
@@ -87,6 +168,11 @@ impl LinkFloors {
 
     pub fn floor(&self, region: &str, pop: &str) -> Option<u32> {
         self.floors.get(region)?.get(pop).copied()
+    }
+
+    /// The PoPs with a known floor from `region`.
+    pub fn pops_from<'a>(&'a self, region: &str) -> impl Iterator<Item = &'a str> + 'a {
+        self.floors.get(region).into_iter().flat_map(|pops| pops.keys().map(String::as_str))
     }
 }
 

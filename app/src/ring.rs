@@ -1,6 +1,7 @@
 //! The ring channel: one WebSocket per console tab (`/ws`), carrying offers
 //! and presence as these serde types, shared by browser and server.
 
+use crate::events::OrgEvent;
 use crate::models::{Offer, PresenceState};
 use serde::{Deserialize, Serialize};
 
@@ -78,8 +79,16 @@ pub enum RingMsg {
     /// This tab's accept went through: open the cockpit.
     Accepted { session_id: String },
     Pong { nonce: u64 },
+    /// On an admin's watch socket (`/ws?watch=org`): a change in the org.
+    Org { event: OrgEvent },
+    /// The socket fell behind and events were dropped: reload the screen's
+    /// data (never silence).
+    Resync,
     Error { message: String },
 }
+
+/// Frames larger than this are refused on the ring channel.
+pub const MAX_FRAME_BYTES: usize = 16 * 1024;
 
 /// Where the accepting tab goes.
 pub fn cockpit_path(session_id: &str) -> String {

@@ -173,7 +173,7 @@ impl Backend for ServerBackend {
 
     async fn session(&self, org_id: &str, session_id: &str) -> Result<app::models::SessionRecord, AppError> {
         match self.store.session(org_id, session_id).await.map_err(internal)? {
-            Some(row) => Ok(crate::acd::session_record(row)),
+            Some(row) => row.record().map_err(internal),
             None => Err(AppError::NotFound(format!("Session {session_id}"))),
         }
     }

@@ -25,6 +25,9 @@ pub struct Config {
     pub wrap_up_ms: i64,
     /// Presence lapses this long after a console's last heartbeat: 20 s. Only tests change it.
     pub presence_ttl_ms: i64,
+    /// `CLUTCHCALL_REOFFER_COOLDOWN_S`: a decliner or misser is not offered
+    /// the same call again for this long (rule D08). Default 60 s.
+    pub cooloff_ms: i64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +36,13 @@ pub enum ConfigError {
     Addr { name: &'static str, value: String },
     #[error("{name}={value:?} is not a whole number")]
     Number { name: &'static str, value: String },
+}
+
+/// A whole number of seconds from the environment, in ms.
+fn seconds(value: Option<String>, name: &'static str) -> Result<Option<i64>, ConfigError> {
+    value
+        .map(|v| v.trim().parse::<u32>().map(|s| i64::from(s) * 1000).map_err(|_| ConfigError::Number { name, value: v.clone() }))
+        .transpose()
 }
 
 impl Config {
@@ -53,13 +63,22 @@ impl Config {
             site_root: var("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into()).into(),
             secure_cookies: var("CLUTCHCALL_SECURE_COOKIES").is_some_and(|v| v == "1" || v == "true"),
             seed_demo: var("CLUTCHCALL_DEMO").is_none_or(|v| v != "0" && v != "false"),
-            offer_window_ms: crate::acd::OFFER_WINDOW_MS,
-            wrap_up_ms: match var("CLUTCHCALL_WRAP_UP_S") {
-                Some(v) => v.parse::<i64>().map_err(|_| ConfigError::Number { name: "CLUTCHCALL_WRAP_UP_S", value: v.clone() })? * 1000,
-                None => app::ring::DEFAULT_WRAP_UP_MS,
-            },
+            offer_window_ms: crate::engine::OFFER_WINDOW_MS,
+            wrap_up_ms: seconds(var("CLUTCHCALL_WRAP_UP_S"), "CLUTCHCALL_WRAP_UP_S")?.unwrap_or(app::ring::DEFAULT_WRAP_UP_MS),
             presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
+            cooloff_ms: seconds(var("CLUTCHCALL_REOFFER_COOLDOWN_S"), "CLUTCHCALL_REOFFER_COOLDOWN_S")?
+                .unwrap_or(crate::engine::DEFAULT_COOLOFF_MS),
         })
+    }
+
+    /// The engine's timings.
+    pub fn engine_settings(&self) -> crate::engine::Settings {
+        crate::engine::Settings {
+            offer_window_ms: self.offer_window_ms,
+            wrap_up_ms: self.wrap_up_ms,
+            presence_ttl_ms: self.presence_ttl_ms,
+            cooloff_ms: self.cooloff_ms,
+        }
     }
 
     /// The database to open: `DATABASE_URL`, or the SQLite file in the data dir.
@@ -78,7 +97,9 @@ mod tests {
     #[test]
     fn r08_production_defaults_lapse_after_20_s_and_wrap_up_for_60_s() {
         std::env::remove_var("CLUTCHCALL_WRAP_UP_S");
+        std::env::remove_var("CLUTCHCALL_REOFFER_COOLDOWN_S");
         let config = Config::from_env().unwrap();
+        assert_eq!(config.cooloff_ms, 60_000, "rule D08: a 60 s cool-off by default");
         assert_eq!(config.presence_ttl_ms, 20_000, "presence lapses 20 s after the last heartbeat");
         assert_eq!(config.wrap_up_ms, 60_000, "wrap-up defaults to 60 s");
         assert_eq!(config.offer_window_ms, 30_000, "offers ring for 30 s");

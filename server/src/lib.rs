@@ -1,23 +1,26 @@
-//! ClutchCall's server: configuration, storage, the HTTP surface and the
-//! background jobs. `main.rs` and the integration tests both start it
-//! through `start`.
+//! ClutchCall's server: configuration, storage, the engine, the services,
+//! the HTTP surface and the background jobs. `main.rs` and the integration
+//! tests both start it through `start`.
 
-pub mod acd;
 pub mod api;
 pub mod auth;
 pub mod backend;
+pub mod bus;
 pub mod clock;
 pub mod config;
+pub mod engine;
 pub mod http;
-pub mod load;
 pub mod ring;
 pub mod seed;
+pub mod services;
 pub mod store;
 
-use crate::acd::Acd;
 use crate::backend::ServerBackend;
+use crate::bus::{InProcessBus, SharedBus};
 use crate::config::Config;
+use crate::engine::Engine;
 use crate::http::AppState;
+use crate::services::{RobotRegistry, SessionService};
 use crate::store::SharedStore;
 use app::functions::backend::SharedBackend;
 use leptos::prelude::LeptosOptions;
@@ -31,11 +34,11 @@ use tokio::task::JoinHandle;
 pub struct Running {
     /// The bound address (the real port when the config asked for port 0).
     pub addr: SocketAddr,
+    /// For tests that look inside; the server itself reaches it only
+    /// through the engine and the services.
     pub store: SharedStore,
-    /// The ACD, for in-process callers (tests, the load run).
-    pub acd: Arc<Acd>,
-    /// The ring channel's hub.
-    pub ring: Arc<ring::RingHub>,
+    pub engine: Arc<Engine>,
+    pub bus: SharedBus,
     /// Whether this start created the demo org.
     pub seeded_demo: bool,
     shutdown: oneshot::Sender<()>,
@@ -47,6 +50,7 @@ impl Running {
     /// Stops like a crash would: nothing is flushed or finished, only what
     /// the store already committed survives.
     pub fn kill(self) {
+        self.engine.abort();
         for job in &self.jobs {
             job.abort();
         }
@@ -59,13 +63,15 @@ impl Running {
         for job in &self.jobs {
             job.abort();
         }
-        self.serve.await??;
+        let served = self.serve.await;
+        self.engine.abort();
+        served??;
         Ok(())
     }
 }
 
-/// Opens and migrates the database, seeds the demo on an empty one, binds
-/// the address and starts serving.
+/// Opens and migrates the database, seeds the demo on an empty one, starts
+/// the engine, binds the address and starts serving.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     if config.database_url.is_none() {
         std::fs::create_dir_all(&config.data_dir)?;
@@ -82,12 +88,20 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .site_addr(addr)
         .build();
     let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), config.secure_cookies));
-    // Offers that expired while the server was down are closed and their
-    // calls re-dispatched before the first request is served.
-    let acd = Acd::new(store.clone(), config.offer_window_ms, config.wrap_up_ms).await?;
-    acd.recover().await?;
-    let ring = ring::RingHub::new(acd.clone(), config.presence_ttl_ms);
-    let state = AppState { leptos_options, store: store.clone(), backend, acd: acd.clone(), ring: ring.clone() };
+    let bus: SharedBus = InProcessBus::new();
+    // Each org's dispatcher reloads its calls and re-dispatches offers that
+    // went stale while the server was down before it answers anything.
+    let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings()).await?;
+    let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone()).await?;
+    let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
+    let state = AppState {
+        leptos_options,
+        backend,
+        engine: engine.clone(),
+        robots,
+        sessions,
+        presence_ttl_ms: config.presence_ttl_ms,
+    };
     let app = http::router(state);
 
     let (shutdown, on_shutdown) = oneshot::channel::<()>();
@@ -98,10 +112,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             })
             .await
     });
-    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), acd.spawn_expiry_sweeper()];
-    jobs.extend(ring.spawn());
+    let jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job];
     tracing::info!(%addr, database = store.backend_name(), "ClutchCall listening");
-    Ok(Running { addr, store, acd, ring, seeded_demo, shutdown, serve, jobs })
+    Ok(Running { addr, store, engine, bus, seeded_demo, shutdown, serve, jobs })
 }
 
 /// Sweeps expired sign-in sessions so the table does not grow forever.

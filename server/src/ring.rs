@@ -1,182 +1,75 @@
-//! The ring channel's server side: one WebSocket per console tab at `/ws`,
-//! authenticated by the session cookie and scoped to the selected org.
-//! The hub routes the ACD's events to every open tab of the operator they
-//! concern, and lapses an operator to `offline` when the last of their tabs
-//! stops heartbeating (seed 003: presence is kept alive, not switched off).
+//! The ring channel's server side: one WebSocket per tab at `/ws`.
+//!
+//! - A console tab (an operator, `/ws`) subscribes to its operator topic,
+//!   counts as a presence while open, and sends commands to the engine.
+//!   A tab silent for the presence TTL is closed, so a tab is either
+//!   connected and hearing its offers, or gone and lapsing: never deaf.
+//! - A watch tab (an admin's live screen, `/ws?watch=org`) subscribes to
+//!   the org topic and never becomes a presence.
+//!
+//! A tab that falls behind its topic gets a resync; one that stops reading
+//! is disconnected (its queue is bounded) and resyncs when it reconnects.
 
-use crate::acd::{Acd, AcdEvent, OfferClose, OperatorPresence};
-use crate::clock::now_ms;
-use crate::http::AppState;
-use app::functions::SESSION_COOKIE;
-use app::models::Role;
-use app::ring::{valid_aux_reason, ConsoleMsg, MyPresence, OfferEnd, RingMsg};
-use app::rules::cookie_value;
+use crate::bus::{Delivery, Subscription};
+use crate::engine::{EngineError, OperatorPresence};
+use crate::http::{AppState, Principal};
+use app::events::{Event, OperatorEvent, Topic};
+use app::models::{Offer, Role};
+use app::ring::{valid_aux_reason, ConsoleMsg, MyPresence, RingMsg, MAX_FRAME_BYTES};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use futures::stream::SplitStream;
 use futures::{SinkExt, StreamExt};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use serde::Deserialize;
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 
-/// How often lapsed presences are looked for.
-const LAPSE_SWEEP: Duration = Duration::from_millis(500);
-
-type OperatorKey = (String, String);
-
-struct Console {
-    tabs: HashMap<u64, mpsc::UnboundedSender<RingMsg>>,
-    last_heartbeat: i64,
-}
-
-pub struct RingHub {
-    acd: Arc<Acd>,
-    consoles: Mutex<HashMap<OperatorKey, Console>>,
-    next_tab: AtomicU64,
-    presence_ttl_ms: i64,
-}
+/// Messages a tab may have waiting before it counts as not reading.
+const TAB_QUEUE: usize = 256;
 
 pub fn my_presence(p: &OperatorPresence) -> MyPresence {
     MyPresence { state: p.state, since_ms: p.since, aux_reason: p.aux_reason.clone(), current_call: p.current_call.clone() }
 }
 
-impl RingHub {
-    pub fn new(acd: Arc<Acd>, presence_ttl_ms: i64) -> Arc<RingHub> {
-        Arc::new(RingHub { acd, consoles: Mutex::default(), next_tab: AtomicU64::new(1), presence_ttl_ms })
-    }
+#[derive(Deserialize)]
+pub struct WsParams {
+    /// `org`: an admin's live screen.
+    watch: Option<String>,
+}
 
-    /// Starts routing ACD events to tabs and sweeping lapsed presences.
-    pub fn spawn(self: &Arc<Self>) -> Vec<tokio::task::JoinHandle<()>> {
-        let router = {
-            let hub = self.clone();
-            let mut events = self.acd.subscribe();
-            tokio::spawn(async move {
-                loop {
-                    match events.recv().await {
-                        Ok(event) => hub.route(event),
-                        Err(broadcast::error::RecvError::Lagged(missed)) => {
-                            tracing::warn!(missed, "ring channel lagged behind the ACD; tabs resync on reconnect")
-                        }
-                        Err(broadcast::error::RecvError::Closed) => return,
-                    }
-                }
-            })
-        };
-        let sweeper = {
-            let hub = self.clone();
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(LAPSE_SWEEP);
-                loop {
-                    tick.tick().await;
-                    hub.lapse_silent_operators().await;
-                }
-            })
-        };
-        vec![router, sweeper]
-    }
+/// Who a tab belongs to.
+struct TabOwner {
+    token: String,
+    org_id: String,
+    user_id: String,
+}
 
-    fn register(&self, key: &OperatorKey, tx: mpsc::UnboundedSender<RingMsg>) -> u64 {
-        let tab = self.next_tab.fetch_add(1, Ordering::Relaxed);
-        let mut consoles = self.consoles.lock().expect("consoles lock");
-        let console = consoles.entry(key.clone()).or_insert_with(|| Console { tabs: HashMap::new(), last_heartbeat: now_ms() });
-        console.tabs.insert(tab, tx);
-        console.last_heartbeat = now_ms();
-        tab
-    }
-
-    /// A closed tab stops counting; the presence stays until it lapses.
-    fn unregister(&self, key: &OperatorKey, tab: u64) {
-        if let Some(console) = self.consoles.lock().expect("consoles lock").get_mut(key) {
-            console.tabs.remove(&tab);
-        }
-    }
-
-    fn heartbeat(&self, key: &OperatorKey) {
-        if let Some(console) = self.consoles.lock().expect("consoles lock").get_mut(key) {
-            console.last_heartbeat = now_ms();
-        }
-    }
-
-    fn send_to(&self, key: &OperatorKey, msg: RingMsg) {
-        if let Some(console) = self.consoles.lock().expect("consoles lock").get(key) {
-            for tab in console.tabs.values() {
-                let _ = tab.send(msg.clone());
-            }
-        }
-    }
-
-    fn route(&self, event: AcdEvent) {
-        match event {
-            AcdEvent::OfferRaised { org_id, offer } => {
-                self.send_to(&(org_id, offer.operator_id.clone()), RingMsg::Offer { offer });
-            }
-            AcdEvent::OfferClosed { org_id, operator_id, session_id, how } => {
-                let how = match how {
-                    OfferClose::Accepted => OfferEnd::Accepted,
-                    OfferClose::Declined => OfferEnd::Declined,
-                    OfferClose::Expired => OfferEnd::Expired,
-                    OfferClose::Withdrawn => OfferEnd::Withdrawn,
-                };
-                self.send_to(&(org_id, operator_id), RingMsg::OfferClosed { session_id, how });
-            }
-            AcdEvent::PresenceChanged { org_id, presence } => {
-                self.send_to(&(org_id, presence.operator_id.clone()), RingMsg::Presence { presence: my_presence(&presence) });
-            }
-            AcdEvent::SessionChanged { .. } => {}
-        }
-    }
-
-    /// Operators whose last tab went silent for the TTL go `offline`; their
-    /// tabs, if any are still open but mute, are closed.
-    async fn lapse_silent_operators(&self) {
-        let now = now_ms();
-        let lapsed: Vec<OperatorKey> = {
-            let mut consoles = self.consoles.lock().expect("consoles lock");
-            let keys: Vec<OperatorKey> = consoles
-                .iter()
-                .filter(|(_, c)| now - c.last_heartbeat > self.presence_ttl_ms)
-                .map(|(k, _)| k.clone())
-                .collect();
-            for key in &keys {
-                consoles.remove(key);
-            }
-            keys
-        };
-        for (org_id, operator_id) in lapsed {
-            tracing::info!(org = %org_id, operator = %operator_id, "presence lapsed: offline");
-            if let Err(e) = self.acd.operator_offline(&org_id, &operator_id).await {
-                tracing::warn!(error = %e, "could not take a lapsed operator offline");
-            }
-        }
+/// `GET /ws`: upgrades a signed-in operator's console tab, or an admin's
+/// watch tab with `?watch=org`.
+pub async fn ws_handler(ws: WebSocketUpgrade, State(state): State<AppState>, principal: Principal, Query(params): Query<WsParams>) -> Response {
+    let Principal::User { token, user } = principal else {
+        return (StatusCode::FORBIDDEN, "people only").into_response();
+    };
+    let Some(org) = user.selected_org.clone() else {
+        return (StatusCode::FORBIDDEN, "choose an organisation first").into_response();
+    };
+    let owner = TabOwner { token, org_id: org.org_id, user_id: user.user_id };
+    let ws = ws.max_message_size(MAX_FRAME_BYTES).max_frame_size(MAX_FRAME_BYTES);
+    match params.watch.as_deref() {
+        Some("org") if org.role == Role::Admin => ws.on_upgrade(move |socket| serve_watch(state, owner, socket)),
+        Some(_) => (StatusCode::FORBIDDEN, "admins only").into_response(),
+        None if org.role.grants(Role::Operator) => ws.on_upgrade(move |socket| serve_console(state, owner, socket)),
+        None => (StatusCode::FORBIDDEN, "operators only").into_response(),
     }
 }
 
-/// `GET /ws`: upgrades a signed-in operator's console tab.
-pub async fn ws_handler(ws: WebSocketUpgrade, State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let token = headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(|c| cookie_value(c, SESSION_COOKIE));
-    let Some(token) = token else {
-        return (StatusCode::UNAUTHORIZED, "sign in first").into_response();
-    };
-    let user = match state.backend.session_user(token).await {
-        Ok(Some(user)) => user,
-        Ok(None) => return (StatusCode::UNAUTHORIZED, "the sign-in session has ended").into_response(),
-        Err(_) => return (StatusCode::INTERNAL_SERVER_ERROR, "try again").into_response(),
-    };
-    let Some(org) = user.selected_org.filter(|o| o.role.grants(Role::Operator)) else {
-        return (StatusCode::FORBIDDEN, "operators only").into_response();
-    };
-    let key = (org.org_id, user.user_id);
-    ws.on_upgrade(move |socket| serve_tab(state, key, socket))
-}
-
-async fn serve_tab(state: AppState, key: OperatorKey, socket: WebSocket) {
-    let hub = state.ring.clone();
-    let (org_id, operator_id) = (key.0.clone(), key.1.clone());
-    let (mut sink, mut stream) = socket.split();
-    let (tx, mut rx) = mpsc::unbounded_channel::<RingMsg>();
+/// Writes queued messages to the socket; ends when the queue closes or the
+/// socket fails.
+fn spawn_writer(mut sink: futures::stream::SplitSink<WebSocket, Message>) -> (mpsc::Sender<RingMsg>, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::channel::<RingMsg>(TAB_QUEUE);
     let writer = tokio::spawn(async move {
         while let Some(msg) = rx.recv().await {
             let Ok(text) = serde_json::to_string(&msg) else { continue };
@@ -186,72 +79,187 @@ async fn serve_tab(state: AppState, key: OperatorKey, socket: WebSocket) {
         }
         let _ = sink.close().await;
     });
+    (tx, writer)
+}
 
-    // Register before reading the presence, so no event falls in between.
-    let tab = hub.register(&key, tx.clone());
-    let welcome = match state.acd.operator_signed_in(&org_id, &operator_id).await {
+/// What the tab's read loop hears next.
+enum Heard {
+    Text(String),
+    /// Closed, failed, or silent for the TTL.
+    Gone { silent: bool },
+    Delivery(Delivery),
+}
+
+/// Reads the next frame or topic delivery; a tab that sent nothing since
+/// `heard + ttl` is gone (`silent`).
+async fn next(stream: &mut SplitStream<WebSocket>, topic: &mut Subscription, heard: Instant, ttl: Duration) -> Heard {
+    tokio::select! {
+        frame = tokio::time::timeout_at(heard + ttl, stream.next()) => match frame {
+            Err(_) => Heard::Gone { silent: true },
+            Ok(Some(Ok(Message::Text(text)))) => Heard::Text(text.to_string()),
+            Ok(Some(Ok(Message::Close(_)))) | Ok(Some(Err(_))) | Ok(None) => Heard::Gone { silent: false },
+            Ok(Some(Ok(_))) => Heard::Text(String::new()),
+        },
+        delivery = topic.recv() => Heard::Delivery(delivery),
+    }
+}
+
+fn welcome(owner: &TabOwner, state: &AppState, presence: OperatorPresence, offer: Option<Offer>) -> RingMsg {
+    RingMsg::Welcome {
+        operator_id: owner.user_id.clone(),
+        name: presence.name.clone(),
+        presence: my_presence(&presence),
+        offer,
+        pops: state.robots.pops(&owner.org_id),
+        server_now_ms: state.engine.clock().now_ms(),
+    }
+}
+
+async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
+    let (sink, mut stream) = socket.split();
+    let (tx, writer) = spawn_writer(sink);
+    // Subscribe before reading the presence, so no event falls in between.
+    let mut topic = state.engine.subscribe(&Topic::operator(&owner.org_id, &owner.user_id));
+    let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
+    match state.engine.tab_opened(&owner.org_id, &owner.user_id).await {
         Ok((presence, offer)) => {
-            let mut pops: Vec<String> = match state.store.robots(&org_id).await {
-                Ok(robots) => robots.into_iter().map(|r| r.pop).collect(),
-                Err(_) => Vec::new(),
-            };
-            pops.sort();
-            pops.dedup();
-            RingMsg::Welcome {
-                operator_id: operator_id.clone(),
-                name: presence.name.clone(),
-                presence: my_presence(&presence),
-                offer,
-                pops,
-                server_now_ms: now_ms(),
-            }
+            let _ = tx.send(welcome(&owner, &state, presence, offer)).await;
         }
-        Err(e) => RingMsg::Error { message: format!("Cannot take calls here: {e}.") },
-    };
-    let refused = matches!(welcome, RingMsg::Error { .. });
-    let _ = tx.send(welcome);
-
-    while !refused {
-        let Some(Ok(frame)) = stream.next().await else { break };
-        let text = match frame {
-            Message::Text(text) => text,
-            Message::Close(_) => break,
-            _ => continue,
-        };
-        hub.heartbeat(&key);
-        let reply = match serde_json::from_str::<ConsoleMsg>(&text) {
-            Ok(msg) => handle(&state, &org_id, &operator_id, msg).await,
-            Err(_) => Some(RingMsg::Error { message: "Unreadable message.".into() }),
-        };
-        if let Some(reply) = reply {
-            let _ = tx.send(reply);
+        Err(e) => {
+            tracing::warn!(error = %e, "console refused");
+            let _ = tx.send(RingMsg::Error { message: refusal(&e) }).await;
+            drop(tx);
+            let _ = writer.await;
+            return;
         }
     }
-    hub.unregister(&key, tab);
+    let mut last_seen = state.engine.clock().now_ms();
+    let mut heard = Instant::now();
+    loop {
+        match next(&mut stream, &mut topic, heard, ttl).await {
+            Heard::Text(text) => {
+                last_seen = state.engine.clock().now_ms();
+                heard = Instant::now();
+                if text.is_empty() {
+                    continue;
+                }
+                let msg = match serde_json::from_str::<ConsoleMsg>(&text) {
+                    Ok(msg) => msg,
+                    Err(_) => {
+                        let _ = tx.try_send(RingMsg::Error { message: "Unreadable message.".into() });
+                        continue;
+                    }
+                };
+                if !matches!(msg, ConsoleMsg::Heartbeat | ConsoleMsg::Ping { .. }) && !still_signed_in(&state, &owner).await {
+                    let _ = tx.try_send(RingMsg::Error { message: "Your sign-in has ended: sign in again.".into() });
+                    break;
+                }
+                if let Some(reply) = handle(&state, &owner, msg).await {
+                    if tx.try_send(reply).is_err() {
+                        break;
+                    }
+                }
+            }
+            Heard::Gone { silent } => {
+                if !silent {
+                    // A closed tab (reload, navigation) gets the whole TTL to come back.
+                    last_seen = state.engine.clock().now_ms();
+                }
+                break;
+            }
+            Heard::Delivery(Delivery::Event(Event::Operator(event))) => {
+                let msg = match event {
+                    OperatorEvent::Offer { offer } => RingMsg::Offer { offer },
+                    OperatorEvent::OfferClosed { session_id, how } => RingMsg::OfferClosed { session_id, how },
+                    OperatorEvent::Presence { presence } => RingMsg::Presence { presence },
+                };
+                if tx.try_send(msg).is_err() {
+                    tracing::info!(operator = %owner.user_id, "console tab not reading: disconnected (it resyncs on reconnect)");
+                    break;
+                }
+            }
+            Heard::Delivery(Delivery::Event(Event::Org(_))) => {}
+            Heard::Delivery(Delivery::Resync) => match state.engine.console(&owner.org_id, &owner.user_id).await {
+                Some((presence, offer)) => {
+                    if tx.try_send(welcome(&owner, &state, presence, offer)).is_err() {
+                        break;
+                    }
+                }
+                None => break,
+            },
+            Heard::Delivery(Delivery::Closed) => break,
+        }
+    }
+    state.engine.tab_closed(&owner.org_id, &owner.user_id, last_seen).await;
     drop(tx);
     let _ = writer.await;
 }
 
+async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket) {
+    let (sink, mut stream) = socket.split();
+    let (tx, writer) = spawn_writer(sink);
+    let mut topic = state.engine.subscribe(&Topic::org(&owner.org_id));
+    let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
+    let mut heard = Instant::now();
+    loop {
+        let msg = match next(&mut stream, &mut topic, heard, ttl).await {
+            Heard::Text(text) => match serde_json::from_str::<ConsoleMsg>(&{
+                heard = Instant::now();
+                text
+            }) {
+                Ok(ConsoleMsg::Ping { nonce }) => RingMsg::Pong { nonce },
+                _ => continue,
+            },
+            Heard::Gone { .. } | Heard::Delivery(Delivery::Closed) => break,
+            Heard::Delivery(Delivery::Event(Event::Org(event))) => RingMsg::Org { event },
+            Heard::Delivery(Delivery::Event(Event::Operator(_))) => continue,
+            Heard::Delivery(Delivery::Resync) => RingMsg::Resync,
+        };
+        if tx.try_send(msg).is_err() {
+            break;
+        }
+    }
+    drop(tx);
+    let _ = writer.await;
+}
+
+/// The sign-in behind the socket still holds, in the same org.
+async fn still_signed_in(state: &AppState, owner: &TabOwner) -> bool {
+    match state.backend.session_user(&owner.token).await {
+        Ok(Some(user)) => user.selected_org.is_some_and(|o| o.org_id == owner.org_id && o.role.grants(Role::Operator)),
+        _ => false,
+    }
+}
+
+/// A sentence for the person; details stay in the log.
+fn refusal(e: &EngineError) -> String {
+    match e {
+        EngineError::NotFound(_) => "Cannot take calls here: you have no operator profile in this organisation.".into(),
+        EngineError::DispatchedElsewhere => "Cannot take calls here: this organisation is served by another server.".into(),
+        _ => "Cannot take calls right now: try again in a moment.".into(),
+    }
+}
+
 /// One console message; the reply goes to this tab only.
-async fn handle(state: &AppState, org_id: &str, operator_id: &str, msg: ConsoleMsg) -> Option<RingMsg> {
-    let acd = &state.acd;
+async fn handle(state: &AppState, owner: &TabOwner, msg: ConsoleMsg) -> Option<RingMsg> {
+    let (engine, org_id, operator_id) = (&state.engine, owner.org_id.as_str(), owner.user_id.as_str());
     let result = match msg {
         ConsoleMsg::Heartbeat => Ok(None),
         ConsoleMsg::Ping { nonce } => Ok(Some(RingMsg::Pong { nonce })),
-        ConsoleMsg::Ready => acd.operator_ready(org_id, operator_id, true).await.map(|_| None),
+        ConsoleMsg::Ready => engine.operator_ready(org_id, operator_id, true).await.map(|_| None),
         ConsoleMsg::Aux { reason } => match valid_aux_reason(&reason) {
-            Some(reason) => acd.operator_aux(org_id, operator_id, &reason).await.map(|_| None),
+            Some(reason) => engine.operator_aux(org_id, operator_id, &reason).await.map(|_| None),
             None => return Some(RingMsg::Error { message: "Give a short reason (up to 64 characters).".into() }),
         },
         ConsoleMsg::Accept { session_id } => {
-            acd.accept(org_id, operator_id, &session_id).await.map(|s| Some(RingMsg::Accepted { session_id: s.id }))
+            engine.accept(org_id, operator_id, &session_id).await.map(|s| Some(RingMsg::Accepted { session_id: s.id }))
         }
-        ConsoleMsg::Decline { session_id } => acd.decline(org_id, operator_id, &session_id).await.map(|_| None),
-        ConsoleMsg::Rtt { pop, rtt_ms } => acd.report_rtt(org_id, operator_id, &pop, rtt_ms).await.map(|_| None),
+        ConsoleMsg::Decline { session_id } => engine.decline(org_id, operator_id, &session_id).await.map(|_| None),
+        ConsoleMsg::Rtt { pop, rtt_ms } => engine.report_rtt(org_id, operator_id, &pop, rtt_ms).await.map(|_| None),
     };
     match result {
         Ok(reply) => reply,
-        Err(crate::acd::AcdError::NoOpenOffer) => {
+        Err(EngineError::NoOpenOffer) => {
             Some(RingMsg::Error { message: "That offer is no longer open: it was answered, withdrawn or expired.".into() })
         }
         Err(e) => {

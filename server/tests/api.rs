@@ -26,7 +26,7 @@ fn telemetry(state: &str) -> Value {
 }
 
 both_backends!(authentication_errors_are_401_403_404, |app: TestApp| async move {
-    let client = reqwest::Client::new();
+    let client = common::http();
     let body = json!({ "robotId": "ue-pick-01" });
     let res = client.post(app.url("/v1/sessions")).json(&body).send().await.unwrap();
     assert_eq!(error_of(res).await, (StatusCode::UNAUTHORIZED, "unauthenticated".into()));
@@ -183,7 +183,7 @@ both_backends!(admins_register_robots_and_get_their_token_once, |app: TestApp| a
     let made: Value = res.json().await.unwrap();
     assert_eq!(made["skill"], "pick-place");
     let token = made["token"].as_str().unwrap();
-    let res = reqwest::Client::new().post(app.url("/v1/robots/ue-pick-09/heartbeat")).bearer_auth(token).send().await.unwrap();
+    let res = common::http().post(app.url("/v1/robots/ue-pick-09/heartbeat")).bearer_auth(token).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK, "the issued token works");
 
     let res = admin.post(app.url("/v1/robots")).json(&new).send().await.unwrap();

@@ -7,7 +7,9 @@ mod common;
 use common::{browser, sign_in, TestApp, ADMIN, OPERATOR};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use server::acd::{AcdEvent, MISSED_OFFER};
+use app::events::{Event, OperatorEvent, Topic};
+use app::presence::MISSED_OFFER;
+use server::bus::Delivery;
 use app::models::{LifecycleState, PresenceState};
 
 const ORG: &str = "org-northstar";
@@ -17,11 +19,11 @@ fn rfc3339_ms(v: &Value) -> i64 {
 }
 
 async fn ready(app: &TestApp, operator: &str) {
-    app.acd().operator_ready(ORG, operator, true).await.expect("operator ready");
+    app.engine().operator_ready(ORG, operator, true).await.expect("operator ready");
 }
 
-async fn presence(app: &TestApp, operator: &str) -> server::acd::OperatorPresence {
-    app.acd().presences(ORG).await.into_iter().find(|p| p.operator_id == operator).expect("present")
+async fn presence(app: &TestApp, operator: &str) -> server::engine::OperatorPresence {
+    app.engine().presences(ORG).await.into_iter().find(|p| p.operator_id == operator).expect("present")
 }
 
 async fn open_offer_of(app: &TestApp, operator: &str) -> Option<String> {
@@ -96,8 +98,11 @@ both_backends!(a06_a10_certification_filters_before_rtt, |app: TestApp| async mo
     // The dispatch record says why the others were not chosen.
     let records = app.running().store.dispatch_records(body["sessionId"].as_str().unwrap()).await.unwrap();
     let summary: Value = serde_json::from_str(&records[0].candidates).unwrap();
-    let carla = summary["candidates"].as_array().unwrap().iter().find(|c| c["operatorId"] == "u-carla").unwrap();
-    assert_eq!(carla["verdict"], "uncertified");
+    // The record lists the walk of the ready index and counts the rest by verdict.
+    let listed = summary["candidates"].as_array().unwrap();
+    assert_eq!((listed[0]["operatorId"].as_str(), listed[0]["verdict"].as_str()), (Some("u-asha"), Some("chosen")));
+    assert!(listed.iter().all(|c| c["operatorId"] != "u-carla"), "uncertified operators are never ranked");
+    assert_eq!(summary["omitted"]["uncertified"], 1, "Carla, counted as uncertified: {summary}");
     assert_eq!(records[0].outcome, "offered");
     assert_eq!(records[0].pool_source, "live_readiness");
     app.finish().await;
@@ -105,7 +110,7 @@ both_backends!(a06_a10_certification_filters_before_rtt, |app: TestApp| async mo
 
 both_backends!(a07_a_live_ready_operator_is_preferred_over_the_roster, |app: TestApp| async move {
     // Carla is ready on the roster only (no Ready screen); Asha broadcasts live.
-    app.acd().operator_ready(ORG, "u-carla", false).await.unwrap();
+    app.engine().operator_ready(ORG, "u-carla", false).await.unwrap();
     ready(&app, "u-asha").await;
     let (_, body) = app.raise("ue-pick-01").await;
     assert_eq!(body["operator"]["id"], "u-asha", "nearer roster-only Carla is not in the pool");
@@ -113,7 +118,7 @@ both_backends!(a07_a_live_ready_operator_is_preferred_over_the_roster, |app: Tes
 });
 
 both_backends!(a08_roster_fallback_when_nobody_broadcasts_readiness, |app: TestApp| async move {
-    app.acd().operator_ready(ORG, "u-carla", false).await.unwrap();
+    app.engine().operator_ready(ORG, "u-carla", false).await.unwrap();
     let (status, body) = app.raise("ue-pick-01").await;
     assert_eq!(status, StatusCode::CREATED);
     assert_eq!(body["operator"]["id"], "u-carla");
@@ -122,7 +127,7 @@ both_backends!(a08_roster_fallback_when_nobody_broadcasts_readiness, |app: TestA
     assert_eq!(records[0].pool_source, "roster_fallback");
 
     // Attached (on_call) operators are part of the roster pool too.
-    app.acd().accept(ORG, "u-carla", &session).await.unwrap();
+    app.engine().accept(ORG, "u-carla", &session).await.unwrap();
     let (status, body) = app.raise("ue-pick-02").await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["operator"]["id"], "u-carla");
@@ -149,13 +154,14 @@ both_backends!(a11_an_emptied_pool_queues_and_names_the_unserved_skill, |app: Te
 });
 
 both_backends!(a12_a_matched_call_rings_the_named_operator_and_accept_starts_the_session, |app: TestApp| async move {
-    let mut events = app.acd().subscribe();
+    let mut events = app.engine().subscribe(&Topic::operator(ORG, "u-owen"));
     ready(&app, "u-owen").await;
     let (_, body) = app.raise("uk-mm-01").await;
     let session = body["sessionId"].as_str().unwrap().to_string();
     let raised = loop {
-        match events.recv().await.unwrap() {
-            AcdEvent::OfferRaised { offer, .. } => break offer,
+        match events.recv().await {
+            Delivery::Event(Event::Operator(OperatorEvent::Offer { offer })) => break offer,
+            Delivery::Closed => panic!("bus closed"),
             _ => continue,
         }
     };
@@ -164,7 +170,7 @@ both_backends!(a12_a_matched_call_rings_the_named_operator_and_accept_starts_the
     assert_eq!(presence(&app, "u-owen").await.state, PresenceState::Ringing);
     assert_eq!(presence(&app, "u-owen").await.current_call.as_deref(), Some(session.as_str()));
 
-    let record = app.acd().accept(ORG, "u-owen", &session).await.unwrap();
+    let record = app.engine().accept(ORG, "u-owen", &session).await.unwrap();
     assert_eq!(record.lifecycle, LifecycleState::Active);
     assert_eq!(record.operator_name.as_deref(), Some("Owen Davies"));
     assert_eq!(record.region.as_deref(), Some("Manchester"));
@@ -175,7 +181,7 @@ both_backends!(a12_a_matched_call_rings_the_named_operator_and_accept_starts_the
     let events = app.running().store.activity_events(&session).await.unwrap();
     assert_eq!(events, vec![("SESSION_START".to_string(), Some("u-owen".to_string()))]);
     // An offer is answered once.
-    assert!(app.acd().accept(ORG, "u-owen", &session).await.is_err());
+    assert!(app.engine().accept(ORG, "u-owen", &session).await.is_err());
     app.finish().await;
 });
 
@@ -222,8 +228,8 @@ both_backends!(d01_rtt_ties_go_to_the_longest_waiting_then_the_smaller_id, |app:
 both_backends!(d02_measured_rtt_is_floored_by_the_link_floor, |app: TestApp| async move {
     ready(&app, "u-carla").await; // Austin floor to us-east: 96
     ready(&app, "u-asha").await; // BLR floor: 275
-    app.acd().report_rtt(ORG, "u-carla", "us-east", 400).await.unwrap();
-    app.acd().report_rtt(ORG, "u-asha", "us-east", 90).await.unwrap(); // below physics: floored
+    app.engine().report_rtt(ORG, "u-carla", "us-east", 400).await.unwrap();
+    app.engine().report_rtt(ORG, "u-asha", "us-east", 90).await.unwrap(); // below physics: floored
     let (_, body) = app.raise("ue-pick-01").await;
     assert_eq!(body["operator"]["id"], "u-asha");
     assert_eq!(body["rttMs"], 275);
@@ -237,12 +243,12 @@ both_backends!(d03_decline_offers_the_call_to_the_next_best_then_queues_it, |app
     let session = body["sessionId"].as_str().unwrap().to_string();
     assert_eq!(body["operator"]["id"], "u-carla");
 
-    app.acd().decline(ORG, "u-carla", &session).await.unwrap();
+    app.engine().decline(ORG, "u-carla", &session).await.unwrap();
     assert_eq!(open_offer_of(&app, "u-tom").await, Some(session.clone()), "next best");
     assert_eq!(presence(&app, "u-carla").await.state, PresenceState::Ready);
     assert_eq!(open_offer_of(&app, "u-carla").await, None, "a decliner is not re-offered the same call");
 
-    app.acd().decline(ORG, "u-tom", &session).await.unwrap();
+    app.engine().decline(ORG, "u-tom", &session).await.unwrap();
     let res: Value = app.robot(Method::GET, "ue-pick-01", &format!("/v1/sessions/{session}")).send().await.unwrap().json().await.unwrap();
     assert_eq!(res["lifecycle"], "PENDING");
     assert!(app.running().store.open_offers().await.unwrap().is_empty(), "queued: nobody left who has not declined");

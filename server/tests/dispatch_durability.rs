@@ -15,10 +15,10 @@ const LOAD_ORG: &str = server::seed::LOAD_ORG_ID;
 both_backends!(d05_d06_500_simultaneous_calls_against_100_operators_are_each_served_exactly_once, |app: TestApp| async move {
     app.running().store.seed(&server::seed::load_org(100, 500)).await.unwrap();
     for i in 0..100 {
-        app.acd().operator_ready(LOAD_ORG, &format!("u-load-{i:03}"), true).await.unwrap();
+        app.engine().operator_ready(LOAD_ORG, &format!("u-load-{i:03}"), true).await.unwrap();
     }
 
-    let client = reqwest::Client::new();
+    let client = common::http();
     let calls: Vec<_> = (0..500)
         .map(|i| {
             let client = client.clone();
@@ -68,10 +68,10 @@ both_backends!(d05_d06_500_simultaneous_calls_against_100_operators_are_each_ser
         }
         assert!(Instant::now() < deadline, "queue did not drain");
         for offer in offers {
-            app.acd().accept(LOAD_ORG, &offer.operator_id, &offer.session_id).await.unwrap();
+            app.engine().accept(LOAD_ORG, &offer.operator_id, &offer.session_id).await.unwrap();
             assert!(accepted.insert(offer.session_id.clone(), offer.operator_id.clone()).is_none(), "served twice");
-            app.acd().finish_session(LOAD_ORG, &offer.session_id, LifecycleState::Completed, "done").await.unwrap();
-            app.acd().operator_ready(LOAD_ORG, &offer.operator_id, true).await.unwrap();
+            app.engine().finish_session(LOAD_ORG, &offer.session_id, LifecycleState::Completed, "done").await.unwrap();
+            app.engine().operator_ready(LOAD_ORG, &offer.operator_id, true).await.unwrap();
         }
     }
     assert_eq!(accepted.len(), 500, "every queued call was served");
@@ -88,7 +88,7 @@ both_backends!(d05_d06_500_simultaneous_calls_against_100_operators_are_each_ser
 });
 
 both_backends!(d07_open_offers_and_queued_calls_survive_a_crash, |mut app: TestApp| async move {
-    app.acd().operator_ready(ORG, "u-carla", true).await.unwrap();
+    app.engine().operator_ready(ORG, "u-carla", true).await.unwrap();
     let (status, offered) = app.raise("ue-pick-01").await;
     assert_eq!(status, StatusCode::CREATED);
     let (status, queued) = app.raise("uw-weld-01").await;
@@ -100,14 +100,14 @@ both_backends!(d07_open_offers_and_queued_calls_survive_a_crash, |mut app: TestA
     let offers = app.running().store.open_offers().await.unwrap();
     assert_eq!(offers.len(), 1);
     assert_eq!(offers[0].session_id, offered["sessionId"].as_str().unwrap());
-    app.acd().operator_ready(ORG, "u-carla", true).await.unwrap();
-    let carla = app.acd().presences(ORG).await.into_iter().find(|p| p.operator_id == "u-carla").unwrap();
+    app.engine().operator_ready(ORG, "u-carla", true).await.unwrap();
+    let carla = app.engine().presences(ORG).await.into_iter().find(|p| p.operator_id == "u-carla").unwrap();
     assert_eq!(carla.state, PresenceState::Ringing);
     assert_eq!(carla.current_call.as_deref(), offered["sessionId"].as_str());
-    app.acd().accept(ORG, "u-carla", offered["sessionId"].as_str().unwrap()).await.unwrap();
+    app.engine().accept(ORG, "u-carla", offered["sessionId"].as_str().unwrap()).await.unwrap();
 
     // The queued call is served as soon as a certified operator is ready.
-    app.acd().operator_ready(ORG, "u-jamal", true).await.unwrap();
+    app.engine().operator_ready(ORG, "u-jamal", true).await.unwrap();
     let offers = app.running().store.open_offers().await.unwrap();
     assert_eq!(offers.len(), 1);
     assert_eq!((offers[0].operator_id.as_str(), offers[0].session_id.as_str()), ("u-jamal", queued["sessionId"].as_str().unwrap()));
@@ -115,7 +115,7 @@ both_backends!(d07_open_offers_and_queued_calls_survive_a_crash, |mut app: TestA
 });
 
 both_backends_with!(d07_offers_that_went_stale_while_down_are_re_dispatched, |c: &mut server::config::Config| c.offer_window_ms = 600, |mut app: TestApp| async move {
-    app.acd().operator_ready(ORG, "u-carla", true).await.unwrap();
+    app.engine().operator_ready(ORG, "u-carla", true).await.unwrap();
     let (_, first) = app.raise("ue-pick-01").await;
     let (_, second) = app.raise("ue-pick-02").await; // queued: Carla is ringing
     let first = first["sessionId"].as_str().unwrap().to_string();
@@ -135,8 +135,8 @@ both_backends_with!(d07_offers_that_went_stale_while_down_are_re_dispatched, |c:
     assert_eq!(scalar(&url, &format!("SELECT COUNT(*) FROM offers WHERE session_id = '{first}' AND status = 'expired'")).await, 1);
 
     // Back online, operators are offered the oldest call they have not had.
-    app.acd().operator_ready(ORG, "u-tom", true).await.unwrap();
-    app.acd().operator_ready(ORG, "u-carla", true).await.unwrap();
+    app.engine().operator_ready(ORG, "u-tom", true).await.unwrap();
+    app.engine().operator_ready(ORG, "u-carla", true).await.unwrap();
     let offers: HashMap<String, String> =
         app.running().store.open_offers().await.unwrap().into_iter().map(|o| (o.operator_id, o.session_id)).collect();
     assert_eq!(offers.get("u-tom"), Some(&first), "the oldest call first");
@@ -145,7 +145,7 @@ both_backends_with!(d07_offers_that_went_stale_while_down_are_re_dispatched, |c:
 });
 
 both_backends!(d07_a_call_left_between_two_writes_by_a_crash_is_queued_again, |mut app: TestApp| async move {
-    app.acd().operator_ready(ORG, "u-carla", true).await.unwrap();
+    app.engine().operator_ready(ORG, "u-carla", true).await.unwrap();
     let (_, body) = app.raise("ue-pick-01").await;
     let session = body["sessionId"].as_str().unwrap().to_string();
     if let Some(running) = app.running.take() {
@@ -156,7 +156,7 @@ both_backends!(d07_a_call_left_between_two_writes_by_a_crash_is_queued_again, |m
     execute(&url, &format!("UPDATE offers SET status = 'declined' WHERE session_id = '{session}'")).await;
     app.crash_and_restart().await;
     assert_eq!(scalar(&url, &format!("SELECT COUNT(*) FROM sessions WHERE id = '{session}' AND queued_at IS NOT NULL")).await, 1);
-    app.acd().operator_ready(ORG, "u-tom", true).await.unwrap();
+    app.engine().operator_ready(ORG, "u-tom", true).await.unwrap();
     let offers = app.running().store.open_offers().await.unwrap();
     assert_eq!(offers.len(), 1);
     assert_eq!((offers[0].operator_id.as_str(), offers[0].session_id.as_str()), ("u-tom", session.as_str()));

@@ -92,7 +92,7 @@ both_backends_with!(d04_an_unanswered_offer_goes_aux_missed_and_rings_the_next_o
     let missed = carla.until(|m| match m { RingMsg::OfferClosed { how, .. } => Some(how), _ => None }).await;
     assert_eq!(missed, OfferEnd::Expired);
     let aux = shows(&mut carla, PresenceState::Aux).await;
-    assert_eq!(aux.aux_reason.as_deref(), Some(server::acd::MISSED_OFFER));
+    assert_eq!(aux.aux_reason.as_deref(), Some(app::presence::MISSED_OFFER));
     assert_eq!(asha.until(offer).await.session_id, session, "the call went to the next operator");
     app.finish().await;
 });
@@ -119,7 +119,7 @@ both_backends_with!(r08_a_killed_console_lapses_to_offline_and_gets_no_offers, |
     tab.kill();
     // TTL (1 s here, 20 s in production) plus one sweep (0.5 s), and a margin.
     loop {
-        let state = app.acd().presence_of(ORG, "u-asha").await.map(|p| p.state);
+        let state = app.engine().presence_of(ORG, "u-asha").await.map(|p| p.state);
         if state == Some(PresenceState::Offline) {
             break;
         }
@@ -138,7 +138,7 @@ both_backends_with!(heartbeats_keep_a_quiet_console_present, |c: &mut server::co
         tokio::time::sleep(Duration::from_millis(400)).await;
         tab.send(ConsoleMsg::Heartbeat).await;
     }
-    let state = app.acd().presence_of(ORG, "u-asha").await.unwrap().state;
+    let state = app.engine().presence_of(ORG, "u-asha").await.unwrap().state;
     assert_eq!(state, PresenceState::Ready, "2.4 s of heartbeats every 0.4 s keep a 1 s TTL alive");
     app.finish().await;
 });

@@ -1,7 +1,7 @@
 //! The one error type of the REST boundary. Every failure answers
 //! `{"error":{"code","message"}}` with its HTTP status.
 
-use crate::acd::AcdError;
+use crate::engine::EngineError;
 use crate::store::StoreError;
 use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
@@ -27,6 +27,9 @@ pub enum ApiError {
     Conflict { code: &'static str, message: String },
     #[error("the server could not complete the request")]
     Internal,
+    /// Retry shortly (`Retry-After`).
+    #[error("{message}")]
+    Unavailable { code: &'static str, message: String },
 }
 
 /// `{"error": {"code", "message"}}`
@@ -54,6 +57,7 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -67,6 +71,7 @@ impl ApiError {
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::Conflict { code, .. } => code,
             ApiError::Internal => "internal",
+            ApiError::Unavailable { code, .. } => code,
         }
     }
 
@@ -78,7 +83,11 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody { error: ErrorDetail { code: self.code().to_string(), message: self.to_string() } };
-        (self.status(), axum::Json(body)).into_response()
+        let mut response = (self.status(), axum::Json(body)).into_response();
+        if matches!(self, ApiError::Unavailable { .. }) {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 
@@ -103,15 +112,18 @@ impl From<StoreError> for ApiError {
     }
 }
 
-impl From<AcdError> for ApiError {
-    fn from(e: AcdError) -> Self {
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
         match e {
-            AcdError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
-            AcdError::CallInProgress { .. } => ApiError::Conflict { code: "call_in_progress", message: e.to_string() },
-            AcdError::NoSkill(_) => ApiError::Invalid(e.to_string()),
-            AcdError::NoOpenOffer => ApiError::Conflict { code: "no_open_offer", message: e.to_string() },
-            AcdError::SessionEnded => ApiError::Conflict { code: "session_ended", message: e.to_string() },
-            AcdError::Store(e) => e.into(),
+            EngineError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
+            EngineError::CallInProgress { .. } => ApiError::Conflict { code: "call_in_progress", message: e.to_string() },
+            EngineError::NoSkill(_) => ApiError::Invalid(e.to_string()),
+            EngineError::NoOpenOffer => ApiError::Conflict { code: "no_open_offer", message: e.to_string() },
+            EngineError::SessionEnded => ApiError::Conflict { code: "session_ended", message: e.to_string() },
+            EngineError::IllegalTransition { .. } => ApiError::Conflict { code: "illegal_transition", message: e.to_string() },
+            EngineError::Unavailable => ApiError::Unavailable { code: "unavailable", message: e.to_string() },
+            EngineError::DispatchedElsewhere => ApiError::Unavailable { code: "dispatched_elsewhere", message: e.to_string() },
+            EngineError::Store(e) => e.into(),
         }
     }
 }

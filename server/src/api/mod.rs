@@ -8,17 +8,16 @@ mod error;
 
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 
-use crate::acd::{session_record, CallOutcome};
 use crate::auth::{new_token, token_hash};
-use crate::clock::now_ms;
-use crate::http::AppState;
+use crate::engine::CallOutcome;
+use crate::http::{AppState, Principal};
 use crate::store::{NewRobot, RobotRecord, Telemetry, TelemetryOutcome};
 use app::functions::SESSION_COOKIE;
 use app::models::{LifecycleState, Offer, Role, SafetyState, SessionRecord};
-use app::rules::{cookie_value, rfc3339, skill_of};
+use app::rules::{rfc3339, skill_of};
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -57,7 +56,8 @@ where
     }
 }
 
-/// Who is calling.
+/// Who may call the API: an edge agent, or an admin of the selected org
+/// (the overview's dispatch control uses this same path, rule A14).
 pub enum Caller {
     /// An edge agent, by its bearer token.
     Robot(RobotRecord),
@@ -69,36 +69,16 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
-            let token = value
-                .to_str()
-                .ok()
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .ok_or_else(|| ApiError::Unauthenticated("Authorization must be `Bearer <robot token>`".into()))?;
-            return match state.store.robot_by_token_hash(&token_hash(token)).await? {
-                Some(robot) => Ok(Caller::Robot(robot)),
-                None => Err(ApiError::Unauthenticated("unknown robot token".into())),
-            };
+        match Principal::from_request_parts(parts, state).await? {
+            Principal::Robot(robot) => Ok(Caller::Robot(robot)),
+            principal => {
+                let org = principal.selected_org().ok_or_else(|| ApiError::Forbidden("choose an organisation first".into()))?;
+                if org.role != Role::Admin {
+                    return Err(ApiError::Forbidden("only admins may act for robots".into()));
+                }
+                Ok(Caller::Admin { org_id: org.org_id.clone() })
+            }
         }
-        let session = parts
-            .headers
-            .get(header::COOKIE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|cookies| cookie_value(cookies, SESSION_COOKIE));
-        let Some(session) = session else {
-            return Err(ApiError::Unauthenticated("send `Authorization: Bearer <robot token>`".into()));
-        };
-        let user = state.backend.session_user(session).await.map_err(|_| ApiError::Internal)?;
-        let org = user
-            .ok_or_else(|| ApiError::Unauthenticated("the sign-in session has ended".into()))?
-            .selected_org
-            .ok_or_else(|| ApiError::Forbidden("choose an organisation first".into()))?;
-        if org.role != Role::Admin {
-            return Err(ApiError::Forbidden("only admins may act for robots".into()));
-        }
-        Ok(Caller::Admin { org_id: org.org_id })
     }
 }
 
@@ -116,29 +96,27 @@ impl Caller {
     async fn robot(&self, state: &AppState, robot_id: &str) -> Result<RobotRecord, ApiError> {
         match self {
             Caller::Robot(own) if own.id == robot_id => Ok(own.clone()),
-            Caller::Robot(own) => match state.store.robot(&own.org_id, robot_id).await? {
+            Caller::Robot(own) => match state.robots.robot(&own.org_id, robot_id).await? {
                 Some(_) => Err(ApiError::Forbidden(format!("this token acts only for robot {}", own.id))),
                 None => Err(ApiError::not_found("robot", robot_id)),
             },
-            Caller::Admin { org_id } => {
-                state.store.robot(org_id, robot_id).await?.ok_or_else(|| ApiError::not_found("robot", robot_id))
-            }
+            Caller::Admin { org_id } => state.robots.robot(org_id, robot_id).await?.ok_or_else(|| ApiError::not_found("robot", robot_id)),
         }
     }
 
     /// A session this caller may see: a robot only its own sessions.
     async fn session(&self, state: &AppState, session_id: &str) -> Result<SessionRecord, ApiError> {
-        let row = state
-            .store
+        let record = state
+            .sessions
             .session(self.org_id(), session_id)
             .await?
             .ok_or_else(|| ApiError::not_found("session", session_id))?;
         if let Caller::Robot(own) = self {
-            if row.robot_id != own.id {
+            if record.robot != own.id {
                 return Err(ApiError::Forbidden(format!("session {session_id} belongs to another robot")));
             }
         }
-        Ok(session_record(row))
+        Ok(record)
     }
 }
 
@@ -195,12 +173,13 @@ pub struct CallQueued {
         (status = 409, description = "The robot already has a call in progress (`call_in_progress`)", body = ErrorBody),
         (status = 413, description = "Body over 64 KiB", body = ErrorBody),
         (status = 422, description = "Wrong shape or values", body = ErrorBody),
+        (status = 503, description = "Dispatch briefly unavailable (`unavailable`), or run by another instance (`dispatched_elsewhere`); retry", body = ErrorBody),
     ),
     security(("robot_token" = []), ("admin_session" = []))
 )]
 async fn raise_call(State(state): State<AppState>, caller: Caller, ApiJson(body): ApiJson<CallRequest>) -> Result<Response, ApiError> {
     let robot = caller.robot(&state, &body.robot_id).await?;
-    Ok(match state.acd.raise_call(&robot).await? {
+    Ok(match state.engine.raise_call(&robot).await? {
         CallOutcome::Matched { session_id, operator, rtt_ms, offer } => (
             StatusCode::CREATED,
             Json(CallMatched {
@@ -249,7 +228,7 @@ async fn withdraw_call(State(state): State<AppState>, caller: Caller, Path(id): 
         Caller::Robot(_) => "withdrawn by the edge agent",
         Caller::Admin { .. } => "withdrawn by an admin",
     };
-    Ok(Json(state.acd.finish_session(caller.org_id(), &id, LifecycleState::Cancelled, reason).await?))
+    Ok(Json(state.engine.finish_session(caller.org_id(), &id, LifecycleState::Cancelled, reason).await?))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -296,13 +275,8 @@ async fn report_telemetry(
         divergence_deg: body.divergence_deg,
         velocity_scale: body.velocity_scale,
     };
-    match state.store.apply_telemetry(caller.org_id(), &id, telemetry, now_ms()).await? {
-        TelemetryOutcome::Applied { row, entered_protective_stop } => {
-            if entered_protective_stop {
-                tracing::warn!(session = %id, robot = %row.robot_id, "PROTECTIVE_STOP latched");
-            }
-            Ok(Json(session_record(row)))
-        }
+    match state.sessions.telemetry(caller.org_id(), &id, telemetry).await? {
+        TelemetryOutcome::Applied { row, .. } => Ok(Json(row.record()?)),
         TelemetryOutcome::Latched => Err(ApiError::Conflict {
             code: "protective_stop_latched",
             message: "the session is latched in PROTECTIVE_STOP; only an explicit clear on the session detail view leaves it".into(),
@@ -334,8 +308,7 @@ pub struct HeartbeatAck {
 )]
 async fn heartbeat(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<HeartbeatAck>, ApiError> {
     let robot = caller.robot(&state, &id).await?;
-    let now = now_ms();
-    state.store.record_heartbeat(&robot.id, now).await?;
+    let now = state.robots.heartbeat(&robot).await?;
     Ok(Json(HeartbeatAck { robot_id: robot.id, status: "online".into(), at: rfc3339(now) }))
 }
 
@@ -400,7 +373,7 @@ async fn register_robot(State(state): State<AppState>, caller: Caller, ApiJson(b
         req_cert: body.req_cert.trim().into(),
         token_hash: token_hash(&token),
     };
-    if !state.store.insert_robot(&robot).await? {
+    if !state.robots.register(robot).await? {
         return Err(ApiError::Conflict { code: "robot_exists", message: format!("robot {} already exists", body.id) });
     }
     Ok((StatusCode::CREATED, Json(RegisteredRobot { id: body.id, skill, token })).into_response())

@@ -1,12 +1,14 @@
 //! Storage of calls: sessions, offers, the queue, dispatch records,
-//! telemetry. The ACD engine is the only caller. Every multi-row change is
-//! one transaction, so a crash never leaves a call half offered.
+//! telemetry. The engine keeps the live picture in memory and hands the
+//! store one journal of writes per batch (`commit`), applied in a single
+//! transaction; the database's unique indexes still guard the invariants.
 
 use super::sql::{PgStore, SqliteStore};
-use super::{StoreError, StoreResult};
+use super::{OperatorRecord, StoreError, StoreResult};
+use app::dispatch::{OfferStatus, Outcome};
+use app::lifecycle::telemetry_allowed;
 use app::models::{LifecycleState, SafetyState};
 use async_trait::async_trait;
-use sqlx::Row;
 
 #[derive(Clone, Debug)]
 pub struct NewSession {
@@ -27,26 +29,35 @@ pub struct NewOffer {
     pub expires_at: i64,
 }
 
-/// Where a call goes after a decision.
-#[derive(Clone, Debug)]
-pub enum Placement {
-    Offer(NewOffer),
-    Queue,
-}
-
 #[derive(Clone, Debug)]
 pub struct DispatchRecord {
     pub at: i64,
-    /// What prompted the decision: `raised`, `declined`, `expired`, `operator_ready`, `recovered`.
-    pub trigger: String,
-    pub pool_source: String,
+    pub trigger: app::dispatch::Trigger,
+    pub pool_source: app::dispatch::PoolSource,
+    pub outcome: Outcome,
     pub operator_id: Option<String>,
     pub rtt_ms: Option<u32>,
     /// The candidates with RTT and verdict, as JSON.
     pub candidates: String,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+/// One change of a batch, in the order the engine decided it.
+#[derive(Clone, Debug)]
+pub enum Write {
+    OpenSession(NewSession),
+    /// The call waits in its skill's queue from `at`.
+    Queue { session_id: String, at: i64 },
+    /// The call rings `offer.operator_id` (and leaves the queue).
+    Offer { org_id: String, session_id: String, offer: NewOffer },
+    CloseOffer { org_id: String, session_id: String, operator_id: String, status: OfferStatus, at: i64 },
+    /// PENDING → ACTIVE with the operator attached; logs SESSION_START.
+    Start { org_id: String, session_id: String, operator_id: String, region: String, rtt_ms: u32, at: i64 },
+    /// → COMPLETED or CANCELLED; logs SESSION_END.
+    End { org_id: String, session_id: String, to: LifecycleState, reason: String, attached: Option<String>, at: i64 },
+    Record { org_id: String, session_id: String, record: DispatchRecord },
+}
+
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct SessionRow {
     pub id: String,
     pub org_id: String,
@@ -55,8 +66,8 @@ pub struct SessionRow {
     pub site: String,
     pub pop: String,
     pub skill: String,
-    pub lifecycle: LifecycleState,
-    pub safety_state: SafetyState,
+    pub lifecycle: String,
+    pub safety_state: String,
     pub operator_id: Option<String>,
     pub operator_name: Option<String>,
     pub operator_region: Option<String>,
@@ -68,7 +79,40 @@ pub struct SessionRow {
     pub ended_at: Option<i64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+impl SessionRow {
+    pub fn lifecycle(&self) -> StoreResult<LifecycleState> {
+        decode("lifecycle", LifecycleState::parse(&self.lifecycle))
+    }
+
+    pub fn safety(&self) -> StoreResult<SafetyState> {
+        decode("safety state", SafetyState::parse(&self.safety_state))
+    }
+
+    /// The session record as the API and the screens show it.
+    pub fn record(self) -> StoreResult<app::models::SessionRecord> {
+        Ok(app::models::SessionRecord {
+            lifecycle: self.lifecycle()?,
+            state: self.safety()?,
+            id: self.id,
+            robot: self.robot_id,
+            robot_model: self.robot_model,
+            site: self.site,
+            pop: self.pop,
+            skill: self.skill,
+            operator_id: self.operator_id,
+            operator_name: self.operator_name,
+            region: self.operator_region,
+            raised_at: self.raised_at,
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            rtt_ms: self.rtt_ms.and_then(|v| u32::try_from(v).ok()),
+            divergence_deg: self.divergence_deg,
+            velocity_scale: self.velocity_scale,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct OpenOfferRow {
     pub org_id: String,
     pub session_id: String,
@@ -78,8 +122,9 @@ pub struct OpenOfferRow {
     pub expires_at: i64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct QueuedCall {
+/// A PENDING call as the engine reloads it.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct PendingCallRow {
     pub session_id: String,
     pub robot_id: String,
     pub robot_model: String,
@@ -87,9 +132,37 @@ pub struct QueuedCall {
     pub skill: String,
     pub pop: String,
     pub raised_at: i64,
+    pub queued_at: Option<i64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// An ACTIVE or PAUSED session.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct LiveSessionRow {
+    pub session_id: String,
+    pub robot_id: String,
+    pub operator_id: Option<String>,
+    pub lifecycle: String,
+}
+
+/// A decline or miss of a still-pending call, for the cool-off (rule D08).
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct AnsweredOfferRow {
+    pub session_id: String,
+    pub operator_id: String,
+    pub answered_at: i64,
+}
+
+/// Everything an org's dispatcher loads when it starts or reloads.
+#[derive(Clone, Debug, Default)]
+pub struct OrgSnapshot {
+    pub operators: Vec<OperatorRecord>,
+    pub pending: Vec<PendingCallRow>,
+    pub open_offers: Vec<OpenOfferRow>,
+    pub answered: Vec<AnsweredOfferRow>,
+    pub live: Vec<LiveSessionRow>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct DispatchRecordRow {
     pub trigger: String,
     pub pool_source: String,
@@ -118,49 +191,29 @@ pub enum TelemetryOutcome {
     NotFound,
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub enum EndOutcome {
-    Ended {
-        /// Who was attached (ACTIVE/PAUSED), now in wrap-up.
-        operator_id: Option<String>,
-        /// Who was ringing for it, if an offer was open.
-        withdrawn_from: Option<String>,
-    },
-    AlreadyEnded,
-    NotFound,
+/// Holds an org's dispatch lock while alive (PostgreSQL: an advisory lock
+/// on a connection of its own; dropping it closes the connection).
+pub struct OrgLock {
+    _conn: Option<sqlx::PgConnection>,
 }
 
 #[async_trait]
 pub trait DispatchStore: Send + Sync {
     async fn robot_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<super::RobotRecord>>;
-    async fn record_heartbeat(&self, robot_id: &str, now: i64) -> StoreResult<()>;
+    async fn record_heartbeat(&self, org_id: &str, robot_id: &str, now: i64) -> StoreResult<()>;
     /// The robot's PENDING, ACTIVE or PAUSED session, if any.
-    async fn live_session_for_robot(&self, robot_id: &str) -> StoreResult<Option<String>>;
+    async fn live_session_for_robot(&self, org_id: &str, robot_id: &str) -> StoreResult<Option<String>>;
 
-    /// A new call and where it goes, atomically.
-    async fn open_call(&self, session: &NewSession, placement: &Placement, record: &DispatchRecord) -> StoreResult<()>;
-    /// Re-places a pending call (decline, expiry, an operator freeing up).
-    async fn place_call(&self, org_id: &str, session_id: &str, placement: &Placement, record: &DispatchRecord) -> StoreResult<()>;
-    /// 1-based place among the org's queued calls of the same skill, oldest first.
-    async fn queue_position(&self, org_id: &str, skill: &str, session_id: &str, raised_at: i64) -> StoreResult<i64>;
-    /// Puts back in the queue any pending call that has neither an open
-    /// offer nor a place in the queue (a crash between two writes). Returns how many.
-    async fn requeue_orphans(&self, now: i64) -> StoreResult<u64>;
-    /// The oldest pending unoffered call with one of `skills` that was never offered to `operator_id`.
-    async fn oldest_queued_call(&self, org_id: &str, skills: &[String], operator_id: &str) -> StoreResult<Option<QueuedCall>>;
-    /// Operators who were already offered this call (declined, missed, withdrawn).
-    async fn operators_offered(&self, session_id: &str) -> StoreResult<Vec<String>>;
+    async fn org_ids(&self) -> StoreResult<Vec<String>>;
+    async fn org_snapshot(&self, org_id: &str) -> StoreResult<OrgSnapshot>;
+    /// Takes the org's dispatch lock: `None` when another instance holds it.
+    async fn lock_org(&self, org_id: &str) -> StoreResult<Option<OrgLock>>;
+    /// Applies one batch's writes in one transaction (SQLite: `BEGIN
+    /// IMMEDIATE`, so it never fails half-way on a stale snapshot). A write
+    /// that finds the database other than the engine believed fails the whole batch.
+    async fn commit(&self, writes: &[Write]) -> StoreResult<()>;
+
     async fn open_offers(&self) -> StoreResult<Vec<OpenOfferRow>>;
-
-    /// Offer accepted → session ACTIVE with the operator attached and
-    /// SESSION_START logged. `None` when no such open offer exists.
-    async fn accept_offer(&self, org_id: &str, session_id: &str, operator_id: &str, now: i64) -> StoreResult<Option<SessionRow>>;
-    /// Closes an open offer as `declined` or `expired`; false if it was not open.
-    async fn close_offer(&self, session_id: &str, operator_id: &str, status: &str, now: i64) -> StoreResult<bool>;
-    /// Moves a live session to COMPLETED or CANCELLED, withdrawing any open
-    /// offer and logging SESSION_END.
-    async fn end_session(&self, org_id: &str, session_id: &str, to: LifecycleState, reason: &str, now: i64) -> StoreResult<EndOutcome>;
-
     async fn session(&self, org_id: &str, session_id: &str) -> StoreResult<Option<SessionRow>>;
     async fn apply_telemetry(&self, org_id: &str, session_id: &str, telemetry: Telemetry, now: i64) -> StoreResult<TelemetryOutcome>;
 
@@ -171,56 +224,37 @@ pub trait DispatchStore: Send + Sync {
     async fn audit_actions(&self, org_id: &str) -> StoreResult<Vec<(String, Option<String>)>>;
 }
 
-fn decode<T>(what: &str, value: Option<T>) -> StoreResult<T> {
+pub(super) fn decode<T>(what: &str, value: Option<T>) -> StoreResult<T> {
     value.ok_or_else(|| StoreError::Database(sqlx::Error::Decode(format!("unknown {what}").into())))
 }
 
-const SESSION_SELECT: &str = "SELECT s.id, s.org_id, s.robot_id, r.model, r.site, s.pop, s.skill, s.lifecycle, \
-     s.safety_state, s.operator_id, u.display_name, s.operator_region, s.rtt_ms, s.divergence_deg, \
+/// A write that changed nothing where the engine expected one row.
+fn diverged(what: &str) -> StoreError {
+    StoreError::Database(sqlx::Error::Protocol(format!("the database disagrees with the engine: {what}")))
+}
+
+const SESSION_SELECT: &str = "SELECT s.id, s.org_id, s.robot_id, r.model AS robot_model, r.site, s.pop, s.skill, s.lifecycle, \
+     s.safety_state, s.operator_id, u.display_name AS operator_name, s.operator_region, s.rtt_ms, s.divergence_deg, \
      s.velocity_scale, s.raised_at, s.started_at, s.ended_at \
-     FROM sessions s JOIN robots r ON r.id = s.robot_id LEFT JOIN users u ON u.id = s.operator_id";
+     FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id LEFT JOIN users u ON u.id = s.operator_id";
 
 const ROBOT_SELECT: &str = "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at FROM robots";
-
-macro_rules! session_from_row {
-    ($row:expr) => {{
-        let row = $row;
-        SessionRow {
-            id: row.try_get(0)?,
-            org_id: row.try_get(1)?,
-            robot_id: row.try_get(2)?,
-            robot_model: row.try_get(3)?,
-            site: row.try_get(4)?,
-            pop: row.try_get(5)?,
-            skill: row.try_get(6)?,
-            lifecycle: decode("lifecycle", LifecycleState::parse(row.try_get::<&str, _>(7)?))?,
-            safety_state: decode("safety state", SafetyState::parse(row.try_get::<&str, _>(8)?))?,
-            operator_id: row.try_get(9)?,
-            operator_name: row.try_get(10)?,
-            operator_region: row.try_get(11)?,
-            rtt_ms: row.try_get(12)?,
-            divergence_deg: row.try_get(13)?,
-            velocity_scale: row.try_get(14)?,
-            raised_at: row.try_get(15)?,
-            started_at: row.try_get(16)?,
-            ended_at: row.try_get(17)?,
-        }
-    }};
-}
 
 macro_rules! dispatch_store {
     ($store:ident) => {
         impl $store {
-            async fn write_placement(
-                tx: &mut sqlx::Transaction<'_, <Self as StoreDb>::Db>,
-                org_id: &str,
-                session_id: &str,
-                placement: &Placement,
-                record: &DispatchRecord,
-                leaves_queue: bool,
-            ) -> StoreResult<()> {
-                let outcome = match placement {
-                    Placement::Offer(offer) => {
+            async fn apply(tx: &mut sqlx::Transaction<'_, <Self as StoreDb>::Db>, write: &Write) -> StoreResult<()> {
+                match write {
+                    Write::OpenSession(s) => {
+                        sqlx::query("INSERT INTO sessions (id, org_id, robot_id, skill, pop, raised_at) VALUES ($1, $2, $3, $4, $5, $6)")
+                            .bind(&s.id).bind(&s.org_id).bind(&s.robot_id).bind(&s.skill).bind(&s.pop).bind(s.raised_at)
+                            .execute(&mut **tx).await?;
+                    }
+                    Write::Queue { session_id, at } => {
+                        sqlx::query("UPDATE sessions SET queued_at = $1 WHERE id = $2 AND queued_at IS NULL")
+                            .bind(at).bind(session_id).execute(&mut **tx).await?;
+                    }
+                    Write::Offer { org_id, session_id, offer } => {
                         sqlx::query(
                             "INSERT INTO offers (id, org_id, session_id, operator_id, rtt_ms, offered_at, expires_at) \
                              VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -228,26 +262,63 @@ macro_rules! dispatch_store {
                         .bind(&offer.id).bind(org_id).bind(session_id).bind(&offer.operator_id)
                         .bind(i64::from(offer.rtt_ms)).bind(offer.offered_at).bind(offer.expires_at)
                         .execute(&mut **tx).await?;
-                        if leaves_queue {
-                            sqlx::query("UPDATE sessions SET queued_at = NULL WHERE id = $1")
-                                .bind(session_id).execute(&mut **tx).await?;
+                        sqlx::query("UPDATE sessions SET queued_at = NULL WHERE id = $1 AND queued_at IS NOT NULL")
+                            .bind(session_id).execute(&mut **tx).await?;
+                    }
+                    Write::CloseOffer { org_id, session_id, operator_id, status, at } => {
+                        let done = sqlx::query(
+                            "UPDATE offers SET status = $1, answered_at = $2 \
+                             WHERE org_id = $3 AND session_id = $4 AND operator_id = $5 AND status = 'open'",
+                        )
+                        .bind(status.as_str()).bind(at).bind(org_id).bind(session_id).bind(operator_id)
+                        .execute(&mut **tx).await?;
+                        if done.rows_affected() != 1 {
+                            return Err(diverged("no such open offer"));
                         }
-                        "offered"
                     }
-                    Placement::Queue => {
-                        sqlx::query("UPDATE sessions SET queued_at = $1 WHERE id = $2 AND queued_at IS NULL")
-                            .bind(record.at).bind(session_id)
-                            .execute(&mut **tx).await?;
-                        "queued"
+                    Write::Start { org_id, session_id, operator_id, region, rtt_ms, at } => {
+                        let done = sqlx::query(
+                            "UPDATE sessions SET lifecycle = 'ACTIVE', operator_id = $1, operator_region = $2, rtt_ms = $3, \
+                             started_at = $4, queued_at = NULL WHERE org_id = $5 AND id = $6 AND lifecycle = 'PENDING'",
+                        )
+                        .bind(operator_id).bind(region).bind(i64::from(*rtt_ms)).bind(at).bind(org_id).bind(session_id)
+                        .execute(&mut **tx).await?;
+                        if done.rows_affected() != 1 {
+                            return Err(diverged("session not pending"));
+                        }
+                        sqlx::query(
+                            "INSERT INTO activity_events (org_id, session_id, kind, at, operator_id) VALUES ($1, $2, 'SESSION_START', $3, $4)",
+                        )
+                        .bind(org_id).bind(session_id).bind(at).bind(operator_id)
+                        .execute(&mut **tx).await?;
                     }
-                };
-                sqlx::query(
-                    "INSERT INTO dispatch_records (org_id, session_id, at, trigger, pool_source, outcome, operator_id, rtt_ms, candidates) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                )
-                .bind(org_id).bind(session_id).bind(record.at).bind(&record.trigger).bind(&record.pool_source)
-                .bind(outcome).bind(&record.operator_id).bind(record.rtt_ms.map(i64::from)).bind(&record.candidates)
-                .execute(&mut **tx).await?;
+                    Write::End { org_id, session_id, to, reason, attached, at } => {
+                        let done = sqlx::query(
+                            "UPDATE sessions SET lifecycle = $1, ended_at = $2, end_reason = $3, queued_at = NULL \
+                             WHERE org_id = $4 AND id = $5 AND lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED')",
+                        )
+                        .bind(to.as_str()).bind(at).bind(reason).bind(org_id).bind(session_id)
+                        .execute(&mut **tx).await?;
+                        if done.rows_affected() != 1 {
+                            return Err(diverged("session not open"));
+                        }
+                        sqlx::query(
+                            "INSERT INTO activity_events (org_id, session_id, kind, at, operator_id, detail) VALUES ($1, $2, 'SESSION_END', $3, $4, $5)",
+                        )
+                        .bind(org_id).bind(session_id).bind(at).bind(attached).bind(format!("{} · {reason}", to.as_str()))
+                        .execute(&mut **tx).await?;
+                    }
+                    Write::Record { org_id, session_id, record } => {
+                        sqlx::query(
+                            "INSERT INTO dispatch_records (org_id, session_id, at, trigger, pool_source, outcome, operator_id, rtt_ms, candidates) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                        )
+                        .bind(org_id).bind(session_id).bind(record.at).bind(record.trigger.as_str())
+                        .bind(record.pool_source.as_str()).bind(record.outcome.as_str()).bind(&record.operator_id)
+                        .bind(record.rtt_ms.map(i64::from)).bind(&record.candidates)
+                        .execute(&mut **tx).await?;
+                    }
+                }
                 Ok(())
             }
         }
@@ -259,204 +330,87 @@ macro_rules! dispatch_store {
                     .bind(token_hash).fetch_optional(&self.pool).await?)
             }
 
-            async fn record_heartbeat(&self, robot_id: &str, now: i64) -> StoreResult<()> {
-                sqlx::query("UPDATE robots SET last_heartbeat_at = $1 WHERE id = $2")
-                    .bind(now).bind(robot_id).execute(&self.pool).await?;
+            async fn record_heartbeat(&self, org_id: &str, robot_id: &str, now: i64) -> StoreResult<()> {
+                sqlx::query("UPDATE robots SET last_heartbeat_at = $1 WHERE org_id = $2 AND id = $3")
+                    .bind(now).bind(org_id).bind(robot_id).execute(&self.pool).await?;
                 Ok(())
             }
 
-            async fn live_session_for_robot(&self, robot_id: &str) -> StoreResult<Option<String>> {
+            async fn live_session_for_robot(&self, org_id: &str, robot_id: &str) -> StoreResult<Option<String>> {
                 Ok(sqlx::query_scalar(
-                    "SELECT id FROM sessions WHERE robot_id = $1 AND lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED') \
-                     ORDER BY raised_at DESC LIMIT 1",
+                    "SELECT id FROM sessions WHERE org_id = $1 AND robot_id = $2 AND lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED')",
                 )
-                .bind(robot_id).fetch_optional(&self.pool).await?)
+                .bind(org_id).bind(robot_id).fetch_optional(&self.pool).await?)
             }
 
-            async fn open_call(&self, session: &NewSession, placement: &Placement, record: &DispatchRecord) -> StoreResult<()> {
-                let mut tx = self.pool.begin().await?;
-                sqlx::query(
-                    "INSERT INTO sessions (id, org_id, robot_id, skill, pop, raised_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            async fn org_ids(&self) -> StoreResult<Vec<String>> {
+                Ok(sqlx::query_scalar("SELECT id FROM orgs ORDER BY id").fetch_all(&self.pool).await?)
+            }
+
+            async fn org_snapshot(&self, org_id: &str) -> StoreResult<OrgSnapshot> {
+                let operators = super::Store::operators(self, org_id).await?;
+                let pending = sqlx::query_as(
+                    "SELECT s.id AS session_id, s.robot_id, r.model AS robot_model, r.site, s.skill, s.pop, s.raised_at, s.queued_at \
+                     FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id \
+                     WHERE s.org_id = $1 AND s.lifecycle = 'PENDING' ORDER BY s.raised_at, s.id",
                 )
-                .bind(&session.id).bind(&session.org_id).bind(&session.robot_id).bind(&session.skill)
-                .bind(&session.pop).bind(session.raised_at)
-                .execute(&mut *tx).await?;
-                // A new call is in no queue yet: nothing to leave.
-                Self::write_placement(&mut tx, &session.org_id, &session.id, placement, record, false).await?;
+                .bind(org_id).fetch_all(&self.pool).await?;
+                let open_offers = sqlx::query_as(
+                    "SELECT org_id, session_id, operator_id, rtt_ms, offered_at, expires_at FROM offers \
+                     WHERE org_id = $1 AND status = 'open'",
+                )
+                .bind(org_id).fetch_all(&self.pool).await?;
+                let answered = sqlx::query_as(
+                    "SELECT o.session_id, o.operator_id, o.answered_at FROM offers o JOIN sessions s ON s.id = o.session_id \
+                     WHERE o.org_id = $1 AND s.lifecycle = 'PENDING' AND o.status IN ('declined', 'expired') AND o.answered_at IS NOT NULL",
+                )
+                .bind(org_id).fetch_all(&self.pool).await?;
+                let live = sqlx::query_as(
+                    "SELECT id AS session_id, robot_id, operator_id, lifecycle FROM sessions \
+                     WHERE org_id = $1 AND lifecycle IN ('ACTIVE', 'PAUSED')",
+                )
+                .bind(org_id).fetch_all(&self.pool).await?;
+                Ok(OrgSnapshot { operators, pending, open_offers, answered, live })
+            }
+
+            async fn lock_org(&self, org_id: &str) -> StoreResult<Option<OrgLock>> {
+                <Self as StoreDb>::lock_org(&self.pool, org_id).await
+            }
+
+            async fn commit(&self, writes: &[Write]) -> StoreResult<()> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                for write in writes {
+                    Self::apply(&mut tx, write).await?;
+                }
                 tx.commit().await?;
                 Ok(())
-            }
-
-            async fn place_call(&self, org_id: &str, session_id: &str, placement: &Placement, record: &DispatchRecord) -> StoreResult<()> {
-                let mut tx = self.pool.begin().await?;
-                Self::write_placement(&mut tx, org_id, session_id, placement, record, true).await?;
-                tx.commit().await?;
-                Ok(())
-            }
-
-            async fn queue_position(&self, org_id: &str, skill: &str, session_id: &str, raised_at: i64) -> StoreResult<i64> {
-                Ok(sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM sessions \
-                     WHERE org_id = $1 AND skill = $2 AND queued_at IS NOT NULL \
-                       AND (raised_at < $4 OR (raised_at = $4 AND id <= $3))",
-                )
-                .bind(org_id).bind(skill).bind(session_id).bind(raised_at)
-                .fetch_one(&self.pool).await?)
-            }
-
-            async fn requeue_orphans(&self, now: i64) -> StoreResult<u64> {
-                let done = sqlx::query(
-                    "UPDATE sessions SET queued_at = $1 WHERE lifecycle = 'PENDING' AND queued_at IS NULL \
-                     AND NOT EXISTS (SELECT 1 FROM offers o WHERE o.session_id = sessions.id AND o.status = 'open')",
-                )
-                .bind(now).execute(&self.pool).await?;
-                Ok(done.rows_affected())
-            }
-
-            async fn oldest_queued_call(&self, org_id: &str, skills: &[String], operator_id: &str) -> StoreResult<Option<QueuedCall>> {
-                if skills.is_empty() {
-                    return Ok(None);
-                }
-                let placeholders: Vec<String> = (0..skills.len()).map(|i| format!("${}", i + 3)).collect();
-                let sql = format!(
-                    "SELECT s.id, s.robot_id, s.skill, s.pop, s.raised_at, r.model, r.site \
-                     FROM sessions s JOIN robots r ON r.id = s.robot_id \
-                     WHERE s.org_id = $1 AND s.queued_at IS NOT NULL AND s.skill IN ({}) \
-                       AND NOT EXISTS (SELECT 1 FROM offers o WHERE o.session_id = s.id AND o.operator_id = $2) \
-                     ORDER BY s.raised_at, s.id LIMIT 1",
-                    placeholders.join(", ")
-                );
-                let mut query = sqlx::query(&sql).bind(org_id).bind(operator_id);
-                for skill in skills {
-                    query = query.bind(skill);
-                }
-                let Some(row) = query.fetch_optional(&self.pool).await? else { return Ok(None) };
-                Ok(Some(QueuedCall {
-                    session_id: row.try_get(0)?,
-                    robot_id: row.try_get(1)?,
-                    skill: row.try_get(2)?,
-                    pop: row.try_get(3)?,
-                    raised_at: row.try_get(4)?,
-                    robot_model: row.try_get(5)?,
-                    site: row.try_get(6)?,
-                }))
-            }
-
-            async fn operators_offered(&self, session_id: &str) -> StoreResult<Vec<String>> {
-                Ok(sqlx::query_scalar("SELECT operator_id FROM offers WHERE session_id = $1 ORDER BY offered_at")
-                    .bind(session_id).fetch_all(&self.pool).await?)
             }
 
             async fn open_offers(&self) -> StoreResult<Vec<OpenOfferRow>> {
-                let rows = sqlx::query(
+                Ok(sqlx::query_as(
                     "SELECT org_id, session_id, operator_id, rtt_ms, offered_at, expires_at FROM offers \
                      WHERE status = 'open' ORDER BY expires_at",
                 )
-                .fetch_all(&self.pool).await?;
-                rows.into_iter()
-                    .map(|row| {
-                        Ok(OpenOfferRow {
-                            org_id: row.try_get(0)?,
-                            session_id: row.try_get(1)?,
-                            operator_id: row.try_get(2)?,
-                            rtt_ms: row.try_get(3)?,
-                            offered_at: row.try_get(4)?,
-                            expires_at: row.try_get(5)?,
-                        })
-                    })
-                    .collect()
-            }
-
-            async fn accept_offer(&self, org_id: &str, session_id: &str, operator_id: &str, now: i64) -> StoreResult<Option<SessionRow>> {
-                let mut tx = self.pool.begin().await?;
-                let rtt: Option<i64> = sqlx::query_scalar(
-                    "UPDATE offers SET status = 'accepted', answered_at = $1 \
-                     WHERE org_id = $2 AND session_id = $3 AND operator_id = $4 AND status = 'open' RETURNING rtt_ms",
-                )
-                .bind(now).bind(org_id).bind(session_id).bind(operator_id)
-                .fetch_optional(&mut *tx).await?;
-                let Some(rtt) = rtt else { return Ok(None) };
-                let region: Option<String> = sqlx::query_scalar(
-                    "SELECT region FROM operator_profiles WHERE org_id = $1 AND user_id = $2",
-                )
-                .bind(org_id).bind(operator_id).fetch_optional(&mut *tx).await?;
-                let started = sqlx::query(
-                    "UPDATE sessions SET lifecycle = 'ACTIVE', operator_id = $1, operator_region = $2, rtt_ms = $3, started_at = $4 \
-                     WHERE id = $5 AND lifecycle = 'PENDING'",
-                )
-                .bind(operator_id).bind(&region).bind(rtt).bind(now).bind(session_id)
-                .execute(&mut *tx).await?;
-                if started.rows_affected() != 1 {
-                    return Ok(None);
-                }
-                sqlx::query(
-                    "INSERT INTO activity_events (org_id, session_id, kind, at, operator_id) VALUES ($1, $2, 'SESSION_START', $3, $4)",
-                )
-                .bind(org_id).bind(session_id).bind(now).bind(operator_id)
-                .execute(&mut *tx).await?;
-                let row = sqlx::query(&format!("{SESSION_SELECT} WHERE s.id = $1"))
-                    .bind(session_id).fetch_one(&mut *tx).await?;
-                let session = session_from_row!(row);
-                tx.commit().await?;
-                Ok(Some(session))
-            }
-
-            async fn close_offer(&self, session_id: &str, operator_id: &str, status: &str, now: i64) -> StoreResult<bool> {
-                let done = sqlx::query(
-                    "UPDATE offers SET status = $1, answered_at = $2 WHERE session_id = $3 AND operator_id = $4 AND status = 'open'",
-                )
-                .bind(status).bind(now).bind(session_id).bind(operator_id)
-                .execute(&self.pool).await?;
-                Ok(done.rows_affected() == 1)
-            }
-
-            async fn end_session(&self, org_id: &str, session_id: &str, to: LifecycleState, reason: &str, now: i64) -> StoreResult<EndOutcome> {
-                let mut tx = self.pool.begin().await?;
-                let current = sqlx::query("SELECT lifecycle, operator_id FROM sessions WHERE org_id = $1 AND id = $2")
-                    .bind(org_id).bind(session_id).fetch_optional(&mut *tx).await?;
-                let Some(current) = current else { return Ok(EndOutcome::NotFound) };
-                let lifecycle = decode("lifecycle", LifecycleState::parse(current.try_get::<&str, _>(0)?))?;
-                if matches!(lifecycle, LifecycleState::Completed | LifecycleState::Cancelled) {
-                    return Ok(EndOutcome::AlreadyEnded);
-                }
-                let attached: Option<String> = current.try_get(1)?;
-                let withdrawn_from: Option<String> = sqlx::query_scalar(
-                    "UPDATE offers SET status = 'withdrawn', answered_at = $1 WHERE session_id = $2 AND status = 'open' RETURNING operator_id",
-                )
-                .bind(now).bind(session_id).fetch_optional(&mut *tx).await?;
-                sqlx::query("UPDATE sessions SET lifecycle = $1, ended_at = $2, end_reason = $3, queued_at = NULL WHERE id = $4")
-                    .bind(to.as_str()).bind(now).bind(reason).bind(session_id)
-                    .execute(&mut *tx).await?;
-                sqlx::query(
-                    "INSERT INTO activity_events (org_id, session_id, kind, at, operator_id, detail) VALUES ($1, $2, 'SESSION_END', $3, $4, $5)",
-                )
-                .bind(org_id).bind(session_id).bind(now).bind(&attached).bind(format!("{} · {reason}", to.as_str()))
-                .execute(&mut *tx).await?;
-                tx.commit().await?;
-                Ok(EndOutcome::Ended { operator_id: attached, withdrawn_from })
+                .fetch_all(&self.pool).await?)
             }
 
             async fn session(&self, org_id: &str, session_id: &str) -> StoreResult<Option<SessionRow>> {
-                let row = sqlx::query(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"))
-                    .bind(org_id).bind(session_id).fetch_optional(&self.pool).await?;
-                Ok(match row {
-                    Some(row) => Some(session_from_row!(row)),
-                    None => None,
-                })
+                Ok(sqlx::query_as(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"))
+                    .bind(org_id).bind(session_id).fetch_optional(&self.pool).await?)
             }
 
             async fn apply_telemetry(&self, org_id: &str, session_id: &str, t: Telemetry, now: i64) -> StoreResult<TelemetryOutcome> {
-                let mut tx = self.pool.begin().await?;
-                let current = sqlx::query("SELECT lifecycle, safety_state, robot_id FROM sessions WHERE org_id = $1 AND id = $2")
-                    .bind(org_id).bind(session_id).fetch_optional(&mut *tx).await?;
-                let Some(current) = current else { return Ok(TelemetryOutcome::NotFound) };
-                let lifecycle = decode("lifecycle", LifecycleState::parse(current.try_get::<&str, _>(0)?))?;
-                let safety = decode("safety state", SafetyState::parse(current.try_get::<&str, _>(1)?))?;
-                let robot_id: String = current.try_get(2)?;
-                if matches!(lifecycle, LifecycleState::Completed | LifecycleState::Cancelled) {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let Some(current) = sqlx::query_as::<_, SessionRow>(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"))
+                    .bind(org_id).bind(session_id).fetch_optional(&mut *tx).await?
+                else {
+                    return Ok(TelemetryOutcome::NotFound);
+                };
+                if current.lifecycle()?.is_terminal() {
                     return Ok(TelemetryOutcome::Ended);
                 }
-                if safety == SafetyState::ProtectiveStop && t.state != SafetyState::ProtectiveStop {
+                let safety = current.safety()?;
+                if !telemetry_allowed(safety, t.state) {
                     return Ok(TelemetryOutcome::Latched);
                 }
                 sqlx::query(
@@ -470,35 +424,21 @@ macro_rules! dispatch_store {
                         "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
                          VALUES ($1, $2, 'robot', $3, 'protective_stop', $4, $3, $5)",
                     )
-                    .bind(org_id).bind(now).bind(&robot_id).bind(session_id)
+                    .bind(org_id).bind(now).bind(&current.robot_id).bind(session_id)
                     .bind(format!("entered PROTECTIVE_STOP from {}", safety.as_str()))
                     .execute(&mut *tx).await?;
                 }
-                let row = sqlx::query(&format!("{SESSION_SELECT} WHERE s.id = $1"))
-                    .bind(session_id).fetch_one(&mut *tx).await?;
-                let row = session_from_row!(row);
+                let row = sqlx::query_as(&format!("{SESSION_SELECT} WHERE s.id = $1")).bind(session_id).fetch_one(&mut *tx).await?;
                 tx.commit().await?;
                 Ok(TelemetryOutcome::Applied { row, entered_protective_stop: entered })
             }
 
             async fn dispatch_records(&self, session_id: &str) -> StoreResult<Vec<DispatchRecordRow>> {
-                let rows = sqlx::query(
+                Ok(sqlx::query_as(
                     "SELECT trigger, pool_source, outcome, operator_id, rtt_ms, candidates FROM dispatch_records \
                      WHERE session_id = $1 ORDER BY id",
                 )
-                .bind(session_id).fetch_all(&self.pool).await?;
-                rows.into_iter()
-                    .map(|row| {
-                        Ok(DispatchRecordRow {
-                            trigger: row.try_get(0)?,
-                            pool_source: row.try_get(1)?,
-                            outcome: row.try_get(2)?,
-                            operator_id: row.try_get(3)?,
-                            rtt_ms: row.try_get(4)?,
-                            candidates: row.try_get(5)?,
-                        })
-                    })
-                    .collect()
+                .bind(session_id).fetch_all(&self.pool).await?)
             }
 
             async fn activity_events(&self, session_id: &str) -> StoreResult<Vec<(String, Option<String>)>> {
@@ -514,15 +454,55 @@ macro_rules! dispatch_store {
     };
 }
 
-/// Names each store's sqlx database type, so one macro body fits both.
+/// What differs between the backends under one SQL text: how a writing
+/// transaction begins, and how an org's dispatch lock is taken.
+#[async_trait]
 pub trait StoreDb {
     type Db: sqlx::Database;
+    async fn begin_write(pool: &sqlx::Pool<Self::Db>) -> StoreResult<sqlx::Transaction<'static, Self::Db>>;
+    async fn lock_org(pool: &sqlx::Pool<Self::Db>, org_id: &str) -> StoreResult<Option<OrgLock>>;
 }
+
+#[async_trait]
 impl StoreDb for SqliteStore {
     type Db = sqlx::Sqlite;
+
+    async fn begin_write(pool: &sqlx::SqlitePool) -> StoreResult<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        // Take the write lock up front: a deferred transaction that reads
+        // first can fail with SQLITE_BUSY_SNAPSHOT when it tries to write.
+        Ok(pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    async fn lock_org(_pool: &sqlx::SqlitePool, _org_id: &str) -> StoreResult<Option<OrgLock>> {
+        // An SQLite file belongs to one process; nothing to share.
+        Ok(Some(OrgLock { _conn: None }))
+    }
 }
+
+/// Namespace of ClutchCall's per-org advisory locks (`CC` + 1).
+const ORG_LOCK_CLASS: i32 = 0x4343_0001;
+
+#[async_trait]
 impl StoreDb for PgStore {
     type Db = sqlx::Postgres;
+
+    async fn begin_write(pool: &sqlx::PgPool) -> StoreResult<sqlx::Transaction<'static, sqlx::Postgres>> {
+        Ok(pool.begin().await?)
+    }
+
+    async fn lock_org(pool: &sqlx::PgPool, org_id: &str) -> StoreResult<Option<OrgLock>> {
+        use sqlx::Connection;
+        // A connection of its own, outside the pool: the lock lives as long as it.
+        let mut conn = pool.acquire().await?.detach();
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, hashtext($2))")
+            .bind(ORG_LOCK_CLASS).bind(org_id).fetch_one(&mut conn).await?;
+        if locked {
+            Ok(Some(OrgLock { _conn: Some(conn) }))
+        } else {
+            let _ = conn.close().await;
+            Ok(None)
+        }
+    }
 }
 
 dispatch_store!(SqliteStore);

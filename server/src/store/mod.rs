@@ -6,8 +6,8 @@ mod dispatch;
 mod sql;
 
 pub use dispatch::{
-    DispatchRecord, DispatchRecordRow, DispatchStore, EndOutcome, NewOffer, NewSession, OpenOfferRow, Placement,
-    QueuedCall, SessionRow, Telemetry, TelemetryOutcome,
+    AnsweredOfferRow, DispatchRecord, DispatchRecordRow, DispatchStore, LiveSessionRow, NewOffer, NewSession, OpenOfferRow,
+    OrgLock, OrgSnapshot, PendingCallRow, SessionRow, Telemetry, TelemetryOutcome, Write,
 };
 pub use sql::{PgStore, SqliteStore};
 
@@ -155,6 +155,8 @@ pub trait Store: DispatchStore + Send + Sync + 'static {
 
     /// The org's robots, by id.
     async fn robots(&self, org_id: &str) -> StoreResult<Vec<RobotRecord>>;
+    /// The org's robots with their token hashes (the registry's memory).
+    async fn robots_with_token(&self, org_id: &str) -> StoreResult<Vec<(RobotRecord, String)>>;
     /// A robot of this org; `None` for an unknown id or another org's robot.
     async fn robot(&self, org_id: &str, robot_id: &str) -> StoreResult<Option<RobotRecord>>;
     /// The org's operators (members with an operator profile), by name.

@@ -239,6 +239,19 @@ macro_rules! sql_store {
                 .bind(org_id).fetch_all(&self.pool).await?)
             }
 
+            async fn robots_with_token(&self, org_id: &str) -> StoreResult<Vec<(RobotRecord, String)>> {
+                let rows = sqlx::query(
+                    "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at, token_hash FROM robots WHERE org_id = $1 ORDER BY id",
+                )
+                .bind(org_id).fetch_all(&self.pool).await?;
+                rows.into_iter()
+                    .map(|row| {
+                        use sqlx::FromRow;
+                        Ok((RobotRecord::from_row(&row)?, row.try_get("token_hash")?))
+                    })
+                    .collect()
+            }
+
             async fn robot(&self, org_id: &str, robot_id: &str) -> StoreResult<Option<RobotRecord>> {
                 Ok(sqlx::query_as::<_, RobotRecord>(
                     "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at FROM robots \

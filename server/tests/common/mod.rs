@@ -80,9 +80,10 @@ impl TestApp {
             site_root: site_root(),
             secure_cookies: false,
             seed_demo: true,
-            offer_window_ms: server::acd::OFFER_WINDOW_MS,
+            offer_window_ms: server::engine::OFFER_WINDOW_MS,
             wrap_up_ms: app::ring::DEFAULT_WRAP_UP_MS,
             presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
+            cooloff_ms: server::engine::DEFAULT_COOLOFF_MS,
         };
         let mut config = config;
         adjust(&mut config);
@@ -133,13 +134,13 @@ impl TestApp {
         self.running()
     }
 
-    pub fn acd(&self) -> &std::sync::Arc<server::acd::Acd> {
-        &self.running().acd
+    pub fn engine(&self) -> &std::sync::Arc<server::engine::Engine> {
+        &self.running().engine
     }
 
     /// An edge agent's request with the demo token of `robot_id`.
     pub fn robot(&self, method: reqwest::Method, robot_id: &str, path: &str) -> reqwest::RequestBuilder {
-        reqwest::Client::new()
+        http()
             .request(method, self.url(path))
             .bearer_auth(server::seed::demo_robot_token(robot_id))
     }
@@ -194,10 +195,20 @@ pub async fn execute(url: &str, sql: &str) {
     }
 }
 
+/// No test request may hang a run: a server that never answers fails the
+/// test in seconds, naming the request, instead of stalling CI.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A plain HTTP client (edge agents), with the request timeout.
+pub fn http() -> reqwest::Client {
+    reqwest::Client::builder().timeout(REQUEST_TIMEOUT).build().unwrap()
+}
+
 /// A browser-like client: keeps cookies, does not follow redirects (tests
 /// look at them).
 pub fn browser() -> reqwest::Client {
     reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -276,7 +287,10 @@ impl Tab {
         use tokio_tungstenite::tungstenite::client::IntoClientRequest;
         let mut request = format!("{}/ws", app.base.replace("http://", "ws://")).into_client_request().unwrap();
         request.headers_mut().insert("cookie", cookie.parse().unwrap());
-        let (ws, _) = tokio_tungstenite::connect_async(request).await.expect("ws connects");
+        let (ws, _) = tokio::time::timeout(REQUEST_TIMEOUT, tokio_tungstenite::connect_async(request))
+            .await
+            .expect("ws connects within the request timeout")
+            .expect("ws connects");
         Tab { ws }
     }
 

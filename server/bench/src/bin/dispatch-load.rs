@@ -3,11 +3,11 @@
 //! `POST /v1/sessions` over HTTP with C in flight, and prints calls/s and
 //! POST latency. Figures go in BENCHMARKS.md.
 //!
-//! cargo run -p server --release --bin dispatch-load -- --db sqlite --operators 100 --calls 2000 --concurrency 32
+//! cargo run -p clutchcall-bench --release --bin dispatch-load -- --db sqlite --operators 100 --calls 2000 --concurrency 32
 //! (`--db postgres` creates and drops a database on CLUTCHCALL_TEST_PG_URL,
 //! default postgres://postgres@127.0.0.1:5432/postgres.)
 
-use server::load::{ms, number, parse_flags, percentile, ScratchDb};
+use clutchcall_bench::{ms, number, parse_flags, percentile, ScratchDb};
 use server::seed::{load_org, load_robot_token, LOAD_ORG_ID};
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,7 +26,7 @@ async fn main() -> anyhow::Result<()> {
     let running = server::start(config).await?;
     running.store.seed(&load_org(operators, calls)).await?;
     for i in 0..operators {
-        running.acd.operator_ready(LOAD_ORG_ID, &format!("u-load-{i:03}"), true).await?;
+        running.engine.operator_ready(LOAD_ORG_ID, &format!("u-load-{i:03}"), true).await?;
     }
 
     let url = format!("http://{}/v1/sessions", running.addr);

@@ -1,7 +1,7 @@
-//! What the load tools in `src/bin` share: a throwaway database and server
+//! What the load tools (`src/bin`) share: a throwaway database and server
 //! configuration, flag parsing, and latency percentiles.
 
-use crate::config::Config;
+use server::config::Config;
 use sqlx::Connection;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -40,9 +40,10 @@ impl ScratchDb {
             site_root: "target/site".into(),
             secure_cookies: false,
             seed_demo: true,
-            offer_window_ms: crate::acd::OFFER_WINDOW_MS,
+            offer_window_ms: server::engine::OFFER_WINDOW_MS,
             wrap_up_ms: app::ring::DEFAULT_WRAP_UP_MS,
             presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
+            cooloff_ms: server::engine::DEFAULT_COOLOFF_MS,
         };
         Ok(ScratchDb { config, _dir: dir, postgres })
     }

@@ -7,12 +7,12 @@
 //! operator's socket, offers lost (a 201 whose offer never reached the
 //! console) and double offers (a console rung while it held an offer).
 //!
-//! cargo run -p server --release --bin ring-bench -- --db sqlite --consoles 1000 --calls 3000 --rate 500
+//! cargo run -p clutchcall-bench --release --bin ring-bench -- --db sqlite --consoles 1000 --calls 3000 --rate 500
 
 use app::models::Offer;
 use app::ring::{ConsoleMsg, RingMsg, HEARTBEAT_MS};
 use futures::{SinkExt, StreamExt};
-use server::load::{ms, number, parse_flags, percentile, ScratchDb};
+use clutchcall_bench::{ms, number, parse_flags, percentile, ScratchDb};
 use server::seed::{load_operator_email, load_org, load_robot_token, LOAD_PASSWORD};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,9 +1,13 @@
 //! The HTTP surface: the Leptos app and its server functions, static files,
-//! and operational endpoints. Handlers stay thin.
+//! the `/v1` API, the ring channel and operational endpoints. Handlers
+//! stay thin: they reach the engine and the services, never the store.
 
-use crate::acd::Acd;
-use crate::store::SharedStore;
-use std::sync::Arc;
+mod principal;
+
+pub use principal::Principal;
+
+use crate::engine::Engine;
+use crate::services::{RobotRegistry, SessionService};
 use app::functions::backend::SharedBackend;
 use app::{shell, App};
 use axum::extract::State;
@@ -14,16 +18,19 @@ use axum::Router;
 use leptos::prelude::*;
 use leptos_axum::{file_and_error_handler_with_context, generate_route_list, LeptosRoutes};
 use serde_json::json;
+use std::sync::Arc;
 use tower_http::trace::TraceLayer;
 
 /// Everything a request handler may need.
 #[derive(Clone)]
 pub struct AppState {
     pub leptos_options: LeptosOptions,
-    pub store: SharedStore,
     pub backend: SharedBackend,
-    pub acd: Arc<Acd>,
-    pub ring: Arc<crate::ring::RingHub>,
+    pub engine: Arc<Engine>,
+    pub robots: Arc<RobotRegistry>,
+    pub sessions: Arc<SessionService>,
+    /// A console tab silent this long is closed (its presence then lapses).
+    pub presence_ttl_ms: i64,
 }
 
 impl axum::extract::FromRef<AppState> for LeptosOptions {
@@ -51,8 +58,8 @@ pub fn router(state: AppState) -> Router {
 /// Liveness and readiness in one: the process answers and the database
 /// does a round trip.
 async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
-    let database = state.store.backend_name();
-    match state.store.ping().await {
+    let database = state.sessions.backend_name();
+    match state.sessions.ping().await {
         Ok(()) => (StatusCode::OK, Json(json!({ "status": "ok", "database": database }))),
         Err(e) => {
             tracing::error!(error = %e, "health check failed");

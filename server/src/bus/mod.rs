@@ -1,0 +1,128 @@
+//! The event bus (DESIGN "Realtime"): every change leaves the engine or a
+//! service as a typed event on a topic; sockets subscribe to the topics
+//! their page needs. `InProcessBus` serves one process; the trait is the
+//! seam for a PostgreSQL `LISTEN/NOTIFY` implementation between instances.
+
+use app::events::{Event, Topic};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::broadcast;
+
+/// Events a topic holds for a slow subscriber before it must resync.
+pub const TOPIC_BUFFER: usize = 256;
+
+/// What a subscriber receives.
+#[derive(Debug, PartialEq)]
+pub enum Delivery {
+    Event(Event),
+    /// The subscriber fell behind and events were dropped: it must reload
+    /// its picture from the source (never silence).
+    Resync,
+    /// The bus is gone (shutdown).
+    Closed,
+}
+
+pub trait EventBus: Send + Sync + 'static {
+    /// Publishes after the change is committed; never blocks.
+    fn publish(&self, topic: Topic, event: Event);
+    fn subscribe(&self, topic: &Topic) -> Subscription;
+}
+
+pub type SharedBus = Arc<dyn EventBus>;
+
+/// One subscriber's stream of a topic.
+pub struct Subscription {
+    rx: broadcast::Receiver<Event>,
+}
+
+impl Subscription {
+    pub async fn recv(&mut self) -> Delivery {
+        match self.rx.recv().await {
+            Ok(event) => Delivery::Event(event),
+            Err(broadcast::error::RecvError::Lagged(_)) => Delivery::Resync,
+            Err(broadcast::error::RecvError::Closed) => Delivery::Closed,
+        }
+    }
+}
+
+/// Topics as broadcast channels, created on first subscription and
+/// dropped when their last subscriber leaves.
+#[derive(Default)]
+pub struct InProcessBus {
+    topics: Mutex<HashMap<Topic, broadcast::Sender<Event>>>,
+}
+
+impl InProcessBus {
+    pub fn new() -> Arc<InProcessBus> {
+        Arc::new(InProcessBus::default())
+    }
+}
+
+impl EventBus for InProcessBus {
+    fn publish(&self, topic: Topic, event: Event) {
+        let mut topics = self.topics.lock().expect("bus lock");
+        if let Some(tx) = topics.get(&topic) {
+            if tx.send(event).is_err() {
+                // Nobody listens any more.
+                topics.remove(&topic);
+            }
+        }
+    }
+
+    fn subscribe(&self, topic: &Topic) -> Subscription {
+        let mut topics = self.topics.lock().expect("bus lock");
+        let tx = topics.entry(topic.clone()).or_insert_with(|| broadcast::channel(TOPIC_BUFFER).0);
+        Subscription { rx: tx.subscribe() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use app::events::{OrgEvent, PresenceUpdate};
+    use app::models::PresenceState;
+
+    fn presence(n: i64) -> Event {
+        Event::Org(OrgEvent::Presence {
+            presence: PresenceUpdate {
+                operator_id: "u".into(),
+                name: "U".into(),
+                state: PresenceState::Ready,
+                state_since_ms: n,
+                current_call_id: None,
+                aux_reason: None,
+            },
+        })
+    }
+
+    #[tokio::test]
+    async fn d12_subscribers_get_their_topic_only() {
+        let bus = InProcessBus::new();
+        let mut a = bus.subscribe(&Topic::org("a"));
+        let mut b = bus.subscribe(&Topic::org("b"));
+        bus.publish(Topic::org("a"), presence(1));
+        assert_eq!(a.recv().await, Delivery::Event(presence(1)));
+        bus.publish(Topic::org("b"), presence(2));
+        assert_eq!(b.recv().await, Delivery::Event(presence(2)));
+    }
+
+    #[tokio::test]
+    async fn d12_a_subscriber_that_falls_behind_gets_a_resync_not_silence() {
+        let bus = InProcessBus::new();
+        let mut slow = bus.subscribe(&Topic::org("a"));
+        for n in 0..(TOPIC_BUFFER as i64 + 10) {
+            bus.publish(Topic::org("a"), presence(n));
+        }
+        assert_eq!(slow.recv().await, Delivery::Resync);
+        // After the resync it reads on from the oldest event still held.
+        assert!(matches!(slow.recv().await, Delivery::Event(_)));
+    }
+
+    #[tokio::test]
+    async fn a_topic_without_subscribers_is_dropped() {
+        let bus = InProcessBus::new();
+        drop(bus.subscribe(&Topic::org("a")));
+        bus.publish(Topic::org("a"), presence(1));
+        assert!(bus.topics.lock().unwrap().is_empty());
+    }
+}

@@ -1,0 +1,447 @@
+//! One org's dispatch state, owned by that org's dispatcher task and
+//! changed only through these methods: presences, open offers, pending
+//! calls and their queues, live sessions, the ready index and the timers.
+//!
+//! The desk does no I/O. Each change appends to `Effects`: the writes the
+//! dispatcher commits for the batch, and the events it publishes once they
+//! are committed. Calls and offers are in `calls.rs`; this file keeps
+//! presences, tabs, timers and loading.
+
+use super::busy::BusyOperators;
+use super::ready::{Entry, ReadyIndex, Tier};
+use super::timers::{Timer, Timers};
+use super::types::{EngineError, OperatorPresence, Settings};
+use crate::store::{OperatorRecord, OrgSnapshot, Write};
+use app::dispatch::{LinkFloors, Trigger};
+use app::events::{Event, OperatorEvent, OrgEvent, PresenceUpdate, Topic};
+use app::models::{LifecycleState, Offer, PresenceState};
+use app::presence::{in_live_pool, in_roster_pool, next_presence, PresenceEvent, MISSED_OFFER, NOT_READY};
+use app::ring::MyPresence;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// What a batch produced: writes to commit, then events to publish.
+#[derive(Default)]
+pub struct Effects {
+    pub writes: Vec<Write>,
+    pub events: Vec<(Topic, Event)>,
+}
+
+pub(super) struct Operator {
+    pub presence: OperatorPresence,
+    /// Open console tabs.
+    pub tabs: u32,
+    /// Bumped when a tab opens, so an older lapse timer is ignored.
+    pub generation: u64,
+}
+
+/// A PENDING call.
+pub(super) struct Call {
+    pub robot_id: String,
+    pub robot_model: String,
+    pub site: String,
+    pub skill: String,
+    pub pop: String,
+    pub raised_at: i64,
+    pub offered_to: Option<String>,
+    pub queued: bool,
+    /// Operator → until when they may not be offered this call (rule D08).
+    pub cooloffs: HashMap<String, i64>,
+}
+
+/// An ACTIVE or PAUSED session.
+pub(super) struct Live {
+    pub robot_id: String,
+    pub operator_id: Option<String>,
+    pub lifecycle: LifecycleState,
+}
+
+pub struct Desk {
+    pub(super) org_id: String,
+    pub(super) settings: Settings,
+    pub(super) floors: Arc<LinkFloors>,
+    pub(super) busy: Arc<BusyOperators>,
+    pub(super) operators: HashMap<String, Operator>,
+    /// Operator → the offer ringing for them in this org.
+    pub(super) offers: HashMap<String, Offer>,
+    pub(super) calls: HashMap<String, Call>,
+    /// Queued calls per skill, and all of them, oldest first (rule D06).
+    pub(super) queues: HashMap<String, BTreeSet<(i64, String)>>,
+    pub(super) queued: BTreeSet<(i64, String)>,
+    pub(super) live: HashMap<String, Live>,
+    /// Robot → its one open session (rule D09).
+    pub(super) open_by_robot: HashMap<String, String>,
+    pub(super) index: ReadyIndex,
+    pub timers: Timers,
+    pub(super) fx: Effects,
+    /// Someone may have become able to take a queued call.
+    pub(super) dirty: bool,
+}
+
+impl Desk {
+    pub fn new(org_id: &str, settings: Settings, floors: Arc<LinkFloors>, busy: Arc<BusyOperators>) -> Desk {
+        Desk {
+            org_id: org_id.to_string(),
+            settings,
+            floors,
+            busy,
+            operators: HashMap::new(),
+            offers: HashMap::new(),
+            calls: HashMap::new(),
+            queues: HashMap::new(),
+            queued: BTreeSet::new(),
+            live: HashMap::new(),
+            open_by_robot: HashMap::new(),
+            index: ReadyIndex::default(),
+            timers: Timers::default(),
+            fx: Effects::default(),
+            dirty: false,
+        }
+    }
+
+    pub fn take_effects(&mut self) -> Effects {
+        std::mem::take(&mut self.fx)
+    }
+
+    /// Rebuilds calls, offers and queues from the database, keeping the
+    /// presences (which live only here). Used at start and after a failed
+    /// commit; `recover` then closes what went stale while nobody watched.
+    pub fn load(&mut self, snapshot: OrgSnapshot, now: i64) {
+        for (operator_id, _) in self.offers.drain() {
+            self.busy.release(&operator_id, &self.org_id);
+        }
+        self.calls.clear();
+        self.queues.clear();
+        self.queued.clear();
+        self.live.clear();
+        self.open_by_robot.clear();
+        self.timers = Timers::default();
+        for record in snapshot.operators {
+            self.load_operator(record);
+        }
+        for row in snapshot.pending {
+            self.open_by_robot.insert(row.robot_id.clone(), row.session_id.clone());
+            let queued = row.queued_at.is_some();
+            if queued {
+                self.enqueue_key(&row.skill, row.raised_at, &row.session_id);
+            }
+            self.calls.insert(
+                row.session_id,
+                Call {
+                    robot_id: row.robot_id,
+                    robot_model: row.robot_model,
+                    site: row.site,
+                    skill: row.skill,
+                    pop: row.pop,
+                    raised_at: row.raised_at,
+                    offered_to: None,
+                    queued,
+                    cooloffs: HashMap::new(),
+                },
+            );
+        }
+        for row in snapshot.answered {
+            let until = row.answered_at + self.settings.cooloff_ms;
+            if let Some(call) = self.calls.get_mut(&row.session_id) {
+                if until > now {
+                    let entry = call.cooloffs.entry(row.operator_id.clone()).or_insert(until);
+                    *entry = (*entry).max(until);
+                    self.timers.at(until, Timer::CoolOff { session_id: row.session_id, operator_id: row.operator_id });
+                }
+            }
+        }
+        for row in snapshot.open_offers {
+            let Some(call) = self.calls.get_mut(&row.session_id) else { continue };
+            call.offered_to = Some(row.operator_id.clone());
+            let offer = Offer {
+                session_id: row.session_id.clone(),
+                robot_id: call.robot_id.clone(),
+                robot_model: call.robot_model.clone(),
+                site: call.site.clone(),
+                rtt_ms: u32::try_from(row.rtt_ms).unwrap_or(u32::MAX),
+                operator_id: row.operator_id.clone(),
+                offered_at: row.offered_at,
+                expires_at: row.expires_at,
+            };
+            self.busy.claim(&row.operator_id, &self.org_id);
+            self.timers.at(row.expires_at, Timer::OfferExpiry { operator_id: row.operator_id.clone(), session_id: row.session_id });
+            self.offers.insert(row.operator_id, offer);
+        }
+        for row in snapshot.live {
+            let lifecycle = LifecycleState::parse(&row.lifecycle).unwrap_or(LifecycleState::Active);
+            self.open_by_robot.insert(row.robot_id.clone(), row.session_id.clone());
+            self.live.insert(row.session_id, Live { robot_id: row.robot_id, operator_id: row.operator_id, lifecycle });
+        }
+        // Presences agree with the offers just loaded; anyone not heard from
+        // lapses unless a tab opens.
+        let ids: Vec<String> = self.operators.keys().cloned().collect();
+        for id in ids {
+            let holds = self.offers.get(&id).map(|o| o.session_id.clone());
+            let op = self.operators.get_mut(&id).expect("known");
+            match (&holds, op.presence.state) {
+                (Some(session), PresenceState::Offline | PresenceState::Ready | PresenceState::Aux | PresenceState::Acw) => {
+                    op.presence.enter(PresenceState::Ringing, now);
+                    op.presence.current_call = Some(session.clone());
+                }
+                (None, PresenceState::Ringing) => {
+                    op.presence.enter(PresenceState::Ready, now);
+                    op.presence.current_call = None;
+                }
+                _ => {}
+            }
+            if op.presence.state == PresenceState::Acw {
+                let since = op.presence.since;
+                self.timers.at(since + self.settings.wrap_up_ms, Timer::WrapUp { operator_id: id.clone(), since });
+            }
+            if op.tabs == 0 && op.presence.state != PresenceState::Offline {
+                let generation = op.generation;
+                self.timers.at(now + self.settings.presence_ttl_ms, Timer::Lapse { operator_id: id.clone(), generation });
+            }
+            self.reindex(&id);
+        }
+        self.dirty = true;
+    }
+
+    /// Adds an operator (or refreshes their profile), keeping any presence.
+    pub fn load_operator(&mut self, record: OperatorRecord) {
+        let skills = app::rules::skills_of(&record.certifications);
+        let id = record.user_id.clone();
+        match self.operators.get_mut(&id) {
+            Some(op) => {
+                op.presence.name = record.display_name;
+                op.presence.region = record.region;
+                op.presence.skills = skills;
+            }
+            None => {
+                self.operators.insert(
+                    id.clone(),
+                    Operator {
+                        presence: OperatorPresence {
+                            operator_id: record.user_id,
+                            name: record.display_name,
+                            region: record.region,
+                            skills,
+                            state: PresenceState::Offline,
+                            since: 0,
+                            aux_reason: None,
+                            current_call: None,
+                            live_ready: false,
+                            measured_rtt_ms: Default::default(),
+                        },
+                        tabs: 0,
+                        generation: 0,
+                    },
+                );
+            }
+        }
+        self.reindex(&id);
+        self.dirty = true;
+    }
+
+    pub fn knows(&self, operator_id: &str) -> bool {
+        self.operators.contains_key(operator_id)
+    }
+
+    fn operator_mut(&mut self, operator_id: &str) -> Result<&mut Operator, EngineError> {
+        self.operators.get_mut(operator_id).ok_or(EngineError::NotFound("operator"))
+    }
+
+    pub fn presence(&self, operator_id: &str) -> Option<&OperatorPresence> {
+        self.operators.get(operator_id).map(|op| &op.presence)
+    }
+
+    /// What an operator's tab shows: their presence and the offer ringing.
+    pub fn console(&self, operator_id: &str) -> Option<(OperatorPresence, Option<Offer>)> {
+        let op = self.operators.get(operator_id)?;
+        Some((op.presence.clone(), self.offers.get(operator_id).cloned()))
+    }
+
+    /// Every operator's presence, by name.
+    pub fn presences(&self) -> Vec<OperatorPresence> {
+        let mut all: Vec<OperatorPresence> = self.operators.values().map(|op| op.presence.clone()).collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name).then(a.operator_id.cmp(&b.operator_id)));
+        all
+    }
+
+    /// Puts the operator where the pool rules say (or out of the index).
+    pub(super) fn reindex(&mut self, operator_id: &str) {
+        let Some(op) = self.operators.get(operator_id) else { return };
+        let p = &op.presence;
+        let tier = if self.offers.contains_key(operator_id) {
+            None
+        } else if in_live_pool(p.state, p.live_ready) {
+            Some(Tier::Live)
+        } else if in_roster_pool(p.state) {
+            Some(Tier::Roster)
+        } else {
+            None
+        };
+        match tier {
+            Some(tier) => self.index.upsert(
+                Entry {
+                    operator_id,
+                    tier,
+                    region: &p.region,
+                    skills: &p.skills,
+                    since: p.since,
+                    measured: &p.measured_rtt_ms,
+                },
+                &self.floors,
+            ),
+            None => self.index.remove(operator_id),
+        }
+    }
+
+    /// Applies a presence event (with the aux reason, should it end in
+    /// `aux`), reindexes, and tells the operator's tabs and the org's roster.
+    pub(super) fn presence_event(&mut self, operator_id: &str, event: PresenceEvent, aux_reason: Option<&str>, now: i64) {
+        let Some(op) = self.operators.get_mut(operator_id) else { return };
+        let next = next_presence(op.presence.state, event);
+        op.presence.enter(next, now);
+        if next == PresenceState::Aux && aux_reason.is_some() {
+            op.presence.aux_reason = aux_reason.map(str::to_owned);
+        }
+        match next {
+            PresenceState::Ringing | PresenceState::OnCall => {}
+            _ => op.presence.current_call = None,
+        }
+        if matches!(next, PresenceState::Aux | PresenceState::Offline) {
+            op.presence.live_ready = false;
+        }
+        if next == PresenceState::Offline {
+            op.presence.measured_rtt_ms.clear();
+        }
+        if next == PresenceState::Acw {
+            let since = op.presence.since;
+            self.timers.at(since + self.settings.wrap_up_ms, Timer::WrapUp { operator_id: operator_id.to_string(), since });
+        }
+        self.reindex(operator_id);
+        self.dirty = true;
+        self.publish_presence(operator_id);
+    }
+
+    pub(super) fn publish_presence(&mut self, operator_id: &str) {
+        let Some(op) = self.operators.get(operator_id) else { return };
+        let p = &op.presence;
+        let mine = MyPresence { state: p.state, since_ms: p.since, aux_reason: p.aux_reason.clone(), current_call: p.current_call.clone() };
+        let roster = PresenceUpdate {
+            operator_id: p.operator_id.clone(),
+            name: p.name.clone(),
+            state: p.state,
+            state_since_ms: p.since,
+            current_call_id: p.current_call.clone(),
+            aux_reason: p.aux_reason.clone(),
+        };
+        self.fx.events.push((Topic::operator(&self.org_id, operator_id), Event::Operator(OperatorEvent::Presence { presence: mine })));
+        self.fx.events.push((Topic::org(&self.org_id), Event::Org(OrgEvent::Presence { presence: roster })));
+    }
+
+    /// Ready (`live`: from a Ready screen). An attached or ringing operator
+    /// keeps their state; queued calls they can serve are offered after
+    /// the batch.
+    pub fn ready(&mut self, operator_id: &str, live: bool, now: i64) -> Result<(), EngineError> {
+        let op = self.operator_mut(operator_id)?;
+        if op.presence.state == PresenceState::OnCall {
+            return Ok(());
+        }
+        op.presence.live_ready = live;
+        self.presence_event(operator_id, PresenceEvent::Ready, None, now);
+        Ok(())
+    }
+
+    /// Steps away with a reason; an offer they held counts as declined.
+    pub fn aux(&mut self, operator_id: &str, reason: &str, now: i64) -> Result<(), EngineError> {
+        self.operator_mut(operator_id)?;
+        if let Some(offer) = self.offers.get(operator_id).cloned() {
+            self.close_offer(operator_id, app::dispatch::OfferStatus::Declined, now);
+            self.place(&offer.session_id, Trigger::Declined, now, true);
+        }
+        self.presence_event(operator_id, PresenceEvent::Aux, Some(reason), now);
+        Ok(())
+    }
+
+    /// RTT the operator's console measured to a PoP.
+    pub fn report_rtt(&mut self, operator_id: &str, pop: &str, rtt_ms: u32) -> Result<(), EngineError> {
+        let op = self.operator_mut(operator_id)?;
+        op.presence.measured_rtt_ms.insert(pop.to_string(), rtt_ms);
+        self.reindex(operator_id);
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// A console tab connected: an offline operator is online but not
+    /// ready. Returns the presence and the offer ringing for them.
+    pub fn tab_opened(&mut self, operator_id: &str, now: i64) -> Result<(OperatorPresence, Option<Offer>), EngineError> {
+        let op = self.operator_mut(operator_id)?;
+        op.tabs += 1;
+        op.generation += 1;
+        if op.presence.state == PresenceState::Offline {
+            self.presence_event(operator_id, PresenceEvent::SignedIn, Some(NOT_READY), now);
+        }
+        let presence = self.operators[operator_id].presence.clone();
+        Ok((presence, self.offers.get(operator_id).cloned()))
+    }
+
+    /// A tab closed; when it was the last, presence lapses `ttl` after the
+    /// last thing that tab heard (seed 003: an entry kept alive, not a flag).
+    pub fn tab_closed(&mut self, operator_id: &str, last_seen: i64) {
+        let Some(op) = self.operators.get_mut(operator_id) else { return };
+        op.tabs = op.tabs.saturating_sub(1);
+        if op.tabs == 0 {
+            let generation = op.generation;
+            self.timers.at(last_seen + self.settings.presence_ttl_ms, Timer::Lapse { operator_id: operator_id.to_string(), generation });
+        }
+    }
+
+    /// The presence lapsed (or the operator signed out everywhere): offline,
+    /// and an offer they held moves on at once.
+    pub fn offline(&mut self, operator_id: &str, now: i64) -> Result<(), EngineError> {
+        self.operator_mut(operator_id)?;
+        if let Some(offer) = self.offers.get(operator_id).cloned() {
+            self.close_offer(operator_id, app::dispatch::OfferStatus::Expired, now);
+            self.place(&offer.session_id, Trigger::OperatorOffline, now, true);
+        }
+        self.presence_event(operator_id, PresenceEvent::Lapsed, None, now);
+        Ok(())
+    }
+
+    /// Runs one due timer; timers whose subject moved on do nothing.
+    pub fn fire(&mut self, timer: Timer, now: i64) {
+        match timer {
+            Timer::OfferExpiry { operator_id, session_id } => {
+                let due = self.offers.get(&operator_id).is_some_and(|o| o.session_id == session_id && o.expires_at <= now);
+                if due {
+                    self.close_offer(&operator_id, app::dispatch::OfferStatus::Expired, now);
+                    self.presence_event(&operator_id, PresenceEvent::OfferMissed, Some(MISSED_OFFER), now);
+                    self.place(&session_id, Trigger::Expired, now, true);
+                }
+            }
+            Timer::WrapUp { operator_id, since } => {
+                let due = self
+                    .operators
+                    .get(&operator_id)
+                    .is_some_and(|op| op.presence.state == PresenceState::Acw && op.presence.since == since);
+                if due {
+                    self.presence_event(&operator_id, PresenceEvent::WrapUpDone, None, now);
+                }
+            }
+            Timer::Lapse { operator_id, generation } => {
+                let due = self.operators.get(&operator_id).is_some_and(|op| {
+                    op.tabs == 0 && op.generation == generation && op.presence.state != PresenceState::Offline
+                });
+                if due {
+                    tracing::info!(org = %self.org_id, operator = %operator_id, "presence lapsed: offline");
+                    let _ = self.offline(&operator_id, now);
+                }
+            }
+            Timer::CoolOff { session_id, operator_id } => {
+                if let Some(call) = self.calls.get_mut(&session_id) {
+                    if call.cooloffs.get(&operator_id).is_some_and(|until| *until <= now) {
+                        call.cooloffs.remove(&operator_id);
+                        self.dirty = true;
+                    }
+                }
+            }
+        }
+    }
+}

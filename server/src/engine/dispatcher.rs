@@ -1,0 +1,249 @@
+//! One org's dispatcher task: it owns the org's `Desk`, takes requests in
+//! batches from its channel, applies them in memory, commits the batch's
+//! writes in one transaction, and only then answers the requests and
+//! publishes the events (group commit; rule D11). Timers come from the
+//! desk's deadline queue. Nothing awaits I/O in the middle of a decision.
+
+use super::calls::CallingRobot;
+use super::desk::Desk;
+use super::types::{EngineError, OperatorPresence};
+use super::Shared;
+use crate::store::OperatorRecord;
+use app::models::{LifecycleState, Offer};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// Requests one batch takes at most.
+const MAX_BATCH: usize = 256;
+/// How long a starting dispatcher keeps trying for its org lock before it
+/// tells callers the org is dispatched elsewhere (a crashed instance's lock
+/// goes when PostgreSQL notices its connection closed).
+const LOCK_PATIENCE: Duration = Duration::from_secs(3);
+
+pub type Reply<T> = oneshot::Sender<Result<T, EngineError>>;
+
+pub enum Command {
+    Raise { robot: CallingRobot, reply: Reply<super::CallOutcome> },
+    Accept { operator_id: String, session_id: String, reply: Reply<()> },
+    Decline { operator_id: String, session_id: String, reply: Reply<()> },
+    Ready { operator_id: String, live: bool, reply: Reply<()> },
+    Aux { operator_id: String, reason: String, reply: Reply<()> },
+    Offline { operator_id: String, reply: Reply<()> },
+    Rtt { operator_id: String, pop: String, rtt_ms: u32, reply: Reply<()> },
+    /// `true` when the desk ended it; `false` when it knows no such open session.
+    Finish { session_id: String, to: LifecycleState, reason: String, reply: Reply<bool> },
+    TabOpened { operator_id: String, reply: Reply<(OperatorPresence, Option<Offer>)> },
+    TabClosed { operator_id: String, last_seen: i64 },
+    LoadOperator { record: OperatorRecord },
+    Presences { reply: oneshot::Sender<Vec<OperatorPresence>> },
+    /// One operator's presence and ringing offer (a tab's resync).
+    Console { operator_id: String, reply: oneshot::Sender<Option<(OperatorPresence, Option<Offer>)>> },
+}
+
+impl Command {
+    fn operator(&self) -> Option<&str> {
+        match self {
+            Command::Accept { operator_id, .. }
+            | Command::Decline { operator_id, .. }
+            | Command::Ready { operator_id, .. }
+            | Command::Aux { operator_id, .. }
+            | Command::Offline { operator_id, .. }
+            | Command::Rtt { operator_id, .. }
+            | Command::TabOpened { operator_id, .. } => Some(operator_id),
+            _ => None,
+        }
+    }
+
+    /// Answers without touching the desk.
+    fn refuse(self, error: impl Fn() -> EngineError) {
+        match self {
+            Command::Raise { reply, .. } => drop(reply.send(Err(error()))),
+            Command::Accept { reply, .. }
+            | Command::Decline { reply, .. }
+            | Command::Ready { reply, .. }
+            | Command::Aux { reply, .. }
+            | Command::Offline { reply, .. }
+            | Command::Rtt { reply, .. } => drop(reply.send(Err(error()))),
+            Command::Finish { reply, .. } => drop(reply.send(Err(error()))),
+            Command::TabOpened { reply, .. } => drop(reply.send(Err(error()))),
+            Command::Presences { reply } => drop(reply.send(Vec::new())),
+            Command::Console { reply, .. } => drop(reply.send(None)),
+            Command::TabClosed { .. } | Command::LoadOperator { .. } => {}
+        }
+    }
+}
+
+/// An answer held until the batch is committed (`true`) or failed.
+type Pending = Box<dyn FnOnce(bool) + Send>;
+
+fn hold<T: Send + 'static>(reply: Reply<T>, result: Result<T, EngineError>) -> Pending {
+    Box::new(move |committed| {
+        let _ = reply.send(if committed { result } else { Err(EngineError::Unavailable) });
+    })
+}
+
+fn apply(desk: &mut Desk, command: Command, now: i64) -> Option<Pending> {
+    if let Some(operator_id) = command.operator() {
+        if !desk.knows(operator_id) {
+            command.refuse(|| EngineError::NotFound("operator"));
+            return None;
+        }
+    }
+    Some(match command {
+        Command::Raise { robot, reply } => hold(reply, desk.raise(&robot, now)),
+        Command::Accept { operator_id, session_id, reply } => hold(reply, desk.accept(&operator_id, &session_id, now)),
+        Command::Decline { operator_id, session_id, reply } => hold(reply, desk.decline(&operator_id, &session_id, now)),
+        Command::Ready { operator_id, live, reply } => hold(reply, desk.ready(&operator_id, live, now)),
+        Command::Aux { operator_id, reason, reply } => hold(reply, desk.aux(&operator_id, &reason, now)),
+        Command::Offline { operator_id, reply } => hold(reply, desk.offline(&operator_id, now)),
+        Command::Rtt { operator_id, pop, rtt_ms, reply } => hold(reply, desk.report_rtt(&operator_id, &pop, rtt_ms)),
+        Command::Finish { session_id, to, reason, reply } => hold(reply, desk.finish(&session_id, to, &reason, now)),
+        Command::TabOpened { operator_id, reply } => hold(reply, desk.tab_opened(&operator_id, now)),
+        Command::TabClosed { operator_id, last_seen } => {
+            desk.tab_closed(&operator_id, last_seen);
+            return None;
+        }
+        Command::LoadOperator { record } => {
+            desk.load_operator(record);
+            return None;
+        }
+        Command::Presences { reply } => {
+            let _ = reply.send(desk.presences());
+            return None;
+        }
+        Command::Console { operator_id, reply } => {
+            let _ = reply.send(desk.console(&operator_id));
+            return None;
+        }
+    })
+}
+
+/// Waits for the org's dispatch lock, answering that the org is
+/// dispatched elsewhere meanwhile (after `LOCK_PATIENCE`).
+async fn take_lock(
+    shared: &Shared,
+    org_id: &str,
+    rx: &mut mpsc::Receiver<Command>,
+    started: &mut Option<oneshot::Sender<()>>,
+) -> Option<crate::store::OrgLock> {
+    let asking_since = tokio::time::Instant::now();
+    let mut warned = false;
+    loop {
+        match shared.store.lock_org(org_id).await {
+            Ok(Some(lock)) => {
+                if warned {
+                    tracing::info!(org = %org_id, "took the org's dispatch lock: dispatching here now");
+                }
+                return Some(lock);
+            }
+            Ok(None) if asking_since.elapsed() >= LOCK_PATIENCE && !warned => {
+                tracing::error!(
+                    org = %org_id,
+                    "another server instance holds this org's dispatch lock: this instance will not dispatch for it \
+                     (run one instance per database)"
+                );
+                warned = true;
+                if let Some(started) = started.take() {
+                    let _ = started.send(());
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(org = %org_id, error = %e, "could not ask for the org's dispatch lock"),
+        }
+        let wait = if warned { Duration::from_secs(5) } else { Duration::from_millis(200) };
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(command)) if warned => command.refuse(|| EngineError::DispatchedElsewhere),
+                Ok(Some(command)) => {
+                    // Still within patience: hold the request until we know.
+                    tokio::time::sleep_until(deadline).await;
+                    command.refuse(|| EngineError::Unavailable);
+                }
+                Ok(None) => return None,
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// Loads the org and commits recovery, retrying until the database answers.
+async fn load(shared: &Shared, desk: &mut Desk) {
+    loop {
+        match shared.store.org_snapshot(&desk.org_id).await {
+            Ok(snapshot) => {
+                let now = shared.clock.now_ms();
+                desk.load(snapshot, now);
+                desk.recover(now);
+                desk.serve_queues(now);
+                let fx = desk.take_effects();
+                if fx.writes.is_empty() || shared.store.commit(&fx.writes).await.is_ok() {
+                    for (topic, event) in fx.events {
+                        shared.bus.publish(topic, event);
+                    }
+                    return;
+                }
+                tracing::error!(org = %desk.org_id, "recovery could not be committed; retrying");
+            }
+            Err(e) => tracing::error!(org = %desk.org_id, error = %e, "could not load the org's dispatch state; retrying"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Runs the org's dispatcher until its channel closes. `started` is told
+/// once the org is loaded and recovered (or found dispatched elsewhere).
+pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>, started: oneshot::Sender<()>) {
+    let mut started = Some(started);
+    let Some(_lock) = take_lock(&shared, &org_id, &mut rx, &mut started).await else { return };
+    let mut desk = Desk::new(&org_id, shared.settings, shared.floors.clone(), shared.busy.clone());
+    load(&shared, &mut desk).await;
+    if let Some(started) = started.take() {
+        let _ = started.send(());
+    }
+    let mut batch: Vec<Command> = Vec::with_capacity(MAX_BATCH);
+    loop {
+        let next_timer = desk.timers.next_at().map(|at| shared.clock.instant_at(at));
+        tokio::select! {
+            biased;
+            command = rx.recv() => match command {
+                Some(command) => batch.push(command),
+                None => return,
+            },
+            _ = async { tokio::time::sleep_until(next_timer.expect("guarded")).await }, if next_timer.is_some() => {}
+        }
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(command) => batch.push(command),
+                Err(_) => break,
+            }
+        }
+        let now = shared.clock.now_ms();
+        for timer in desk.timers.due(now) {
+            desk.fire(timer, now);
+        }
+        let pending: Vec<Pending> = batch.drain(..).filter_map(|command| apply(&mut desk, command, now)).collect();
+        desk.serve_queues(now);
+        let fx = desk.take_effects();
+        let committed = match fx.writes.is_empty() {
+            true => true,
+            false => match shared.store.commit(&fx.writes).await {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(org = %org_id, error = %e, writes = fx.writes.len(), "batch not committed: answered 503, reloading");
+                    false
+                }
+            },
+        };
+        for answer in pending {
+            answer(committed);
+        }
+        if committed {
+            for (topic, event) in fx.events {
+                shared.bus.publish(topic, event);
+            }
+        } else {
+            load(&shared, &mut desk).await;
+        }
+    }
+}

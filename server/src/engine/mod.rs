@@ -1,0 +1,244 @@
+//! The automatic call distributor (DESIGN "The engine"). One dispatcher
+//! task per org owns that org's dispatch state (`Desk`); requests reach it
+//! over a channel and are answered after their batch is committed. The
+//! rules it applies are the pure functions of `app` (pool order, ranking,
+//! presence machine, lifecycle transitions). Changes leave as events on the
+//! bus.
+//!
+//! `Engine` is the handle every way in uses: REST handlers, the ring
+//! channel and the server functions.
+
+mod busy;
+mod calls;
+mod desk;
+mod dispatcher;
+pub mod ready;
+pub mod timers;
+mod types;
+
+pub use calls::CallingRobot;
+pub use desk::{Desk, Effects};
+pub use types::{CallOutcome, EngineError, MatchedOperator, OperatorPresence, Settings};
+
+use crate::bus::{SharedBus, Subscription};
+use crate::clock::Clock;
+use crate::store::{RobotRecord, SharedStore};
+use app::dispatch::LinkFloors;
+use app::events::Topic;
+use app::models::{LifecycleState, Offer, SessionRecord};
+use busy::BusyOperators;
+use dispatcher::{Command, Reply};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// An offer rings for this long (seed 000: `expiresAt = offeredAt + 30 s`).
+pub const OFFER_WINDOW_MS: i64 = 30_000;
+/// Rule D08's default cool-off (`CLUTCHCALL_REOFFER_COOLDOWN_S`).
+pub const DEFAULT_COOLOFF_MS: i64 = 60_000;
+/// Requests waiting for one org's dispatcher before callers wait too.
+const QUEUE_DEPTH: usize = 4_096;
+
+/// What every dispatcher shares.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub store: SharedStore,
+    pub bus: SharedBus,
+    pub clock: Clock,
+    pub settings: Settings,
+    pub floors: Arc<LinkFloors>,
+    pub busy: Arc<BusyOperators>,
+}
+
+pub struct Engine {
+    shared: Shared,
+    desks: Mutex<HashMap<String, mpsc::Sender<Command>>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Engine {
+    /// Starts a dispatcher for every org (each reloads its calls and
+    /// re-dispatches what went stale while the server was down).
+    pub async fn start(store: SharedStore, bus: SharedBus, clock: Clock, settings: Settings) -> Result<Arc<Engine>, EngineError> {
+        let floors = Arc::new(LinkFloors::new(store.link_floors().await?));
+        let orgs = store.org_ids().await?;
+        let shared = Shared { store, bus, clock, settings, floors, busy: Arc::new(BusyOperators::default()) };
+        let engine = Arc::new(Engine { shared, desks: Mutex::default(), tasks: Mutex::default() });
+        let started: Vec<oneshot::Receiver<()>> = orgs.iter().filter_map(|org_id| engine.spawn_desk(org_id)).collect();
+        for loaded in started {
+            let _ = loaded.await;
+        }
+        Ok(engine)
+    }
+
+    /// The org's dispatcher, started on first use.
+    fn desk(&self, org_id: &str) -> mpsc::Sender<Command> {
+        self.spawn_desk(org_id);
+        self.desks.lock().expect("desks lock").get(org_id).cloned().expect("just started")
+    }
+
+    /// Starts the org's dispatcher unless it runs; the receiver hears when
+    /// it has loaded the org.
+    fn spawn_desk(&self, org_id: &str) -> Option<oneshot::Receiver<()>> {
+        let mut desks = self.desks.lock().expect("desks lock");
+        if desks.get(org_id).is_some_and(|tx| !tx.is_closed()) {
+            return None;
+        }
+        let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
+        let (started, loaded) = oneshot::channel();
+        let task = tokio::spawn(dispatcher::run(self.shared.clone(), org_id.to_string(), rx, started));
+        self.tasks.lock().expect("tasks lock").push(task);
+        desks.insert(org_id.to_string(), tx);
+        Some(loaded)
+    }
+
+    async fn ask<T>(&self, org_id: &str, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, EngineError> {
+        let (reply, answer) = oneshot::channel();
+        self.desk(org_id).send(make(reply)).await.map_err(|_| EngineError::Unavailable)?;
+        answer.await.map_err(|_| EngineError::Unavailable)?
+    }
+
+    /// As `ask`, for a command naming an operator the dispatcher may not
+    /// have loaded yet (added to the directory since it started): the
+    /// profile is read here, outside the dispatcher, and the command retried.
+    async fn ask_operator<T>(&self, org_id: &str, operator_id: &str, make: impl Fn(Reply<T>) -> Command) -> Result<T, EngineError> {
+        match self.ask(org_id, &make).await {
+            Err(EngineError::NotFound("operator")) => {
+                let record = self.shared.store.operator(org_id, operator_id).await?.ok_or(EngineError::NotFound("operator"))?;
+                self.desk(org_id).send(Command::LoadOperator { record }).await.map_err(|_| EngineError::Unavailable)?;
+                self.ask(org_id, make).await
+            }
+            other => other,
+        }
+    }
+
+    /// Raises a distress call for `robot` (rules A01–A05, A11, A13, D09).
+    pub async fn raise_call(&self, robot: &RobotRecord) -> Result<CallOutcome, EngineError> {
+        let calling = CallingRobot {
+            id: robot.id.clone(),
+            model: robot.model.clone(),
+            site: robot.site.clone(),
+            pop: robot.pop.clone(),
+            req_cert: robot.req_cert.clone(),
+        };
+        match self.ask(&robot.org_id, |reply| Command::Raise { robot: calling, reply }).await {
+            // This instance does not dispatch the org: a call in progress is
+            // still a plain 409, whoever dispatches it (rule D09).
+            Err(EngineError::DispatchedElsewhere) => match self.shared.store.live_session_for_robot(&robot.org_id, &robot.id).await? {
+                Some(session_id) => Err(EngineError::CallInProgress { robot_id: robot.id.clone(), session_id }),
+                None => Err(EngineError::DispatchedElsewhere),
+            },
+            other => other,
+        }
+    }
+
+    /// The operator accepts their open offer: the session starts.
+    pub async fn accept(&self, org_id: &str, operator_id: &str, session_id: &str) -> Result<SessionRecord, EngineError> {
+        let (op, ses) = (operator_id.to_string(), session_id.to_string());
+        self.ask_operator(org_id, operator_id, |reply| Command::Accept { operator_id: op.clone(), session_id: ses.clone(), reply })
+            .await?;
+        self.session(org_id, session_id).await
+    }
+
+    /// The operator declines: next best operator or the queue (rule D03).
+    pub async fn decline(&self, org_id: &str, operator_id: &str, session_id: &str) -> Result<(), EngineError> {
+        let (op, ses) = (operator_id.to_string(), session_id.to_string());
+        self.ask_operator(org_id, operator_id, |reply| Command::Decline { operator_id: op.clone(), session_id: ses.clone(), reply })
+            .await
+    }
+
+    /// Ready (`live`: from a Ready screen); queued calls they can serve are offered at once.
+    pub async fn operator_ready(&self, org_id: &str, operator_id: &str, live: bool) -> Result<(), EngineError> {
+        let op = operator_id.to_string();
+        self.ask_operator(org_id, operator_id, |reply| Command::Ready { operator_id: op.clone(), live, reply }).await
+    }
+
+    /// Steps away with a reason; an offer they held counts as declined.
+    pub async fn operator_aux(&self, org_id: &str, operator_id: &str, reason: &str) -> Result<(), EngineError> {
+        let (op, reason) = (operator_id.to_string(), reason.to_string());
+        self.ask_operator(org_id, operator_id, |reply| Command::Aux { operator_id: op.clone(), reason: reason.clone(), reply }).await
+    }
+
+    /// Offline at once (signed out everywhere); an offer they held moves on.
+    pub async fn operator_offline(&self, org_id: &str, operator_id: &str) -> Result<(), EngineError> {
+        let op = operator_id.to_string();
+        self.ask_operator(org_id, operator_id, |reply| Command::Offline { operator_id: op.clone(), reply }).await
+    }
+
+    /// RTT the operator's console measured to a PoP.
+    pub async fn report_rtt(&self, org_id: &str, operator_id: &str, pop: &str, rtt_ms: u32) -> Result<(), EngineError> {
+        let (op, pop) = (operator_id.to_string(), pop.to_string());
+        self.ask_operator(org_id, operator_id, |reply| Command::Rtt { operator_id: op.clone(), pop: pop.clone(), rtt_ms, reply }).await
+    }
+
+    /// Ends an open session (COMPLETED or CANCELLED).
+    pub async fn finish_session(&self, org_id: &str, session_id: &str, to: LifecycleState, reason: &str) -> Result<SessionRecord, EngineError> {
+        let (ses, why) = (session_id.to_string(), reason.to_string());
+        let ended = self.ask(org_id, |reply| Command::Finish { session_id: ses, to, reason: why, reply }).await?;
+        if !ended {
+            let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
+            if row.lifecycle()?.is_terminal() {
+                return Err(EngineError::SessionEnded);
+            }
+            // Open in the database but unknown to the dispatcher.
+            return Err(EngineError::Unavailable);
+        }
+        self.session(org_id, session_id).await
+    }
+
+    /// A console tab connected. Returns the operator's presence and any
+    /// offer still ringing for them.
+    pub async fn tab_opened(&self, org_id: &str, operator_id: &str) -> Result<(OperatorPresence, Option<Offer>), EngineError> {
+        let op = operator_id.to_string();
+        self.ask_operator(org_id, operator_id, |reply| Command::TabOpened { operator_id: op.clone(), reply }).await
+    }
+
+    /// A console tab closed; `last_seen` is when it last heard from its browser.
+    pub async fn tab_closed(&self, org_id: &str, operator_id: &str, last_seen: i64) {
+        let command = Command::TabClosed { operator_id: operator_id.to_string(), last_seen };
+        let _ = self.desk(org_id).send(command).await;
+    }
+
+    /// Every operator's presence in the org, by name.
+    pub async fn presences(&self, org_id: &str) -> Vec<OperatorPresence> {
+        let (reply, answer) = oneshot::channel();
+        if self.desk(org_id).send(Command::Presences { reply }).await.is_err() {
+            return Vec::new();
+        }
+        answer.await.unwrap_or_default()
+    }
+
+    /// An operator's presence and ringing offer, without opening a tab.
+    pub async fn console(&self, org_id: &str, operator_id: &str) -> Option<(OperatorPresence, Option<Offer>)> {
+        let (reply, answer) = oneshot::channel();
+        let command = Command::Console { operator_id: operator_id.to_string(), reply };
+        self.desk(org_id).send(command).await.ok()?;
+        answer.await.ok().flatten()
+    }
+
+    pub async fn presence_of(&self, org_id: &str, operator_id: &str) -> Option<OperatorPresence> {
+        self.presences(org_id).await.into_iter().find(|p| p.operator_id == operator_id)
+    }
+
+    pub fn subscribe(&self, topic: &Topic) -> Subscription {
+        self.shared.bus.subscribe(topic)
+    }
+
+    pub fn clock(&self) -> Clock {
+        self.shared.clock
+    }
+
+    async fn session(&self, org_id: &str, session_id: &str) -> Result<SessionRecord, EngineError> {
+        let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
+        Ok(row.record()?)
+    }
+
+    /// Stops every dispatcher at once, committing nothing more (a crash).
+    pub fn abort(&self) {
+        for task in self.tasks.lock().expect("tasks lock").drain(..) {
+            task.abort();
+        }
+        self.desks.lock().expect("desks lock").clear();
+    }
+}

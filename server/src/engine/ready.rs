@@ -1,0 +1,317 @@
+//! The ready index: for each pool tier, skill and PoP, the operators who
+//! could take a call there, ordered as the ACD ranks them (effective RTT,
+//! then longest waiting, then smaller id). A claim walks one ordered set
+//! from its head instead of copying and sorting the pool; `rank_pool` in
+//! `app::dispatch` stays the oracle the tests compare it with.
+
+use app::dispatch::{effective_rtt, LinkFloors, PoolSource, Verdict};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Which pool an operator is in (seed 000, rules A07/A08).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tier {
+    /// Broadcasting readiness from a Ready screen.
+    Live,
+    /// On the roster only: `ready` without a Ready screen, or attached.
+    Roster,
+}
+
+/// Ranking order: lowest RTT, longest waiting, smaller id (A06, D01).
+type Rank = (u32, i64, String);
+
+/// One operator as the index needs them.
+pub struct Entry<'a> {
+    pub operator_id: &'a str,
+    pub tier: Tier,
+    pub region: &'a str,
+    pub skills: &'a [String],
+    pub since: i64,
+    pub measured: &'a BTreeMap<String, u32>,
+}
+
+struct Placed {
+    tier: Tier,
+    skills: Vec<String>,
+    /// (skill, pop, rank) of every set the operator is in.
+    keys: Vec<(String, String, Rank)>,
+}
+
+#[derive(Default)]
+pub struct ReadyIndex {
+    sets: HashMap<(Tier, String, String), BTreeSet<Rank>>,
+    placed: HashMap<String, Placed>,
+    /// Operators per tier, and per (tier, skill): the counters a dispatch
+    /// record's "omitted" figures come from, kept up to date, never scanned.
+    per_tier: HashMap<Tier, usize>,
+    per_skill: HashMap<(Tier, String), usize>,
+}
+
+/// One operator the walk looked at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Looked {
+    pub operator_id: String,
+    pub rtt_ms: u32,
+    pub verdict: Verdict,
+}
+
+/// What a claim found.
+#[derive(Debug, PartialEq)]
+pub struct Claim {
+    pub source: PoolSource,
+    pub chosen: Option<(String, u32)>,
+    /// The chosen operator and those around them, in rank order, at most
+    /// `RECORDED_CANDIDATES`.
+    pub looked: Vec<Looked>,
+    /// Verdict counts of the operators of the pool not in `looked`.
+    pub omitted: BTreeMap<String, usize>,
+}
+
+impl ReadyIndex {
+    /// Puts the operator in the index (or moves them), replacing any
+    /// earlier place. Only PoPs with an effective RTT are indexed.
+    pub fn upsert(&mut self, entry: Entry<'_>, floors: &LinkFloors) {
+        self.remove(entry.operator_id);
+        let mut pops: BTreeSet<&str> = floors.pops_from(entry.region).collect();
+        pops.extend(entry.measured.keys().map(String::as_str));
+        let mut keys = Vec::new();
+        for pop in pops {
+            let Some(rtt) = effective_rtt(entry.measured.get(pop).copied(), floors.floor(entry.region, pop)) else { continue };
+            for skill in entry.skills {
+                let rank = (rtt, entry.since, entry.operator_id.to_string());
+                self.sets.entry((entry.tier, skill.clone(), pop.to_string())).or_default().insert(rank.clone());
+                keys.push((skill.clone(), pop.to_string(), rank));
+            }
+        }
+        *self.per_tier.entry(entry.tier).or_default() += 1;
+        for skill in entry.skills {
+            *self.per_skill.entry((entry.tier, skill.clone())).or_default() += 1;
+        }
+        self.placed.insert(entry.operator_id.to_string(), Placed { tier: entry.tier, skills: entry.skills.to_vec(), keys });
+    }
+
+    pub fn remove(&mut self, operator_id: &str) {
+        let Some(placed) = self.placed.remove(operator_id) else { return };
+        for (skill, pop, rank) in placed.keys {
+            let key = (placed.tier, skill, pop);
+            if let Some(set) = self.sets.get_mut(&key) {
+                set.remove(&rank);
+                if set.is_empty() {
+                    self.sets.remove(&key);
+                }
+            }
+        }
+        if let Some(n) = self.per_tier.get_mut(&placed.tier) {
+            *n -= 1;
+        }
+        for skill in placed.skills {
+            if let Some(n) = self.per_skill.get_mut(&(placed.tier, skill)) {
+                *n -= 1;
+            }
+        }
+    }
+
+    pub fn contains(&self, operator_id: &str) -> bool {
+        self.placed.contains_key(operator_id)
+    }
+
+    /// Operators in the index, any tier.
+    pub fn len(&self) -> usize {
+        self.placed.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.placed.is_empty()
+    }
+
+    /// The pool the seed's order picks: live readiness whenever anyone
+    /// broadcasts it, else the roster.
+    pub fn pool(&self) -> (PoolSource, Tier) {
+        if self.per_tier.get(&Tier::Live).copied().unwrap_or(0) > 0 {
+            (PoolSource::LiveReadiness, Tier::Live)
+        } else {
+            (PoolSource::RosterFallback, Tier::Roster)
+        }
+    }
+
+    /// Whether anyone in the current pool holds `skill` (cheap pre-check
+    /// before walking queued calls).
+    pub fn serves_skill(&self, skill: &str) -> bool {
+        let (_, tier) = self.pool();
+        self.per_skill.get(&(tier, skill.to_string())).copied().unwrap_or(0) > 0
+    }
+
+    /// The best operator for a call at `pop` needing `skill`. `skip` says
+    /// why an indexed operator cannot take this call (busy elsewhere, in
+    /// cool-off for it); `others` is how many known operators are outside
+    /// the index altogether (for the record's counts).
+    pub fn claim(&self, pop: &str, skill: &str, others: usize, mut skip: impl FnMut(&str) -> Option<Verdict>) -> Claim {
+        let (source, tier) = self.pool();
+        let set = self.sets.get(&(tier, skill.to_string(), pop.to_string()));
+        let mut looked = Vec::new();
+        let mut chosen = None;
+        let mut omitted: BTreeMap<String, usize> = BTreeMap::new();
+        let mut walked = 0;
+        for (rtt, _, id) in set.into_iter().flatten() {
+            if chosen.is_some() && looked.len() >= app::dispatch::RECORDED_CANDIDATES {
+                break;
+            }
+            walked += 1;
+            let verdict = match skip(id) {
+                Some(v) => v,
+                None if chosen.is_none() => {
+                    chosen = Some((id.clone(), *rtt));
+                    Verdict::Chosen
+                }
+                None => Verdict::Outranked,
+            };
+            if looked.len() < app::dispatch::RECORDED_CANDIDATES {
+                looked.push(Looked { operator_id: id.clone(), rtt_ms: *rtt, verdict });
+            } else {
+                *omitted.entry(verdict_name(verdict)).or_default() += 1;
+            }
+        }
+        let ranked = set.map_or(0, BTreeSet::len);
+        let in_tier = self.per_tier.get(&tier).copied().unwrap_or(0);
+        let certified = self.per_skill.get(&(tier, skill.to_string())).copied().unwrap_or(0);
+        let mut count = |verdict: Verdict, n: usize| {
+            if n > 0 {
+                *omitted.entry(verdict_name(verdict)).or_default() += n;
+            }
+        };
+        count(Verdict::Outranked, ranked - walked);
+        count(Verdict::NoRtt, certified.saturating_sub(ranked));
+        count(Verdict::Uncertified, in_tier - certified);
+        count(Verdict::NotInPool, others + self.placed.len() - in_tier);
+        Claim { source, chosen, looked, omitted }
+    }
+}
+
+fn verdict_name(verdict: Verdict) -> String {
+    serde_json::to_value(verdict).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use app::dispatch::{assemble_pool, rank_pool, PoolEntry, Presence};
+    use app::models::{LinkFloor, PresenceState};
+    use app::presence::{in_live_pool, in_roster_pool};
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    const REGIONS: [&str; 4] = ["BLR", "Manchester", "Austin", "Lagos"];
+    const POPS: [&str; 3] = ["us-east", "us-west", "uk-london"];
+    const SKILLS: [&str; 3] = ["pick-place", "welding", "inspection"];
+
+    fn floors() -> LinkFloors {
+        let mut rows = Vec::new();
+        for (i, region) in REGIONS[..3].iter().enumerate() {
+            for (j, pop) in POPS.iter().enumerate() {
+                rows.push(LinkFloor { region: region.to_string(), pop: pop.to_string(), floor_ms: (100 + 37 * i + 11 * j) as u32, note: None });
+            }
+        }
+        LinkFloors::new(rows)
+    }
+
+    fn tier_of(state: PresenceState, live: bool) -> Option<Tier> {
+        if in_live_pool(state, live) {
+            Some(Tier::Live)
+        } else if in_roster_pool(state) {
+            Some(Tier::Roster)
+        } else {
+            None
+        }
+    }
+
+    /// Property: on random pools, the index picks exactly the operator (and
+    /// RTT) that the seed's oracle `rank_pool` picks.
+    #[test]
+    fn a06_d01_the_index_agrees_with_rank_pool_on_random_pools() {
+        let floors = floors();
+        for seed in 0..400u64 {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let n = rng.gen_range(0..40);
+            let mut entries = Vec::new();
+            for i in 0..n {
+                let mut measured = BTreeMap::new();
+                for pop in POPS {
+                    if rng.gen_bool(0.3) {
+                        measured.insert(pop.to_string(), rng.gen_range(50..400));
+                    }
+                }
+                let certs: Vec<String> = SKILLS.iter().filter(|_| rng.gen_bool(0.5)).map(|s| s.to_string()).collect();
+                entries.push(PoolEntry {
+                    presence: Presence {
+                        operator_id: format!("op-{i:02}"),
+                        name: String::new(),
+                        available: rng.gen_bool(0.85),
+                        region: REGIONS[rng.gen_range(0..REGIONS.len())].to_string(),
+                        certs,
+                        since: rng.gen_range(0..5),
+                        measured_rtt_ms: measured,
+                    },
+                    state: PresenceState::ALL[rng.gen_range(0..PresenceState::ALL.len())],
+                    live_ready: rng.gen_bool(0.3),
+                });
+            }
+            let exclude: Vec<String> = entries.iter().filter(|_| rng.gen_bool(0.1)).map(|e| e.presence.operator_id.clone()).collect();
+            let mut index = ReadyIndex::default();
+            let mut others = 0;
+            for e in &entries {
+                match tier_of(e.state, e.live_ready) {
+                    Some(tier) => index.upsert(
+                        Entry {
+                            operator_id: &e.presence.operator_id,
+                            tier,
+                            region: &e.presence.region,
+                            skills: &e.presence.certs,
+                            since: e.presence.since,
+                            measured: &e.presence.measured_rtt_ms,
+                        },
+                        &floors,
+                    ),
+                    None => others += 1,
+                }
+            }
+            let (source, pool) = assemble_pool(&entries);
+            for pop in POPS {
+                for skill in SKILLS {
+                    let oracle = rank_pool(pop, skill, &pool, &floors, &exclude)
+                        .into_iter()
+                        .find(|c| c.verdict == Verdict::Chosen)
+                        .map(|c| (c.operator_id, c.rtt_ms.unwrap()));
+                    let claim = index.claim(pop, skill, others, |id| {
+                        let e = entries.iter().find(|e| e.presence.operator_id == id).unwrap();
+                        if !e.presence.available {
+                            Some(Verdict::Busy)
+                        } else if exclude.iter().any(|x| x == id) {
+                            Some(Verdict::AlreadyOffered)
+                        } else {
+                            None
+                        }
+                    });
+                    assert_eq!(claim.chosen, oracle, "seed {seed}, {skill} at {pop}");
+                    if !pool.is_empty() {
+                        assert_eq!(claim.source, source, "seed {seed}");
+                    }
+                    let total: usize = claim.looked.len() + claim.omitted.values().sum::<usize>();
+                    assert_eq!(total, entries.len(), "every known operator is accounted for, seed {seed}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn moving_an_operator_replaces_their_place() {
+        let floors = floors();
+        let skills = vec!["welding".to_string()];
+        let measured = BTreeMap::new();
+        let mut index = ReadyIndex::default();
+        let entry = |tier, since| Entry { operator_id: "a", tier, region: "BLR", skills: &skills, since, measured: &measured };
+        index.upsert(entry(Tier::Live, 1), &floors);
+        index.upsert(entry(Tier::Roster, 2), &floors);
+        assert_eq!(index.pool().1, Tier::Roster, "no one is live any more");
+        assert_eq!(index.claim("us-east", "welding", 0, |_| None).chosen, Some(("a".to_string(), 100)));
+        index.remove("a");
+        assert!(index.sets.is_empty() && !index.serves_skill("welding"));
+    }
+}

@@ -1,0 +1,85 @@
+//! What the engine answers and records: outcomes, errors, the operator
+//! presence it keeps, and the typed names stored with each decision.
+
+use app::models::{Offer, PresenceState};
+use std::collections::BTreeMap;
+
+/// The operator a call was matched to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MatchedOperator {
+    pub id: String,
+    pub name: String,
+    pub region: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallOutcome {
+    Matched { session_id: String, operator: MatchedOperator, rtt_ms: u32, offer: Offer },
+    Queued { session_id: String, skill: String, position: i64 },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("robot {robot_id} already has a call in progress ({session_id})")]
+    CallInProgress { robot_id: String, session_id: String },
+    #[error("the robot's reqCert {0:?} names no skill")]
+    NoSkill(String),
+    #[error("no open offer for this operator on this session")]
+    NoOpenOffer,
+    #[error("the session has already ended")]
+    SessionEnded,
+    #[error("a {from} session cannot become {to}")]
+    IllegalTransition { from: &'static str, to: &'static str },
+    /// The batch could not be committed; nothing of it happened.
+    #[error("dispatch is briefly unavailable; try again")]
+    Unavailable,
+    /// Another instance holds this org's dispatch lock.
+    #[error("this organisation is dispatched by another server instance")]
+    DispatchedElsewhere,
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// An operator's presence as the engine keeps it (seed 003 states).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OperatorPresence {
+    pub operator_id: String,
+    pub name: String,
+    pub region: String,
+    pub skills: Vec<String>,
+    pub state: PresenceState,
+    /// Unix ms of the last state change.
+    pub since: i64,
+    pub aux_reason: Option<String>,
+    pub current_call: Option<String>,
+    /// Broadcasting readiness from a Ready screen.
+    pub live_ready: bool,
+    pub measured_rtt_ms: BTreeMap<String, u32>,
+}
+
+impl OperatorPresence {
+    /// Moves to `state`; `since` changes only when the state does.
+    pub fn enter(&mut self, state: PresenceState, now: i64) {
+        if self.state != state {
+            self.state = state;
+            self.since = now;
+        }
+        if state != PresenceState::Aux {
+            self.aux_reason = None;
+        }
+    }
+}
+
+/// Engine timings.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    /// How long an offer rings: 30 s (seed 000).
+    pub offer_window_ms: i64,
+    pub wrap_up_ms: i64,
+    /// Presence lapses this long after the last tab went silent.
+    pub presence_ttl_ms: i64,
+    /// Rule D08: a decliner or misser is not offered the same call for this long.
+    pub cooloff_ms: i64,
+}

@@ -1,0 +1,65 @@
+//! Who is asking, for REST and WebSocket alike: a robot by its bearer
+//! token (looked up in the registry's memory), or a signed-in person by the
+//! session cookie. One extractor, so every door checks the same way.
+
+use super::AppState;
+use crate::api::ApiError;
+use crate::auth::token_hash;
+use crate::store::RobotRecord;
+use app::functions::SESSION_COOKIE;
+use app::models::{CurrentUser, OrgMembership};
+use app::rules::cookie_value;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::header;
+
+pub enum Principal {
+    /// An edge agent.
+    Robot(RobotRecord),
+    /// A signed-in person; `token` is their session token (re-checked by
+    /// long-lived sockets).
+    User { token: String, user: CurrentUser },
+}
+
+impl Principal {
+    /// The person's role in their selected org, if they chose one.
+    pub fn selected_org(&self) -> Option<&OrgMembership> {
+        match self {
+            Principal::User { user, .. } => user.selected_org.as_ref(),
+            Principal::Robot(_) => None,
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Principal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
+            let token = value
+                .to_str()
+                .ok()
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| ApiError::Unauthenticated("Authorization must be `Bearer <robot token>`".into()))?;
+            return state
+                .robots
+                .by_token_hash(&token_hash(token))
+                .await?
+                .map(Principal::Robot)
+                .ok_or_else(|| ApiError::Unauthenticated("unknown robot token".into()));
+        }
+        let token = parts
+            .headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find_map(|cookies| cookie_value(cookies, SESSION_COOKIE))
+            .ok_or_else(|| ApiError::Unauthenticated("sign in, or send `Authorization: Bearer <robot token>`".into()))?
+            .to_string();
+        let user = state.backend.session_user(&token).await.map_err(|_| ApiError::Internal)?;
+        let user = user.ok_or_else(|| ApiError::Unauthenticated("the sign-in session has ended".into()))?;
+        Ok(Principal::User { token, user })
+    }
+}

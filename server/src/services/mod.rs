@@ -1,0 +1,9 @@
+//! The ways in besides the engine: every change that is not a dispatch
+//! decision goes through one of these, which write the store and publish
+//! the change on its topic. Handlers and sockets call these, never the store.
+
+pub mod registry;
+pub mod sessions;
+
+pub use registry::RobotRegistry;
+pub use sessions::SessionService;

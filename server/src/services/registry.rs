@@ -1,0 +1,155 @@
+//! The fleet registry: robots by token (in memory, so authenticating an
+//! edge agent costs no database read), heartbeats, and registry status
+//! changes published on the org's topic (`robot offline` when heartbeats stop).
+
+use crate::bus::SharedBus;
+use crate::clock::now_ms;
+use crate::store::{NewRobot, RobotRecord, SharedStore, StoreResult};
+use app::events::{Event, OrgEvent, Topic};
+use app::models::RegistryStatus;
+use app::rules::{registry_status, ROBOT_HEARTBEAT_TIMEOUT_MS};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::sync::{Arc, RwLock};
+use tokio::sync::mpsc;
+
+#[derive(Default)]
+struct Robots {
+    by_token: HashMap<String, RobotRecord>,
+    /// (org, robot id) → token hash.
+    by_id: HashMap<(String, String), String>,
+}
+
+pub struct RobotRegistry {
+    store: SharedStore,
+    bus: SharedBus,
+    robots: RwLock<Robots>,
+    /// Heartbeat deadlines for the lapse task.
+    lapses: mpsc::UnboundedSender<(i64, String, String)>,
+}
+
+impl RobotRegistry {
+    /// Loads every robot; returns the registry and its lapse task.
+    pub async fn load(store: SharedStore, bus: SharedBus) -> StoreResult<(Arc<RobotRegistry>, tokio::task::JoinHandle<()>)> {
+        let mut robots = Robots::default();
+        for org_id in store.org_ids().await? {
+            for robot in store.robots_with_token(&org_id).await? {
+                robots.by_id.insert((robot.0.org_id.clone(), robot.0.id.clone()), robot.1.clone());
+                robots.by_token.insert(robot.1, robot.0);
+            }
+        }
+        let (lapses, rx) = mpsc::unbounded_channel();
+        let registry = Arc::new(RobotRegistry { store, bus, robots: RwLock::new(robots), lapses });
+        let task = tokio::spawn(lapse_heartbeats(Arc::downgrade(&registry), rx));
+        Ok((registry, task))
+    }
+
+    /// The robot a bearer token belongs to: from memory, else (a robot
+    /// written by another path, e.g. a seed) from the store, then remembered.
+    pub async fn by_token_hash(&self, token_hash: &str) -> StoreResult<Option<RobotRecord>> {
+        if let Some(robot) = self.robots.read().expect("robots lock").by_token.get(token_hash) {
+            return Ok(Some(robot.clone()));
+        }
+        let Some(robot) = self.store.robot_by_token_hash(token_hash).await? else { return Ok(None) };
+        let mut robots = self.robots.write().expect("robots lock");
+        robots.by_id.insert((robot.org_id.clone(), robot.id.clone()), token_hash.to_string());
+        robots.by_token.insert(token_hash.to_string(), robot.clone());
+        Ok(Some(robot))
+    }
+
+    /// A robot of this org; `None` for an unknown id or another org's robot.
+    pub async fn robot(&self, org_id: &str, robot_id: &str) -> StoreResult<Option<RobotRecord>> {
+        if let Some(robot) = self.cached(org_id, robot_id) {
+            return Ok(Some(robot));
+        }
+        self.store.robot(org_id, robot_id).await
+    }
+
+    fn cached(&self, org_id: &str, robot_id: &str) -> Option<RobotRecord> {
+        let robots = self.robots.read().expect("robots lock");
+        let token = robots.by_id.get(&(org_id.to_string(), robot_id.to_string()))?;
+        robots.by_token.get(token).cloned()
+    }
+
+    /// The PoPs of the org's robots, sorted: what consoles measure RTT to.
+    pub fn pops(&self, org_id: &str) -> Vec<String> {
+        let robots = self.robots.read().expect("robots lock");
+        let pops: BTreeSet<&str> = robots.by_token.values().filter(|r| r.org_id == org_id).map(|r| r.pop.as_str()).collect();
+        pops.into_iter().map(str::to_owned).collect()
+    }
+
+    /// An edge-agent heartbeat: stored, and `online` published when the
+    /// robot was offline.
+    pub async fn heartbeat(&self, robot: &RobotRecord) -> StoreResult<i64> {
+        let now = now_ms();
+        self.store.record_heartbeat(&robot.org_id, &robot.id, now).await?;
+        let was = {
+            let mut robots = self.robots.write().expect("robots lock");
+            let token = robots.by_id.get(&(robot.org_id.clone(), robot.id.clone())).cloned();
+            match token.and_then(|t| robots.by_token.get_mut(&t)) {
+                Some(r) => {
+                    let was = registry_status(r.last_heartbeat_at, now);
+                    r.last_heartbeat_at = Some(now);
+                    was
+                }
+                None => RegistryStatus::Offline,
+            }
+        };
+        if was != RegistryStatus::Online {
+            self.publish(&robot.org_id, &robot.id, RegistryStatus::Online, now);
+        }
+        let _ = self.lapses.send((now + ROBOT_HEARTBEAT_TIMEOUT_MS + 1, robot.org_id.clone(), robot.id.clone()));
+        Ok(now)
+    }
+
+    /// Registers a robot; false when the id is taken.
+    pub async fn register(&self, robot: NewRobot) -> StoreResult<bool> {
+        if !self.store.insert_robot(&robot).await? {
+            return Ok(false);
+        }
+        let record = RobotRecord {
+            id: robot.id.clone(),
+            org_id: robot.org_id.clone(),
+            model: robot.model,
+            site: robot.site,
+            pop: robot.pop,
+            req_cert: robot.req_cert,
+            last_heartbeat_at: None,
+        };
+        let mut robots = self.robots.write().expect("robots lock");
+        robots.by_id.insert((robot.org_id, robot.id), robot.token_hash.clone());
+        robots.by_token.insert(robot.token_hash, record);
+        Ok(true)
+    }
+
+    fn publish(&self, org_id: &str, robot_id: &str, status: RegistryStatus, at_ms: i64) {
+        let event = OrgEvent::RobotStatus { robot_id: robot_id.to_string(), status, at_ms };
+        self.bus.publish(Topic::org(org_id), Event::Org(event));
+    }
+}
+
+/// Publishes `offline` for robots whose heartbeats stopped, from one
+/// deadline queue (not a scan of the fleet).
+async fn lapse_heartbeats(registry: std::sync::Weak<RobotRegistry>, mut rx: mpsc::UnboundedReceiver<(i64, String, String)>) {
+    let mut due: BinaryHeap<Reverse<(i64, String, String)>> = BinaryHeap::new();
+    loop {
+        let next = due.peek().map(|Reverse((at, _, _))| *at);
+        let wait = next.map(|at| std::time::Duration::from_millis((at - now_ms()).max(0) as u64));
+        tokio::select! {
+            got = rx.recv() => match got {
+                Some(deadline) => due.push(Reverse(deadline)),
+                None => return,
+            },
+            _ = async { tokio::time::sleep(wait.expect("guarded")).await }, if wait.is_some() => {
+                let Some(Reverse((_, org_id, robot_id))) = due.pop() else { continue };
+                let Some(registry) = registry.upgrade() else { return };
+                let now = now_ms();
+                let last = registry.cached(&org_id, &robot_id).and_then(|r| r.last_heartbeat_at);
+                // A later heartbeat has its own deadline in the queue.
+                if last.is_some_and(|at| registry_status(Some(at), now) == RegistryStatus::Offline) {
+                    registry.publish(&org_id, &robot_id, RegistryStatus::Offline, now);
+                }
+            }
+        }
+    }
+}

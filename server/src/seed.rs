@@ -178,6 +178,9 @@ pub fn load_org(operators: usize, robots: usize) -> Seed {
             token_hash: token_hash(&load_robot_token(i)),
         });
     }
+    // The path its calls ride (seed 000's value), so a load org ranks on its own.
+    let (region, pop, floor_ms, note) = FLOORS[0];
+    seed.link_floors.push(LinkFloor { region: region.into(), pop: pop.into(), floor_ms, note: note.map(str::to_owned) });
     seed
 }
 

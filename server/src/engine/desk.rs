@@ -25,6 +25,9 @@ use std::sync::Arc;
 pub struct Effects {
     pub writes: Vec<Write>,
     pub events: Vec<(Topic, Event)>,
+    /// Other orgs to look at their queues again: an operator they found
+    /// busy here is free (rule D10).
+    pub pokes: Vec<String>,
 }
 
 pub(super) struct Operator {
@@ -99,6 +102,11 @@ impl Desk {
         }
     }
 
+    /// Another org freed an operator this desk found busy.
+    pub fn poke(&mut self) {
+        self.dirty = true;
+    }
+
     pub fn take_effects(&mut self) -> Effects {
         std::mem::take(&mut self.fx)
     }
@@ -108,7 +116,8 @@ impl Desk {
     /// commit; `recover` then closes what went stale while nobody watched.
     pub fn load(&mut self, snapshot: OrgSnapshot, now: i64) {
         for (operator_id, _) in self.offers.drain() {
-            self.busy.release(&operator_id, &self.org_id);
+            let waiting = self.busy.release(&operator_id, &self.org_id);
+            self.fx.pokes.extend(waiting);
         }
         self.calls.clear();
         self.queues.clear();

@@ -36,6 +36,8 @@ pub enum Command {
     TabClosed { operator_id: String, last_seen: i64 },
     LoadOperator { record: OperatorRecord },
     Presences { reply: oneshot::Sender<Vec<OperatorPresence>> },
+    /// Look at the queues again (another org freed an operator).
+    Poke,
     /// One operator's presence and ringing offer (a tab's resync).
     Console { operator_id: String, reply: oneshot::Sender<Option<(OperatorPresence, Option<Offer>)>> },
 }
@@ -68,7 +70,7 @@ impl Command {
             Command::TabOpened { reply, .. } => drop(reply.send(Err(error()))),
             Command::Presences { reply } => drop(reply.send(Vec::new())),
             Command::Console { reply, .. } => drop(reply.send(None)),
-            Command::TabClosed { .. } | Command::LoadOperator { .. } => {}
+            Command::TabClosed { .. } | Command::LoadOperator { .. } | Command::Poke => {}
         }
     }
 }
@@ -105,6 +107,10 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Option<Pending> {
         }
         Command::LoadOperator { record } => {
             desk.load_operator(record);
+            return None;
+        }
+        Command::Poke => {
+            desk.poke();
             return None;
         }
         Command::Presences { reply } => {
@@ -167,6 +173,19 @@ async fn take_lock(
     }
 }
 
+/// Tells other orgs' dispatchers that operators they found busy are free.
+fn poke(shared: &Shared, orgs: Vec<String>) {
+    if orgs.is_empty() {
+        return;
+    }
+    let desks = shared.desks.lock().expect("desks lock");
+    for org_id in orgs {
+        if let Some(tx) = desks.get(&org_id) {
+            let _ = tx.try_send(Command::Poke);
+        }
+    }
+}
+
 /// Loads the org and commits recovery, retrying until the database answers.
 async fn load(shared: &Shared, desk: &mut Desk) {
     loop {
@@ -181,6 +200,7 @@ async fn load(shared: &Shared, desk: &mut Desk) {
                     for (topic, event) in fx.events {
                         shared.bus.publish(topic, event);
                     }
+                    poke(&shared, fx.pokes);
                     return;
                 }
                 tracing::error!(org = %desk.org_id, "recovery could not be committed; retrying");
@@ -242,6 +262,7 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
             for (topic, event) in fx.events {
                 shared.bus.publish(topic, event);
             }
+            poke(&shared, fx.pokes);
         } else {
             load(&shared, &mut desk).await;
         }

@@ -49,11 +49,12 @@ pub(crate) struct Shared {
     pub settings: Settings,
     pub floors: Arc<LinkFloors>,
     pub busy: Arc<BusyOperators>,
+    /// Every org's dispatcher, by org id.
+    pub desks: Arc<Mutex<HashMap<String, mpsc::Sender<Command>>>>,
 }
 
 pub struct Engine {
     shared: Shared,
-    desks: Mutex<HashMap<String, mpsc::Sender<Command>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -63,8 +64,8 @@ impl Engine {
     pub async fn start(store: SharedStore, bus: SharedBus, clock: Clock, settings: Settings) -> Result<Arc<Engine>, EngineError> {
         let floors = Arc::new(LinkFloors::new(store.link_floors().await?));
         let orgs = store.org_ids().await?;
-        let shared = Shared { store, bus, clock, settings, floors, busy: Arc::new(BusyOperators::default()) };
-        let engine = Arc::new(Engine { shared, desks: Mutex::default(), tasks: Mutex::default() });
+        let shared = Shared { store, bus, clock, settings, floors, busy: Arc::new(BusyOperators::default()), desks: Arc::default() };
+        let engine = Arc::new(Engine { shared, tasks: Mutex::default() });
         let started: Vec<oneshot::Receiver<()>> = orgs.iter().filter_map(|org_id| engine.spawn_desk(org_id)).collect();
         for loaded in started {
             let _ = loaded.await;
@@ -75,13 +76,13 @@ impl Engine {
     /// The org's dispatcher, started on first use.
     fn desk(&self, org_id: &str) -> mpsc::Sender<Command> {
         self.spawn_desk(org_id);
-        self.desks.lock().expect("desks lock").get(org_id).cloned().expect("just started")
+        self.shared.desks.lock().expect("desks lock").get(org_id).cloned().expect("just started")
     }
 
     /// Starts the org's dispatcher unless it runs; the receiver hears when
     /// it has loaded the org.
     fn spawn_desk(&self, org_id: &str) -> Option<oneshot::Receiver<()>> {
-        let mut desks = self.desks.lock().expect("desks lock");
+        let mut desks = self.shared.desks.lock().expect("desks lock");
         if desks.get(org_id).is_some_and(|tx| !tx.is_closed()) {
             return None;
         }
@@ -239,6 +240,6 @@ impl Engine {
         for task in self.tasks.lock().expect("tasks lock").drain(..) {
             task.abort();
         }
-        self.desks.lock().expect("desks lock").clear();
+        self.shared.desks.lock().expect("desks lock").clear();
     }
 }

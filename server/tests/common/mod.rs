@@ -34,6 +34,20 @@ fn pg_url_for(database: &str) -> String {
     format!("{base}/{database}")
 }
 
+/// A fresh PostgreSQL database for a test that runs its own server:
+/// `(url, name)`, or `None` when PostgreSQL is skipped.
+pub async fn scratch_pg_database() -> Option<(String, String)> {
+    let name = create_pg_database().await?;
+    Some((pg_url_for(&name), name))
+}
+
+pub async fn drop_pg_database(name: &str) {
+    use sqlx::Connection;
+    if let Ok(mut conn) = sqlx::PgConnection::connect(&pg_admin_url()).await {
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn).await;
+    }
+}
+
 /// Creates a fresh PostgreSQL database, or explains why it cannot. Under
 /// CI=true PostgreSQL is required, so an unreachable server fails the test.
 async fn create_pg_database() -> Option<String> {
@@ -163,10 +177,7 @@ impl TestApp {
             running.stop().await.expect("clean stop");
         }
         if let Some(name) = self.pg_database.take() {
-            use sqlx::Connection;
-            if let Ok(mut conn) = sqlx::PgConnection::connect(&pg_admin_url()).await {
-                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn).await;
-            }
+            drop_pg_database(&name).await;
         }
     }
 }
@@ -282,11 +293,31 @@ pub async fn session_cookie(app: &TestApp, email: &str) -> String {
     cookie.split(';').next().unwrap().to_string()
 }
 
+fn ws_request(app: &TestApp, cookie: &str, path: &str) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    ws_request_at(&app.base, cookie, path)
+}
+
+fn ws_request_at(base: &str, cookie: &str, path: &str) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut request = format!("{}{path}", base.replace("http://", "ws://")).into_client_request().unwrap();
+    request.headers_mut().insert("cookie", cookie.parse().unwrap());
+    request
+}
+
 impl Tab {
+    /// A console tab (`/ws`).
     pub async fn open(app: &TestApp, cookie: &str) -> Tab {
-        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-        let mut request = format!("{}/ws", app.base.replace("http://", "ws://")).into_client_request().unwrap();
-        request.headers_mut().insert("cookie", cookie.parse().unwrap());
+        Self::open_path(app, cookie, "/ws").await
+    }
+
+    /// A socket on `path` (e.g. `/ws?watch=org`).
+    pub async fn open_path(app: &TestApp, cookie: &str, path: &str) -> Tab {
+        Self::open_at(&app.base, cookie, path).await
+    }
+
+    /// A socket on `path` of the server at `base` (`http://host:port`).
+    pub async fn open_at(base: &str, cookie: &str, path: &str) -> Tab {
+        let request = ws_request_at(base, cookie, path);
         let (ws, _) = tokio::time::timeout(REQUEST_TIMEOUT, tokio_tungstenite::connect_async(request))
             .await
             .expect("ws connects within the request timeout")
@@ -333,6 +364,28 @@ impl Tab {
             Err(_) => None,
             Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Text(text)))) => serde_json::from_str(&text).ok(),
             Ok(_) => None,
+        }
+    }
+
+    /// The HTTP status an upgrade on `path` is refused with.
+    pub async fn refused(app: &TestApp, cookie: &str, path: &str) -> u16 {
+        match tokio::time::timeout(REQUEST_TIMEOUT, tokio_tungstenite::connect_async(ws_request(app, cookie, path))).await {
+            Ok(Err(tokio_tungstenite::tungstenite::Error::Http(response))) => response.status().as_u16(),
+            other => panic!("expected a refused upgrade, got {:?}", other.map(|r| r.map(|_| "an open socket"))),
+        }
+    }
+
+    /// True when the server closes the socket within `within` (messages
+    /// before the close are skipped).
+    pub async fn closed_within(&mut self, within: std::time::Duration) -> bool {
+        use futures::StreamExt;
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match tokio::time::timeout_at(deadline, self.ws.next()).await {
+                Err(_) => return false,
+                Ok(None) | Ok(Some(Err(_))) | Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Close(_)))) => return true,
+                Ok(Some(Ok(_))) => continue,
+            }
         }
     }
 

@@ -11,6 +11,8 @@
 mod busy;
 mod calls;
 mod desk;
+#[cfg(test)]
+mod desk_tests;
 mod dispatcher;
 pub mod ready;
 pub mod timers;

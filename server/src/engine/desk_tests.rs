@@ -1,0 +1,183 @@
+//! The desk as a pure state machine: decisions, timers and effects with
+//! explicit times, no database and no sleeping.
+
+use super::busy::BusyOperators;
+use super::calls::CallingRobot;
+use super::desk::Desk;
+use super::timers::Timer;
+use super::types::{CallOutcome, Settings};
+use crate::store::{OperatorRecord, Write};
+use app::dispatch::{LinkFloors, OfferStatus};
+use app::events::{Event, OperatorEvent};
+use app::models::{LifecycleState, LinkFloor, PresenceState, Role};
+use std::sync::Arc;
+
+const SETTINGS: Settings = Settings { offer_window_ms: 30_000, wrap_up_ms: 60_000, presence_ttl_ms: 20_000, cooloff_ms: 60_000 };
+
+fn operator(id: &str, region: &str, certs: &[&str]) -> OperatorRecord {
+    OperatorRecord {
+        user_id: id.into(),
+        display_name: id.to_uppercase(),
+        email: format!("{id}@example.test"),
+        external_id: None,
+        role: Role::Operator,
+        region: region.into(),
+        certifications: certs.iter().map(|c| c.to_string()).collect(),
+    }
+}
+
+fn robot(id: &str, pop: &str, req_cert: &str) -> CallingRobot {
+    CallingRobot { id: id.into(), model: "UR10e".into(), site: "Site".into(), pop: pop.into(), req_cert: req_cert.into() }
+}
+
+fn desk_with(busy: Arc<BusyOperators>, org: &str, operators: &[OperatorRecord]) -> Desk {
+    let floors = LinkFloors::new([
+        LinkFloor { region: "Austin".into(), pop: "us-east".into(), floor_ms: 96, note: None },
+        LinkFloor { region: "BLR".into(), pop: "us-east".into(), floor_ms: 275, note: None },
+    ]);
+    let mut desk = Desk::new(org, SETTINGS, Arc::new(floors), busy);
+    for op in operators {
+        desk.load_operator(op.clone());
+    }
+    desk.take_effects();
+    desk
+}
+
+fn desk(operators: &[OperatorRecord]) -> Desk {
+    desk_with(Arc::new(BusyOperators::default()), "org", operators)
+}
+
+/// Runs what a dispatcher does at `now`: due timers, then the queues.
+fn tick(desk: &mut Desk, now: i64) {
+    for timer in desk.timers.due(now) {
+        desk.fire(timer, now);
+    }
+    desk.serve_queues(now);
+}
+
+fn offered_to(desk: &mut Desk, operator_id: &str) -> Option<String> {
+    desk.take_effects().writes.into_iter().rev().find_map(|w| match w {
+        Write::Offer { session_id, offer, .. } if offer.operator_id == operator_id => Some(session_id),
+        _ => None,
+    })
+}
+
+fn session_of(outcome: &CallOutcome) -> String {
+    match outcome {
+        CallOutcome::Matched { session_id, .. } | CallOutcome::Queued { session_id, .. } => session_id.clone(),
+    }
+}
+
+#[test]
+fn d08_the_cool_off_keeps_a_decliner_from_the_same_call_for_its_length_never_longer() {
+    let mut desk = desk(&[operator("carla", "Austin", &["pick-place"])]);
+    desk.ready("carla", true, 0).unwrap();
+    let call = session_of(&desk.raise(&robot("r1", "us-east", "pick-place · tier-2"), 1_000).unwrap());
+    assert_eq!(offered_to(&mut desk, "carla"), Some(call.clone()));
+    desk.decline("carla", &call, 2_000).unwrap();
+    tick(&mut desk, 2_000);
+    assert_eq!(offered_to(&mut desk, "carla"), None, "queued: she just declined it");
+    tick(&mut desk, 2_000 + SETTINGS.cooloff_ms - 1);
+    assert_eq!(offered_to(&mut desk, "carla"), None, "one ms before the cool-off ends");
+    tick(&mut desk, 2_000 + SETTINGS.cooloff_ms);
+    assert_eq!(offered_to(&mut desk, "carla"), Some(call), "the cool-off is over: offered again");
+}
+
+#[test]
+fn d08_an_rtt_report_that_makes_an_operator_rankable_serves_the_queue() {
+    // Lagos has no floor to us-east: unrankable until the console measures.
+    let mut desk = desk(&[operator("ade", "Lagos", &["welding"])]);
+    desk.ready("ade", true, 0).unwrap();
+    let outcome = desk.raise(&robot("w1", "us-east", "welding tier-1"), 10).unwrap();
+    assert!(matches!(outcome, CallOutcome::Queued { .. }));
+    desk.take_effects();
+    desk.report_rtt("ade", "us-east", 140).unwrap();
+    tick(&mut desk, 20);
+    assert_eq!(offered_to(&mut desk, "ade"), Some(session_of(&outcome)));
+}
+
+#[test]
+fn d04_an_offer_expires_at_its_deadline_to_aux_and_the_call_moves_on() {
+    let mut desk = desk(&[operator("carla", "Austin", &["pick-place"]), operator("asha", "BLR", &["pick-place"])]);
+    desk.ready("carla", true, 0).unwrap();
+    desk.ready("asha", true, 0).unwrap();
+    let call = session_of(&desk.raise(&robot("r1", "us-east", "pick-place"), 1_000).unwrap());
+    assert_eq!(offered_to(&mut desk, "carla"), Some(call.clone()));
+    tick(&mut desk, 1_000 + SETTINGS.offer_window_ms - 1);
+    assert!(desk.take_effects().writes.is_empty(), "still ringing");
+    tick(&mut desk, 1_000 + SETTINGS.offer_window_ms);
+    let carla = desk.presence("carla").unwrap();
+    assert_eq!((carla.state, carla.aux_reason.as_deref()), (PresenceState::Aux, Some("missed offer")));
+    assert_eq!(offered_to(&mut desk, "asha"), Some(call));
+}
+
+#[test]
+fn d05_d06_one_offer_per_operator_and_the_oldest_call_first() {
+    let mut desk = desk(&[operator("carla", "Austin", &["pick-place", "welding"])]);
+    desk.ready("carla", true, 0).unwrap();
+    let first = session_of(&desk.raise(&robot("r1", "us-east", "pick-place"), 1).unwrap());
+    let weld = desk.raise(&robot("w1", "us-east", "welding"), 2).unwrap();
+    let pick = desk.raise(&robot("r2", "us-east", "pick-place"), 3).unwrap();
+    assert!(matches!(weld, CallOutcome::Queued { position: 1, .. }));
+    assert!(matches!(pick, CallOutcome::Queued { position: 1, .. }), "positions count per skill");
+    desk.take_effects();
+    desk.accept("carla", &first, 10).unwrap();
+    desk.finish(&first, LifecycleState::Completed, "done", 20).unwrap();
+    tick(&mut desk, 20);
+    assert_eq!(desk.presence("carla").unwrap().state, PresenceState::Acw);
+    desk.take_effects();
+    // Wrap-up ends from the deadline queue; the oldest queued call (welding) rings.
+    tick(&mut desk, 20 + SETTINGS.wrap_up_ms);
+    assert_eq!(offered_to(&mut desk, "carla"), Some(session_of(&weld)));
+}
+
+#[test]
+fn r08_presence_lapses_a_ttl_after_the_last_tab_unless_a_tab_reopens() {
+    let mut desk = desk(&[operator("asha", "BLR", &["pick-place"])]);
+    desk.tab_opened("asha", 0).unwrap();
+    desk.ready("asha", true, 0).unwrap();
+    desk.tab_closed("asha", 1_000);
+    // A reload: a new tab before the TTL keeps her present.
+    desk.tab_opened("asha", 5_000).unwrap();
+    tick(&mut desk, 1_000 + SETTINGS.presence_ttl_ms);
+    assert_eq!(desk.presence("asha").unwrap().state, PresenceState::Ready);
+    desk.tab_closed("asha", 30_000);
+    tick(&mut desk, 30_000 + SETTINGS.presence_ttl_ms);
+    assert_eq!(desk.presence("asha").unwrap().state, PresenceState::Offline);
+}
+
+#[test]
+fn d10_a_desk_skips_an_operator_ringing_for_another_org_and_is_poked_when_they_free_up() {
+    let busy = Arc::new(BusyOperators::default());
+    let dana = operator("dana", "Austin", &["inspection"]);
+    let mut north = desk_with(busy.clone(), "north", &[dana.clone()]);
+    let mut harbor = desk_with(busy.clone(), "harbor", &[dana]);
+    north.ready("dana", true, 0).unwrap();
+    harbor.ready("dana", true, 0).unwrap();
+    let north_call = session_of(&north.raise(&robot("n1", "us-east", "inspection"), 1).unwrap());
+    let harbor_call = harbor.raise(&robot("h1", "us-east", "inspection"), 2).unwrap();
+    assert!(matches!(harbor_call, CallOutcome::Queued { .. }), "busy in north");
+    harbor.take_effects();
+    north.take_effects();
+    north.decline("dana", &north_call, 3).unwrap();
+    assert_eq!(north.take_effects().pokes, vec!["harbor".to_string()]);
+    harbor.poke();
+    tick(&mut harbor, 4);
+    assert_eq!(offered_to(&mut harbor, "dana"), Some(session_of(&harbor_call)));
+}
+
+#[test]
+fn effects_close_offers_before_reoffering_and_tell_the_operator() {
+    let mut desk = desk(&[operator("carla", "Austin", &["pick-place"]), operator("asha", "BLR", &["pick-place"])]);
+    desk.ready("carla", true, 0).unwrap();
+    desk.ready("asha", true, 0).unwrap();
+    let call = session_of(&desk.raise(&robot("r1", "us-east", "pick-place"), 1).unwrap());
+    desk.take_effects();
+    desk.decline("carla", &call, 2).unwrap();
+    let fx = desk.take_effects();
+    let close = fx.writes.iter().position(|w| matches!(w, Write::CloseOffer { status: OfferStatus::Declined, .. }));
+    let reoffer = fx.writes.iter().position(|w| matches!(w, Write::Offer { offer, .. } if offer.operator_id == "asha"));
+    assert!(close.unwrap() < reoffer.unwrap(), "the unique open-offer index never sees two");
+    assert!(fx.events.iter().any(|(_, e)| matches!(e, Event::Operator(OperatorEvent::Offer { offer }) if offer.operator_id == "asha")));
+    assert!(desk.timers.due(i64::MAX).iter().any(|t| matches!(t, Timer::CoolOff { operator_id, .. } if operator_id == "carla")));
+}

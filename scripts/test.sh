@@ -29,6 +29,9 @@ cargo test -p app --features ssr
 step "unit + integration tests: server (SQLite and PostgreSQL)"
 cargo test -p server
 
+step "the load tools still build (server/bench)"
+cargo build -p clutchcall-bench --bins
+
 step "build the site for the browser tests (server + wasm, debug)"
 cargo leptos build
 

@@ -20,7 +20,7 @@ use crate::bus::{InProcessBus, SharedBus};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::http::AppState;
-use crate::services::{RobotRegistry, SessionService};
+use crate::services::{RobotRegistry, SessionService, SignIns};
 use crate::store::SharedStore;
 use app::functions::backend::SharedBackend;
 use leptos::prelude::LeptosOptions;
@@ -100,11 +100,19 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         engine: engine.clone(),
         robots,
         sessions,
+        sign_ins: Arc::new(SignIns::new(store.clone())),
         presence_ttl_ms: config.presence_ttl_ms,
     };
     let app = http::router(state);
 
     let (shutdown, on_shutdown) = oneshot::channel::<()>();
+    // Small frames (offers, presence) go out at once, not after the peer's
+    // delayed ACK (Nagle's algorithm cost ~40 ms on a burst of frames).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
     let serve = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async {

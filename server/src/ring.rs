@@ -225,10 +225,7 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket) {
 
 /// The sign-in behind the socket still holds, in the same org.
 async fn still_signed_in(state: &AppState, owner: &TabOwner) -> bool {
-    match state.backend.session_user(&owner.token).await {
-        Ok(Some(user)) => user.selected_org.is_some_and(|o| o.org_id == owner.org_id && o.role.grants(Role::Operator)),
-        _ => false,
-    }
+    matches!(state.sign_ins.role(&owner.token, &owner.org_id).await, Ok(Some(role)) if role.grants(Role::Operator))
 }
 
 /// A sentence for the person; details stay in the log.
@@ -252,7 +249,7 @@ async fn handle(state: &AppState, owner: &TabOwner, msg: ConsoleMsg) -> Option<R
             None => return Some(RingMsg::Error { message: "Give a short reason (up to 64 characters).".into() }),
         },
         ConsoleMsg::Accept { session_id } => {
-            engine.accept(org_id, operator_id, &session_id).await.map(|s| Some(RingMsg::Accepted { session_id: s.id }))
+            engine.answer(org_id, operator_id, &session_id).await.map(|_| Some(RingMsg::Accepted { session_id }))
         }
         ConsoleMsg::Decline { session_id } => engine.decline(org_id, operator_id, &session_id).await.map(|_| None),
         ConsoleMsg::Rtt { pop, rtt_ms } => engine.report_rtt(org_id, operator_id, &pop, rtt_ms).await.map(|_| None),

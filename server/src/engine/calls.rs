@@ -175,7 +175,8 @@ impl Desk {
             offered_at: now,
             expires_at: now + self.settings.offer_window_ms,
         };
-        if call.queued {
+        let from_queue = call.queued;
+        if from_queue {
             let (skill, raised_at) = (call.skill.clone(), call.raised_at);
             self.dequeue_key(&skill, raised_at, session_id);
         }
@@ -187,6 +188,7 @@ impl Desk {
             org_id: self.org_id.clone(),
             session_id: session_id.to_string(),
             offer: NewOffer { id: new_id("ofr"), operator_id: operator_id.clone(), rtt_ms, offered_at: now, expires_at: offer.expires_at },
+            from_queue,
         });
         self.fx.writes.push(Write::Record { org_id: self.org_id.clone(), session_id: session_id.to_string(), record });
         self.offers.insert(operator_id.clone(), offer.clone());

@@ -14,6 +14,7 @@ mod desk;
 #[cfg(test)]
 mod desk_tests;
 mod dispatcher;
+mod load;
 pub mod ready;
 pub mod timers;
 mod types;
@@ -137,10 +138,15 @@ impl Engine {
     }
 
     /// The operator accepts their open offer: the session starts.
-    pub async fn accept(&self, org_id: &str, operator_id: &str, session_id: &str) -> Result<SessionRecord, EngineError> {
+    pub async fn answer(&self, org_id: &str, operator_id: &str, session_id: &str) -> Result<(), EngineError> {
         let (op, ses) = (operator_id.to_string(), session_id.to_string());
         self.ask_operator(org_id, operator_id, |reply| Command::Accept { operator_id: op.clone(), session_id: ses.clone(), reply })
-            .await?;
+            .await
+    }
+
+    /// As `answer`, returning the started session's record.
+    pub async fn accept(&self, org_id: &str, operator_id: &str, session_id: &str) -> Result<SessionRecord, EngineError> {
+        self.answer(org_id, operator_id, session_id).await?;
         self.session(org_id, session_id).await
     }
 

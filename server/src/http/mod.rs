@@ -7,7 +7,7 @@ mod principal;
 pub use principal::Principal;
 
 use crate::engine::Engine;
-use crate::services::{RobotRegistry, SessionService};
+use crate::services::{RobotRegistry, SessionService, SignIns};
 use app::functions::backend::SharedBackend;
 use app::{shell, App};
 use axum::extract::State;
@@ -19,7 +19,13 @@ use leptos::prelude::*;
 use leptos_axum::{file_and_error_handler_with_context, generate_route_list, LeptosRoutes};
 use serde_json::json;
 use std::sync::Arc;
+use std::time::Duration;
+use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
+
+/// No page or API call may hang a user: past this the answer is a 503.
+/// (A WebSocket upgrade answers at once; the socket itself is not bounded.)
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Everything a request handler may need.
 #[derive(Clone)]
@@ -29,6 +35,7 @@ pub struct AppState {
     pub engine: Arc<Engine>,
     pub robots: Arc<RobotRegistry>,
     pub sessions: Arc<SessionService>,
+    pub sign_ins: Arc<SignIns>,
     /// A console tab silent this long is closed (its presence then lapses).
     pub presence_ttl_ms: i64,
 }
@@ -51,6 +58,7 @@ pub fn router(state: AppState) -> Router {
         .route("/ws", get(crate::ring::ws_handler))
         .leptos_routes_with_context(&state, routes, provide_backend.clone(), move || shell(options.clone()))
         .fallback(file_and_error_handler_with_context::<AppState, _>(provide_backend, shell))
+        .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIMEOUT))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

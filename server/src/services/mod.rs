@@ -4,6 +4,8 @@
 
 pub mod registry;
 pub mod sessions;
+pub mod signins;
 
 pub use registry::RobotRegistry;
 pub use sessions::SessionService;
+pub use signins::SignIns;

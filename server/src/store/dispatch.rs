@@ -3,199 +3,14 @@
 //! store one journal of writes per batch (`commit`), applied in a single
 //! transaction; the database's unique indexes still guard the invariants.
 
+use super::journal::{
+    Batch, DispatchRecordRow, OpenOfferRow, OrgLock, OrgSnapshot, SessionRow, Telemetry, TelemetryOutcome, Write,
+};
 use super::sql::{PgStore, SqliteStore};
-use super::{OperatorRecord, StoreError, StoreResult};
-use app::dispatch::{OfferStatus, Outcome};
+use super::{StoreError, StoreResult};
 use app::lifecycle::telemetry_allowed;
-use app::models::{LifecycleState, SafetyState};
+use app::models::SafetyState;
 use async_trait::async_trait;
-
-#[derive(Clone, Debug)]
-pub struct NewSession {
-    pub id: String,
-    pub org_id: String,
-    pub robot_id: String,
-    pub skill: String,
-    pub pop: String,
-    pub raised_at: i64,
-}
-
-#[derive(Clone, Debug)]
-pub struct NewOffer {
-    pub id: String,
-    pub operator_id: String,
-    pub rtt_ms: u32,
-    pub offered_at: i64,
-    pub expires_at: i64,
-}
-
-#[derive(Clone, Debug)]
-pub struct DispatchRecord {
-    pub at: i64,
-    pub trigger: app::dispatch::Trigger,
-    pub pool_source: app::dispatch::PoolSource,
-    pub outcome: Outcome,
-    pub operator_id: Option<String>,
-    pub rtt_ms: Option<u32>,
-    /// The candidates with RTT and verdict, as JSON.
-    pub candidates: String,
-}
-
-/// One change of a batch, in the order the engine decided it.
-#[derive(Clone, Debug)]
-pub enum Write {
-    OpenSession(NewSession),
-    /// The call waits in its skill's queue from `at`.
-    Queue { session_id: String, at: i64 },
-    /// The call rings `offer.operator_id` (and leaves the queue).
-    Offer { org_id: String, session_id: String, offer: NewOffer },
-    CloseOffer { org_id: String, session_id: String, operator_id: String, status: OfferStatus, at: i64 },
-    /// PENDING → ACTIVE with the operator attached; logs SESSION_START.
-    Start { org_id: String, session_id: String, operator_id: String, region: String, rtt_ms: u32, at: i64 },
-    /// → COMPLETED or CANCELLED; logs SESSION_END.
-    End { org_id: String, session_id: String, to: LifecycleState, reason: String, attached: Option<String>, at: i64 },
-    Record { org_id: String, session_id: String, record: DispatchRecord },
-}
-
-#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
-pub struct SessionRow {
-    pub id: String,
-    pub org_id: String,
-    pub robot_id: String,
-    pub robot_model: String,
-    pub site: String,
-    pub pop: String,
-    pub skill: String,
-    pub lifecycle: String,
-    pub safety_state: String,
-    pub operator_id: Option<String>,
-    pub operator_name: Option<String>,
-    pub operator_region: Option<String>,
-    pub rtt_ms: Option<i64>,
-    pub divergence_deg: Option<f64>,
-    pub velocity_scale: Option<f64>,
-    pub raised_at: i64,
-    pub started_at: Option<i64>,
-    pub ended_at: Option<i64>,
-}
-
-impl SessionRow {
-    pub fn lifecycle(&self) -> StoreResult<LifecycleState> {
-        decode("lifecycle", LifecycleState::parse(&self.lifecycle))
-    }
-
-    pub fn safety(&self) -> StoreResult<SafetyState> {
-        decode("safety state", SafetyState::parse(&self.safety_state))
-    }
-
-    /// The session record as the API and the screens show it.
-    pub fn record(self) -> StoreResult<app::models::SessionRecord> {
-        Ok(app::models::SessionRecord {
-            lifecycle: self.lifecycle()?,
-            state: self.safety()?,
-            id: self.id,
-            robot: self.robot_id,
-            robot_model: self.robot_model,
-            site: self.site,
-            pop: self.pop,
-            skill: self.skill,
-            operator_id: self.operator_id,
-            operator_name: self.operator_name,
-            region: self.operator_region,
-            raised_at: self.raised_at,
-            started_at: self.started_at,
-            ended_at: self.ended_at,
-            rtt_ms: self.rtt_ms.and_then(|v| u32::try_from(v).ok()),
-            divergence_deg: self.divergence_deg,
-            velocity_scale: self.velocity_scale,
-        })
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
-pub struct OpenOfferRow {
-    pub org_id: String,
-    pub session_id: String,
-    pub operator_id: String,
-    pub rtt_ms: i64,
-    pub offered_at: i64,
-    pub expires_at: i64,
-}
-
-/// A PENDING call as the engine reloads it.
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
-pub struct PendingCallRow {
-    pub session_id: String,
-    pub robot_id: String,
-    pub robot_model: String,
-    pub site: String,
-    pub skill: String,
-    pub pop: String,
-    pub raised_at: i64,
-    pub queued_at: Option<i64>,
-}
-
-/// An ACTIVE or PAUSED session.
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
-pub struct LiveSessionRow {
-    pub session_id: String,
-    pub robot_id: String,
-    pub operator_id: Option<String>,
-    pub lifecycle: String,
-}
-
-/// A decline or miss of a still-pending call, for the cool-off (rule D08).
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
-pub struct AnsweredOfferRow {
-    pub session_id: String,
-    pub operator_id: String,
-    pub answered_at: i64,
-}
-
-/// Everything an org's dispatcher loads when it starts or reloads.
-#[derive(Clone, Debug, Default)]
-pub struct OrgSnapshot {
-    pub operators: Vec<OperatorRecord>,
-    pub pending: Vec<PendingCallRow>,
-    pub open_offers: Vec<OpenOfferRow>,
-    pub answered: Vec<AnsweredOfferRow>,
-    pub live: Vec<LiveSessionRow>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
-pub struct DispatchRecordRow {
-    pub trigger: String,
-    pub pool_source: String,
-    pub outcome: String,
-    pub operator_id: Option<String>,
-    pub rtt_ms: Option<i64>,
-    pub candidates: String,
-}
-
-/// Edge-agent telemetry as stored.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Telemetry {
-    pub state: SafetyState,
-    pub rtt_ms: u32,
-    pub divergence_deg: f64,
-    pub velocity_scale: f64,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum TelemetryOutcome {
-    Applied { row: SessionRow, entered_protective_stop: bool },
-    /// The session is latched in PROTECTIVE_STOP; only an explicit clear leaves it.
-    Latched,
-    /// COMPLETED or CANCELLED: nothing reports into a finished session.
-    Ended,
-    NotFound,
-}
-
-/// Holds an org's dispatch lock while alive (PostgreSQL: an advisory lock
-/// on a connection of its own; dropping it closes the connection).
-pub struct OrgLock {
-    _conn: Option<sqlx::PgConnection>,
-}
 
 #[async_trait]
 pub trait DispatchStore: Send + Sync {
@@ -254,7 +69,7 @@ macro_rules! dispatch_store {
                         sqlx::query("UPDATE sessions SET queued_at = $1 WHERE id = $2 AND queued_at IS NULL")
                             .bind(at).bind(session_id).execute(&mut **tx).await?;
                     }
-                    Write::Offer { org_id, session_id, offer } => {
+                    Write::Offer { org_id, session_id, offer, from_queue } => {
                         sqlx::query(
                             "INSERT INTO offers (id, org_id, session_id, operator_id, rtt_ms, offered_at, expires_at) \
                              VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -262,8 +77,10 @@ macro_rules! dispatch_store {
                         .bind(&offer.id).bind(org_id).bind(session_id).bind(&offer.operator_id)
                         .bind(i64::from(offer.rtt_ms)).bind(offer.offered_at).bind(offer.expires_at)
                         .execute(&mut **tx).await?;
-                        sqlx::query("UPDATE sessions SET queued_at = NULL WHERE id = $1 AND queued_at IS NOT NULL")
-                            .bind(session_id).execute(&mut **tx).await?;
+                        if *from_queue {
+                            sqlx::query("UPDATE sessions SET queued_at = NULL WHERE id = $1")
+                                .bind(session_id).execute(&mut **tx).await?;
+                        }
                     }
                     Write::CloseOffer { org_id, session_id, operator_id, status, at } => {
                         let done = sqlx::query(
@@ -378,9 +195,35 @@ macro_rules! dispatch_store {
             }
 
             async fn commit(&self, writes: &[Write]) -> StoreResult<()> {
+                // Every statement is a round trip (on SQLite, to the
+                // connection's worker thread): the batch's new sessions go in
+                // one INSERT (queued ones with their queue time) and its
+                // dispatch records in another; the rest keeps its order.
+                let batch = Batch::of(writes);
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
-                for write in writes {
+                if !batch.opened.is_empty() {
+                    let mut insert = sqlx::QueryBuilder::<<Self as StoreDb>::Db>::new(
+                        "INSERT INTO sessions (id, org_id, robot_id, skill, pop, raised_at, queued_at) ",
+                    );
+                    insert.push_values(&batch.opened, |mut row, (s, queued_at)| {
+                        row.push_bind(s.id.clone()).push_bind(s.org_id.clone()).push_bind(s.robot_id.clone())
+                            .push_bind(s.skill.clone()).push_bind(s.pop.clone()).push_bind(s.raised_at).push_bind(*queued_at);
+                    });
+                    insert.build().execute(&mut *tx).await?;
+                }
+                for write in &batch.rest {
                     Self::apply(&mut tx, write).await?;
+                }
+                if !batch.records.is_empty() {
+                    let mut insert = sqlx::QueryBuilder::<<Self as StoreDb>::Db>::new(
+                        "INSERT INTO dispatch_records (org_id, session_id, at, trigger, pool_source, outcome, operator_id, rtt_ms, candidates) ",
+                    );
+                    insert.push_values(&batch.records, |mut row, (org_id, session_id, r)| {
+                        row.push_bind(org_id.to_string()).push_bind(session_id.to_string()).push_bind(r.at)
+                            .push_bind(r.trigger.as_str()).push_bind(r.pool_source.as_str()).push_bind(r.outcome.as_str())
+                            .push_bind(r.operator_id.clone()).push_bind(r.rtt_ms.map(i64::from)).push_bind(r.candidates.clone());
+                    });
+                    insert.build().execute(&mut *tx).await?;
                 }
                 tx.commit().await?;
                 Ok(())

@@ -3,11 +3,13 @@
 //! keeps its own migrations under `server/migrations/<backend>/`.
 
 mod dispatch;
+mod journal;
 mod sql;
 
-pub use dispatch::{
-    AnsweredOfferRow, DispatchRecord, DispatchRecordRow, DispatchStore, LiveSessionRow, NewOffer, NewSession, OpenOfferRow,
-    OrgLock, OrgSnapshot, PendingCallRow, SessionRow, Telemetry, TelemetryOutcome, Write,
+pub use dispatch::DispatchStore;
+pub use journal::{
+    AnsweredOfferRow, DispatchRecord, DispatchRecordRow, LiveSessionRow, NewOffer, NewSession, OpenOfferRow, OrgLock,
+    OrgSnapshot, PendingCallRow, SessionRow, Telemetry, TelemetryOutcome, Write,
 };
 pub use sql::{PgStore, SqliteStore};
 
@@ -148,6 +150,9 @@ pub trait Store: DispatchStore + Send + Sync + 'static {
 
     async fn create_web_session(&self, token_hash: &str, user_id: &str, org_id: Option<&str>, now: i64, expires_at: i64) -> StoreResult<()>;
     async fn web_session(&self, token_hash: &str) -> StoreResult<Option<WebSessionRecord>>;
+    /// The role a live sign-in holds in the org it has selected: one round
+    /// trip, for sockets that re-check on every command.
+    async fn signed_in_role(&self, token_hash: &str, org_id: &str, now: i64) -> StoreResult<Option<Role>>;
     async fn set_web_session_org(&self, token_hash: &str, org_id: &str) -> StoreResult<()>;
     async fn delete_web_session(&self, token_hash: &str) -> StoreResult<()>;
     /// Removes sessions past their expiry; returns how many.

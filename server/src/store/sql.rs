@@ -213,6 +213,15 @@ macro_rules! sql_store {
                 .transpose()
             }
 
+            async fn signed_in_role(&self, token_hash: &str, org_id: &str, now: i64) -> StoreResult<Option<Role>> {
+                let role: Option<String> = sqlx::query_scalar(
+                    "SELECT m.role FROM web_sessions w JOIN memberships m ON m.user_id = w.user_id AND m.org_id = w.org_id \
+                     WHERE w.token_hash = $1 AND w.org_id = $2 AND w.expires_at > $3",
+                )
+                .bind(token_hash).bind(org_id).bind(now).fetch_optional(&self.pool).await?;
+                role.map(|r| role_of(&r)).transpose()
+            }
+
             async fn set_web_session_org(&self, token_hash: &str, org_id: &str) -> StoreResult<()> {
                 sqlx::query("UPDATE web_sessions SET org_id = $1 WHERE token_hash = $2")
                     .bind(org_id).bind(token_hash).execute(&self.pool).await?;

@@ -1,56 +1,70 @@
-//! The dispatch benchmark with real consoles: signs in N operators over
-//! HTTP, opens their ring channels like browser tabs (WebSocket, heartbeats,
-//! Ready), then fires M distress calls through `POST /v1/sessions` with
-//! robot tokens at a set rate. Each console accepts its offer as it rings;
-//! the robot then ends the session, the operator wraps up briefly and is
-//! ready again. Prints calls/s, POST latency, POST → offer received in the
-//! operator's socket, offers lost (a 201 whose offer never reached the
-//! console) and double offers (a console rung while it held an offer).
+//! The dispatch benchmark with real consoles, against a server in another
+//! process: ClutchCall's release binary (started here on a scratch
+//! database, as the README starts it), a floor server (`floor-server`, the
+//! same exchanges without dispatch logic), or `--target URL`.
 //!
-//! cargo run -p clutchcall-bench --release --bin ring-bench -- --db sqlite --consoles 1000 --calls 3000 --rate 500
+//! It signs in N operators over HTTP, opens their ring channels like browser
+//! tabs (WebSocket, heartbeats, Ready) and starts the clock only once every
+//! Ready is acknowledged. Then, per `--mode`:
+//! - `cycle`: robots raise calls through `POST /v1/sessions`; each console
+//!   accepts as it rings and the robot ends the session (wrap-up 0), so
+//!   operators cycle. `--rate 0` is a closed loop of `--concurrency`
+//!   callers, each waiting for its cycle to end; `--rate R` an open loop.
+//! - `queue`: no console; raises only (each answered 202).
+//!
+//! Reported: cycles (or raises) per second, POST latency, POST → offer in
+//! the console's socket, warm-up (the first `--warmup-s`) and steady state
+//! apart, offers lost (a 201 whose offer never reached the console), double
+//! offers, and the server's RSS.
+//!
+//! cargo build --release -p server -p clutchcall-bench
+//! target/release/ring-bench --server clutchcall --db sqlite --consoles 1000 --calls 6000 --concurrency 4
+//! target/release/ring-bench --server floor --consoles 1000 --calls 6000 --concurrency 4
 
-use app::models::Offer;
 use app::ring::{ConsoleMsg, RingMsg, HEARTBEAT_MS};
-use futures::{SinkExt, StreamExt};
 use clutchcall_bench::{ms, number, parse_flags, percentile, ScratchDb};
+use futures::{SinkExt, StreamExt};
 use server::seed::{load_operator_email, load_org, load_robot_token, LOAD_PASSWORD};
 use std::collections::HashMap;
+use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::{Barrier, Semaphore};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::{oneshot, Semaphore};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
-const USAGE: &str = "usage: ring-bench [--db sqlite|postgres] [--consoles N] [--calls M] [--rate R] [--concurrency C]";
+const USAGE: &str = "usage: ring-bench [--server clutchcall|floor] [--target URL] [--db sqlite|postgres] [--mode cycle|queue] \
+                     [--consoles N] [--calls M] [--rate R] [--concurrency C] [--warmup-s S]";
 
-struct Args {
-    consoles: usize,
-    calls: usize,
-    /// Calls per second; 0 = as fast as `--concurrency` allows.
-    rate: usize,
-    concurrency: usize,
-}
-
-/// When each session's offer first reached a console, and who was rung twice.
+/// What the consoles saw.
 #[derive(Default)]
 struct Receipts {
+    /// Session → when its offer reached a console.
     offered: Mutex<HashMap<String, Instant>>,
     double_offers: AtomicUsize,
+    /// Robot index → told when its session has ended (closed loop).
+    cycle_done: Mutex<HashMap<usize, oneshot::Sender<()>>>,
 }
 
-/// One console tab: Ready, heartbeats, accepts whatever rings, and plays
-/// the robot ending the session once it is attached.
-async fn console(base: String, cookie: String, receipts: Arc<Receipts>, http: reqwest::Client, ready: Arc<Barrier>) {
+/// One console tab: Ready (acknowledged), heartbeats, accepts whatever
+/// rings, and plays the robot ending the session once it is attached.
+/// `confirms_ready`: ClutchCall answers Ready with the new presence; the
+/// floor applies it silently.
+async fn console(base: String, confirms_ready: bool, cookie: String, receipts: Arc<Receipts>, http: reqwest::Client, ready: oneshot::Sender<()>) {
     let mut request = format!("{}/ws", base.replace("http://", "ws://")).into_client_request().expect("ws url");
     request.headers_mut().insert("cookie", cookie.parse().expect("cookie header"));
     let (ws, _) = tokio_tungstenite::connect_async(request).await.expect("console connects");
     let (mut sink, mut stream) = ws.split();
     let text = |msg: ConsoleMsg| Message::Text(serde_json::to_string(&msg).expect("json").into());
     sink.send(text(ConsoleMsg::Ready)).await.expect("ready");
-    ready.wait().await;
+    let mut ready = Some(ready);
+    if !confirms_ready {
+        let _ = ready.take().map(|r| r.send(()));
+    }
     let mut heartbeat = tokio::time::interval(Duration::from_millis(u64::from(HEARTBEAT_MS)));
-    let mut holding: Option<Offer> = None;
+    let mut holding: Option<String> = None;
     loop {
         tokio::select! {
             _ = heartbeat.tick() => {
@@ -63,6 +77,9 @@ async fn console(base: String, cookie: String, receipts: Arc<Receipts>, http: re
                     Some(Ok(_)) => continue,
                 };
                 match serde_json::from_str::<RingMsg>(&frame) {
+                    Ok(RingMsg::Presence { presence }) if presence.state == app::models::PresenceState::Ready => {
+                        if let Some(r) = ready.take() { let _ = r.send(()); }
+                    }
                     Ok(RingMsg::Offer { offer }) => {
                         let now = Instant::now();
                         if holding.is_some() {
@@ -70,17 +87,17 @@ async fn console(base: String, cookie: String, receipts: Arc<Receipts>, http: re
                         }
                         receipts.offered.lock().expect("receipts").entry(offer.session_id.clone()).or_insert(now);
                         let _ = sink.send(text(ConsoleMsg::Accept { session_id: offer.session_id.clone() })).await;
-                        holding = Some(offer);
+                        holding = Some(offer.robot_id);
                     }
-                    Ok(RingMsg::OfferClosed { session_id, .. }) => {
-                        if holding.as_ref().is_some_and(|o| o.session_id == session_id) {
-                            holding = None;
-                        }
-                    }
+                    Ok(RingMsg::OfferClosed { .. }) => holding = None,
                     Ok(RingMsg::Accepted { session_id }) => {
                         // The robot is helped: its edge agent ends the session.
-                        if let Some(i) = holding.take().and_then(|o| o.robot_id.strip_prefix("lr-").and_then(|n| n.parse::<usize>().ok())) {
+                        let robot = holding.take().and_then(|r| r.strip_prefix("lr-").and_then(|n| n.parse::<usize>().ok()));
+                        if let Some(i) = robot {
                             let _ = http.delete(format!("{base}/v1/sessions/{session_id}")).bearer_auth(load_robot_token(i)).send().await;
+                            if let Some(done) = receipts.cycle_done.lock().expect("receipts").remove(&i) {
+                                let _ = done.send(());
+                            }
                         }
                     }
                     _ => {}
@@ -90,32 +107,123 @@ async fn console(base: String, cookie: String, receipts: Arc<Receipts>, http: re
     }
 }
 
+/// A server this run started, and how to read its memory.
+struct Child {
+    process: tokio::process::Child,
+    base: String,
+}
+
+impl Child {
+    fn rss_mb(&self, field: &str) -> f64 {
+        let Some(pid) = self.process.id() else { return 0.0 };
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find(|l| l.starts_with(field))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    }
+}
+
+async fn spawn(mut command: tokio::process::Command) -> anyhow::Result<Child> {
+    let mut process = command.stdout(Stdio::piped()).kill_on_drop(true).spawn()?;
+    let mut lines = BufReader::new(process.stdout.take().expect("stdout")).lines();
+    let base = loop {
+        let line = lines.next_line().await?.ok_or_else(|| anyhow::anyhow!("server exited before listening"))?;
+        if let Some(addr) = line.split("listening on ").nth(1) {
+            break addr.trim().to_string();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok(Child { process, base })
+}
+
+fn sibling(name: &str) -> std::path::PathBuf {
+    std::env::current_exe().expect("exe").with_file_name(name)
+}
+
+struct Phase {
+    posts: Vec<Duration>,
+    to_offer: Vec<Duration>,
+    done: usize,
+    wall: Duration,
+}
+
+fn report(label: &str, p: &mut Phase) {
+    p.posts.sort();
+    p.to_offer.sort();
+    println!(
+        "{label}: {} in {:.2}s = {:.0}/s | POST p50 {:.2} ms p99 {:.2} ms | POST→offer p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
+        p.done,
+        p.wall.as_secs_f64(),
+        p.done as f64 / p.wall.as_secs_f64().max(1e-9),
+        ms(percentile(&p.posts, 0.5)),
+        ms(percentile(&p.posts, 0.99)),
+        ms(percentile(&p.to_offer, 0.5)),
+        ms(percentile(&p.to_offer, 0.99)),
+        ms(p.to_offer.last().copied().unwrap_or_default()),
+    );
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let flags = parse_flags(&[("db", "sqlite"), ("consoles", "1000"), ("calls", "3000"), ("rate", "500"), ("concurrency", "64")])
-        .map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
-    let args = (|| {
-        Ok::<_, String>(Args {
-            consoles: number(&flags, "consoles")?.max(1),
-            calls: number(&flags, "calls")?,
-            rate: number(&flags, "rate")?,
-            concurrency: number(&flags, "concurrency")?.max(1),
-        })
-    })()
+    let flags = parse_flags(&[
+        ("server", "clutchcall"),
+        ("target", ""),
+        ("db", "sqlite"),
+        ("mode", "cycle"),
+        ("consoles", "1000"),
+        ("calls", "6000"),
+        ("rate", "0"),
+        ("concurrency", "4"),
+        ("warmup-s", "2"),
+    ])
     .map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
+    let num = |name: &str| number(&flags, name).map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"));
+    let (calls, rate, concurrency, warmup) = (num("calls")?, num("rate")?, num("concurrency")?.max(1), Duration::from_secs(num("warmup-s")? as u64));
+    let queue_mode = flags["mode"] == "queue";
+    let consoles = if queue_mode { 0 } else { num("consoles")? };
+
+    // The server under test, in its own process.
     let db = ScratchDb::create(&flags["db"]).await?;
-    // Brief wrap-up so operators cycle back to ready within the run.
-    let config = server::config::Config { wrap_up_ms: 200, ..db.config.clone() };
-    let running = server::start(config).await?;
-    running.store.seed(&load_org(args.consoles, args.calls)).await?;
-    let base = format!("http://{}", running.addr);
-    let http = reqwest::Client::builder().pool_max_idle_per_host(args.concurrency).build()?;
+    let mut child = None;
+    let base = if !flags["target"].is_empty() {
+        flags["target"].clone()
+    } else if flags["server"] == "floor" {
+        let mut command = tokio::process::Command::new(sibling("floor-server"));
+        let file = db.config.data_dir.join("floor.db");
+        command.args(["--mode", if queue_mode { "queue" } else { "full" }, "--db", &file.display().to_string()]);
+        let c = spawn(command).await?;
+        let base = c.base.clone();
+        child = Some(c);
+        base
+    } else {
+        let store = server::store::connect(&db.config.database_url()).await?;
+        store.seed(&load_org(consoles.max(1), calls)).await?;
+        drop(store);
+        let mut command = tokio::process::Command::new(sibling("server"));
+        command
+            .env("DATABASE_URL", db.config.database_url())
+            .env("CLUTCHCALL_DATA_DIR", &db.config.data_dir)
+            .env("CLUTCHCALL_ADDR", "127.0.0.1:0")
+            .env("CLUTCHCALL_DEMO", "0")
+            .env("CLUTCHCALL_WRAP_UP_S", "0")
+            .env("RUST_LOG", "warn");
+        let c = spawn(command).await?;
+        let base = c.base.clone();
+        child = Some(c);
+        base
+    };
+    let confirms_ready = flags["server"] != "floor";
+    let rss_idle = child.as_ref().map_or(0.0, |c| c.rss_mb("VmRSS"));
+    let http = reqwest::Client::builder().pool_max_idle_per_host(64).timeout(Duration::from_secs(60)).build()?;
 
     // Sign in every operator, as their browsers would.
     let started = Instant::now();
-    let gate = Arc::new(Semaphore::new(16));
+    let gate = Arc::new(Semaphore::new(8));
     let mut sign_ins = Vec::new();
-    for i in 0..args.consoles {
+    for i in 0..consoles {
         let (http, base, gate) = (http.clone(), base.clone(), gate.clone());
         sign_ins.push(tokio::spawn(async move {
             let _permit = gate.acquire().await.expect("gate");
@@ -133,95 +241,132 @@ async fn main() -> anyhow::Result<()> {
     for s in sign_ins {
         cookies.push(s.await?);
     }
-    println!("signed in {} operators in {:.1}s", args.consoles, started.elapsed().as_secs_f64());
+    let signed_in = started.elapsed();
 
     let receipts = Arc::new(Receipts::default());
-    let ready = Arc::new(Barrier::new(args.consoles + 1));
     let started = Instant::now();
+    let mut acks = Vec::new();
     for cookie in cookies {
-        tokio::spawn(console(base.clone(), cookie, receipts.clone(), http.clone(), ready.clone()));
+        let (ack, acked) = oneshot::channel();
+        tokio::spawn(console(base.clone(), confirms_ready, cookie, receipts.clone(), http.clone(), ack));
+        acks.push(acked);
     }
-    ready.wait().await;
-    // Ready went out on every socket; give the server a moment to apply them.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    println!("{} consoles connected and ready in {:.1}s", args.consoles, started.elapsed().as_secs_f64());
+    for acked in acks {
+        acked.await?;
+    }
+    println!(
+        "server={} db={} mode={} consoles={consoles}: signed in {:.1}s, all Ready acknowledged {:.1}s later; RSS {:.0} MB idle, {:.0} MB with consoles",
+        flags["server"],
+        flags["db"],
+        flags["mode"],
+        signed_in.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+        rss_idle,
+        child.as_ref().map_or(0.0, |c| c.rss_mb("VmRSS")),
+    );
 
-    let gate = Arc::new(Semaphore::new(args.concurrency));
-    let pace = (args.rate > 0).then(|| Duration::from_secs_f64(1.0 / args.rate as f64));
+    // The call phase: the clock starts now.
+    let samples: Arc<Mutex<Vec<(Instant, Duration, u16, String)>>> = Arc::default();
+    let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
-    let mut calls = Vec::with_capacity(args.calls);
-    for i in 0..args.calls {
-        if let Some(pace) = pace {
-            tokio::time::sleep_until((started + pace * i as u32).into()).await;
-        }
-        let (http, base, gate) = (http.clone(), base.clone(), gate.clone());
-        calls.push(tokio::spawn(async move {
-            let _permit = gate.acquire().await.expect("gate");
+    let mut tasks = Vec::new();
+    let one_call = {
+        let (http, base, samples, receipts) = (http.clone(), base.clone(), samples.clone(), receipts.clone());
+        move |i: usize| {
+        let (http, base, samples, receipts) = (http.clone(), base.clone(), samples.clone(), receipts.clone());
+        async move {
+            let (done, cycle) = oneshot::channel();
+            receipts.cycle_done.lock().expect("receipts").insert(i, done);
             let sent = Instant::now();
             let res = http
                 .post(format!("{base}/v1/sessions"))
                 .bearer_auth(load_robot_token(i))
                 .json(&serde_json::json!({ "robotId": format!("lr-{i:03}") }))
                 .send()
-                .await
-                .expect("call");
-            let status = res.status().as_u16();
-            let body: serde_json::Value = res.json().await.unwrap_or_default();
-            (status, sent, sent.elapsed(), body["sessionId"].as_str().unwrap_or_default().to_string())
-        }));
+                .await;
+            let (status, session) = match res {
+                Ok(res) => {
+                    let status = res.status().as_u16();
+                    let body: serde_json::Value = res.json().await.unwrap_or_default();
+                    (status, body["sessionId"].as_str().unwrap_or_default().to_string())
+                }
+                Err(_) => (0, String::new()),
+            };
+            samples.lock().expect("samples").push((sent, sent.elapsed(), status, session));
+            (status, cycle)
+        }
+        }
+    };
+    if rate == 0 {
+        for _ in 0..concurrency {
+            let (next, one_call) = (next.clone(), one_call.clone());
+            let cycle_mode = !queue_mode;
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= calls {
+                        return;
+                    }
+                    let (status, cycle) = one_call(i).await;
+                    if cycle_mode && status == 201 {
+                        let _ = tokio::time::timeout(Duration::from_secs(40), cycle).await;
+                    }
+                }
+            }));
+        }
+    } else {
+        let pace = Duration::from_secs_f64(1.0 / rate as f64);
+        for i in 0..calls {
+            tokio::time::sleep_until((started + pace * i as u32).into()).await;
+            let one_call = one_call.clone();
+            tasks.push(tokio::spawn(async move {
+                let _ = one_call(i).await;
+            }));
+        }
     }
-    let mut posts = Vec::new();
-    let mut matched = Vec::new();
-    let (mut queued, mut failed) = (0, 0);
-    for call in calls {
-        let (status, sent, took, session) = call.await?;
-        posts.push(took);
+    for task in tasks {
+        task.await?;
+    }
+    let wall = started.elapsed();
+    // Give the last offers a moment to land.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss_peak = child.as_ref().map_or(0.0, |c| c.rss_mb("VmHWM"));
+    let rss_end = child.as_ref().map_or(0.0, |c| c.rss_mb("VmRSS"));
+
+    let offered = receipts.offered.lock().expect("receipts").clone();
+    let samples = samples.lock().expect("samples").clone();
+    let warm_end = started + warmup;
+    let mut warm = Phase { posts: vec![], to_offer: vec![], done: 0, wall: warmup.min(wall) };
+    let mut steady = Phase { posts: vec![], to_offer: vec![], done: 0, wall: wall.saturating_sub(warmup) };
+    let (mut matched, mut queued, mut failed, mut lost) = (0, 0, 0, 0);
+    for (sent, took, status, session) in &samples {
+        let phase = if *sent < warm_end { &mut warm } else { &mut steady };
+        phase.posts.push(*took);
+        phase.done += 1;
         match status {
-            201 => matched.push((session, sent)),
+            201 => {
+                matched += 1;
+                match offered.get(session) {
+                    Some(at) => phase.to_offer.push(at.saturating_duration_since(*sent)),
+                    None => lost += 1,
+                }
+            }
             202 => queued += 1,
             _ => failed += 1,
         }
     }
-    let wall = started.elapsed();
-
-    // Give the last offers a moment to land.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let offered = receipts.offered.lock().expect("receipts").clone();
-    let mut to_offer: Vec<Duration> = Vec::new();
-    let mut lost = 0;
-    for (session, sent) in &matched {
-        match offered.get(session) {
-            Some(at) => to_offer.push(at.saturating_duration_since(*sent)),
-            None => lost += 1,
-        }
-    }
-    posts.sort();
-    to_offer.sort();
+    let unit = if queue_mode { "raises" } else { "cycles" };
+    println!("calls={calls} rate={rate}/s concurrency={concurrency} warm-up={}s", warmup.as_secs());
+    report(&format!("warm-up {unit}"), &mut warm);
+    report(&format!("steady {unit}"), &mut steady);
     println!(
-        "db={} consoles={} calls={} rate={}/s concurrency={}\n\
-         matched={} queued={queued} failed={failed}\n\
-         calls/s sustained={:.0} (wall {:.2}s)\n\
-         POST latency p50={:.2}ms p99={:.2}ms\n\
-         POST → offer in socket p50={:.2}ms p99={:.2}ms max={:.2}ms\n\
-         offers lost={lost} double offers={}\n\
-         offers received in total (incl. queued calls served later)={}",
-        flags["db"],
-        args.consoles,
-        args.calls,
-        args.rate,
-        args.concurrency,
-        matched.len(),
-        args.calls as f64 / wall.as_secs_f64(),
-        wall.as_secs_f64(),
-        ms(percentile(&posts, 0.5)),
-        ms(percentile(&posts, 0.99)),
-        ms(percentile(&to_offer, 0.5)),
-        ms(percentile(&to_offer, 0.99)),
-        ms(to_offer.last().copied().unwrap_or_default()),
+        "overall {:.0} {unit}/s | matched={matched} queued={queued} failed={failed} | offers lost={lost} double={} | server RSS {:.0} MB at the end, peak {:.0} MB",
+        samples.len() as f64 / wall.as_secs_f64(),
         receipts.double_offers.load(Ordering::Relaxed),
-        offered.len(),
+        rss_end,
+        rss_peak,
     );
-    running.stop().await?;
+    drop(child);
     db.finish().await?;
     if failed > 0 || lost > 0 || receipts.double_offers.load(Ordering::Relaxed) > 0 {
         anyhow::bail!("failed={failed} lost={lost} double={}", receipts.double_offers.load(Ordering::Relaxed));

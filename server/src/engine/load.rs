@@ -1,0 +1,147 @@
+//! Loading a desk from the database: at start, and after a failed commit
+//! (presences, which live only in memory, are kept).
+
+use super::desk::{Call, Desk, Live, Operator};
+use super::timers::{Timer, Timers};
+use super::types::OperatorPresence;
+use crate::store::{OperatorRecord, OrgSnapshot};
+use app::models::{LifecycleState, Offer, PresenceState};
+use std::collections::HashMap;
+
+impl Desk {
+    /// Rebuilds calls, offers and queues from the database, keeping the
+    /// presences (which live only here). Used at start and after a failed
+    /// commit; `recover` then closes what went stale while nobody watched.
+    pub fn load(&mut self, snapshot: OrgSnapshot, now: i64) {
+        for (operator_id, _) in self.offers.drain() {
+            let waiting = self.busy.release(&operator_id, &self.org_id);
+            self.fx.pokes.extend(waiting);
+        }
+        self.calls.clear();
+        self.queues.clear();
+        self.queued.clear();
+        self.live.clear();
+        self.open_by_robot.clear();
+        self.timers = Timers::default();
+        for record in snapshot.operators {
+            self.load_operator(record);
+        }
+        for row in snapshot.pending {
+            self.open_by_robot.insert(row.robot_id.clone(), row.session_id.clone());
+            let queued = row.queued_at.is_some();
+            if queued {
+                self.enqueue_key(&row.skill, row.raised_at, &row.session_id);
+            }
+            self.calls.insert(
+                row.session_id,
+                Call {
+                    robot_id: row.robot_id,
+                    robot_model: row.robot_model,
+                    site: row.site,
+                    skill: row.skill,
+                    pop: row.pop,
+                    raised_at: row.raised_at,
+                    offered_to: None,
+                    queued,
+                    cooloffs: HashMap::new(),
+                },
+            );
+        }
+        for row in snapshot.answered {
+            let until = row.answered_at + self.settings.cooloff_ms;
+            if let Some(call) = self.calls.get_mut(&row.session_id) {
+                if until > now {
+                    let entry = call.cooloffs.entry(row.operator_id.clone()).or_insert(until);
+                    *entry = (*entry).max(until);
+                    self.timers.at(until, Timer::CoolOff { session_id: row.session_id, operator_id: row.operator_id });
+                }
+            }
+        }
+        for row in snapshot.open_offers {
+            let Some(call) = self.calls.get_mut(&row.session_id) else { continue };
+            call.offered_to = Some(row.operator_id.clone());
+            let offer = Offer {
+                session_id: row.session_id.clone(),
+                robot_id: call.robot_id.clone(),
+                robot_model: call.robot_model.clone(),
+                site: call.site.clone(),
+                rtt_ms: u32::try_from(row.rtt_ms).unwrap_or(u32::MAX),
+                operator_id: row.operator_id.clone(),
+                offered_at: row.offered_at,
+                expires_at: row.expires_at,
+            };
+            self.busy.claim(&row.operator_id, &self.org_id);
+            self.timers.at(row.expires_at, Timer::OfferExpiry { operator_id: row.operator_id.clone(), session_id: row.session_id });
+            self.offers.insert(row.operator_id, offer);
+        }
+        for row in snapshot.live {
+            let lifecycle = LifecycleState::parse(&row.lifecycle).unwrap_or(LifecycleState::Active);
+            self.open_by_robot.insert(row.robot_id.clone(), row.session_id.clone());
+            self.live.insert(row.session_id, Live { robot_id: row.robot_id, operator_id: row.operator_id, lifecycle });
+        }
+        // Presences agree with the offers just loaded; anyone not heard from
+        // lapses unless a tab opens.
+        let ids: Vec<String> = self.operators.keys().cloned().collect();
+        for id in ids {
+            let holds = self.offers.get(&id).map(|o| o.session_id.clone());
+            let op = self.operators.get_mut(&id).expect("known");
+            match (&holds, op.presence.state) {
+                (Some(session), PresenceState::Offline | PresenceState::Ready | PresenceState::Aux | PresenceState::Acw) => {
+                    op.presence.enter(PresenceState::Ringing, now);
+                    op.presence.current_call = Some(session.clone());
+                }
+                (None, PresenceState::Ringing) => {
+                    op.presence.enter(PresenceState::Ready, now);
+                    op.presence.current_call = None;
+                }
+                _ => {}
+            }
+            if op.presence.state == PresenceState::Acw {
+                let since = op.presence.since;
+                self.timers.at(since + self.settings.wrap_up_ms, Timer::WrapUp { operator_id: id.clone(), since });
+            }
+            if op.tabs == 0 && op.presence.state != PresenceState::Offline {
+                let generation = op.generation;
+                self.timers.at(now + self.settings.presence_ttl_ms, Timer::Lapse { operator_id: id.clone(), generation });
+            }
+            self.reindex(&id);
+        }
+        self.dirty = true;
+    }
+
+    /// Adds an operator (or refreshes their profile), keeping any presence.
+    pub fn load_operator(&mut self, record: OperatorRecord) {
+        let skills = app::rules::skills_of(&record.certifications);
+        let id = record.user_id.clone();
+        match self.operators.get_mut(&id) {
+            Some(op) => {
+                op.presence.name = record.display_name;
+                op.presence.region = record.region;
+                op.presence.skills = skills;
+            }
+            None => {
+                self.operators.insert(
+                    id.clone(),
+                    Operator {
+                        presence: OperatorPresence {
+                            operator_id: record.user_id,
+                            name: record.display_name,
+                            region: record.region,
+                            skills,
+                            state: PresenceState::Offline,
+                            since: 0,
+                            aux_reason: None,
+                            current_call: None,
+                            live_ready: false,
+                            measured_rtt_ms: Default::default(),
+                        },
+                        tabs: 0,
+                        generation: 0,
+                    },
+                );
+            }
+        }
+        self.reindex(&id);
+        self.dirty = true;
+    }
+}

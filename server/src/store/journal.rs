@@ -1,0 +1,233 @@
+//! What the engine hands the store (a batch's journal of writes) and what
+//! the store hands back (rows, the org snapshot, telemetry outcomes).
+
+use super::dispatch::decode;
+use super::{OperatorRecord, StoreResult};
+use app::dispatch::{OfferStatus, Outcome};
+use app::models::{LifecycleState, SafetyState};
+
+#[derive(Clone, Debug)]
+pub struct NewSession {
+    pub id: String,
+    pub org_id: String,
+    pub robot_id: String,
+    pub skill: String,
+    pub pop: String,
+    pub raised_at: i64,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewOffer {
+    pub id: String,
+    pub operator_id: String,
+    pub rtt_ms: u32,
+    pub offered_at: i64,
+    pub expires_at: i64,
+}
+
+#[derive(Clone, Debug)]
+pub struct DispatchRecord {
+    pub at: i64,
+    pub trigger: app::dispatch::Trigger,
+    pub pool_source: app::dispatch::PoolSource,
+    pub outcome: Outcome,
+    pub operator_id: Option<String>,
+    pub rtt_ms: Option<u32>,
+    /// The candidates with RTT and verdict, as JSON.
+    pub candidates: String,
+}
+
+/// One change of a batch, in the order the engine decided it.
+#[derive(Clone, Debug)]
+pub enum Write {
+    OpenSession(NewSession),
+    /// The call waits in its skill's queue from `at`.
+    Queue { session_id: String, at: i64 },
+    /// The call rings `offer.operator_id`; `from_queue`: it leaves the queue.
+    Offer { org_id: String, session_id: String, offer: NewOffer, from_queue: bool },
+    CloseOffer { org_id: String, session_id: String, operator_id: String, status: OfferStatus, at: i64 },
+    /// PENDING → ACTIVE with the operator attached; logs SESSION_START.
+    Start { org_id: String, session_id: String, operator_id: String, region: String, rtt_ms: u32, at: i64 },
+    /// → COMPLETED or CANCELLED; logs SESSION_END.
+    End { org_id: String, session_id: String, to: LifecycleState, reason: String, attached: Option<String>, at: i64 },
+    Record { org_id: String, session_id: String, record: DispatchRecord },
+}
+
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
+pub struct SessionRow {
+    pub id: String,
+    pub org_id: String,
+    pub robot_id: String,
+    pub robot_model: String,
+    pub site: String,
+    pub pop: String,
+    pub skill: String,
+    pub lifecycle: String,
+    pub safety_state: String,
+    pub operator_id: Option<String>,
+    pub operator_name: Option<String>,
+    pub operator_region: Option<String>,
+    pub rtt_ms: Option<i64>,
+    pub divergence_deg: Option<f64>,
+    pub velocity_scale: Option<f64>,
+    pub raised_at: i64,
+    pub started_at: Option<i64>,
+    pub ended_at: Option<i64>,
+}
+
+impl SessionRow {
+    pub fn lifecycle(&self) -> StoreResult<LifecycleState> {
+        decode("lifecycle", LifecycleState::parse(&self.lifecycle))
+    }
+
+    pub fn safety(&self) -> StoreResult<SafetyState> {
+        decode("safety state", SafetyState::parse(&self.safety_state))
+    }
+
+    /// The session record as the API and the screens show it.
+    pub fn record(self) -> StoreResult<app::models::SessionRecord> {
+        Ok(app::models::SessionRecord {
+            lifecycle: self.lifecycle()?,
+            state: self.safety()?,
+            id: self.id,
+            robot: self.robot_id,
+            robot_model: self.robot_model,
+            site: self.site,
+            pop: self.pop,
+            skill: self.skill,
+            operator_id: self.operator_id,
+            operator_name: self.operator_name,
+            region: self.operator_region,
+            raised_at: self.raised_at,
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            rtt_ms: self.rtt_ms.and_then(|v| u32::try_from(v).ok()),
+            divergence_deg: self.divergence_deg,
+            velocity_scale: self.velocity_scale,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct OpenOfferRow {
+    pub org_id: String,
+    pub session_id: String,
+    pub operator_id: String,
+    pub rtt_ms: i64,
+    pub offered_at: i64,
+    pub expires_at: i64,
+}
+
+/// A PENDING call as the engine reloads it.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct PendingCallRow {
+    pub session_id: String,
+    pub robot_id: String,
+    pub robot_model: String,
+    pub site: String,
+    pub skill: String,
+    pub pop: String,
+    pub raised_at: i64,
+    pub queued_at: Option<i64>,
+}
+
+/// An ACTIVE or PAUSED session.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct LiveSessionRow {
+    pub session_id: String,
+    pub robot_id: String,
+    pub operator_id: Option<String>,
+    pub lifecycle: String,
+}
+
+/// A decline or miss of a still-pending call, for the cool-off (rule D08).
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct AnsweredOfferRow {
+    pub session_id: String,
+    pub operator_id: String,
+    pub answered_at: i64,
+}
+
+/// Everything an org's dispatcher loads when it starts or reloads.
+#[derive(Clone, Debug, Default)]
+pub struct OrgSnapshot {
+    pub operators: Vec<OperatorRecord>,
+    pub pending: Vec<PendingCallRow>,
+    pub open_offers: Vec<OpenOfferRow>,
+    pub answered: Vec<AnsweredOfferRow>,
+    pub live: Vec<LiveSessionRow>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct DispatchRecordRow {
+    pub trigger: String,
+    pub pool_source: String,
+    pub outcome: String,
+    pub operator_id: Option<String>,
+    pub rtt_ms: Option<i64>,
+    pub candidates: String,
+}
+
+/// Edge-agent telemetry as stored.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Telemetry {
+    pub state: SafetyState,
+    pub rtt_ms: u32,
+    pub divergence_deg: f64,
+    pub velocity_scale: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TelemetryOutcome {
+    Applied { row: SessionRow, entered_protective_stop: bool },
+    /// The session is latched in PROTECTIVE_STOP; only an explicit clear leaves it.
+    Latched,
+    /// COMPLETED or CANCELLED: nothing reports into a finished session.
+    Ended,
+    NotFound,
+}
+
+/// Holds an org's dispatch lock while alive (PostgreSQL: an advisory lock
+/// on a connection of its own; dropping it closes the connection).
+pub struct OrgLock {
+    pub(super) _conn: Option<sqlx::PgConnection>,
+}
+
+/// A batch's writes, grouped for fewer statements.
+pub(super) struct Batch<'a> {
+    /// Sessions opened in the batch, with the queue time of those queued in it.
+    pub opened: Vec<(&'a NewSession, Option<i64>)>,
+    /// Everything else, in the engine's order (offers close before others open).
+    pub rest: Vec<&'a Write>,
+    pub records: Vec<(&'a str, &'a str, &'a DispatchRecord)>,
+}
+
+impl<'a> Batch<'a> {
+    pub fn of(writes: &'a [Write]) -> Batch<'a> {
+        let mut batch = Batch { opened: Vec::new(), rest: Vec::new(), records: Vec::new() };
+        // Sessions whose queue place changed after they opened: later queue
+        // writes for them run in order.
+        let mut moved: Vec<&str> = Vec::new();
+        for write in writes {
+            match write {
+                Write::OpenSession(s) => batch.opened.push((s, None)),
+                Write::Queue { session_id, at } => {
+                    let fresh = batch.opened.iter_mut().find(|(s, q)| &s.id == session_id && q.is_none());
+                    match fresh {
+                        Some((_, queued_at)) if !moved.contains(&session_id.as_str()) => *queued_at = Some(*at),
+                        _ => batch.rest.push(write),
+                    }
+                    moved.push(session_id);
+                }
+                Write::Offer { session_id, .. } => {
+                    moved.push(session_id);
+                    batch.rest.push(write);
+                }
+                Write::Record { org_id, session_id, record } => batch.records.push((org_id, session_id, record)),
+                other => batch.rest.push(other),
+            }
+        }
+        batch
+    }
+}
+

@@ -71,6 +71,23 @@ impl Config {
         })
     }
 
+    /// The production defaults on a free loopback port, for tests and load
+    /// tools: `data_dir` for SQLite unless `database_url` names a database.
+    pub fn local(data_dir: PathBuf, database_url: Option<String>, site_root: PathBuf) -> Config {
+        Config {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            data_dir,
+            database_url,
+            site_root,
+            secure_cookies: false,
+            seed_demo: true,
+            offer_window_ms: crate::engine::OFFER_WINDOW_MS,
+            wrap_up_ms: app::ring::DEFAULT_WRAP_UP_MS,
+            presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
+            cooloff_ms: crate::engine::DEFAULT_COOLOFF_MS,
+        }
+    }
+
     /// The engine's timings.
     pub fn engine_settings(&self) -> crate::engine::Settings {
         crate::engine::Settings {

@@ -33,18 +33,7 @@ impl ScratchDb {
         let database_url = postgres.as_ref().map(|(admin, name)| {
             format!("{}/{name}", admin.rsplit_once('/').map(|(base, _)| base).unwrap_or(admin))
         });
-        let config = Config {
-            addr: "127.0.0.1:0".parse()?,
-            data_dir: dir.path().to_path_buf(),
-            database_url,
-            site_root: "target/site".into(),
-            secure_cookies: false,
-            seed_demo: true,
-            offer_window_ms: server::engine::OFFER_WINDOW_MS,
-            wrap_up_ms: app::ring::DEFAULT_WRAP_UP_MS,
-            presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
-            cooloff_ms: server::engine::DEFAULT_COOLOFF_MS,
-        };
+        let config = Config::local(dir.path().to_path_buf(), database_url, "target/site".into());
         Ok(ScratchDb { config, _dir: dir, postgres })
     }
 

@@ -84,14 +84,24 @@ fn hold<T: Send + 'static>(reply: Reply<T>, result: Result<T, EngineError>) -> P
     })
 }
 
-fn apply(desk: &mut Desk, command: Command, now: i64) -> Option<Pending> {
+/// What applying a command left to do once the batch is committed.
+enum Applied {
+    /// An answer to send (or turn into 503 if the commit fails).
+    Answer(Pending),
+    /// A read, answered from the desk after the commit, so nobody sees
+    /// state the database does not have yet.
+    Read(Command),
+    Done,
+}
+
+fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
     if let Some(operator_id) = command.operator() {
         if !desk.knows(operator_id) {
             command.refuse(|| EngineError::NotFound("operator"));
-            return None;
+            return Applied::Done;
         }
     }
-    Some(match command {
+    Applied::Answer(match command {
         Command::Raise { robot, reply } => hold(reply, desk.raise(&robot, now)),
         Command::Accept { operator_id, session_id, reply } => hold(reply, desk.accept(&operator_id, &session_id, now)),
         Command::Decline { operator_id, session_id, reply } => hold(reply, desk.decline(&operator_id, &session_id, now)),
@@ -103,25 +113,27 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Option<Pending> {
         Command::TabOpened { operator_id, reply } => hold(reply, desk.tab_opened(&operator_id, now)),
         Command::TabClosed { operator_id, last_seen } => {
             desk.tab_closed(&operator_id, last_seen);
-            return None;
+            return Applied::Done;
         }
         Command::LoadOperator { record } => {
             desk.load_operator(record);
-            return None;
+            return Applied::Done;
         }
         Command::Poke => {
             desk.poke();
-            return None;
+            return Applied::Done;
         }
-        Command::Presences { reply } => {
-            let _ = reply.send(desk.presences());
-            return None;
-        }
-        Command::Console { operator_id, reply } => {
-            let _ = reply.send(desk.console(&operator_id));
-            return None;
-        }
+        read @ (Command::Presences { .. } | Command::Console { .. }) => return Applied::Read(read),
     })
+}
+
+/// Answers a read from the desk as committed.
+fn read(desk: &Desk, command: Command) {
+    match command {
+        Command::Presences { reply } => drop(reply.send(desk.presences())),
+        Command::Console { operator_id, reply } => drop(reply.send(desk.console(&operator_id))),
+        other => other.refuse(|| EngineError::Unavailable),
+    }
 }
 
 /// Waits for the org's dispatch lock, answering that the org is
@@ -242,7 +254,14 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
         for timer in desk.timers.due(now) {
             desk.fire(timer, now);
         }
-        let pending: Vec<Pending> = batch.drain(..).filter_map(|command| apply(&mut desk, command, now)).collect();
+        let (mut pending, mut reads) = (Vec::new(), Vec::new());
+        for command in batch.drain(..) {
+            match apply(&mut desk, command, now) {
+                Applied::Answer(answer) => pending.push(answer),
+                Applied::Read(command) => reads.push(command),
+                Applied::Done => {}
+            }
+        }
         desk.serve_queues(now);
         let fx = desk.take_effects();
         let committed = match fx.writes.is_empty() {
@@ -265,6 +284,9 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
             poke(&shared, fx.pokes);
         } else {
             load(&shared, &mut desk).await;
+        }
+        for command in reads {
+            read(&desk, command);
         }
     }
 }

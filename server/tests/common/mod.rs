@@ -87,19 +87,7 @@ impl TestApp {
             Db::Sqlite => None,
             Db::Postgres => Some(create_pg_database().await?),
         };
-        let config = Config {
-            addr: "127.0.0.1:0".parse().unwrap(),
-            data_dir: dir.path().to_path_buf(),
-            database_url: pg_database.as_deref().map(pg_url_for),
-            site_root: site_root(),
-            secure_cookies: false,
-            seed_demo: true,
-            offer_window_ms: server::engine::OFFER_WINDOW_MS,
-            wrap_up_ms: app::ring::DEFAULT_WRAP_UP_MS,
-            presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
-            cooloff_ms: server::engine::DEFAULT_COOLOFF_MS,
-        };
-        let mut config = config;
+        let mut config = Config::local(dir.path().to_path_buf(), pg_database.as_deref().map(pg_url_for), site_root());
         adjust(&mut config);
         let running = server::start(config.clone()).await.expect("server starts");
         Some(TestApp {

@@ -93,58 +93,16 @@ pub fn matches_query(query: &str, fields: &[&str]) -> bool {
 /// RFC 3339 UTC with milliseconds (`2026-11-29T16:34:40.123Z`), the API's
 /// timestamp format.
 pub fn rfc3339(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let millis = ms.rem_euclid(1000);
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    let sod = secs.rem_euclid(86_400);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z", sod / 3600, sod / 60 % 60, sod % 60)
+    use time::macros::format_description;
+    let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    at.format(format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"))
+        .unwrap_or_default()
 }
 
-/// Parses what `rfc3339` writes (fraction optional, `Z` only).
+/// Parses an RFC 3339 time (any offset, fraction optional) to Unix ms.
 pub fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || !s.ends_with('Z') {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let frac = &s[19..s.len() - 1];
-    let millis = match frac.strip_prefix('.') {
-        None if frac.is_empty() => 0,
-        Some(digits) if !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit()) => {
-            format!("{digits:0<3}")[..3].parse::<i64>().ok()?
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(y, mo, d);
-    Some(((days * 86_400 + h * 3600 + mi * 60 + sec) * 1000) + millis)
-}
-
-// Howard Hinnant's civil-calendar algorithms (proleptic Gregorian, UTC).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let at = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(at.unix_timestamp_nanos().div_euclid(1_000_000)).ok()
 }
 
 /// serde for Unix-ms fields that travel as RFC 3339 strings.
@@ -264,9 +222,10 @@ mod tests {
         }
         assert_eq!(parse_rfc3339("2025-11-29T15:30:45Z"), Some(1_764_430_245_000));
         assert_eq!(parse_rfc3339("2025-11-29T15:30:45.5Z"), Some(1_764_430_245_500));
-        assert_eq!(parse_rfc3339("2025-11-29 15:30:45Z"), None);
+        assert_eq!(parse_rfc3339("2025-11-29T15:30:45"), None, "a time without its offset is ambiguous");
         assert_eq!(parse_rfc3339("2025-13-01T00:00:00Z"), None);
         assert_eq!(parse_rfc3339("yesterday"), None);
+        assert_eq!(parse_rfc3339("2025-11-29T16:30:45+01:00"), Some(1_764_430_245_000), "offsets are understood");
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub struct MembershipRecord {
     pub role: Role,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct WebSessionRecord {
     pub user_id: String,
     pub org_id: Option<String>,

@@ -66,6 +66,31 @@ fn certifications_by_user(rows: Vec<(String, String)>) -> HashMap<String, Vec<St
     by_user
 }
 
+/// An operator profile row, before its certifications are attached.
+#[derive(sqlx::FromRow)]
+struct OperatorRow {
+    id: String,
+    display_name: String,
+    email: String,
+    external_id: Option<String>,
+    role: String,
+    region: String,
+}
+
+impl OperatorRow {
+    fn record(self, certifications: Vec<String>) -> StoreResult<OperatorRecord> {
+        Ok(OperatorRecord {
+            role: role_of(&self.role)?,
+            user_id: self.id,
+            display_name: self.display_name,
+            email: self.email,
+            external_id: self.external_id,
+            region: self.region,
+            certifications,
+        })
+    }
+}
+
 const OPERATOR_COLUMNS: &str = "SELECT u.id, u.display_name, u.email, u.external_id, m.role, p.region \
      FROM operator_profiles p \
      JOIN users u ON u.id = p.user_id \
@@ -162,20 +187,14 @@ macro_rules! sql_store {
             }
 
             async fn memberships(&self, user_id: &str) -> StoreResult<Vec<MembershipRecord>> {
-                let rows = sqlx::query(
+                let rows: Vec<(String, String, String)> = sqlx::query_as(
                     "SELECT o.id, o.name, m.role FROM memberships m JOIN orgs o ON o.id = m.org_id \
                      WHERE m.user_id = $1 ORDER BY o.name, o.id",
                 )
                 .bind(user_id)
                 .fetch_all(&self.pool).await?;
                 rows.into_iter()
-                    .map(|row| {
-                        Ok(MembershipRecord {
-                            org_id: row.try_get(0)?,
-                            org_name: row.try_get(1)?,
-                            role: role_of(row.try_get::<&str, _>(2)?)?,
-                        })
-                    })
+                    .map(|(org_id, org_name, role)| Ok(MembershipRecord { org_id, org_name, role: role_of(&role)? }))
                     .collect()
             }
 
@@ -201,16 +220,8 @@ macro_rules! sql_store {
             }
 
             async fn web_session(&self, token_hash: &str) -> StoreResult<Option<WebSessionRecord>> {
-                let row = sqlx::query("SELECT user_id, org_id, expires_at FROM web_sessions WHERE token_hash = $1")
-                    .bind(token_hash).fetch_optional(&self.pool).await?;
-                row.map(|row| {
-                    Ok(WebSessionRecord {
-                        user_id: row.try_get(0)?,
-                        org_id: row.try_get(1)?,
-                        expires_at: row.try_get(2)?,
-                    })
-                })
-                .transpose()
+                Ok(sqlx::query_as("SELECT user_id, org_id, expires_at FROM web_sessions WHERE token_hash = $1")
+                    .bind(token_hash).fetch_optional(&self.pool).await?)
             }
 
             async fn signed_in_role(&self, token_hash: &str, org_id: &str, now: i64) -> StoreResult<Option<Role>> {
@@ -270,7 +281,7 @@ macro_rules! sql_store {
             }
 
             async fn operators(&self, org_id: &str) -> StoreResult<Vec<OperatorRecord>> {
-                let rows = sqlx::query(&format!(
+                let rows: Vec<OperatorRow> = sqlx::query_as(&format!(
                     "{OPERATOR_COLUMNS} WHERE p.org_id = $1 ORDER BY u.display_name, u.id"
                 ))
                 .bind(org_id).fetch_all(&self.pool).await?;
@@ -281,22 +292,14 @@ macro_rules! sql_store {
                 let mut certs = certifications_by_user(certs);
                 rows.into_iter()
                     .map(|row| {
-                        let user_id: String = row.try_get(0)?;
-                        Ok(OperatorRecord {
-                            certifications: certs.remove(&user_id).unwrap_or_default(),
-                            user_id,
-                            display_name: row.try_get(1)?,
-                            email: row.try_get(2)?,
-                            external_id: row.try_get(3)?,
-                            role: role_of(row.try_get::<&str, _>(4)?)?,
-                            region: row.try_get(5)?,
-                        })
+                        let certifications = certs.remove(&row.id).unwrap_or_default();
+                        row.record(certifications)
                     })
                     .collect()
             }
 
             async fn operator(&self, org_id: &str, user_id: &str) -> StoreResult<Option<OperatorRecord>> {
-                let Some(row) = sqlx::query(&format!("{OPERATOR_COLUMNS} WHERE p.org_id = $1 AND p.user_id = $2"))
+                let Some(row) = sqlx::query_as::<_, OperatorRow>(&format!("{OPERATOR_COLUMNS} WHERE p.org_id = $1 AND p.user_id = $2"))
                     .bind(org_id).bind(user_id).fetch_optional(&self.pool).await?
                 else {
                     return Ok(None);
@@ -305,15 +308,7 @@ macro_rules! sql_store {
                     "SELECT certification FROM operator_certifications WHERE org_id = $1 AND user_id = $2 ORDER BY certification",
                 )
                 .bind(org_id).bind(user_id).fetch_all(&self.pool).await?;
-                Ok(Some(OperatorRecord {
-                    user_id: row.try_get(0)?,
-                    display_name: row.try_get(1)?,
-                    email: row.try_get(2)?,
-                    external_id: row.try_get(3)?,
-                    role: role_of(row.try_get::<&str, _>(4)?)?,
-                    region: row.try_get(5)?,
-                    certifications,
-                }))
+                row.record(certifications).map(Some)
             }
 
             async fn insert_robot(&self, r: &NewRobot) -> StoreResult<bool> {
@@ -328,19 +323,13 @@ macro_rules! sql_store {
             }
 
             async fn link_floors(&self) -> StoreResult<Vec<LinkFloor>> {
-                let rows = sqlx::query("SELECT region, pop, floor_ms, note FROM link_floors ORDER BY region, pop")
-                    .fetch_all(&self.pool).await?;
-                rows.into_iter()
-                    .map(|row| {
-                        let floor_ms: i64 = row.try_get(2)?;
-                        Ok(LinkFloor {
-                            region: row.try_get(0)?,
-                            pop: row.try_get(1)?,
-                            floor_ms: u32::try_from(floor_ms).unwrap_or(u32::MAX),
-                            note: row.try_get(3)?,
-                        })
-                    })
-                    .collect()
+                let rows: Vec<(String, String, i64, Option<String>)> =
+                    sqlx::query_as("SELECT region, pop, floor_ms, note FROM link_floors ORDER BY region, pop")
+                        .fetch_all(&self.pool).await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|(region, pop, floor_ms, note)| LinkFloor { region, pop, floor_ms: u32::try_from(floor_ms).unwrap_or(u32::MAX), note })
+                    .collect())
             }
         }
     };

@@ -21,6 +21,8 @@ pub enum AppError {
     NotFound(String),
     #[error("{0}")]
     Invalid(String),
+    #[error("Many people are signing in right now. Try again in a moment.")]
+    Busy,
     #[error("The server could not complete the request ({0}).")]
     Internal(String),
     #[error("Could not reach the server: {0}")]
@@ -36,6 +38,7 @@ impl AppError {
             AppError::NoOrgSelected | AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
             AppError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::Busy => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) | AppError::Transport(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

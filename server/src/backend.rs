@@ -1,7 +1,8 @@
 //! The server's side of `app::functions::backend::Backend`: what the server
 //! functions may ask for, answered from the store.
 
-use crate::auth::{new_token, token_hash, verify_password, SignInThrottle};
+use crate::auth::{new_token, token_hash, SignInThrottle};
+use crate::services::passwords::{PasswordChecker, HASHING_THREADS, WAITING_CHECKS};
 use crate::clock::now_ms;
 use crate::store::{MembershipRecord, OperatorRecord, RobotRecord, SharedStore, StoreError};
 use app::error::AppError;
@@ -23,12 +24,14 @@ fn dummy_hash() -> String {
 pub struct ServerBackend {
     store: SharedStore,
     throttle: SignInThrottle,
+    passwords: PasswordChecker,
     secure_cookies: bool,
 }
 
 impl ServerBackend {
     pub fn new(store: SharedStore, secure_cookies: bool) -> Self {
-        ServerBackend { store, throttle: SignInThrottle::default(), secure_cookies }
+        let passwords = PasswordChecker::new(HASHING_THREADS, WAITING_CHECKS);
+        ServerBackend { store, throttle: SignInThrottle::default(), passwords, secure_cookies }
     }
 
     async fn current_user(&self, user_id: &str, org_id: Option<&str>) -> Result<Option<CurrentUser>, AppError> {
@@ -94,12 +97,12 @@ impl Backend for ServerBackend {
         let user = self.store.user_by_email(&email).await.map_err(internal)?;
         let known_hash = user.as_ref().map(|u| u.password_hash.clone());
         let password = password.to_string();
-        // argon2 is deliberately slow: keep it off the async workers.
-        let verified = tokio::task::spawn_blocking(move || {
-            verify_password(&password, &known_hash.unwrap_or_else(dummy_hash))
-        })
+        // argon2 is deliberately slow (and 19 MiB a check): on its own threads.
+        let verified = self
+            .passwords
+            .verify(password, known_hash.unwrap_or_else(dummy_hash))
             .await
-            .map_err(|_| AppError::Internal("password check failed".into()))?;
+            .map_err(|_| AppError::Busy)?;
         let user = match user {
             Some(user) if verified => user,
             _ => {

@@ -2,8 +2,30 @@ use server::config::Config;
 use server::seed::{DEMO_ADMIN_EMAIL, DEMO_PASSWORD};
 use tracing_subscriber::EnvFilter;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// glibc gives every thread that allocates its own malloc arena (tokio's
+/// workers, sqlx's SQLite threads, the password threads), and after a large
+/// block is freed it raises its mmap threshold, so argon2's 19 MiB blocks
+/// then stay in the arenas. Two arenas and a fixed 1 MiB threshold keep the
+/// server near 250 MB with 1,000 signed-in consoles instead of 450–600 MB
+/// (BENCHMARKS.md).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn cap_malloc_arenas() {
+    // SAFETY: mallopt only sets allocator tunables; called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn cap_malloc_arenas() {}
+
+fn main() -> anyhow::Result<()> {
+    cap_malloc_arenas();
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(serve())
+}
+
+async fn serve() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,tower_http=info,sqlx=warn")),

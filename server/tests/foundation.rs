@@ -209,3 +209,26 @@ both_backends!(another_orgs_ids_answer_404, |app: TestApp| async move {
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
     app.finish().await;
 });
+
+both_backends!(a_sign_in_flood_is_checked_on_bounded_threads_and_answered_quickly, |app: TestApp| async move {
+    // 96 wrong sign-ins at once (distinct emails): each is refused (401),
+    // or told to retry (503) when the password threads are full; none fails
+    // otherwise, and the server still signs in the right person after.
+    let client = common::browser();
+    let flood: Vec<_> = (0..96)
+        .map(|i| {
+            let (client, url) = (client.clone(), app.url("/api/sign_in"));
+            tokio::spawn(async move {
+                let email = format!("nobody-{i}@example.test");
+                client.post(url).form(&[("email", email.as_str()), ("password", "guess")]).send().await.unwrap().status().as_u16()
+            })
+        })
+        .collect();
+    for answer in flood {
+        let status = answer.await.unwrap();
+        assert!(status == 401 || status == 503, "a flooded sign-in answered {status}");
+    }
+    let res = common::sign_in(&common::browser(), &app, common::OPERATOR).await;
+    assert_eq!(res.status(), 200);
+    app.finish().await;
+});

@@ -8,8 +8,19 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
-/// Events a topic holds for a slow subscriber before it must resync.
-pub const TOPIC_BUFFER: usize = 256;
+/// Events a topic holds for a slow subscriber before it must resync. An
+/// operator's topic sees a handful per call; an org's sees every change of
+/// the org. (A broadcast channel allocates its slots up front, and there is
+/// an operator topic per console.)
+pub const OPERATOR_TOPIC_BUFFER: usize = 32;
+pub const ORG_TOPIC_BUFFER: usize = 1024;
+
+fn buffer(topic: &Topic) -> usize {
+    match topic {
+        Topic::Operator { .. } => OPERATOR_TOPIC_BUFFER,
+        Topic::Org { .. } => ORG_TOPIC_BUFFER,
+    }
+}
 
 /// What a subscriber receives.
 #[derive(Debug, PartialEq)]
@@ -71,7 +82,7 @@ impl EventBus for InProcessBus {
 
     fn subscribe(&self, topic: &Topic) -> Subscription {
         let mut topics = self.topics.lock().expect("bus lock");
-        let tx = topics.entry(topic.clone()).or_insert_with(|| broadcast::channel(TOPIC_BUFFER).0);
+        let tx = topics.entry(topic.clone()).or_insert_with(|| broadcast::channel(buffer(topic)).0);
         Subscription { rx: tx.subscribe() }
     }
 }
@@ -110,7 +121,7 @@ mod tests {
     async fn d12_a_subscriber_that_falls_behind_gets_a_resync_not_silence() {
         let bus = InProcessBus::new();
         let mut slow = bus.subscribe(&Topic::org("a"));
-        for n in 0..(TOPIC_BUFFER as i64 + 10) {
+        for n in 0..(ORG_TOPIC_BUFFER as i64 + 10) {
             bus.publish(Topic::org("a"), presence(n));
         }
         assert_eq!(slow.recv().await, Delivery::Resync);

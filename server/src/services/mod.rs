@@ -2,10 +2,12 @@
 //! decision goes through one of these, which write the store and publish
 //! the change on its topic. Handlers and sockets call these, never the store.
 
+pub mod passwords;
 pub mod registry;
 pub mod sessions;
 pub mod signins;
 
+pub use passwords::PasswordChecker;
 pub use registry::RobotRegistry;
 pub use sessions::SessionService;
 pub use signins::SignIns;

@@ -105,6 +105,9 @@ impl Desk {
                 self.timers.at(now + self.settings.presence_ttl_ms, Timer::Lapse { operator_id: id.clone(), generation });
             }
             self.reindex(&id);
+            // After a failed batch the tabs may have heard nothing of what
+            // was undone: everyone's presence is told again.
+            self.publish_presence(&id);
         }
         self.dirty = true;
     }

@@ -116,13 +116,17 @@ pub async fn sign_in(email: String, password: String, next: Option<String>) -> R
     if email.trim().is_empty() || password.is_empty() {
         return Err(guard::fail(AppError::Invalid("Enter your email and password.".into())));
     }
+    if email.trim().chars().count() > crate::rules::MAX_EMAIL_CHARS {
+        return Err(guard::fail(AppError::Invalid("That is not an email address: it is too long.".into())));
+    }
     let backend = guard::backend()?;
     let (token, user) = backend.sign_in(&email, &password).await.map_err(guard::fail)?;
     guard::set_cookie(&backend.session_cookie(&token));
     // Only same-site paths: an open redirect would let a link phish the session.
     let target = next
-        .filter(|n| n.starts_with('/') && !n.starts_with("//"))
-        .unwrap_or_else(|| user.landing_path().to_string());
+        .as_deref()
+        .and_then(crate::rules::local_redirect)
+        .map_or_else(|| user.landing_path().to_string(), str::to_owned);
     leptos_axum::redirect(&target);
     Ok(())
 }

@@ -54,6 +54,21 @@ pub fn cookie_value<'a>(cookie_header: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
+/// The longest email a sign-in or an invitation accepts (RFC 5321's path limit).
+pub const MAX_EMAIL_CHARS: usize = 254;
+
+/// `next` after sign-in, if it is a path on this site: it must start with a
+/// single `/`, and contain no backslash (browsers read `/\evil.example` as
+/// `//evil.example`), no control character and no scheme.
+pub fn local_redirect(next: &str) -> Option<&str> {
+    let rest = next.strip_prefix('/')?;
+    let safe = !rest.starts_with('/')
+        && !next.contains('\\')
+        && !next.chars().any(char::is_control)
+        && !next.split(['?', '#']).next().unwrap_or_default().contains(':');
+    safe.then_some(next)
+}
+
 /// Emails compare case-insensitively and without surrounding spaces.
 pub fn normalize_email(email: &str) -> String {
     email.trim().to_lowercase()
@@ -226,6 +241,15 @@ mod tests {
         assert_eq!(parse_rfc3339("2025-13-01T00:00:00Z"), None);
         assert_eq!(parse_rfc3339("yesterday"), None);
         assert_eq!(parse_rfc3339("2025-11-29T16:30:45+01:00"), Some(1_764_430_245_000), "offsets are understood");
+    }
+
+    #[test]
+    fn open_redirect_sign_in_next_stays_on_this_site() {
+        assert_eq!(local_redirect("/operator"), Some("/operator"));
+        assert_eq!(local_redirect("/ops/roster?state=ready#top"), Some("/ops/roster?state=ready#top"));
+        for attack in ["//evil.example/x", "/\\evil.example", "/\\/evil.example", "https://evil.example", "evil.example", "/\t/evil.example", "/javascript:alert(1)", ""] {
+            assert_eq!(local_redirect(attack), None, "{attack:?}");
+        }
     }
 
     #[test]

@@ -100,6 +100,28 @@ both_backends!(sign_in_follows_a_local_next_path_only, |app: TestApp| async move
     let client = browser();
     let res = call(&client, &app, "sign_in", &[("email", ADMIN), ("password", "clutchcall-demo"), ("next", "//evil.example/x")]).await;
     assert_eq!(res.headers()["location"], "/admin/directory", "no open redirect");
+    // Browsers read a backslash as a slash: `/\evil.example` is another site.
+    let client = browser();
+    let res = call(&client, &app, "sign_in", &[("email", ADMIN), ("password", "clutchcall-demo"), ("next", "/\\evil.example")]).await;
+    assert_eq!(res.headers()["location"], "/admin/directory", "backslash open redirect");
+    app.finish().await;
+});
+
+both_backends!(oversize_sign_in_emails_are_refused_before_any_password_check, |app: TestApp| async move {
+    let client = browser();
+    let huge = "a".repeat(1_500_000) + "@example.test";
+    let sent = client.post(app.url("/api/sign_in")).form(&[("email", huge.as_str()), ("password", "x")]).send().await;
+    // The server answers 413 without reading the body; it may close the
+    // connection while the client is still sending, which the client sees
+    // as a reset. Either way nothing was read or checked.
+    match sent {
+        Ok(res) => assert_eq!(res.status(), StatusCode::PAYLOAD_TOO_LARGE, "a 1.5 MB body is not read"),
+        Err(e) => assert!(e.is_request(), "refused while sending: {e}"),
+    }
+    assert_eq!(common::http().get(app.url("/healthz")).send().await.unwrap().status(), StatusCode::OK);
+    let long = "a".repeat(300) + "@example.test";
+    let res = call(&browser(), &app, "sign_in", &[("email", long.as_str()), ("password", "x")]).await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "an email over 254 characters");
     app.finish().await;
 });
 

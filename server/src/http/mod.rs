@@ -20,12 +20,15 @@ use leptos_axum::{file_and_error_handler_with_context, generate_route_list, Lept
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
+use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 /// No page or API call may hang a user: past this the answer is a 503.
 /// (A WebSocket upgrade answers at once; the socket itself is not bounded.)
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest body a page or server function accepts.
+pub const APP_BODY_LIMIT: usize = 16 * 1024;
 
 /// Everything a request handler may need.
 #[derive(Clone)]
@@ -53,11 +56,15 @@ pub fn router(state: AppState) -> Router {
     let options = state.leptos_options.clone();
 
     Router::new()
+        .leptos_routes_with_context(&state, routes, provide_backend.clone(), move || shell(options.clone()))
+        .fallback(file_and_error_handler_with_context::<AppState, _>(provide_backend, shell))
+        // Pages and server functions (`/api/*`) read no body over 16 KiB: a
+        // 1.5 MB "email" is refused before anything reads it. (`/v1` has its
+        // own 64 KiB limit with JSON errors; layers wrap the routes above.)
+        .layer(RequestBodyLimitLayer::new(APP_BODY_LIMIT))
         .route("/healthz", get(healthz))
         .nest("/v1", crate::api::router())
         .route("/ws", get(crate::ring::ws_handler))
-        .leptos_routes_with_context(&state, routes, provide_backend.clone(), move || shell(options.clone()))
-        .fallback(file_and_error_handler_with_context::<AppState, _>(provide_backend, shell))
         .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIMEOUT))
         .layer(TraceLayer::new_for_http())
         .with_state(state)

@@ -38,7 +38,6 @@ pub struct Running {
     /// through the engine and the services.
     pub store: SharedStore,
     pub engine: Arc<Engine>,
-    pub bus: SharedBus,
     /// Whether this start created the demo org.
     pub seeded_demo: bool,
     shutdown: oneshot::Sender<()>,
@@ -122,7 +121,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     });
     let jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job];
     tracing::info!(%addr, database = store.backend_name(), "ClutchCall listening");
-    Ok(Running { addr, store, engine, bus, seeded_demo, shutdown, serve, jobs })
+    Ok(Running { addr, store, engine, seeded_demo, shutdown, serve, jobs })
 }
 
 /// Sweeps expired sign-in sessions so the table does not grow forever.

@@ -101,7 +101,7 @@ impl Desk {
         let call = self.calls.get(session_id)?;
         let others = self.operators.len().saturating_sub(self.index.len());
         let (busy, org_id) = (&self.busy, &self.org_id);
-        let mut claim = self.index.claim(&call.pop, &call.skill, others, |id| {
+        let skip = |id: &str| {
             if busy.held_elsewhere(id, org_id) {
                 Some(Verdict::Busy)
             } else if call.cooloffs.get(id).is_some_and(|until| *until > now) {
@@ -109,22 +109,15 @@ impl Desk {
             } else {
                 None
             }
-        });
-        // Another org's dispatcher may have rung this operator a moment ago.
+        };
+        let mut claim = self.index.claim(&call.pop, &call.skill, others, &skip);
+        // Another org's dispatcher may have rung this operator a moment ago:
+        // then they are held elsewhere, and the next claim skips them.
         while let Some((id, _)) = &claim.chosen {
             if self.busy.claim(id, &self.org_id) {
                 break;
             }
-            let taken = id.clone();
-            claim = self.index.claim(&call.pop, &call.skill, others, |id| {
-                if id == taken || busy.held_elsewhere(id, org_id) {
-                    Some(Verdict::Busy)
-                } else if call.cooloffs.get(id).is_some_and(|until| *until > now) {
-                    Some(Verdict::AlreadyOffered)
-                } else {
-                    None
-                }
-            });
+            claim = self.index.claim(&call.pop, &call.skill, others, &skip);
         }
         let outcome = if claim.chosen.is_some() { Outcome::Offered } else { Outcome::Queued };
         if outcome == Outcome::Queued && !record_queued {

@@ -227,7 +227,7 @@ impl Engine {
     }
 
     pub async fn presence_of(&self, org_id: &str, operator_id: &str) -> Option<OperatorPresence> {
-        self.presences(org_id).await.into_iter().find(|p| p.operator_id == operator_id)
+        self.console(org_id, operator_id).await.map(|(presence, _)| presence)
     }
 
     pub fn subscribe(&self, topic: &Topic) -> Subscription {

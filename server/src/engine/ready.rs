@@ -110,10 +110,6 @@ impl ReadyIndex {
         }
     }
 
-    pub fn contains(&self, operator_id: &str) -> bool {
-        self.placed.contains_key(operator_id)
-    }
-
     /// Operators in the index, any tier.
     pub fn len(&self) -> usize {
         self.placed.len()

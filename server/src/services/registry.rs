@@ -18,6 +18,16 @@ struct Robots {
     by_token: HashMap<String, RobotRecord>,
     /// (org, robot id) → token hash.
     by_id: HashMap<(String, String), String>,
+    /// Org → the PoPs of its robots (what every console tab measures).
+    pops: HashMap<String, BTreeSet<String>>,
+}
+
+impl Robots {
+    fn remember(&mut self, robot: RobotRecord, token_hash: String) {
+        self.pops.entry(robot.org_id.clone()).or_default().insert(robot.pop.clone());
+        self.by_id.insert((robot.org_id.clone(), robot.id.clone()), token_hash.clone());
+        self.by_token.insert(token_hash, robot);
+    }
 }
 
 pub struct RobotRegistry {
@@ -33,9 +43,8 @@ impl RobotRegistry {
     pub async fn load(store: SharedStore, bus: SharedBus) -> StoreResult<(Arc<RobotRegistry>, tokio::task::JoinHandle<()>)> {
         let mut robots = Robots::default();
         for org_id in store.org_ids().await? {
-            for robot in store.robots_with_token(&org_id).await? {
-                robots.by_id.insert((robot.0.org_id.clone(), robot.0.id.clone()), robot.1.clone());
-                robots.by_token.insert(robot.1, robot.0);
+            for (robot, token_hash) in store.robots_with_token(&org_id).await? {
+                robots.remember(robot, token_hash);
             }
         }
         let (lapses, rx) = mpsc::unbounded_channel();
@@ -51,9 +60,7 @@ impl RobotRegistry {
             return Ok(Some(robot.clone()));
         }
         let Some(robot) = self.store.robot_by_token_hash(token_hash).await? else { return Ok(None) };
-        let mut robots = self.robots.write().expect("robots lock");
-        robots.by_id.insert((robot.org_id.clone(), robot.id.clone()), token_hash.to_string());
-        robots.by_token.insert(token_hash.to_string(), robot.clone());
+        self.robots.write().expect("robots lock").remember(robot.clone(), token_hash.to_string());
         Ok(Some(robot))
     }
 
@@ -74,8 +81,7 @@ impl RobotRegistry {
     /// The PoPs of the org's robots, sorted: what consoles measure RTT to.
     pub fn pops(&self, org_id: &str) -> Vec<String> {
         let robots = self.robots.read().expect("robots lock");
-        let pops: BTreeSet<&str> = robots.by_token.values().filter(|r| r.org_id == org_id).map(|r| r.pop.as_str()).collect();
-        pops.into_iter().map(str::to_owned).collect()
+        robots.pops.get(org_id).map(|pops| pops.iter().cloned().collect()).unwrap_or_default()
     }
 
     /// An edge-agent heartbeat: stored, and `online` published when the
@@ -116,9 +122,7 @@ impl RobotRegistry {
             req_cert: robot.req_cert,
             last_heartbeat_at: None,
         };
-        let mut robots = self.robots.write().expect("robots lock");
-        robots.by_id.insert((robot.org_id, robot.id), robot.token_hash.clone());
-        robots.by_token.insert(robot.token_hash, record);
+        self.robots.write().expect("robots lock").remember(record, robot.token_hash);
         Ok(true)
     }
 

@@ -29,6 +29,17 @@ impl Session {
             move || (sign_in.version().get(), sign_out.version().get(), select_org.version().get()),
             |_| signed_in_user(),
         );
+        // A successful org switch loads the page anew: every screen's data,
+        // and the console's socket (scoped to the org it connected in),
+        // start over in the new org instead of racing the switch.
+        Effect::new(move |_| {
+            if matches!(select_org.value().get(), Some(Ok(()))) {
+                #[cfg(feature = "hydrate")]
+                if let Some(window) = web_sys::window() {
+                    let _ = window.location().reload();
+                }
+            }
+        });
         Session { sign_in, sign_out, select_org, user }
     }
 }

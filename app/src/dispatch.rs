@@ -176,6 +176,18 @@ impl LinkFloors {
     }
 }
 
+/// With no floor for the path, a measurement below this is not believed
+/// (a console reporting 0 ms would otherwise win every call).
+pub const MIN_UNFLOORED_RTT_MS: u32 = 5;
+/// No teleoperation link is measured above this; larger is a broken probe.
+pub const MAX_RTT_MS: u32 = 10_000;
+
+/// Whether a console's RTT report may be kept: never above `MAX_RTT_MS`,
+/// and below `MIN_UNFLOORED_RTT_MS` only where a floor bounds it anyway.
+pub fn plausible_rtt(measured_ms: u32, floor_ms: Option<u32>) -> bool {
+    measured_ms <= MAX_RTT_MS && (floor_ms.is_some() || measured_ms >= MIN_UNFLOORED_RTT_MS)
+}
+
 /// RTT used for ranking (rule D02): the propagation floor is a lower bound,
 /// so `max(measured, floor)`; the floor alone when nothing was measured; the
 /// measurement alone on a path with no known floor.
@@ -308,6 +320,15 @@ pub fn claim_lowest_rtt<'a>(pop: &str, skill: &str, pool: &'a [Presence], floors
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_rtt_below_the_minimum_counts_only_where_a_floor_bounds_it() {
+        assert!(!plausible_rtt(0, None), "0 ms with no floor would win every call");
+        assert!(!plausible_rtt(MIN_UNFLOORED_RTT_MS - 1, None));
+        assert!(plausible_rtt(MIN_UNFLOORED_RTT_MS, None));
+        assert!(plausible_rtt(0, Some(12)), "the floor lifts it to 12 ms anyway");
+        assert!(!plausible_rtt(MAX_RTT_MS + 1, Some(12)));
+    }
+
     use super::*;
 
     fn presence(id: &str, region: &str, certs: &[&str], since: i64) -> Presence {

@@ -11,7 +11,7 @@ pub enum AppError {
     Unauthenticated,
     #[error("Email or password is incorrect.")]
     BadCredentials,
-    #[error("Too many failed sign-ins. Try again in {0} s.")]
+    #[error("Too many sign-in attempts. Try again in {0} s.")]
     TooManyAttempts(u64),
     #[error("Choose an organisation first.")]
     NoOrgSelected,
@@ -40,6 +40,15 @@ impl AppError {
             AppError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::Busy => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) | AppError::Transport(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Seconds to wait before retrying, for `Retry-After`.
+    pub fn retry_after_s(&self) -> Option<u64> {
+        match self {
+            AppError::TooManyAttempts(s) => Some(*s),
+            AppError::Busy => Some(1),
+            _ => None,
         }
     }
 

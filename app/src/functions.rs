@@ -5,24 +5,25 @@ use crate::error::AppError;
 use crate::models::{CurrentUser, Directory, Operator, Robot, SessionRecord};
 use leptos::prelude::*;
 
-/// Name of the HttpOnly cookie that carries the sign-in session token.
-pub const SESSION_COOKIE: &str = "cc_session";
-
 #[cfg(feature = "ssr")]
 pub mod backend {
     //! The narrow interface the server functions need. `server` implements it
     //! over the store (and later the ACD engine) and provides it as context.
     use crate::error::AppError;
     use crate::models::{CurrentUser, Directory, Operator, Robot, SessionRecord};
+    use crate::session_cookie::SessionCookie;
+    use std::net::IpAddr;
     use std::sync::Arc;
 
     #[async_trait::async_trait]
     pub trait Backend: Send + Sync + 'static {
-        /// Checks the password (with a slowdown after repeated failures) and
-        /// opens a sign-in session. Returns the session token and the user.
-        async fn sign_in(&self, email: &str, password: &str) -> Result<(String, CurrentUser), AppError>;
+        /// Checks the password (attempts are rate-limited per client address
+        /// and per address and email) and opens a sign-in session. Returns
+        /// the session token and the user.
+        async fn sign_in(&self, email: &str, password: &str, client: Option<IpAddr>) -> Result<(String, CurrentUser), AppError>;
         /// The user behind a session token, if the session is still valid.
         async fn session_user(&self, token: &str) -> Result<Option<CurrentUser>, AppError>;
+        /// Ends the sign-in, and closes its open sockets at once.
         async fn sign_out(&self, token: &str) -> Result<(), AppError>;
         /// Switches the session's org; the user must belong to it.
         async fn select_org(&self, token: &str, org_id: &str) -> Result<CurrentUser, AppError>;
@@ -33,10 +34,10 @@ pub mod backend {
         async fn session(&self, org_id: &str, session_id: &str) -> Result<SessionRecord, AppError>;
         /// The operator profile of a user in this org.
         async fn operator_profile(&self, org_id: &str, user_id: &str) -> Result<Operator, AppError>;
+        /// The sign-in cookie (its name depends on HTTPS).
+        fn session_cookie(&self) -> SessionCookie;
         /// `Set-Cookie` value that stores a session token in the browser.
-        fn session_cookie(&self, token: &str) -> String;
-        /// `Set-Cookie` value that removes it.
-        fn cleared_session_cookie(&self) -> String;
+        fn set_session_cookie(&self, token: &str) -> String;
     }
 
     pub type SharedBackend = Arc<dyn Backend>;
@@ -46,7 +47,6 @@ pub mod backend {
 mod guard {
     //! Who is asking: session cookie → user → role in the selected org.
     use super::backend::SharedBackend;
-    use super::SESSION_COOKIE;
     use crate::error::AppError;
     use crate::models::{CurrentUser, OrgMembership, Role};
     use leptos::prelude::*;
@@ -55,26 +55,41 @@ mod guard {
         use_context::<SharedBackend>().ok_or_else(|| AppError::Internal("backend missing".into()))
     }
 
-    pub fn session_token() -> Option<String> {
+    /// The request's sign-in tokens: usually one; several when cookies
+    /// share the name, and then the first live sign-in counts.
+    pub fn session_tokens() -> Vec<String> {
+        match (use_context::<http::request::Parts>(), backend()) {
+            (Some(parts), Ok(backend)) => backend.session_cookie().tokens(&parts.headers),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The address the request came from.
+    pub fn client_address() -> Option<std::net::IpAddr> {
         let parts = use_context::<http::request::Parts>()?;
-        let header = parts.headers.get(http::header::COOKIE)?.to_str().ok()?;
-        crate::rules::cookie_value(header, SESSION_COOKIE).map(str::to_owned)
+        let info = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()?;
+        Some(info.0.ip())
     }
 
     /// Marks the HTTP response with the error's status, then returns it.
     pub fn fail(error: AppError) -> AppError {
         if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
             response.set_status(error.status());
+            if let Some(seconds) = error.retry_after_s() {
+                response.insert_header(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+            }
         }
         error
     }
 
     pub async fn signed_in() -> Result<(String, CurrentUser), AppError> {
-        let token = session_token().ok_or(AppError::Unauthenticated)?;
-        match backend()?.session_user(&token).await? {
-            Some(user) => Ok((token, user)),
-            None => Err(AppError::Unauthenticated),
+        let backend = backend()?;
+        for token in session_tokens() {
+            if let Some(user) = backend.session_user(&token).await? {
+                return Ok((token, user));
+            }
         }
+        Err(AppError::Unauthenticated)
     }
 
     /// The caller's user and selected org, if their role there grants `needed`.
@@ -120,8 +135,8 @@ pub async fn sign_in(email: String, password: String, next: Option<String>) -> R
         return Err(guard::fail(AppError::Invalid("That is not an email address: it is too long.".into())));
     }
     let backend = guard::backend()?;
-    let (token, user) = backend.sign_in(&email, &password).await.map_err(guard::fail)?;
-    guard::set_cookie(&backend.session_cookie(&token));
+    let (token, user) = backend.sign_in(&email, &password, guard::client_address()).await.map_err(guard::fail)?;
+    guard::set_cookie(&backend.set_session_cookie(&token));
     // Only same-site paths: an open redirect would let a link phish the session.
     let target = next
         .as_deref()
@@ -134,10 +149,10 @@ pub async fn sign_in(email: String, password: String, next: Option<String>) -> R
 #[server(endpoint = "sign_out")]
 pub async fn sign_out() -> Result<(), AppError> {
     let backend = guard::backend()?;
-    if let Some(token) = guard::session_token() {
+    for token in guard::session_tokens() {
         backend.sign_out(&token).await.map_err(guard::fail)?;
     }
-    guard::set_cookie(&backend.cleared_session_cookie());
+    guard::set_cookie(&backend.session_cookie().clear());
     leptos_axum::redirect("/signin");
     Ok(())
 }

@@ -14,6 +14,8 @@ pub mod presence;
 pub mod ring;
 pub mod routes;
 pub mod rules;
+#[cfg(feature = "ssr")]
+pub mod session_cookie;
 
 use components::{Session, TopBar};
 use leptos::prelude::*;

@@ -84,7 +84,52 @@ pub enum RingMsg {
     /// The socket fell behind and events were dropped: reload the screen's
     /// data (never silence).
     Resync,
-    Error { message: String },
+    /// A command was refused, or the socket is being closed.
+    Error { code: RingError, message: String },
+}
+
+impl RingMsg {
+    /// The refusal with its sentence for the person.
+    pub fn error(code: RingError) -> RingMsg {
+        RingMsg::Error { code, message: code.message().to_string() }
+    }
+}
+
+/// Why the ring channel refused something: a stable code for programs and a
+/// sentence for the person. Details (database errors and the like) stay in
+/// the server's log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RingError {
+    Unreadable,
+    /// The sign-in ended (signed out, expired, membership removed); the
+    /// socket closes.
+    SignedOut,
+    NoOperatorProfile,
+    DispatchedElsewhere,
+    Unavailable,
+    OfferNotOpen,
+    BadAuxReason,
+    UnknownPop,
+    ImplausibleRtt,
+    Failed,
+}
+
+impl RingError {
+    pub fn message(self) -> &'static str {
+        match self {
+            RingError::Unreadable => "Unreadable message.",
+            RingError::SignedOut => "Your sign-in has ended: sign in again.",
+            RingError::NoOperatorProfile => "Cannot take calls here: you have no operator profile in this organisation.",
+            RingError::DispatchedElsewhere => "Cannot take calls here: this organisation is served by another server.",
+            RingError::Unavailable => "Cannot take calls right now: try again in a moment.",
+            RingError::OfferNotOpen => "That offer is no longer open: it was answered, withdrawn or expired.",
+            RingError::BadAuxReason => "Give a short reason (up to 64 characters).",
+            RingError::UnknownPop => "That PoP is not one of this organisation's.",
+            RingError::ImplausibleRtt => "That round-trip time is not plausible.",
+            RingError::Failed => "The server could not do that; try again.",
+        }
+    }
 }
 
 /// Frames larger than this are refused on the ring channel.

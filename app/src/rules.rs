@@ -46,12 +46,44 @@ pub fn registry_status(last_heartbeat_ms: Option<i64>, now_ms: i64) -> RegistryS
     }
 }
 
-/// The value of one cookie in a `Cookie:` request header.
-pub fn cookie_value<'a>(cookie_header: &'a str, name: &str) -> Option<&'a str> {
-    cookie_header.split(';').find_map(|pair| {
-        let (key, value) = pair.trim().split_once('=')?;
-        (key == name).then_some(value)
-    })
+/// Longest robot fields, in characters: ids and PoPs are codes, the rest
+/// are names a person reads in a table cell.
+pub const MAX_ROBOT_ID_CHARS: usize = 64;
+pub const MAX_ROBOT_MODEL_CHARS: usize = 64;
+pub const MAX_ROBOT_SITE_CHARS: usize = 96;
+pub const MAX_POP_CHARS: usize = 32;
+pub const MAX_REQ_CERT_CHARS: usize = 96;
+
+/// What is wrong with a new robot's fields, as a sentence naming the field
+/// (`None`: all fine). `known_pops` are the PoPs of the link-health table.
+pub fn robot_fields_problem(id: &str, model: &str, site: &str, pop: &str, req_cert: &str, known_pops: &[String]) -> Option<String> {
+    let valid_id = !id.is_empty()
+        && id.len() <= MAX_ROBOT_ID_CHARS
+        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !valid_id {
+        return Some(format!("id must be 1–{MAX_ROBOT_ID_CHARS} lowercase letters, digits or dashes"));
+    }
+    for (name, value, max) in [
+        ("model", model, MAX_ROBOT_MODEL_CHARS),
+        ("site", site, MAX_ROBOT_SITE_CHARS),
+        ("pop", pop, MAX_POP_CHARS),
+        ("reqCert", req_cert, MAX_REQ_CERT_CHARS),
+    ] {
+        let value = value.trim();
+        if value.is_empty() {
+            return Some(format!("{name} must not be empty"));
+        }
+        if value.chars().count() > max || value.chars().any(char::is_control) {
+            return Some(format!("{name} must be at most {max} characters, with no control characters"));
+        }
+    }
+    if !known_pops.iter().any(|p| p == pop.trim()) {
+        return Some(format!("pop must be one of the link-health table's PoPs: {}", known_pops.join(", ")));
+    }
+    if skill_of(req_cert).is_err() {
+        return Some("reqCert must name a skill, e.g. `pick-place · tier-2`".into());
+    }
+    None
 }
 
 /// The longest email a sign-in or an invitation accepts (RFC 5321's path limit).
@@ -156,6 +188,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn robot_fields_are_bounded_and_the_pop_must_be_known() {
+        let pops = vec!["us-east".to_string(), "uk-london".to_string()];
+        let ok = |id: &str, model: &str, pop: &str| robot_fields_problem(id, model, "Leeds Hub", pop, "pick-place · tier-1", &pops);
+        assert_eq!(ok("uk-pick-09", "UR10e", "uk-london"), None);
+        assert!(ok("UK_PICK", "UR10e", "uk-london").unwrap().starts_with("id"));
+        assert!(ok("uk-pick-09", &"x".repeat(65), "uk-london").unwrap().starts_with("model"));
+        assert!(ok("uk-pick-09", "UR\u{7}10e", "uk-london").unwrap().starts_with("model"));
+        assert!(ok("uk-pick-09", "UR10e", "mars-1").unwrap().starts_with("pop must be one of"));
+        assert!(robot_fields_problem("a", "m", "s", "us-east", "  ", &pops).unwrap().starts_with("reqCert"));
+    }
+
+    #[test]
     fn a02_skill_is_first_token_split_on_middot_or_whitespace() {
         assert_eq!(skill_of("pick-place · tier-2"), Ok("pick-place"));
         assert_eq!(skill_of("pick-place·tier-2"), Ok("pick-place"));
@@ -190,14 +234,6 @@ mod tests {
         assert_eq!(registry_status(Some(1_000_000), 1_000_000), RegistryStatus::Online);
         assert_eq!(registry_status(Some(1_000_000), 1_015_000), RegistryStatus::Online);
         assert_eq!(registry_status(Some(1_000_000), 1_015_001), RegistryStatus::Offline);
-    }
-
-    #[test]
-    fn cookie_value_finds_the_named_cookie_only() {
-        let header = "theme=dark; cc_session=abc.def; other=1";
-        assert_eq!(cookie_value(header, "cc_session"), Some("abc.def"));
-        assert_eq!(cookie_value(header, "session"), None);
-        assert_eq!(cookie_value("", "cc_session"), None);
     }
 
     #[test]

@@ -1,15 +1,19 @@
 //! The server's side of `app::functions::backend::Backend`: what the server
 //! functions may ask for, answered from the store.
 
-use crate::auth::{new_token, token_hash, SignInThrottle};
-use crate::services::passwords::{PasswordChecker, HASHING_THREADS, WAITING_CHECKS};
+use crate::auth::{new_token, token_hash};
 use crate::clock::now_ms;
+use crate::services::passwords::{PasswordChecker, HASHING_THREADS, WAITING_CHECKS};
+use crate::services::{OpenTabs, SignInThrottle};
 use crate::store::{MembershipRecord, OperatorRecord, RobotRecord, SharedStore, StoreError};
 use app::error::AppError;
-use app::functions::{backend::Backend, SESSION_COOKIE};
+use app::functions::backend::Backend;
 use app::models::{CurrentUser, Directory, Operator, OrgMembership, Robot};
 use app::rules::{normalize_email, registry_status, skill_of, skills_of};
+use app::session_cookie::SessionCookie;
 use async_trait::async_trait;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
 
 /// A sign-in lasts one long shift.
 pub const WEB_SESSION_TTL_MS: i64 = 12 * 60 * 60 * 1000;
@@ -23,15 +27,16 @@ fn dummy_hash() -> String {
 
 pub struct ServerBackend {
     store: SharedStore,
-    throttle: SignInThrottle,
+    throttle: Arc<SignInThrottle>,
     passwords: PasswordChecker,
-    secure_cookies: bool,
+    tabs: Arc<OpenTabs>,
+    cookie: SessionCookie,
 }
 
 impl ServerBackend {
-    pub fn new(store: SharedStore, secure_cookies: bool) -> Self {
+    pub fn new(store: SharedStore, throttle: Arc<SignInThrottle>, tabs: Arc<OpenTabs>, cookie: SessionCookie) -> Self {
         let passwords = PasswordChecker::new(HASHING_THREADS, WAITING_CHECKS);
-        ServerBackend { store, throttle: SignInThrottle::default(), passwords, secure_cookies }
+        ServerBackend { store, throttle, passwords, tabs, cookie }
     }
 
     async fn current_user(&self, user_id: &str, org_id: Option<&str>) -> Result<Option<CurrentUser>, AppError> {
@@ -89,10 +94,15 @@ fn operator_view(o: OperatorRecord) -> Operator {
 
 #[async_trait]
 impl Backend for ServerBackend {
-    async fn sign_in(&self, email: &str, password: &str) -> Result<(String, CurrentUser), AppError> {
+    async fn sign_in(&self, email: &str, password: &str, client: Option<IpAddr>) -> Result<(String, CurrentUser), AppError> {
         let email = normalize_email(email);
-        if let Err(wait_s) = self.throttle.check(&email, now_ms()) {
-            return Err(AppError::TooManyAttempts(wait_s));
+        // Without a peer address (never over TCP) all such attempts share one limit.
+        let client = client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        // The attempt is counted before the password is checked: parallel
+        // guesses cannot pass a check that is recorded only afterwards.
+        if let Err(wait) = self.throttle.admit(client, &email) {
+            tracing::info!(%client, "sign-in attempts over the limit");
+            return Err(AppError::TooManyAttempts(wait.as_secs().max(1)));
         }
         let user = self.store.user_by_email(&email).await.map_err(internal)?;
         let known_hash = user.as_ref().map(|u| u.password_hash.clone());
@@ -105,13 +115,16 @@ impl Backend for ServerBackend {
             .map_err(|_| AppError::Busy)?;
         let user = match user {
             Some(user) if verified => user,
-            _ => {
-                self.throttle.record_failure(&email, now_ms());
-                tracing::info!(email = %email, "sign-in refused");
+            // The email stays out of the info log: it may be a person's.
+            Some(user) => {
+                tracing::info!(%client, user = %user.id, "sign-in refused: wrong password");
+                return Err(AppError::BadCredentials);
+            }
+            None => {
+                tracing::info!(%client, "sign-in refused: unknown email");
                 return Err(AppError::BadCredentials);
             }
         };
-        self.throttle.record_success(&email);
         // Work starts in the home org; the top bar switches.
         let home_org = self.store.home_org(&user.id).await.map_err(internal)?;
         let org_id = home_org.as_deref();
@@ -139,7 +152,13 @@ impl Backend for ServerBackend {
     }
 
     async fn sign_out(&self, token: &str) -> Result<(), AppError> {
-        self.store.delete_web_session(&token_hash(token)).await.map_err(internal)
+        let hash = token_hash(token);
+        self.store.delete_web_session(&hash).await.map_err(internal)?;
+        let closed = self.tabs.sign_in_ended(&hash);
+        if closed > 0 {
+            tracing::debug!(closed, "sign-out closed the sign-in's sockets");
+        }
+        Ok(())
     }
 
     async fn select_org(&self, token: &str, org_id: &str) -> Result<CurrentUser, AppError> {
@@ -188,16 +207,11 @@ impl Backend for ServerBackend {
         }
     }
 
-    fn session_cookie(&self, token: &str) -> String {
-        let secure = if self.secure_cookies { "; Secure" } else { "" };
-        format!(
-            "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
-            WEB_SESSION_TTL_MS / 1000
-        )
+    fn session_cookie(&self) -> SessionCookie {
+        self.cookie
     }
 
-    fn cleared_session_cookie(&self) -> String {
-        let secure = if self.secure_cookies { "; Secure" } else { "" };
-        format!("{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{secure}")
+    fn set_session_cookie(&self, token: &str) -> String {
+        self.cookie.set(token, WEB_SESSION_TTL_MS / 1000)
     }
 }

@@ -14,10 +14,19 @@ pub struct Config {
     pub database_url: Option<String>,
     /// `LEPTOS_SITE_ROOT`: the built wasm, JS, CSS and assets. Default `target/site`.
     pub site_root: PathBuf,
-    /// `CLUTCHCALL_SECURE_COOKIES=1` marks the session cookie `Secure` (behind HTTPS).
-    pub secure_cookies: bool,
-    /// `CLUTCHCALL_DEMO=0` skips creating the demo org on an empty database.
-    pub seed_demo: bool,
+    /// `CLUTCHCALL_PUBLIC_ORIGIN`: the origin people open, e.g.
+    /// `https://ops.example.com`. Requests that change state and WebSocket
+    /// upgrades must come from it. Default `http://` + the bound address.
+    pub public_origin: Option<String>,
+    /// `CLUTCHCALL_SECURE_COOKIES=1|0` overrides whether the sign-in cookie
+    /// is `Secure` (and `__Host-` prefixed); by default it is exactly when
+    /// the public origin is `https://`.
+    pub secure_cookies: Option<bool>,
+    /// `CLUTCHCALL_DEMO`: whether an empty database gets the demo org.
+    pub demo: DemoSeed,
+    /// `CLUTCHCALL_SIGNIN_PER_MINUTE`: sign-in attempts one client address
+    /// may make per minute (any emails). Default 60.
+    pub sign_ins_per_address_per_minute: u32,
     /// How long an offer rings: 30 s (seed 000). Only tests change it.
     pub offer_window_ms: i64,
     /// `CLUTCHCALL_WRAP_UP_S`: wrap-up (`acw`) after a session before the
@@ -30,8 +39,34 @@ pub struct Config {
     pub cooloff_ms: i64,
 }
 
+/// When the demo org (public password and robot tokens) is created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DemoSeed {
+    /// Unset: only when the server listens on a loopback address, so demo
+    /// credentials never reach a reachable deployment by accident.
+    LoopbackOnly,
+    /// `CLUTCHCALL_DEMO=1`: on any empty database.
+    Always,
+    /// `CLUTCHCALL_DEMO=0`.
+    Never,
+}
+
+impl DemoSeed {
+    pub fn applies(self, addr: SocketAddr) -> bool {
+        match self {
+            DemoSeed::LoopbackOnly => addr.ip().is_loopback(),
+            DemoSeed::Always => true,
+            DemoSeed::Never => false,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    #[error("CLUTCHCALL_PUBLIC_ORIGIN={0:?} must be a scheme and host with no path, e.g. https://ops.example.com")]
+    Origin(String),
+    #[error("{name}={value:?} must be 1 or 0")]
+    Flag { name: &'static str, value: String },
     #[error("{name}={value:?} is not a valid socket address (e.g. 127.0.0.1:3000)")]
     Addr { name: &'static str, value: String },
     #[error("{name}={value:?} is not a whole number")]
@@ -42,6 +77,31 @@ pub enum ConfigError {
 fn seconds(value: Option<String>, name: &'static str) -> Result<Option<i64>, ConfigError> {
     value
         .map(|v| v.trim().parse::<u32>().map(|s| i64::from(s) * 1000).map_err(|_| ConfigError::Number { name, value: v.clone() }))
+        .transpose()
+}
+
+/// `1`/`true` or `0`/`false`.
+fn flag(value: Option<String>, name: &'static str) -> Result<Option<bool>, ConfigError> {
+    value
+        .map(|v| match v.trim() {
+            "1" | "true" => Ok(true),
+            "0" | "false" => Ok(false),
+            _ => Err(ConfigError::Flag { name, value: v.clone() }),
+        })
+        .transpose()
+}
+
+/// An origin: `http(s)://host[:port]`, nothing after.
+fn origin(value: Option<String>) -> Result<Option<String>, ConfigError> {
+    value
+        .map(|v| {
+            let trimmed = v.trim().trim_end_matches('/');
+            let rest = trimmed.strip_prefix("https://").or_else(|| trimmed.strip_prefix("http://"));
+            match rest {
+                Some(host) if !host.is_empty() && !host.contains(['/', '?', '#', '@', ' ']) => Ok(trimmed.to_ascii_lowercase()),
+                _ => Err(ConfigError::Origin(v.clone())),
+            }
+        })
         .transpose()
 }
 
@@ -61,8 +121,17 @@ impl Config {
             data_dir: var("CLUTCHCALL_DATA_DIR").unwrap_or_else(|| "data".into()).into(),
             database_url: var("DATABASE_URL"),
             site_root: var("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into()).into(),
-            secure_cookies: var("CLUTCHCALL_SECURE_COOKIES").is_some_and(|v| v == "1" || v == "true"),
-            seed_demo: var("CLUTCHCALL_DEMO").is_none_or(|v| v != "0" && v != "false"),
+            public_origin: origin(var("CLUTCHCALL_PUBLIC_ORIGIN"))?,
+            secure_cookies: flag(var("CLUTCHCALL_SECURE_COOKIES"), "CLUTCHCALL_SECURE_COOKIES")?,
+            demo: match flag(var("CLUTCHCALL_DEMO"), "CLUTCHCALL_DEMO")? {
+                None => DemoSeed::LoopbackOnly,
+                Some(true) => DemoSeed::Always,
+                Some(false) => DemoSeed::Never,
+            },
+            sign_ins_per_address_per_minute: var("CLUTCHCALL_SIGNIN_PER_MINUTE")
+                .map(|v| v.trim().parse::<u32>().map_err(|_| ConfigError::Number { name: "CLUTCHCALL_SIGNIN_PER_MINUTE", value: v.clone() }))
+                .transpose()?
+                .unwrap_or(crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE),
             offer_window_ms: crate::engine::OFFER_WINDOW_MS,
             wrap_up_ms: seconds(var("CLUTCHCALL_WRAP_UP_S"), "CLUTCHCALL_WRAP_UP_S")?.unwrap_or(app::ring::DEFAULT_WRAP_UP_MS),
             presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
@@ -79,13 +148,21 @@ impl Config {
             data_dir,
             database_url,
             site_root,
-            secure_cookies: false,
-            seed_demo: true,
+            public_origin: None,
+            secure_cookies: None,
+            demo: DemoSeed::Always,
+            sign_ins_per_address_per_minute: crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE,
             offer_window_ms: crate::engine::OFFER_WINDOW_MS,
             wrap_up_ms: app::ring::DEFAULT_WRAP_UP_MS,
             presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
             cooloff_ms: crate::engine::DEFAULT_COOLOFF_MS,
         }
+    }
+
+    /// Whether the sign-in cookie is `Secure`: as configured, else exactly
+    /// when the public origin is HTTPS.
+    pub fn cookies_secure(&self) -> bool {
+        self.secure_cookies.unwrap_or_else(|| self.public_origin.as_deref().is_some_and(|o| o.starts_with("https://")))
     }
 
     /// The engine's timings.
@@ -120,5 +197,25 @@ mod tests {
         assert_eq!(config.presence_ttl_ms, 20_000, "presence lapses 20 s after the last heartbeat");
         assert_eq!(config.wrap_up_ms, 60_000, "wrap-up defaults to 60 s");
         assert_eq!(config.offer_window_ms, 30_000, "offers ring for 30 s");
+    }
+
+    #[test]
+    fn demo_data_is_seeded_by_default_only_on_loopback() {
+        let (loopback, public) = ("127.0.0.1:3000".parse().unwrap(), "0.0.0.0:3000".parse().unwrap());
+        assert!(DemoSeed::LoopbackOnly.applies(loopback) && !DemoSeed::LoopbackOnly.applies(public));
+        assert!(DemoSeed::Always.applies(public) && !DemoSeed::Never.applies(loopback));
+    }
+
+    #[test]
+    fn cookies_are_secure_by_default_behind_https() {
+        let mut config = Config::local("data".into(), None, "site".into());
+        assert!(!config.cookies_secure());
+        config.public_origin = origin(Some("https://ops.example.com/".into())).unwrap();
+        assert_eq!(config.public_origin.as_deref(), Some("https://ops.example.com"));
+        assert!(config.cookies_secure());
+        config.secure_cookies = Some(false);
+        assert!(!config.cookies_secure(), "an explicit setting wins");
+        assert!(origin(Some("ops.example.com".into())).is_err());
+        assert!(origin(Some("https://ops.example.com/app".into())).is_err());
     }
 }

@@ -20,7 +20,8 @@ use crate::bus::{InProcessBus, SharedBus};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::http::AppState;
-use crate::services::{RobotRegistry, SessionService, SignIns};
+use crate::http::PublicOrigins;
+use crate::services::{OpenTabs, RobotRegistry, SessionService, SignInThrottle, SignIns};
 use crate::store::SharedStore;
 use app::functions::backend::SharedBackend;
 use leptos::prelude::LeptosOptions;
@@ -40,6 +41,8 @@ pub struct Running {
     pub engine: Arc<Engine>,
     /// Whether this start created the demo org.
     pub seeded_demo: bool,
+    /// Whether the database holds no org at all (then say how to create one).
+    pub empty: bool,
     shutdown: oneshot::Sender<()>,
     serve: JoinHandle<std::io::Result<()>>,
     jobs: Vec<JoinHandle<()>>,
@@ -76,17 +79,21 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         std::fs::create_dir_all(&config.data_dir)?;
     }
     let store = store::connect(&config.database_url()).await?;
-    let seeded_demo = config.seed_demo && seed::seed_demo_if_empty(store.as_ref()).await?;
-
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     let addr = listener.local_addr()?;
+    let seeded_demo = config.demo.applies(addr) && seed::seed_demo_if_empty(store.as_ref()).await?;
+    let empty = !seeded_demo && store.is_empty().await?;
+
     let leptos_options = LeptosOptions::builder()
         .output_name("clutchcall")
         .site_root(config.site_root.display().to_string())
         .site_pkg_dir("pkg")
         .site_addr(addr)
         .build();
-    let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), config.secure_cookies));
+    let throttle = Arc::new(SignInThrottle::new(config.sign_ins_per_address_per_minute));
+    let tabs = OpenTabs::new();
+    let cookie = app::session_cookie::SessionCookie { secure: config.cookies_secure() };
+    let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), throttle.clone(), tabs.clone(), cookie));
     let bus: SharedBus = InProcessBus::new();
     // Each org's dispatcher reloads its calls and re-dispatches offers that
     // went stale while the server was down before it answers anything.
@@ -100,6 +107,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         robots,
         sessions,
         sign_ins: Arc::new(SignIns::new(store.clone())),
+        tabs,
+        origins: PublicOrigins::new(config.public_origin.as_deref(), addr),
+        robot_limits: Arc::new(http::RobotRateLimit::new()),
         presence_ttl_ms: config.presence_ttl_ms,
     };
     let app = http::router(state);
@@ -113,15 +123,26 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         }
     });
     let serve = tokio::spawn(async move {
-        axum::serve(listener, app)
+        // The peer address reaches handlers (sign-in limits are per address).
+        axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
             .with_graceful_shutdown(async {
                 let _ = on_shutdown.await;
             })
             .await
     });
-    let jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job];
+    let jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_throttle(throttle))];
     tracing::info!(%addr, database = store.backend_name(), "ClutchCall listening");
-    Ok(Running { addr, store, engine, seeded_demo, shutdown, serve, jobs })
+    Ok(Running { addr, store, engine, seeded_demo, empty, shutdown, serve, jobs })
+}
+
+/// Forgets sign-in limits that have recovered, so a flood of distinct
+/// emails or addresses leaves no state behind.
+async fn sweep_throttle(throttle: Arc<SignInThrottle>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        tick.tick().await;
+        throttle.sweep();
+    }
 }
 
 /// Sweeps expired sign-in sessions so the table does not grow forever.

@@ -1,6 +1,37 @@
+use clap::{Parser, Subcommand};
 use server::config::Config;
 use server::seed::{DEMO_ADMIN_EMAIL, DEMO_PASSWORD};
+use std::io::BufRead;
 use tracing_subscriber::EnvFilter;
+
+/// ClutchCall: distress calls from robots, rung to the nearest certified
+/// operator. Configured by environment variables (README).
+#[derive(Parser)]
+#[command(name = "server", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the console and the API (what runs with no command).
+    Serve,
+    /// Create an organisation and its first admin on the configured
+    /// database. The password comes from CLUTCHCALL_ADMIN_PASSWORD, or else
+    /// the first line of standard input.
+    CreateAdmin {
+        /// The organisation's name, e.g. "Northstar Robotics".
+        #[arg(long)]
+        org: String,
+        /// The admin's email: what they sign in with.
+        #[arg(long)]
+        email: String,
+        /// The admin's name as colleagues see it.
+        #[arg(long)]
+        name: String,
+    },
+}
 
 /// glibc gives every thread that allocates its own malloc arena (tokio's
 /// workers, sqlx's SQLite threads, the password threads), and after a large
@@ -22,7 +53,32 @@ fn cap_malloc_arenas() {}
 
 fn main() -> anyhow::Result<()> {
     cap_malloc_arenas();
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(serve())
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => runtime.block_on(serve()),
+        Command::CreateAdmin { org, email, name } => runtime.block_on(create_admin(&org, &email, &name)),
+    }
+}
+
+async fn create_admin(org: &str, email: &str, name: &str) -> anyhow::Result<()> {
+    let password = match std::env::var("CLUTCHCALL_ADMIN_PASSWORD") {
+        Ok(password) => password,
+        Err(_) => {
+            eprintln!("password for {email} (one line on standard input):");
+            let mut line = String::new();
+            std::io::stdin().lock().read_line(&mut line)?;
+            line.trim_end_matches(['\r', '\n']).to_string()
+        }
+    };
+    let config = Config::from_env()?;
+    if config.database_url.is_none() {
+        std::fs::create_dir_all(&config.data_dir)?;
+    }
+    let store = server::store::connect(&config.database_url()).await?;
+    let org_id = server::seed::create_first_admin(store.as_ref(), org, email, name, &password).await?;
+    println!("created organisation {org:?} ({org_id}) with admin {email}: start the server and sign in");
+    Ok(())
 }
 
 async fn serve() -> anyhow::Result<()> {
@@ -35,10 +91,17 @@ async fn serve() -> anyhow::Result<()> {
     let config = Config::from_env()?;
     let running = server::start(config).await?;
     if running.seeded_demo {
-        tracing::info!(
-            "created the demo org. Sign in at http://{} as {DEMO_ADMIN_EMAIL} (admin) or \
-             asha.rao@northstar.example (operator), password {DEMO_PASSWORD:?}",
+        println!(
+            "\n!! DEMO DATA: created the demo org, whose password ({DEMO_PASSWORD:?}) and robot tokens are PUBLIC.\n\
+             !! Sign in at http://{} as {DEMO_ADMIN_EMAIL} (admin) or asha.rao@northstar.example (operator).\n\
+             !! Never expose this database; set CLUTCHCALL_DEMO=0 for real data.\n",
             running.addr
+        );
+    } else if running.empty {
+        println!(
+            "\nThe database holds no organisation. Create the first one and its admin:\n  \
+             CLUTCHCALL_ADMIN_PASSWORD=… server create-admin --org \"Your org\" --email you@example.com --name \"Your Name\"\n\
+             (demo data is created only when the server listens on a loopback address, or with CLUTCHCALL_DEMO=1)\n"
         );
     }
     println!("ClutchCall listening on http://{}", running.addr);

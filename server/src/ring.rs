@@ -9,13 +9,16 @@
 //!
 //! A tab that falls behind its topic gets a resync; one that stops reading
 //! is disconnected (its queue is bounded) and resyncs when it reconnects.
+//! A person holds at most `TABS_PER_PERSON` sockets, and sign-out closes
+//! them at once. (The `Origin` of the upgrade is checked by `http::origin`.)
 
 use crate::bus::{Delivery, Subscription};
 use crate::engine::{EngineError, OperatorPresence};
 use crate::http::{AppState, Principal};
+use crate::services::TabPass;
 use app::events::{Event, OperatorEvent, Topic};
 use app::models::{Offer, Role};
-use app::ring::{valid_aux_reason, ConsoleMsg, MyPresence, RingMsg, MAX_FRAME_BYTES};
+use app::ring::{valid_aux_reason, ConsoleMsg, MyPresence, RingError, RingMsg, MAX_FRAME_BYTES};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -45,6 +48,8 @@ struct TabOwner {
     token: String,
     org_id: String,
     user_id: String,
+    /// The socket's place among the person's tabs; ends with the sign-in.
+    pass: TabPass,
 }
 
 /// `GET /ws`: upgrades a signed-in operator's console tab, or an admin's
@@ -56,13 +61,22 @@ pub async fn ws_handler(ws: WebSocketUpgrade, State(state): State<AppState>, pri
     let Some(org) = user.selected_org.clone() else {
         return (StatusCode::FORBIDDEN, "choose an organisation first").into_response();
     };
-    let owner = TabOwner { token, org_id: org.org_id, user_id: user.user_id };
+    let watch = match params.watch.as_deref() {
+        Some("org") if org.role == Role::Admin => true,
+        Some(_) => return (StatusCode::FORBIDDEN, "admins only").into_response(),
+        None if org.role.grants(Role::Operator) => false,
+        None => return (StatusCode::FORBIDDEN, "operators only").into_response(),
+    };
+    let Ok(pass) = state.tabs.open(&user.user_id, &crate::auth::token_hash(&token)) else {
+        tracing::info!(user = %user.user_id, "socket refused: too many open tabs");
+        return (StatusCode::TOO_MANY_REQUESTS, "Too many open ClutchCall tabs: close one and retry.").into_response();
+    };
+    let owner = TabOwner { token, org_id: org.org_id, user_id: user.user_id, pass };
     let ws = ws.max_message_size(MAX_FRAME_BYTES).max_frame_size(MAX_FRAME_BYTES);
-    match params.watch.as_deref() {
-        Some("org") if org.role == Role::Admin => ws.on_upgrade(move |socket| serve_watch(state, owner, socket)),
-        Some(_) => (StatusCode::FORBIDDEN, "admins only").into_response(),
-        None if org.role.grants(Role::Operator) => ws.on_upgrade(move |socket| serve_console(state, owner, socket)),
-        None => (StatusCode::FORBIDDEN, "operators only").into_response(),
+    if watch {
+        ws.on_upgrade(move |socket| serve_watch(state, owner, socket))
+    } else {
+        ws.on_upgrade(move |socket| serve_console(state, owner, socket))
     }
 }
 
@@ -88,12 +102,15 @@ enum Heard {
     /// Closed, failed, or silent for the TTL.
     Gone { silent: bool },
     Delivery(Delivery),
+    /// The sign-in was ended (signed out): close now.
+    SignedOut,
 }
 
 /// Reads the next frame or topic delivery; a tab that sent nothing since
 /// `heard + ttl` is gone (`silent`).
-async fn next(stream: &mut SplitStream<WebSocket>, topic: &mut Subscription, heard: Instant, ttl: Duration) -> Heard {
+async fn next(stream: &mut SplitStream<WebSocket>, topic: &mut Subscription, pass: &TabPass, heard: Instant, ttl: Duration) -> Heard {
     tokio::select! {
+        () = pass.sign_in_ended() => Heard::SignedOut,
         frame = tokio::time::timeout_at(heard + ttl, stream.next()) => match frame {
             Err(_) => Heard::Gone { silent: true },
             Ok(Some(Ok(Message::Text(text)))) => Heard::Text(text.to_string()),
@@ -127,7 +144,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
         }
         Err(e) => {
             tracing::warn!(error = %e, "console refused");
-            let _ = tx.send(RingMsg::Error { message: refusal(&e) }).await;
+            let _ = tx.send(RingMsg::error(refusal(&e))).await;
             drop(tx);
             let _ = writer.await;
             return;
@@ -136,7 +153,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     let mut last_seen = state.engine.clock().now_ms();
     let mut heard = Instant::now();
     loop {
-        match next(&mut stream, &mut topic, heard, ttl).await {
+        match next(&mut stream, &mut topic, &owner.pass, heard, ttl).await {
             Heard::Text(text) => {
                 last_seen = state.engine.clock().now_ms();
                 heard = Instant::now();
@@ -146,12 +163,12 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                 let msg = match serde_json::from_str::<ConsoleMsg>(&text) {
                     Ok(msg) => msg,
                     Err(_) => {
-                        let _ = tx.try_send(RingMsg::Error { message: "Unreadable message.".into() });
+                        let _ = tx.try_send(RingMsg::error(RingError::Unreadable));
                         continue;
                     }
                 };
                 if !matches!(msg, ConsoleMsg::Heartbeat | ConsoleMsg::Ping { .. }) && !still_signed_in(&state, &owner).await {
-                    let _ = tx.try_send(RingMsg::Error { message: "Your sign-in has ended: sign in again.".into() });
+                    let _ = tx.try_send(RingMsg::error(RingError::SignedOut));
                     break;
                 }
                 if let Some(reply) = handle(&state, &owner, msg).await {
@@ -159,6 +176,10 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                         break;
                     }
                 }
+            }
+            Heard::SignedOut => {
+                let _ = tx.try_send(RingMsg::error(RingError::SignedOut));
+                break;
             }
             Heard::Gone { silent } => {
                 if !silent {
@@ -202,7 +223,7 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket) {
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
     let mut heard = Instant::now();
     loop {
-        let msg = match next(&mut stream, &mut topic, heard, ttl).await {
+        let msg = match next(&mut stream, &mut topic, &owner.pass, heard, ttl).await {
             Heard::Text(text) => match serde_json::from_str::<ConsoleMsg>(&{
                 heard = Instant::now();
                 text
@@ -210,6 +231,10 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket) {
                 Ok(ConsoleMsg::Ping { nonce }) => RingMsg::Pong { nonce },
                 _ => continue,
             },
+            Heard::SignedOut => {
+                let _ = tx.try_send(RingMsg::error(RingError::SignedOut));
+                break;
+            }
             Heard::Gone { .. } | Heard::Delivery(Delivery::Closed) => break,
             Heard::Delivery(Delivery::Event(Event::Org(event))) => RingMsg::Org { event },
             Heard::Delivery(Delivery::Event(Event::Operator(_))) => continue,
@@ -228,12 +253,12 @@ async fn still_signed_in(state: &AppState, owner: &TabOwner) -> bool {
     matches!(state.sign_ins.role(&owner.token, &owner.org_id).await, Ok(Some(role)) if role.grants(Role::Operator))
 }
 
-/// A sentence for the person; details stay in the log.
-fn refusal(e: &EngineError) -> String {
+/// Why a console was refused; details stay in the log.
+fn refusal(e: &EngineError) -> RingError {
     match e {
-        EngineError::NotFound(_) => "Cannot take calls here: you have no operator profile in this organisation.".into(),
-        EngineError::DispatchedElsewhere => "Cannot take calls here: this organisation is served by another server.".into(),
-        _ => "Cannot take calls right now: try again in a moment.".into(),
+        EngineError::NotFound(_) => RingError::NoOperatorProfile,
+        EngineError::DispatchedElsewhere => RingError::DispatchedElsewhere,
+        _ => RingError::Unavailable,
     }
 }
 
@@ -246,22 +271,24 @@ async fn handle(state: &AppState, owner: &TabOwner, msg: ConsoleMsg) -> Option<R
         ConsoleMsg::Ready => engine.operator_ready(org_id, operator_id, true).await.map(|_| None),
         ConsoleMsg::Aux { reason } => match valid_aux_reason(&reason) {
             Some(reason) => engine.operator_aux(org_id, operator_id, &reason).await.map(|_| None),
-            None => return Some(RingMsg::Error { message: "Give a short reason (up to 64 characters).".into() }),
+            None => return Some(RingMsg::error(RingError::BadAuxReason)),
         },
         ConsoleMsg::Accept { session_id } => {
             engine.answer(org_id, operator_id, &session_id).await.map(|_| Some(RingMsg::Accepted { session_id }))
         }
         ConsoleMsg::Decline { session_id } => engine.decline(org_id, operator_id, &session_id).await.map(|_| None),
+        // Only PoPs of the org's robots: anything else would be kept and
+        // copied into every decision and presence event.
+        ConsoleMsg::Rtt { pop, .. } if !state.robots.has_pop(org_id, &pop) => return Some(RingMsg::error(RingError::UnknownPop)),
         ConsoleMsg::Rtt { pop, rtt_ms } => engine.report_rtt(org_id, operator_id, &pop, rtt_ms).await.map(|_| None),
     };
     match result {
         Ok(reply) => reply,
-        Err(EngineError::NoOpenOffer) => {
-            Some(RingMsg::Error { message: "That offer is no longer open: it was answered, withdrawn or expired.".into() })
-        }
+        Err(EngineError::NoOpenOffer) => Some(RingMsg::error(RingError::OfferNotOpen)),
+        Err(EngineError::ImplausibleRtt) => Some(RingMsg::error(RingError::ImplausibleRtt)),
         Err(e) => {
             tracing::warn!(error = %e, "console message failed");
-            Some(RingMsg::Error { message: "The server could not do that; try again.".into() })
+            Some(RingMsg::error(RingError::Failed))
         }
     }
 }

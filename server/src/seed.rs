@@ -127,6 +127,58 @@ pub async fn seed_demo_if_empty(store: &dyn Store) -> StoreResult<bool> {
     Ok(true)
 }
 
+/// Shortest password `create-admin` accepts (OWASP ASVS 2.1.1).
+pub const MIN_ADMIN_PASSWORD_CHARS: usize = 12;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FirstAdminError {
+    #[error("the password must be at least {MIN_ADMIN_PASSWORD_CHARS} characters")]
+    ShortPassword,
+    #[error("{0} must not be empty")]
+    Empty(&'static str),
+    #[error("{0:?} is not an email address")]
+    Email(String),
+    #[error("a person with the email {0} already exists")]
+    EmailTaken(String),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// Creates an organisation and its first admin (`server create-admin`).
+/// Returns the new org's id.
+pub async fn create_first_admin(store: &dyn Store, org_name: &str, email: &str, name: &str, password: &str) -> Result<String, FirstAdminError> {
+    let (org_name, name, email) = (org_name.trim(), name.trim(), app::rules::normalize_email(email));
+    if org_name.is_empty() {
+        return Err(FirstAdminError::Empty("the organisation's name"));
+    }
+    if name.is_empty() {
+        return Err(FirstAdminError::Empty("the admin's name"));
+    }
+    let plausible = email.len() <= app::rules::MAX_EMAIL_CHARS
+        && email.split_once('@').is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'));
+    if !plausible {
+        return Err(FirstAdminError::Email(email));
+    }
+    if password.chars().count() < MIN_ADMIN_PASSWORD_CHARS {
+        return Err(FirstAdminError::ShortPassword);
+    }
+    if store.user_by_email(&email).await?.is_some() {
+        return Err(FirstAdminError::EmailTaken(email));
+    }
+    let org_id = format!("org-{}", uuid::Uuid::now_v7().simple());
+    let user_id = format!("u-{}", uuid::Uuid::now_v7().simple());
+    let password = password.to_string();
+    let password_hash = tokio::task::spawn_blocking(move || hash_password(&password)).await.expect("hashing thread");
+    let seed = Seed {
+        orgs: vec![NewOrg { id: org_id.clone(), name: org_name.into() }],
+        users: vec![NewUser { id: user_id.clone(), email, display_name: name.into(), external_id: None, password_hash }],
+        memberships: vec![NewMembership { org_id: org_id.clone(), user_id, role: Role::Admin }],
+        ..Seed::default()
+    };
+    store.seed(&seed).await?;
+    Ok(org_id)
+}
+
 /// Org id of `load_org`.
 pub const LOAD_ORG_ID: &str = "org-load";
 

@@ -27,6 +27,9 @@ pub enum ApiError {
     Conflict { code: &'static str, message: String },
     #[error("the server could not complete the request")]
     Internal,
+    /// Over the robot token's request rate (`Retry-After`).
+    #[error("too many requests for this token: retry in {retry_after_s} s")]
+    RateLimited { retry_after_s: u64 },
     /// Retry shortly (`Retry-After`).
     #[error("{message}")]
     Unavailable { code: &'static str, message: String },
@@ -58,6 +61,7 @@ impl ApiError {
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -72,6 +76,7 @@ impl ApiError {
             ApiError::Conflict { code, .. } => code,
             ApiError::Internal => "internal",
             ApiError::Unavailable { code, .. } => code,
+            ApiError::RateLimited { .. } => "rate_limited",
         }
     }
 
@@ -84,8 +89,13 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody { error: ErrorDetail { code: self.code().to_string(), message: self.to_string() } };
         let mut response = (self.status(), axum::Json(body)).into_response();
-        if matches!(self, ApiError::Unavailable { .. }) {
-            response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
+        let retry_after_s = match self {
+            ApiError::Unavailable { .. } => Some(1),
+            ApiError::RateLimited { retry_after_s } => Some(retry_after_s),
+            _ => None,
+        };
+        if let Some(seconds) = retry_after_s {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(seconds));
         }
         response
     }
@@ -117,7 +127,7 @@ impl From<EngineError> for ApiError {
         match e {
             EngineError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
             EngineError::CallInProgress { .. } => ApiError::Conflict { code: "call_in_progress", message: e.to_string() },
-            EngineError::NoSkill(_) => ApiError::Invalid(e.to_string()),
+            EngineError::NoSkill(_) | EngineError::ImplausibleRtt => ApiError::Invalid(e.to_string()),
             EngineError::NoOpenOffer => ApiError::Conflict { code: "no_open_offer", message: e.to_string() },
             EngineError::SessionEnded => ApiError::Conflict { code: "session_ended", message: e.to_string() },
             EngineError::IllegalTransition { .. } => ApiError::Conflict { code: "illegal_transition", message: e.to_string() },

@@ -12,9 +12,8 @@ use crate::auth::{new_token, token_hash};
 use crate::engine::CallOutcome;
 use crate::http::{AppState, Principal};
 use crate::store::{NewRobot, RobotRecord, Telemetry, TelemetryOutcome};
-use app::functions::SESSION_COOKIE;
 use app::models::{LifecycleState, Offer, Role, SafetyState, SessionRecord};
-use app::rules::{rfc3339, skill_of};
+use app::rules::{rfc3339, robot_fields_problem, skill_of};
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
@@ -173,6 +172,7 @@ pub struct CallQueued {
         (status = 409, description = "The robot already has a call in progress (`call_in_progress`)", body = ErrorBody),
         (status = 413, description = "Body over 64 KiB", body = ErrorBody),
         (status = 422, description = "Wrong shape or values", body = ErrorBody),
+        (status = 429, description = "Over the token's request rate (`rate_limited`); see `Retry-After`", body = ErrorBody),
         (status = 503, description = "Dispatch briefly unavailable (`unavailable`), or run by another instance (`dispatched_elsewhere`); retry", body = ErrorBody),
     ),
     security(("robot_token" = []), ("admin_session" = []))
@@ -204,6 +204,7 @@ async fn raise_call(State(state): State<AppState>, caller: Caller, ApiJson(body)
     responses(
         (status = 200, body = SessionRecord),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 429, body = ErrorBody),
     ),
     security(("robot_token" = []), ("admin_session" = []))
 )]
@@ -219,6 +220,7 @@ async fn get_session(State(state): State<AppState>, caller: Caller, Path(id): Pa
         (status = 200, description = "The session, now CANCELLED", body = SessionRecord),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, description = "Already COMPLETED or CANCELLED (`session_ended`)", body = ErrorBody),
+        (status = 429, body = ErrorBody), (status = 503, body = ErrorBody),
     ),
     security(("robot_token" = []), ("admin_session" = []))
 )]
@@ -235,11 +237,25 @@ async fn withdraw_call(State(state): State<AppState>, caller: Caller, Path(id): 
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TelemetryBody {
     pub state: SafetyState,
+    /// Whole milliseconds (`55713.0` is accepted as 55713).
+    #[serde(deserialize_with = "whole_ms")]
+    #[schema(minimum = 0, maximum = 4294967295_u64)]
     pub rtt_ms: u32,
     /// Commanded-versus-observed arm divergence, degrees, ≥ 0.
     pub divergence_deg: f64,
     /// Fraction of full commanded velocity allowed, 0 to 1.
     pub velocity_scale: f64,
+}
+
+/// A JSON number that is a whole count of milliseconds: JSON Schema's
+/// `integer` includes `55713.0`, so it is accepted as 55713.
+fn whole_ms<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    let ms = f64::deserialize(deserializer)?;
+    if ms.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&ms) {
+        Ok(ms as u32)
+    } else {
+        Err(serde::de::Error::custom("rttMs must be a whole number of milliseconds ≥ 0"))
+    }
 }
 
 /// Report safety state and link numbers.
@@ -252,7 +268,7 @@ pub struct TelemetryBody {
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
         (status = 409, description = "`protective_stop_latched`: PROTECTIVE_STOP holds until cleared; `session_ended`", body = ErrorBody),
-        (status = 413, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 422, body = ErrorBody), (status = 429, body = ErrorBody),
     ),
     security(("robot_token" = []), ("admin_session" = []))
 )]
@@ -303,6 +319,7 @@ pub struct HeartbeatAck {
     responses(
         (status = 200, body = HeartbeatAck),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 429, body = ErrorBody),
     ),
     security(("robot_token" = []), ("admin_session" = []))
 )]
@@ -315,12 +332,18 @@ async fn heartbeat(State(state): State<AppState>, caller: Caller, Path(id): Path
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewRobotBody {
-    /// Lowercase letters, digits and dashes, 1–64 characters; unique.
+    /// Lowercase letters, digits and dashes, 1–64 characters; unique in the org.
+    #[schema(min_length = 1, max_length = 64, pattern = "^[a-z0-9-]+$")]
     pub id: String,
+    #[schema(min_length = 1, max_length = 64)]
     pub model: String,
+    #[schema(min_length = 1, max_length = 96)]
     pub site: String,
+    /// A PoP of the link-health table, e.g. `us-east`.
+    #[schema(min_length = 1, max_length = 32)]
     pub pop: String,
     /// Required certification; its first token (split on `·` or whitespace) is the skill.
+    #[schema(min_length = 1, max_length = 96)]
     pub req_cert: String,
 }
 
@@ -340,8 +363,10 @@ pub struct RegisteredRobot {
     responses(
         (status = 201, body = RegisteredRobot),
         (status = 401, body = ErrorBody), (status = 403, description = "Not an admin", body = ErrorBody),
-        (status = 409, description = "`robot_exists`", body = ErrorBody),
-        (status = 422, description = "Bad id, empty field, or a reqCert that names no skill", body = ErrorBody),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 409, description = "`robot_exists`: this org already has a robot with the id", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 422, description = "Bad id, an empty or overlong field, a PoP not in the link-health table, or a reqCert that names no skill", body = ErrorBody),
     ),
     security(("admin_session" = []))
 )]
@@ -349,20 +374,11 @@ async fn register_robot(State(state): State<AppState>, caller: Caller, ApiJson(b
     let Caller::Admin { org_id } = caller else {
         return Err(ApiError::Forbidden("only admins register robots".into()));
     };
-    let valid_id = !body.id.is_empty()
-        && body.id.len() <= 64
-        && body.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    if !valid_id {
-        return Err(ApiError::Invalid("id must be 1–64 lowercase letters, digits or dashes".into()));
+    let pops = state.robots.link_pops().await?;
+    if let Some(problem) = robot_fields_problem(&body.id, &body.model, &body.site, &body.pop, &body.req_cert, &pops) {
+        return Err(ApiError::Invalid(problem));
     }
-    for (name, value) in [("model", &body.model), ("site", &body.site), ("pop", &body.pop)] {
-        if value.trim().is_empty() {
-            return Err(ApiError::Invalid(format!("{name} must not be empty")));
-        }
-    }
-    let skill = skill_of(&body.req_cert)
-        .map_err(|_| ApiError::Invalid("reqCert must name a skill, e.g. `pick-place · tier-2`".into()))?
-        .to_string();
+    let skill = skill_of(&body.req_cert).map_err(|_| ApiError::Invalid("reqCert names no skill".into()))?.to_string();
     let token = new_token();
     let robot = NewRobot {
         id: body.id.clone(),
@@ -396,7 +412,7 @@ impl Modify for Security {
         );
         components.add_security_scheme(
             "admin_session",
-            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(SESSION_COOKIE, "A signed-in admin's session cookie"))),
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(app::session_cookie::PLAIN_NAME, "A signed-in admin's session cookie (`__Host-cc_session` behind HTTPS)"))),
         );
     }
 }

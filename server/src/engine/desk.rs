@@ -239,8 +239,13 @@ impl Desk {
     }
 
     /// RTT the operator's console measured to a PoP.
+    /// Refused when implausible (rule in `app::dispatch::plausible_rtt`).
     pub fn report_rtt(&mut self, operator_id: &str, pop: &str, rtt_ms: u32) -> Result<(), EngineError> {
+        let floors = self.floors.clone();
         let op = self.operator_mut(operator_id)?;
+        if !app::dispatch::plausible_rtt(rtt_ms, floors.floor(&op.presence.region, pop)) {
+            return Err(EngineError::ImplausibleRtt);
+        }
         op.presence.measured_rtt_ms.insert(pop.to_string(), rtt_ms);
         self.reindex(operator_id);
         self.dirty = true;

@@ -28,6 +28,8 @@ pub enum EngineError {
     NoSkill(String),
     #[error("no open offer for this operator on this session")]
     NoOpenOffer,
+    #[error("the RTT report is not plausible")]
+    ImplausibleRtt,
     #[error("the session has already ended")]
     SessionEnded,
     #[error("a {from} session cannot become {to}")]

@@ -2,12 +2,16 @@
 //! the `/v1` API, the ring channel and operational endpoints. Handlers
 //! stay thin: they reach the engine and the services, never the store.
 
+mod origin;
 mod principal;
+pub mod robot_rate;
 
+pub use origin::PublicOrigins;
 pub use principal::Principal;
+pub use robot_rate::RobotRateLimit;
 
 use crate::engine::Engine;
-use crate::services::{RobotRegistry, SessionService, SignIns};
+use crate::services::{OpenTabs, RobotRegistry, SessionService, SignIns};
 use app::functions::backend::SharedBackend;
 use app::{shell, App};
 use axum::extract::State;
@@ -39,6 +43,12 @@ pub struct AppState {
     pub robots: Arc<RobotRegistry>,
     pub sessions: Arc<SessionService>,
     pub sign_ins: Arc<SignIns>,
+    /// Each person's open sockets (a cap, and closed at sign-out).
+    pub tabs: Arc<OpenTabs>,
+    /// Where pages are served from: the `Origin` state changes must carry.
+    pub origins: PublicOrigins,
+    /// Requests per robot token.
+    pub robot_limits: Arc<RobotRateLimit>,
     /// A console tab silent this long is closed (its presence then lapses).
     pub presence_ttl_ms: i64,
 }
@@ -65,6 +75,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .nest("/v1", crate::api::router())
         .route("/ws", get(crate::ring::ws_handler))
+        .layer(axum::middleware::from_fn_with_state(state.origins.clone(), origin::check_origin))
         .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIMEOUT))
         .layer(TraceLayer::new_for_http())
         .with_state(state)

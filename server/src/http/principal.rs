@@ -6,9 +6,7 @@ use super::AppState;
 use crate::api::ApiError;
 use crate::auth::token_hash;
 use crate::store::RobotRecord;
-use app::functions::SESSION_COOKIE;
 use app::models::{CurrentUser, OrgMembership};
-use app::rules::cookie_value;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::header;
@@ -43,23 +41,26 @@ impl FromRequestParts<AppState> for Principal {
                 .map(str::trim)
                 .filter(|t| !t.is_empty())
                 .ok_or_else(|| ApiError::Unauthenticated("Authorization must be `Bearer <robot token>`".into()))?;
-            return state
+            let hash = token_hash(token);
+            let robot = state
                 .robots
-                .by_token_hash(&token_hash(token))
+                .by_token_hash(&hash)
                 .await?
-                .map(Principal::Robot)
-                .ok_or_else(|| ApiError::Unauthenticated("unknown robot token".into()));
+                .ok_or_else(|| ApiError::Unauthenticated("unknown robot token".into()))?;
+            state.robot_limits.admit(&hash).map_err(|wait| ApiError::RateLimited { retry_after_s: wait.as_secs().max(1) })?;
+            return Ok(Principal::Robot(robot));
         }
-        let token = parts
-            .headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .find_map(|cookies| cookie_value(cookies, SESSION_COOKIE))
-            .ok_or_else(|| ApiError::Unauthenticated("sign in, or send `Authorization: Bearer <robot token>`".into()))?
-            .to_string();
-        let user = state.backend.session_user(&token).await.map_err(|_| ApiError::Internal)?;
-        let user = user.ok_or_else(|| ApiError::Unauthenticated("the sign-in session has ended".into()))?;
-        Ok(Principal::User { token, user })
+        let tokens = state.backend.session_cookie().tokens(&parts.headers);
+        if tokens.is_empty() {
+            return Err(ApiError::Unauthenticated("sign in, or send `Authorization: Bearer <robot token>`".into()));
+        }
+        // Cookies may share the name (one planted by a sibling site): the
+        // first that is a live sign-in counts.
+        for token in tokens {
+            if let Some(user) = state.backend.session_user(&token).await.map_err(|_| ApiError::Internal)? {
+                return Ok(Principal::User { token, user });
+            }
+        }
+        Err(ApiError::Unauthenticated("the sign-in session has ended".into()))
     }
 }

@@ -6,8 +6,12 @@ pub mod passwords;
 pub mod registry;
 pub mod sessions;
 pub mod signins;
+pub mod tabs;
+pub mod throttle;
 
 pub use passwords::PasswordChecker;
 pub use registry::RobotRegistry;
 pub use sessions::SessionService;
 pub use signins::SignIns;
+pub use tabs::{OpenTabs, TabPass};
+pub use throttle::SignInThrottle;

@@ -84,6 +84,12 @@ impl RobotRegistry {
         robots.pops.get(org_id).map(|pops| pops.iter().cloned().collect()).unwrap_or_default()
     }
 
+    /// Whether a robot of the org is reached through `pop`.
+    pub fn has_pop(&self, org_id: &str, pop: &str) -> bool {
+        let robots = self.robots.read().expect("robots lock");
+        robots.pops.get(org_id).is_some_and(|pops| pops.contains(pop))
+    }
+
     /// An edge-agent heartbeat: stored, and `online` published when the
     /// robot was offline.
     pub async fn heartbeat(&self, robot: &RobotRecord) -> StoreResult<i64> {
@@ -109,6 +115,13 @@ impl RobotRegistry {
     }
 
     /// Registers a robot; false when the id is taken.
+    /// The PoPs of the link-health table: where a robot may be reached.
+    pub async fn link_pops(&self) -> StoreResult<Vec<String>> {
+        let floors = self.store.link_floors().await?;
+        let pops: BTreeSet<String> = floors.into_iter().map(|f| f.pop).collect();
+        Ok(pops.into_iter().collect())
+    }
+
     pub async fn register(&self, robot: NewRobot) -> StoreResult<bool> {
         if !self.store.insert_robot(&robot).await? {
             return Ok(false);

@@ -50,12 +50,8 @@ async fn sign_in(Form(form): Form<HashMap<String, String>>) -> Response {
 }
 
 async fn ws(ws: WebSocketUpgrade, State(floor): State<Floor>, headers: HeaderMap) -> Response {
-    let operator = headers
-        .get(header::COOKIE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|c| app::rules::cookie_value(c, "cc_session"))
-        .unwrap_or_default()
-        .to_string();
+    let cookie = app::session_cookie::SessionCookie { secure: false };
+    let operator = cookie.tokens(&headers).into_iter().next().unwrap_or_default();
     ws.on_upgrade(move |socket| console(floor, operator, socket))
 }
 

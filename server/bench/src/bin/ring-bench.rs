@@ -55,6 +55,7 @@ struct Receipts {
 async fn console(base: String, confirms_ready: bool, cookie: String, receipts: Arc<Receipts>, http: reqwest::Client, ready: oneshot::Sender<()>) {
     let mut request = format!("{}/ws", base.replace("http://", "ws://")).into_client_request().expect("ws url");
     request.headers_mut().insert("cookie", cookie.parse().expect("cookie header"));
+    request.headers_mut().insert("origin", base.parse().expect("origin header"));
     let (ws, _) = tokio_tungstenite::connect_async(request).await.expect("console connects");
     let (mut sink, mut stream) = ws.split();
     let text = |msg: ConsoleMsg| Message::Text(serde_json::to_string(&msg).expect("json").into());
@@ -209,6 +210,8 @@ async fn main() -> anyhow::Result<()> {
             .env("CLUTCHCALL_ADDR", "127.0.0.1:0")
             .env("CLUTCHCALL_DEMO", "0")
             .env("CLUTCHCALL_WRAP_UP_S", "0")
+            // 1,000 consoles sign in from one address.
+            .env("CLUTCHCALL_SIGNIN_PER_MINUTE", "1000000")
             .env("RUST_LOG", "warn");
         let c = spawn(command).await?;
         let base = c.base.clone();
@@ -229,6 +232,7 @@ async fn main() -> anyhow::Result<()> {
             let _permit = gate.acquire().await.expect("gate");
             let res = http
                 .post(format!("{base}/api/sign_in"))
+                .header("origin", &base)
                 .form(&[("email", load_operator_email(i).as_str()), ("password", LOAD_PASSWORD)])
                 .send()
                 .await

@@ -153,9 +153,9 @@ both_backends!(heartbeats_keep_a_robot_online, |app: TestApp| async move {
     sign_in(&admin, &app, ADMIN).await;
     let status = |id: &'static str| {
         let admin = admin.clone();
-        let url = app.url("/api/load_robot");
+        let (url, origin) = (app.url("/api/load_robot"), app.base.clone());
         async move {
-            let robot: Value = admin.post(url).form(&[("robot_id", id)]).send().await.unwrap().json().await.unwrap();
+            let robot: Value = admin.post(url).header("origin", origin).form(&[("robot_id", id)]).send().await.unwrap().json().await.unwrap();
             robot["status"].as_str().unwrap().to_string()
         }
     };

@@ -110,7 +110,7 @@ both_backends!(sign_in_follows_a_local_next_path_only, |app: TestApp| async move
 both_backends!(oversize_sign_in_emails_are_refused_before_any_password_check, |app: TestApp| async move {
     let client = browser();
     let huge = "a".repeat(1_500_000) + "@example.test";
-    let sent = client.post(app.url("/api/sign_in")).form(&[("email", huge.as_str()), ("password", "x")]).send().await;
+    let sent = client.post(app.url("/api/sign_in")).header("origin", &app.base).form(&[("email", huge.as_str()), ("password", "x")]).send().await;
     // The server answers 413 without reading the body; it may close the
     // connection while the client is still sending, which the client sees
     // as a reset. Either way nothing was read or checked.
@@ -144,20 +144,22 @@ both_backends!(wrong_password_and_unknown_email_get_the_same_answer, |app: TestA
     app.finish().await;
 });
 
-both_backends!(repeated_failures_slow_sign_in_down, |app: TestApp| async move {
+both_backends!(repeated_guesses_for_one_email_from_one_address_wait, |app: TestApp| async move {
     let client = browser();
-    for _ in 0..server::auth::FREE_FAILURES {
+    for _ in 0..server::services::throttle::PAIR_BURST {
         let res = call(&client, &app, "sign_in", &[("email", OPERATOR), ("password", "guess")]).await;
         assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
     }
-    // Locked now: even the right password is refused until the wait is over.
+    // Spent: even the right password waits, from this address.
     let res = sign_in(&client, &app, OPERATOR).await;
     assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry_after: u64 = res.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     let body: Value = res.json().await.unwrap();
     let wait = body["TooManyAttempts"].as_u64().expect("wait seconds");
-    assert!((1..=30).contains(&wait), "{wait}");
-    // Other people are not locked out by it.
+    assert!((1..=12).contains(&wait) && retry_after == wait, "{wait} {retry_after}");
+    // Other people are not limited by it, nor is the person from elsewhere.
     assert_eq!(sign_in(&browser(), &app, ADMIN).await.status(), StatusCode::OK);
+    assert_eq!(sign_in(&common::browser_from([127, 0, 0, 2]), &app, OPERATOR).await.status(), StatusCode::OK);
     app.finish().await;
 });
 
@@ -234,23 +236,24 @@ both_backends!(another_orgs_ids_answer_404, |app: TestApp| async move {
 
 both_backends!(a_sign_in_flood_is_checked_on_bounded_threads_and_answered_quickly, |app: TestApp| async move {
     // 96 wrong sign-ins at once (distinct emails): each is refused (401),
-    // or told to retry (503) when the password threads are full; none fails
-    // otherwise, and the server still signs in the right person after.
+    // told to retry (503) when the password threads are full, or (429) when
+    // the address has used its attempts; none fails otherwise, and the
+    // server still signs in the right person (from another address) after.
     let client = common::browser();
     let flood: Vec<_> = (0..96)
         .map(|i| {
-            let (client, url) = (client.clone(), app.url("/api/sign_in"));
+            let (client, url, origin) = (client.clone(), app.url("/api/sign_in"), app.base.clone());
             tokio::spawn(async move {
                 let email = format!("nobody-{i}@example.test");
-                client.post(url).form(&[("email", email.as_str()), ("password", "guess")]).send().await.unwrap().status().as_u16()
+                client.post(url).header("origin", origin).form(&[("email", email.as_str()), ("password", "guess")]).send().await.unwrap().status().as_u16()
             })
         })
         .collect();
     for answer in flood {
         let status = answer.await.unwrap();
-        assert!(status == 401 || status == 503, "a flooded sign-in answered {status}");
+        assert!(matches!(status, 401 | 429 | 503), "a flooded sign-in answered {status}");
     }
-    let res = common::sign_in(&common::browser(), &app, common::OPERATOR).await;
+    let res = common::sign_in(&common::browser_from([127, 0, 0, 2]), &app, common::OPERATOR).await;
     assert_eq!(res.status(), 200);
     app.finish().await;
 });

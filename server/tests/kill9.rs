@@ -9,55 +9,31 @@ use app::models::Offer;
 use app::ring::{ConsoleMsg, RingMsg};
 use server::seed::{load_operator_email, load_org, load_robot_token, LOAD_ORG_ID, LOAD_PASSWORD};
 use std::collections::HashSet;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use common::process::ServerProcess;
 
 const OPERATORS: usize = 12;
 const CALLS: usize = 240;
 /// Acknowledged calls before the kill.
 const KILL_AFTER: usize = 60;
 
-struct Server {
-    child: Child,
-    base: String,
-}
-
 /// Starts the real binary on `database_url`; waits for its listening line.
-async fn start(database_url: &str, data_dir: &std::path::Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_server"))
+async fn start(database_url: &str, data_dir: &std::path::Path) -> ServerProcess {
+    let mut command = common::process::command(data_dir);
+    command
         .env("CLUTCHCALL_ADDR", "127.0.0.1:0")
-        .env("CLUTCHCALL_DATA_DIR", data_dir)
         .env("DATABASE_URL", database_url)
         .env("CLUTCHCALL_DEMO", "0")
-        .env("LEPTOS_SITE_ROOT", common::site_root())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("server binary starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let base = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(addr) = line.split("listening on ").nth(1) {
-                return addr.trim().to_string();
-            }
-        }
-        panic!("server exited before listening");
-    })
-    .await
-    .expect("listening within 60 s");
-    // Keep draining stdout so the child never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Server { child, base }
+        .env("CLUTCHCALL_SIGNIN_PER_MINUTE", "100000");
+    ServerProcess::start(command).await
 }
 
 async fn signed_in_tab(base: &str, i: usize) -> common::Tab {
     let res = common::browser()
         .post(format!("{base}/api/sign_in"))
+        .header("origin", base)
         .form(&[("email", load_operator_email(i).as_str()), ("password", LOAD_PASSWORD)])
         .send()
         .await
@@ -120,9 +96,7 @@ async fn kill9_keeps_every_acknowledged_call(database_url: String, scratch: temp
     while count.load(Ordering::SeqCst) < KILL_AFTER {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    let mut server = server;
-    server.child.start_kill().expect("SIGKILL"); // std's kill is SIGKILL on Unix
-    server.child.wait().await.unwrap();
+    server.kill9().await;
     for call in calls {
         let _ = call.await;
     }
@@ -182,9 +156,7 @@ async fn kill9_keeps_every_acknowledged_call(database_url: String, scratch: temp
     let served = tab.until(|m| match m { RingMsg::Offer { offer } => Some(offer), _ => None }).await;
     assert!(pending.contains(&served.session_id), "a queued call from before the kill");
 
-    let mut server = server;
-    server.child.start_kill().unwrap();
-    let _ = server.child.wait().await;
+    server.kill9().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

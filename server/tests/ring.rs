@@ -108,7 +108,7 @@ both_backends!(d03_decline_over_the_socket_moves_the_call_on, |app: TestApp| asy
     shows(&mut carla, PresenceState::Ready).await; // a decliner is ready again
     // Answering a closed offer is refused with a clear message.
     carla.send(ConsoleMsg::Accept { session_id: session.clone() }).await;
-    let refused = carla.until(|m| match m { RingMsg::Error { message } => Some(message), _ => None }).await;
+    let refused = carla.until(|m| match m { RingMsg::Error { message, .. } => Some(message), _ => None }).await;
     assert!(refused.contains("no longer open"), "{refused}");
     app.finish().await;
 });
@@ -176,7 +176,8 @@ both_backends_with!(after_a_session_wrap_up_ends_in_ready, |c: &mut server::conf
 
 both_backends!(the_ring_channel_needs_a_signed_in_operator, |app: TestApp| async move {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-    let request = format!("{}/ws", app.base.replace("http://", "ws://")).into_client_request().unwrap();
+    let mut request = format!("{}/ws", app.base.replace("http://", "ws://")).into_client_request().unwrap();
+    request.headers_mut().insert("origin", app.base.parse().unwrap());
     match tokio_tungstenite::connect_async(request).await {
         Err(tokio_tungstenite::tungstenite::Error::Http(response)) => assert_eq!(response.status(), 401),
         other => panic!("expected 401, got {other:?}"),

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod process;
+
 use server::config::Config;
 use server::Running;
 use std::path::PathBuf;
@@ -214,9 +216,21 @@ pub fn browser() -> reqwest::Client {
         .unwrap()
 }
 
+/// A browser-like client whose connections come from `address` (any of
+/// 127.0.0.0/8 reaches the loopback server): another person's machine.
+pub fn browser_from(address: [u8; 4]) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .local_address(std::net::IpAddr::from(address))
+        .build()
+        .unwrap()
+}
+
 /// Calls a server function the way the hydrated app does (form-encoded POST).
 pub async fn call(client: &reqwest::Client, app: &TestApp, endpoint: &str, form: &[(&str, &str)]) -> reqwest::Response {
-    client.post(app.url(&format!("/api/{endpoint}"))).form(form).send().await.expect("request")
+    client.post(app.url(&format!("/api/{endpoint}"))).header("origin", &app.base).form(form).send().await.expect("request")
 }
 
 pub async fn sign_in(client: &reqwest::Client, app: &TestApp, email: &str) -> reqwest::Response {
@@ -289,6 +303,8 @@ fn ws_request_at(base: &str, cookie: &str, path: &str) -> tokio_tungstenite::tun
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let mut request = format!("{}{path}", base.replace("http://", "ws://")).into_client_request().unwrap();
     request.headers_mut().insert("cookie", cookie.parse().unwrap());
+    // Browsers always name the page that opens a socket.
+    request.headers_mut().insert("origin", base.parse().unwrap());
     request
 }
 
@@ -311,6 +327,27 @@ impl Tab {
             .expect("ws connects within the request timeout")
             .expect("ws connects");
         Tab { ws }
+    }
+
+    /// An upgrade on `path` with the given `Origin` (none: no header):
+    /// the open socket, or the HTTP status it was refused with.
+    pub async fn connect(base: &str, cookie: &str, path: &str, origin: Option<&str>) -> Result<Tab, u16> {
+        let mut request = ws_request_at(base, cookie, path);
+        match origin {
+            Some(origin) => request.headers_mut().insert("origin", origin.parse().unwrap()),
+            None => request.headers_mut().remove("origin"),
+        };
+        match tokio::time::timeout(REQUEST_TIMEOUT, tokio_tungstenite::connect_async(request)).await.expect("answered in time") {
+            Ok((ws, _)) => Ok(Tab { ws }),
+            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => Err(response.status().as_u16()),
+            Err(e) => panic!("upgrade failed: {e}"),
+        }
+    }
+
+    /// Sends a raw text frame; false when the socket is already gone.
+    pub async fn send_text(&mut self, text: String) -> bool {
+        use futures::SinkExt;
+        self.ws.send(tokio_tungstenite::tungstenite::Message::Text(text.into())).await.is_ok()
     }
 
     pub async fn send(&mut self, msg: app::ring::ConsoleMsg) {

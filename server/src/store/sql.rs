@@ -314,7 +314,7 @@ macro_rules! sql_store {
             async fn insert_robot(&self, r: &NewRobot) -> StoreResult<bool> {
                 let done = sqlx::query(
                     "INSERT INTO robots (id, org_id, model, site, pop, req_cert, token_hash, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (org_id, id) DO NOTHING",
                 )
                 .bind(&r.id).bind(&r.org_id).bind(&r.model).bind(&r.site).bind(&r.pop)
                 .bind(&r.req_cert).bind(&r.token_hash).bind(crate::clock::now_ms())

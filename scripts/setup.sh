@@ -11,6 +11,7 @@ CARGO_LEPTOS_VERSION="0.3.10"
 WASM_BINDGEN_VERSION="0.2.130"   # must equal the `=` pin in Cargo.toml
 BINARYEN_VERSION="132.0.0"
 PLAYWRIGHT_VERSION="1.65.1"
+SCHEMATHESIS_VERSION="4.32.5"
 # Tools that live outside the clone so CI's fresh clones reuse them.
 TOOLS_DIR="${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-tools}"
 
@@ -39,6 +40,13 @@ if [[ "$(wasm-opt --version 2>/dev/null || true)" != *"version ${BINARYEN_VERSIO
   npm install --prefix "$TOOLS_DIR" --no-audit --no-fund "binaryen@$BINARYEN_VERSION" >/dev/null
 fi
 
+if [[ "$("$TOOLS_DIR/venv/bin/st" --version 2>/dev/null || true)" != *"$SCHEMATHESIS_VERSION"* ]]; then
+  say "installing schemathesis $SCHEMATHESIS_VERSION (PyPI) into $TOOLS_DIR/venv"
+  mkdir -p "$TOOLS_DIR"
+  python3 -m venv "$TOOLS_DIR/venv"
+  "$TOOLS_DIR/venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
 need_apt=()
 [[ -x /usr/bin/chromium ]] || need_apt+=(chromium)
 if ((${#need_apt[@]})); then
@@ -56,4 +64,4 @@ if [[ -f "$ROOT/end2end/package.json" ]]; then
   fi
 fi
 
-say "tools ready: $(cargo leptos --version), $(wasm-bindgen --version), $(wasm-opt --version | head -1), $(/usr/bin/chromium --version 2>/dev/null)"
+say "tools ready: $(cargo leptos --version), $(wasm-bindgen --version), $(wasm-opt --version | head -1), $(/usr/bin/chromium --version 2>/dev/null), schemathesis $("$TOOLS_DIR/venv/bin/st" --version | awk '{print $NF}')"

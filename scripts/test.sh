@@ -32,6 +32,9 @@ cargo test -p server
 step "the load tools still build (server/bench)"
 cargo build -p clutchcall-bench --bins
 
+step "fuzz the /v1 API from its OpenAPI document (schemathesis)"
+bash scripts/fuzz-api.sh "$TARGET_DIR/debug/server"
+
 step "build the site for the browser tests (server + wasm, debug)"
 cargo leptos build
 

@@ -242,8 +242,10 @@ pub struct TelemetryBody {
     #[schema(minimum = 0, maximum = 4294967295_u64)]
     pub rtt_ms: u32,
     /// Commanded-versus-observed arm divergence, degrees, ≥ 0.
+    #[schema(minimum = 0.0)]
     pub divergence_deg: f64,
     /// Fraction of full commanded velocity allowed, 0 to 1.
+    #[schema(minimum = 0.0, maximum = 1.0)]
     pub velocity_scale: f64,
 }
 
@@ -366,6 +368,7 @@ pub struct RegisteredRobot {
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 409, description = "`robot_exists`: this org already has a robot with the id", body = ErrorBody),
         (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 429, description = "A robot token over its request rate", body = ErrorBody),
         (status = 422, description = "Bad id, an empty or overlong field, a PoP not in the link-health table, or a reqCert that names no skill", body = ErrorBody),
     ),
     security(("admin_session" = []))

@@ -257,3 +257,38 @@ both_backends!(a_sign_in_flood_is_checked_on_bounded_threads_and_answered_quickl
     assert_eq!(res.status(), 200);
     app.finish().await;
 });
+
+/// The rare hang of the foundation suite: a page whose resource was first
+/// polled while another server in the process generated its route list
+/// waited forever. Route lists are generated in a tight loop here (as every
+/// server start did) while an admin loads a page with a resource, whole
+/// bodies read with a deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_answer_while_other_servers_start_in_the_same_process() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let app = TestApp::spawn(common::Db::Sqlite).await.expect("sqlite");
+    let admin = browser();
+    sign_in(&admin, &app, ADMIN).await;
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let starts = {
+        let (stop, runtime) = (stop.clone(), tokio::runtime::Handle::current());
+        std::thread::spawn(move || {
+            let _in_runtime = runtime.enter(); // as inside `server::start`
+            while !stop.load(Ordering::Relaxed) {
+                let _ = server::http::route_list();
+            }
+        })
+    };
+    for i in 0..200 {
+        let page = async {
+            let res = admin.get(app.url("/admin/directory")).header("accept", "text/html").send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::OK);
+            res.text().await.unwrap()
+        };
+        let body = tokio::time::timeout(std::time::Duration::from_secs(10), page).await;
+        assert!(body.is_ok(), "page load {i} never finished");
+    }
+    stop.store(true, Ordering::Relaxed);
+    starts.join().unwrap();
+    app.finish().await;
+}

@@ -59,8 +59,21 @@ impl axum::extract::FromRef<AppState> for LeptosOptions {
     }
 }
 
+/// The app's routes, generated once per process.
+///
+/// Generating them renders the app with resource loading suppressed by a
+/// process-global flag (leptos_server's `SuppressResourceLoad`): a resource
+/// first polled on another thread meanwhile waits forever (leptos issue
+/// #4773). Tests start many servers in one process while others render
+/// pages, and one in ~30 runs a page never answered. Generated once, before
+/// the first server serves, no render can ever overlap it.
+pub fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
+    static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> = std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
+}
+
 pub fn router(state: AppState) -> Router {
-    let routes = generate_route_list(App);
+    let routes = route_list();
     let backend = state.backend.clone();
     let provide_backend = move || provide_context::<SharedBackend>(backend.clone());
     let options = state.leptos_options.clone();

@@ -481,14 +481,9 @@ mod link {
                 // Org topics are for the admins' live screens, not the console.
                 RingMsg::Org { .. } | RingMsg::Resync => {}
                 RingMsg::Error { code, message } => {
-                    if code == crate::ring::RingError::SignedOut {
-                        // The sign-in is gone: to the sign-in page, coming back here after.
-                        if let Some(window) = web_sys::window() {
-                            let _ = window.location().set_href("/signin?next=/console");
-                        }
-                        return;
-                    }
-                    if console.name.get_untracked().is_none() {
+                    // A refused console, or an ended sign-in: say why and stop
+                    // reconnecting (a sign-out in this tab navigates by itself).
+                    if console.name.get_untracked().is_none() || code == crate::ring::RingError::SignedOut {
                         console.link.set(Link::Refused(message.clone()));
                     }
                     console.notice.set(Some(message));

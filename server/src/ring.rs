@@ -30,6 +30,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+/// Each socket's read and write buffer (they grow for a larger frame).
+const SOCKET_BUFFER_BYTES: usize = 4 * 1024;
 /// Messages a tab may have waiting before it counts as not reading.
 const TAB_QUEUE: usize = 256;
 
@@ -72,7 +74,14 @@ pub async fn ws_handler(ws: WebSocketUpgrade, State(state): State<AppState>, pri
         return (StatusCode::TOO_MANY_REQUESTS, "Too many open ClutchCall tabs: close one and retry.").into_response();
     };
     let owner = TabOwner { token, org_id: org.org_id, user_id: user.user_id, pass };
-    let ws = ws.max_message_size(MAX_FRAME_BYTES).max_frame_size(MAX_FRAME_BYTES);
+    // tungstenite's 128 KiB read and write buffers per socket were most of
+    // the server's memory with 1,000 consoles open; frames here are small.
+    let ws = ws
+        .max_message_size(MAX_FRAME_BYTES)
+        .max_frame_size(MAX_FRAME_BYTES)
+        .read_buffer_size(SOCKET_BUFFER_BYTES)
+        .write_buffer_size(SOCKET_BUFFER_BYTES)
+        .max_write_buffer_size(4 * MAX_FRAME_BYTES);
     if watch {
         ws.on_upgrade(move |socket| serve_watch(state, owner, socket))
     } else {

@@ -52,6 +52,16 @@ struct TabOwner {
     user_id: String,
     /// The socket's place among the person's tabs; ends with the sign-in.
     pass: TabPass,
+    /// When the sign-in expires (Unix ms).
+    expires_at_ms: i64,
+}
+
+impl TabOwner {
+    /// The instant the sign-in expires.
+    fn sign_in_deadline(&self, state: &AppState) -> Instant {
+        let left_ms = (self.expires_at_ms - state.engine.clock().now_ms()).max(0) as u64;
+        Instant::now() + Duration::from_millis(left_ms)
+    }
 }
 
 /// `GET /ws`: upgrades a signed-in operator's console tab, or an admin's
@@ -69,11 +79,20 @@ pub async fn ws_handler(ws: WebSocketUpgrade, State(state): State<AppState>, pri
         None if org.role.grants(Role::Operator) => false,
         None => return (StatusCode::FORBIDDEN, "operators only").into_response(),
     };
+    // The socket ends when the sign-in expires, not at its next command.
+    let expires_at_ms = match state.sign_ins.expires_at(&token).await {
+        Ok(Some(at)) => at,
+        Ok(None) => return (StatusCode::UNAUTHORIZED, "the sign-in session has ended").into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "sign-in lookup failed");
+            return (StatusCode::SERVICE_UNAVAILABLE, "try again in a moment").into_response();
+        }
+    };
     let Ok(pass) = state.tabs.open(&user.user_id, &crate::auth::token_hash(&token)) else {
         tracing::info!(user = %user.user_id, "socket refused: too many open tabs");
         return (StatusCode::TOO_MANY_REQUESTS, "Too many open ClutchCall tabs: close one and retry.").into_response();
     };
-    let owner = TabOwner { token, org_id: org.org_id, user_id: user.user_id, pass };
+    let owner = TabOwner { token, org_id: org.org_id, user_id: user.user_id, pass, expires_at_ms };
     // tungstenite's 128 KiB read and write buffers per socket were most of
     // the server's memory with 1,000 consoles open; frames here are small.
     let ws = ws
@@ -117,9 +136,10 @@ enum Heard {
 
 /// Reads the next frame or topic delivery; a tab that sent nothing since
 /// `heard + ttl` is gone (`silent`).
-async fn next(stream: &mut SplitStream<WebSocket>, topic: &mut Subscription, pass: &TabPass, heard: Instant, ttl: Duration) -> Heard {
+async fn next(stream: &mut SplitStream<WebSocket>, topic: &mut Subscription, pass: &TabPass, expires: Instant, heard: Instant, ttl: Duration) -> Heard {
     tokio::select! {
         () = pass.sign_in_ended() => Heard::SignedOut,
+        () = tokio::time::sleep_until(expires) => Heard::SignedOut,
         frame = tokio::time::timeout_at(heard + ttl, stream.next()) => match frame {
             Err(_) => Heard::Gone { silent: true },
             Ok(Some(Ok(Message::Text(text)))) => Heard::Text(text.to_string()),
@@ -147,6 +167,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     // Subscribe before reading the presence, so no event falls in between.
     let mut topic = state.engine.subscribe(&Topic::operator(&owner.org_id, &owner.user_id));
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
+    let expires = owner.sign_in_deadline(&state);
     match state.engine.tab_opened(&owner.org_id, &owner.user_id).await {
         Ok((presence, offer)) => {
             let _ = tx.send(welcome(&owner, &state, presence, offer)).await;
@@ -162,7 +183,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     let mut last_seen = state.engine.clock().now_ms();
     let mut heard = Instant::now();
     loop {
-        match next(&mut stream, &mut topic, &owner.pass, heard, ttl).await {
+        match next(&mut stream, &mut topic, &owner.pass, expires, heard, ttl).await {
             Heard::Text(text) => {
                 last_seen = state.engine.clock().now_ms();
                 heard = Instant::now();
@@ -230,9 +251,10 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket) {
     let (tx, writer) = spawn_writer(sink);
     let mut topic = state.engine.subscribe(&Topic::org(&owner.org_id));
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
+    let expires = owner.sign_in_deadline(&state);
     let mut heard = Instant::now();
     loop {
-        let msg = match next(&mut stream, &mut topic, &owner.pass, heard, ttl).await {
+        let msg = match next(&mut stream, &mut topic, &owner.pass, expires, heard, ttl).await {
             Heard::Text(text) => match serde_json::from_str::<ConsoleMsg>(&{
                 heard = Instant::now();
                 text

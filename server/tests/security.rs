@@ -239,6 +239,22 @@ both_backends!(a_socket_is_closed_at_sign_out_and_a_ready_after_it_does_nothing,
     app.finish().await;
 });
 
+both_backends!(a_socket_closes_when_its_sign_in_expires, |app: TestApp| async move {
+    let cookie = session_cookie(&app, OPERATOR).await;
+    // The sign-in has a second left (12 h in life).
+    let soon = server::clock::now_ms() + 1_000;
+    common::execute(&app.database_url(), &format!("UPDATE web_sessions SET expires_at = {soon}")).await;
+    let mut tab = Tab::open(&app, &cookie).await;
+    tab.next().await; // welcome
+    let ended = tab.until(|m| match m {
+        RingMsg::Error { code, .. } => Some(code),
+        _ => None,
+    });
+    assert_eq!(tokio::time::timeout(Duration::from_secs(3), ended).await.expect("closed at expiry"), RingError::SignedOut);
+    assert!(tab.closed_within(Duration::from_secs(2)).await);
+    app.finish().await;
+});
+
 both_backends!(rtt_reports_for_unknown_pops_or_implausible_values_are_refused, |app: TestApp| async move {
     let cookie = session_cookie(&app, OPERATOR).await;
     let mut tab = Tab::open(&app, &cookie).await;

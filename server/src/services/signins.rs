@@ -15,6 +15,12 @@ impl SignIns {
         SignIns { store }
     }
 
+    /// When the sign-in behind `token` expires (Unix ms), if it is live.
+    pub async fn expires_at(&self, token: &str) -> StoreResult<Option<i64>> {
+        let session = self.store.web_session(&token_hash(token)).await?;
+        Ok(session.map(|s| s.expires_at).filter(|&at| at > now_ms()))
+    }
+
     /// The role the sign-in behind `token` holds in `org_id`, if it still holds.
     pub async fn role(&self, token: &str, org_id: &str) -> StoreResult<Option<Role>> {
         self.store.signed_in_role(&token_hash(token), org_id, now_ms()).await

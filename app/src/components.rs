@@ -78,7 +78,11 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
     let several_orgs = orgs.len() > 1;
     view! {
         <nav class="nav" aria-label="Main">
-            {(role == Some(Role::Admin)).then(|| view! { <a href="/admin/directory">"Directory"</a> })}
+            {(role == Some(Role::Admin)).then(|| view! {
+                <a href="/admin">"Overview"</a>
+                <a href="/ops/wallboard">"Wallboard"</a>
+                <a href="/admin/directory">"Directory"</a>
+            })}
             {role.is_some_and(|r| r.grants(Role::Operator)).then(|| view! { <a href="/operator">"Ready"</a> })}
         </nav>
         <div class="account">

@@ -32,6 +32,8 @@ pub mod backend {
         async fn robot(&self, org_id: &str, robot_id: &str) -> Result<Robot, AppError>;
         /// A session of this org; another org's is `NotFound`.
         async fn session(&self, org_id: &str, session_id: &str) -> Result<SessionRecord, AppError>;
+        /// The org's live picture for the wallboard and the overview.
+        async fn ops_board(&self, org_id: &str) -> Result<crate::board::OpsBoard, AppError>;
         /// The operator profile of a user in this org.
         async fn operator_profile(&self, org_id: &str, user_id: &str) -> Result<Operator, AppError>;
         /// The sign-in cookie (its name depends on HTTPS).
@@ -178,6 +180,13 @@ pub async fn load_directory() -> Result<Directory, AppError> {
 pub async fn load_robot(robot_id: String) -> Result<Robot, AppError> {
     let (_, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
     guard::backend()?.robot(&org.org_id, &robot_id).await.map_err(guard::fail)
+}
+
+/// The selected org's live picture (wallboard, overview). Admins only.
+#[server(endpoint = "load_ops_board")]
+pub async fn load_ops_board() -> Result<crate::board::OpsBoard, AppError> {
+    let (_, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
+    guard::backend()?.ops_board(&org.org_id).await.map_err(guard::fail)
 }
 
 /// The caller's own operator profile in the selected org.

@@ -2,6 +2,7 @@
 //! the Leptos pages, compiled for the server (`ssr`) and the browser
 //! (`hydrate`).
 
+pub mod board;
 pub mod components;
 pub mod console;
 pub mod dispatch;
@@ -9,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod functions;
 pub mod lifecycle;
+pub mod live;
 pub mod models;
 pub mod presence;
 pub mod ring;
@@ -75,7 +77,12 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/signin") view=routes::SignIn ssr=SsrMode::Async/>
                     <Route path=path!("/orgs") view=routes::ChooseOrg ssr=SsrMode::Async/>
                     <ParentRoute path=path!("/admin") view=routes::AdminArea ssr=SsrMode::Async>
+                        <Route path=path!("") view=routes::Overview ssr=SsrMode::Async/>
                         <Route path=path!("directory") view=routes::DirectoryPage ssr=SsrMode::Async/>
+                    </ParentRoute>
+                    <ParentRoute path=path!("/ops") view=routes::AdminArea ssr=SsrMode::Async>
+                        <Route path=path!("wallboard") view=routes::Wallboard ssr=SsrMode::Async/>
+                        <Route path=path!("sessions") view=routes::SessionView ssr=SsrMode::Async/>
                     </ParentRoute>
                     <Route path=path!("/operator") view=routes::OperatorHome ssr=SsrMode::Async/>
                     <Route path=path!("/cockpit/:id") view=routes::CockpitPage ssr=SsrMode::Async/>

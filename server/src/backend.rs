@@ -7,6 +7,7 @@ use crate::services::passwords::{PasswordChecker, HASHING_THREADS, WAITING_CHECK
 use crate::services::{OpenTabs, SignInThrottle};
 use crate::store::{MembershipRecord, OperatorRecord, RobotRecord, SharedStore, StoreError};
 use app::error::AppError;
+use app::board::{OpsBoard, QueueDepth};
 use app::functions::backend::Backend;
 use app::models::{CurrentUser, Directory, Operator, OrgMembership, Robot};
 use app::rules::{normalize_email, registry_status, skill_of, skills_of};
@@ -27,6 +28,8 @@ fn dummy_hash() -> String {
 
 pub struct ServerBackend {
     store: SharedStore,
+    /// Presences live in the engine.
+    engine: Arc<crate::engine::Engine>,
     throttle: Arc<SignInThrottle>,
     passwords: PasswordChecker,
     tabs: Arc<OpenTabs>,
@@ -34,9 +37,15 @@ pub struct ServerBackend {
 }
 
 impl ServerBackend {
-    pub fn new(store: SharedStore, throttle: Arc<SignInThrottle>, tabs: Arc<OpenTabs>, cookie: SessionCookie) -> Self {
+    pub fn new(
+        store: SharedStore,
+        engine: Arc<crate::engine::Engine>,
+        throttle: Arc<SignInThrottle>,
+        tabs: Arc<OpenTabs>,
+        cookie: SessionCookie,
+    ) -> Self {
         let passwords = PasswordChecker::new(HASHING_THREADS, WAITING_CHECKS);
-        ServerBackend { store, throttle, passwords, tabs, cookie }
+        ServerBackend { store, engine, throttle, passwords, tabs, cookie }
     }
 
     async fn current_user(&self, user_id: &str, org_id: Option<&str>) -> Result<Option<CurrentUser>, AppError> {
@@ -198,6 +207,33 @@ impl Backend for ServerBackend {
             Some(row) => row.record().map_err(internal),
             None => Err(AppError::NotFound(format!("Session {session_id}"))),
         }
+    }
+
+    async fn ops_board(&self, org_id: &str) -> Result<OpsBoard, AppError> {
+        let now = now_ms();
+        let org_name = self.store.org_name(org_id).await.map_err(internal)?.ok_or(AppError::NotFound("Organisation".into()))?;
+        let live = self.store.live_sessions(org_id).await.map_err(internal)?;
+        let live = live.into_iter().map(|row| row.record()).collect::<Result<Vec<_>, _>>().map_err(internal)?;
+        let robots = self.store.robots(org_id).await.map_err(internal)?;
+        let operators = self.store.operators(org_id).await.map_err(internal)?;
+        let audit = self.store.recent_audit(org_id, now - app::board::ESTOP_WINDOW_MS, 200).await.map_err(internal)?;
+        let queue = self.store.queue_depths(org_id).await.map_err(internal)?;
+        let floors = self.store.link_floors().await.map_err(internal)?;
+        let presences = self.engine.presences(org_id).await.iter().map(|p| p.roster_update()).collect();
+        Ok(OpsBoard {
+            org_name,
+            live,
+            robots: robots.into_iter().map(|r| robot_view(r, now)).collect(),
+            operators: operators.into_iter().map(operator_view).collect(),
+            presences,
+            audit: audit.into_iter().map(Into::into).collect(),
+            floors,
+            queue: queue
+                .into_iter()
+                .map(|q| QueueDepth { skill: q.skill, waiting: q.waiting.max(0) as usize, oldest_raised_at_ms: q.oldest_raised_at })
+                .collect(),
+            as_of_ms: now,
+        })
     }
 
     async fn operator_profile(&self, org_id: &str, user_id: &str) -> Result<Operator, AppError> {

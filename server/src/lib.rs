@@ -39,6 +39,9 @@ pub struct Running {
     /// through the engine and the services.
     pub store: SharedStore,
     pub engine: Arc<Engine>,
+    /// Session records, telemetry and operator stops (for tests that write
+    /// through the service).
+    pub sessions: Arc<SessionService>,
     /// Whether this start created the demo org.
     pub seeded_demo: bool,
     /// Whether the database holds no org at all (then say how to create one).
@@ -93,11 +96,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let throttle = Arc::new(SignInThrottle::new(config.sign_ins_per_address_per_minute));
     let tabs = OpenTabs::new();
     let cookie = app::session_cookie::SessionCookie { secure: config.cookies_secure() };
-    let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), throttle.clone(), tabs.clone(), cookie));
     let bus: SharedBus = InProcessBus::new();
     // Each org's dispatcher reloads its calls and re-dispatches offers that
     // went stale while the server was down before it answers anything.
     let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings()).await?;
+    let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), engine.clone(), throttle.clone(), tabs.clone(), cookie));
     let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone()).await?;
     let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
     let state = AppState {
@@ -105,7 +108,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         backend,
         engine: engine.clone(),
         robots,
-        sessions,
+        sessions: sessions.clone(),
         sign_ins: Arc::new(SignIns::new(store.clone())),
         tabs,
         origins: PublicOrigins::new(config.public_origin.as_deref(), addr),
@@ -132,7 +135,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     });
     let jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_throttle(throttle))];
     tracing::info!(%addr, database = store.backend_name(), "ClutchCall listening");
-    Ok(Running { addr, store, engine, seeded_demo, empty, shutdown, serve, jobs })
+    Ok(Running { addr, store, engine, sessions, seeded_demo, empty, shutdown, serve, jobs })
 }
 
 /// Forgets sign-in limits that have recovered, so a flood of distinct

@@ -6,7 +6,10 @@ mod home;
 mod not_found;
 pub(crate) mod operator;
 mod orgs;
+mod overview;
+mod session_view;
 mod signin;
+pub(crate) mod wallboard;
 
 pub use cockpit::CockpitPage;
 pub use directory::{AdminArea, DirectoryPage};
@@ -14,4 +17,7 @@ pub use home::Home;
 pub use not_found::NotFound;
 pub use operator::OperatorHome;
 pub use orgs::ChooseOrg;
+pub use overview::Overview;
+pub use session_view::SessionView;
+pub use wallboard::Wallboard;
 pub use signin::SignIn;

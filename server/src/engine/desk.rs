@@ -13,7 +13,7 @@ use super::timers::{Timer, Timers};
 use super::types::{EngineError, OperatorPresence, Settings};
 use crate::store::Write;
 use app::dispatch::{LinkFloors, Trigger};
-use app::events::{Event, OperatorEvent, OrgEvent, PresenceUpdate, Topic};
+use app::events::{Event, OperatorEvent, OrgEvent, Topic};
 use app::models::{LifecycleState, Offer, PresenceState};
 use app::presence::{in_live_pool, in_roster_pool, next_presence, PresenceEvent, MISSED_OFFER, NOT_READY};
 use app::ring::MyPresence;
@@ -202,14 +202,7 @@ impl Desk {
         let Some(op) = self.operators.get(operator_id) else { return };
         let p = &op.presence;
         let mine = MyPresence { state: p.state, since_ms: p.since, aux_reason: p.aux_reason.clone(), current_call: p.current_call.clone() };
-        let roster = PresenceUpdate {
-            operator_id: p.operator_id.clone(),
-            name: p.name.clone(),
-            state: p.state,
-            state_since_ms: p.since,
-            current_call_id: p.current_call.clone(),
-            aux_reason: p.aux_reason.clone(),
-        };
+        let roster = p.roster_update();
         self.fx.events.push((Topic::operator(&self.org_id, operator_id), Event::Operator(OperatorEvent::Presence { presence: mine })));
         self.fx.events.push((Topic::org(&self.org_id), Event::Org(OrgEvent::Presence { presence: roster })));
     }

@@ -62,6 +62,18 @@ pub struct OperatorPresence {
 }
 
 impl OperatorPresence {
+    /// The presence as the org's roster and live screens see it.
+    pub fn roster_update(&self) -> app::events::PresenceUpdate {
+        app::events::PresenceUpdate {
+            operator_id: self.operator_id.clone(),
+            name: self.name.clone(),
+            state: self.state,
+            state_since_ms: self.since,
+            current_call_id: self.current_call.clone(),
+            aux_reason: self.aux_reason.clone(),
+        }
+    }
+
     /// Moves to `state`; `since` changes only when the state does.
     pub fn enter(&mut self, state: PresenceState, now: i64) {
         if self.state != state {

@@ -59,4 +59,22 @@ impl SessionService {
         }
         Ok(outcome)
     }
+
+    /// An operator pressed E-stop on a session: an audit record (rule O04,
+    /// the overview's "E-stops · 24h", and the wallboard's safety feed).
+    /// The cockpit's button calls this (issue "Session lifecycle").
+    pub async fn record_operator_estop(&self, org_id: &str, operator_id: &str, session: &SessionRecord) -> StoreResult<()> {
+        let entry = AuditEntry {
+            at_ms: now_ms(),
+            actor_kind: "user".into(),
+            actor_id: Some(operator_id.to_string()),
+            action: app::board::OPERATOR_ESTOP.into(),
+            session_id: Some(session.id.clone()),
+            robot_id: Some(session.robot.clone()),
+            detail: Some("operator E-stop".into()),
+        };
+        self.store.record_audit(org_id, &entry).await?;
+        self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Audit { entry }));
+        Ok(())
+    }
 }

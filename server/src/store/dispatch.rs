@@ -48,7 +48,7 @@ fn diverged(what: &str) -> StoreError {
     StoreError::Database(sqlx::Error::Protocol(format!("the database disagrees with the engine: {what}")))
 }
 
-const SESSION_SELECT: &str = "SELECT s.id, s.org_id, s.robot_id, r.model AS robot_model, r.site, s.pop, s.skill, s.lifecycle, \
+pub(super) const SESSION_SELECT: &str = "SELECT s.id, s.org_id, s.robot_id, r.model AS robot_model, r.site, s.pop, s.skill, s.lifecycle, \
      s.safety_state, s.operator_id, u.display_name AS operator_name, s.operator_region, s.rtt_ms, s.divergence_deg, \
      s.velocity_scale, s.raised_at, s.started_at, s.ended_at \
      FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id LEFT JOIN users u ON u.id = s.operator_id";

@@ -2,10 +2,12 @@
 //! default) and PostgreSQL (scale-out) over the same SQL text; each backend
 //! keeps its own migrations under `server/migrations/<backend>/`.
 
+mod board;
 mod dispatch;
 mod journal;
 mod sql;
 
+pub use board::{AuditRow, BoardStore, QueueDepthRow};
 pub use dispatch::DispatchStore;
 pub use journal::{
     AnsweredOfferRow, DispatchRecord, DispatchRecordRow, LiveSessionRow, NewOffer, NewSession, OpenOfferRow, OrgLock,
@@ -130,7 +132,7 @@ pub struct NewRobot {
 /// Everything persisted. The ACD's calls, offers and queue are in
 /// `DispatchStore` (store/dispatch.rs).
 #[async_trait]
-pub trait Store: DispatchStore + Send + Sync + 'static {
+pub trait Store: DispatchStore + BoardStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`, for logs and /healthz.
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.

@@ -1,0 +1,152 @@
+//! Live screens (wallboard, overview, session view): the org's picture,
+//! reloaded when the server pushes a change on the admin watch socket
+//! (`/ws?watch=org`), and polled as a fallback so a lost socket never
+//! freezes the screen. A clock ticks every second for elapsed times.
+
+use crate::board::OpsBoard;
+use crate::error::AppError;
+use crate::functions::load_ops_board;
+use leptos::prelude::*;
+
+/// Poll this often even when the socket is quiet or down.
+pub const POLL_MS: u32 = 15_000;
+/// Pushes closer together than this reload once.
+pub const DEBOUNCE_MS: u32 = 250;
+
+#[derive(Clone, Copy)]
+pub struct LiveBoard {
+    pub board: Resource<Result<OpsBoard, AppError>>,
+    /// Whether the push channel is connected.
+    pub connected: RwSignal<bool>,
+    /// Browser clock (Unix ms), ticking each second.
+    pub now_ms: RwSignal<i64>,
+}
+
+/// The org's board, live. Call once per screen.
+pub fn use_live_board() -> LiveBoard {
+    let version = RwSignal::new(0u64);
+    let board = Resource::new(move || version.get(), |_| load_ops_board());
+    let connected = RwSignal::new(false);
+    let now_ms = RwSignal::new(0i64);
+    #[cfg(feature = "hydrate")]
+    browser::start(version, connected, now_ms);
+    LiveBoard { board, connected, now_ms }
+}
+
+#[cfg(feature = "hydrate")]
+mod browser {
+    use crate::ring::RingMsg;
+    use gloo_timers::callback::{Interval, Timeout};
+    use leptos::prelude::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use wasm_bindgen::prelude::*;
+    use wasm_bindgen::JsCast;
+    use web_sys::{MessageEvent, WebSocket};
+
+    pub fn now() -> i64 {
+        web_sys::window().and_then(|w| w.performance()).map(|p| p.time_origin() + p.now()).unwrap_or(0.0) as i64
+    }
+
+    /// Reloads via `version`, at most once per `DEBOUNCE_MS`.
+    struct Reloader {
+        version: RwSignal<u64>,
+        pending: RefCell<Option<Timeout>>,
+    }
+
+    impl Reloader {
+        fn poke(self: &Rc<Self>) {
+            if self.pending.borrow().is_some() {
+                return;
+            }
+            let me = self.clone();
+            *self.pending.borrow_mut() = Some(Timeout::new(super::DEBOUNCE_MS, move || {
+                me.pending.borrow_mut().take();
+                me.version.update(|v| *v += 1);
+            }));
+        }
+    }
+
+    pub fn start(version: RwSignal<u64>, connected: RwSignal<bool>, now_ms: RwSignal<i64>) {
+        now_ms.set(now());
+        let reloader = Rc::new(Reloader { version, pending: RefCell::new(None) });
+        let tick = Interval::new(1_000, move || now_ms.set(now()));
+        let poll = {
+            let reloader = reloader.clone();
+            Interval::new(super::POLL_MS, move || reloader.poke())
+        };
+        let socket = Rc::new(RefCell::new(None::<WebSocket>));
+        // The server closes a socket silent for the presence TTL: ping.
+        let ping = {
+            let socket = socket.clone();
+            Interval::new(5_000, move || {
+                if let Some(ws) = socket.borrow().as_ref().filter(|ws| ws.ready_state() == WebSocket::OPEN) {
+                    let _ = ws.send_with_str(r#"{"type":"ping","nonce":0}"#);
+                }
+            })
+        };
+        let stopped = Rc::new(std::cell::Cell::new(false));
+        connect(socket.clone(), stopped.clone(), reloader, connected, 1);
+        // Browser-only state, held where the reactive owner can drop it.
+        let held = StoredValue::new_local(Some((tick, poll, ping, socket, stopped)));
+        on_cleanup(move || {
+            held.update_value(|held| {
+                if let Some((tick, poll, ping, socket, stopped)) = held.take() {
+                    stopped.set(true);
+                    drop((tick, poll, ping));
+                    if let Some(ws) = socket.borrow_mut().take() {
+                        let _ = ws.close();
+                    }
+                }
+            });
+        });
+    }
+
+    fn connect(socket: Rc<RefCell<Option<WebSocket>>>, stopped: Rc<std::cell::Cell<bool>>, reloader: Rc<Reloader>, connected: RwSignal<bool>, backoff_s: u32) {
+        if stopped.get() {
+            return;
+        }
+        let Some(location) = web_sys::window().map(|w| w.location()) else { return };
+        let scheme = if location.protocol().as_deref() == Ok("https:") { "wss" } else { "ws" };
+        let Ok(host) = location.host() else { return };
+        let Ok(ws) = WebSocket::new(&format!("{scheme}://{host}/ws?watch=org")) else { return };
+
+        let on_open = {
+            let reloader = reloader.clone();
+            Closure::<dyn FnMut()>::new(move || {
+                connected.set(true);
+                // Whatever changed while disconnected: reload once.
+                reloader.poke();
+            })
+        };
+        ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+        on_open.forget();
+
+        let on_message = {
+            let reloader = reloader.clone();
+            Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+                let Some(text) = ev.data().as_string() else { return };
+                if matches!(serde_json::from_str::<RingMsg>(&text), Ok(RingMsg::Org { .. } | RingMsg::Resync)) {
+                    reloader.poke();
+                }
+            })
+        };
+        ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        on_message.forget();
+
+        let on_close = {
+            let (socket, stopped) = (socket.clone(), stopped.clone());
+            Closure::<dyn FnMut()>::new(move || {
+                connected.set(false);
+                socket.borrow_mut().take();
+                let (socket, stopped, reloader) = (socket.clone(), stopped.clone(), reloader.clone());
+                let next = (backoff_s * 2).min(30);
+                Timeout::new(backoff_s * 1_000, move || connect(socket, stopped, reloader, connected, next)).forget();
+            })
+        };
+        ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+        on_close.forget();
+
+        *socket.borrow_mut() = Some(ws);
+    }
+}

@@ -1,0 +1,60 @@
+//! The session detail (`/ops/sessions?s=<id>`), read-only for now: every
+//! field of the record, live with the org's events. (The lifecycle issue
+//! adds the timeline, chat and the protective-stop clear.)
+
+use crate::board::{divergence_tone, rtt_tone, state_hint, state_token, velocity_percent, velocity_tone};
+use crate::components::ErrorNotice;
+use crate::functions::load_session;
+use crate::live::use_live_board;
+use crate::rules::{format_age, rfc3339};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+#[component]
+pub fn SessionView() -> impl IntoView {
+    let query = use_query_map();
+    let id = move || query.read().get("s").unwrap_or_default();
+    // Reloaded with the board, which the org's events keep current.
+    let live = use_live_board();
+    let record = Resource::new(move || (id(), live.board.get().map(|b| b.map(|b| b.as_of_ms).ok())), |(id, _)| load_session(id));
+    view! {
+        <Title text="Session"/>
+        <section class="panel">
+            <div class="toolbar">
+                <h1>"Session · "<span data-testid="session-id">{id}</span></h1>
+                <a class="button subtle" href="/ops/wallboard">"Wallboard"</a>
+            </div>
+            {move || id().is_empty().then(|| view! { <p class="empty">"Choose a session on the wallboard."</p> })}
+            <Transition fallback=|| view! { <p class="loading">"Loading the session…"</p> }>
+                {move || Suspend::new(async move {
+                    if id().is_empty() {
+                        return ().into_any();
+                    }
+                    match record.await {
+                        Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                        Ok(s) => {
+                            let now = s.ended_at.unwrap_or(live.now_ms.get_untracked().max(s.raised_at));
+                            view! {
+                                <dl class="facts" data-testid="session-record">
+                                    <dt>"State"</dt><dd><span class=format!("pill {}", state_token(s.state))>{s.state.as_str()}</span>" "{state_hint(s.state)}</dd>
+                                    <dt>"Lifecycle"</dt><dd>{s.lifecycle.as_str()}</dd>
+                                    <dt>"Robot"</dt><dd>{s.robot.clone()}" · "{s.robot_model.clone()}</dd>
+                                    <dt>"Site"</dt><dd>{s.site.clone()}" ("{s.pop.clone()}")"</dd>
+                                    <dt>"Skill"</dt><dd>{s.skill.clone()}</dd>
+                                    <dt>"Operator"</dt><dd>{s.operator_name.clone().unwrap_or_else(|| "—".into())}" · "{s.region.clone().unwrap_or_else(|| "—".into())}</dd>
+                                    <dt>"Raised"</dt><dd>{rfc3339(s.raised_at)}</dd>
+                                    <dt>"Attached"</dt><dd>{s.started_at.map(rfc3339).unwrap_or_else(|| "—".into())}{s.started_at.map(|at| format!(" (up {})", format_age(Some(at), now)))}</dd>
+                                    <dt>"Ended"</dt><dd>{s.ended_at.map(rfc3339).unwrap_or_else(|| "—".into())}</dd>
+                                    <dt>"RTT"</dt><dd class=rtt_tone(s.rtt_ms).class()>{s.rtt_ms.map_or("—".into(), |r| format!("{r} ms"))}</dd>
+                                    <dt>"Divergence"</dt><dd class=divergence_tone(s.divergence_deg).class()>{s.divergence_deg.map_or("—".into(), |d| format!("{d:.1}°"))}</dd>
+                                    <dt>"Velocity"</dt><dd class=velocity_tone(s.velocity_scale).class()>{s.velocity_scale.map_or("—".into(), velocity_percent)}</dd>
+                                </dl>
+                            }.into_any()
+                        }
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}

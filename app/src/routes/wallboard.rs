@@ -1,0 +1,245 @@
+//! The operations wallboard (`/ops/wallboard`, seed 000): one card per live
+//! session, alarms first, with the header's org-wide counters, the relay
+//! panel, the safety-events feed and link health. Read-only.
+
+use crate::board::{
+    divergence_tone, is_alarm, link_rows, registry_chip, rtt_tone, state_counts, state_hint, state_token, velocity_percent,
+    velocity_tone, BoardFilter, OpsBoard, CHIP_STATES,
+};
+use crate::components::ErrorNotice;
+use crate::live::{use_live_board, LiveBoard};
+use crate::models::{SafetyState, SessionRecord};
+use crate::rules::{format_age, utc_clock};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_navigate, use_query_map};
+
+/// The wallboard's filters, read from the URL.
+fn filter_from_query() -> Memo<BoardFilter> {
+    let query = use_query_map();
+    Memo::new(move |_| {
+        let q = query.read();
+        let get = |k: &str| q.get(k).filter(|v| !v.is_empty());
+        BoardFilter { site: get("site"), pop: get("pop"), state: get("state").and_then(|s| SafetyState::parse(&s)) }
+    })
+}
+
+#[component]
+pub fn Wallboard() -> impl IntoView {
+    let live = use_live_board();
+    let filter = filter_from_query();
+    view! {
+        <Title text="Wallboard"/>
+        <div class="wallboard">
+            <Transition fallback=|| view! { <p class="loading">"Loading the wallboard…"</p> }>
+                {move || Suspend::new(async move {
+                    match live.board.await {
+                        Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                        Ok(board) => view! { <Board board live filter/> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+}
+
+#[component]
+fn Board(board: OpsBoard, live: LiveBoard, filter: Memo<BoardFilter>) -> impl IntoView {
+    let board = StoredValue::new(board);
+    let cards = board.with_value(OpsBoard::cards);
+    let counts = board.with_value(|b| state_counts(&b.live));
+    let attached = cards.len();
+    let as_of = board.with_value(|b| b.as_of_ms);
+    let now = move || {
+        let n = live.now_ms.get();
+        if n == 0 { as_of } else { n }
+    };
+    let cards = StoredValue::new(cards);
+    let shown = move || cards.with_value(|all| all.iter().filter(|s| filter.get().matches(s)).cloned().collect::<Vec<_>>());
+    view! {
+        <header class="board-head">
+            <h1>"Wallboard"</h1>
+            <span class="attached" data-testid="attached">{attached}" attached"</span>
+            <ul class="chips" aria-label="Sessions by state">
+                {CHIP_STATES.iter().rev().map(|&state| {
+                    let n = counts.iter().find(|(s, _)| *s == state).map_or(0, |(_, n)| *n);
+                    view! {
+                        <li class=format!("chip {}", state_token(state)) data-testid=format!("chip-{}", state.as_str())>
+                            <span class="chip-state">{state.as_str()}</span>" "<span class="chip-count">{n}</span>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+            <LiveStatus live as_of/>
+        </header>
+        <Filters board filter/>
+        <section class="cards" aria-label="Live sessions" data-testid="cards">
+            {move || {
+                let shown = shown();
+                if shown.is_empty() {
+                    let message = if attached == 0 { "No live sessions." } else { "No live session matches these filters." };
+                    view! { <p class="empty">{message}</p> }.into_any()
+                } else {
+                    shown.into_iter().map(|s| {
+                        let status = board.with_value(|b| b.robot_status(&s.robot));
+                        view! { <Card session=s chip=registry_chip(status) now/> }
+                    }).collect_view().into_any()
+                }
+            }}
+        </section>
+        <div class="board-panels">
+            <RelayPanel/>
+            <SafetyFeed board/>
+            <LinkHealth board/>
+        </div>
+    }
+}
+
+/// When the data was last updated, and whether push is connected.
+#[component]
+pub fn LiveStatus(live: LiveBoard, as_of: i64) -> impl IntoView {
+    view! {
+        <p class="live-status" data-testid="live-status">
+            {move || if live.connected.get() {
+                view! { <span class="pill tone-ok">"live"</span> }.into_any()
+            } else {
+                view! { <span class="pill tone-muted" title="Reloading every 15 s until the push channel is back">"polling"</span> }.into_any()
+            }}
+            " updated "{utc_clock(as_of)}
+        </p>
+    }
+}
+
+#[component]
+fn Filters(board: StoredValue<OpsBoard>, filter: Memo<BoardFilter>) -> impl IntoView {
+    let navigate = use_navigate();
+    let options = |pick: fn(&SessionRecord) -> String| {
+        let mut values: Vec<String> = board.with_value(|b| b.live.iter().map(pick).collect());
+        values.sort();
+        values.dedup();
+        values
+    };
+    let (sites, pops) = (options(|s| s.site.clone()), options(|s| s.pop.clone()));
+    let set = move |apply: Box<dyn Fn(&mut BoardFilter)>| {
+        let mut next = filter.get_untracked();
+        apply(&mut next);
+        navigate(&format!("/ops/wallboard{}", next.to_query()), Default::default());
+    };
+    let set = StoredValue::new(set);
+    let none = |v: String| (!v.is_empty()).then_some(v);
+    view! {
+        <form class="filters" aria-label="Filters" on:submit=|ev| ev.prevent_default()>
+            <label>"Site "
+                <select data-testid="filter-site" on:change=move |ev| { let v = none(event_target_value(&ev)); set.with_value(|set| set(Box::new(move |f| f.site = v.clone()))) }>
+                    <option value="" selected=move || filter.get().site.is_none()>"All"</option>
+                    {sites.into_iter().map(|v| { let sel = v.clone(); view! { <option value=v.clone() selected=move || filter.get().site.as_deref() == Some(sel.as_str())>{v.clone()}</option> } }).collect_view()}
+                </select>
+            </label>
+            <label>"PoP "
+                <select data-testid="filter-pop" on:change=move |ev| { let v = none(event_target_value(&ev)); set.with_value(|set| set(Box::new(move |f| f.pop = v.clone()))) }>
+                    <option value="" selected=move || filter.get().pop.is_none()>"All"</option>
+                    {pops.into_iter().map(|v| { let sel = v.clone(); view! { <option value=v.clone() selected=move || filter.get().pop.as_deref() == Some(sel.as_str())>{v.clone()}</option> } }).collect_view()}
+                </select>
+            </label>
+            <label>"State "
+                <select data-testid="filter-state" on:change=move |ev| { let v = SafetyState::parse(&event_target_value(&ev)); set.with_value(|set| set(Box::new(move |f| f.state = v))) }>
+                    <option value="" selected=move || filter.get().state.is_none()>"All"</option>
+                    {SafetyState::ALL.into_iter().map(|s| view! { <option value=s.as_str() selected=move || filter.get().state == Some(s)>{s.as_str()}</option> }).collect_view()}
+                </select>
+            </label>
+        </form>
+    }
+}
+
+/// One live session (rule W01): every field of the record.
+#[component]
+fn Card(session: SessionRecord, chip: Option<String>, now: impl Fn() -> i64 + Send + Sync + Copy + 'static) -> impl IntoView {
+    let state = session.state;
+    let alarm = is_alarm(state);
+    let class = format!("card {}{}{}", state_token(state), if alarm { " alarm" } else { "" }, if chip.is_some() { " stale" } else { "" });
+    let started = session.started_at;
+    let rtt = session.rtt_ms.map_or("—".to_string(), |ms| format!("{ms} ms"));
+    let divergence = session.divergence_deg.map_or("—".to_string(), |d| format!("{d:.1}°"));
+    let velocity = session.velocity_scale.map_or("—".to_string(), velocity_percent);
+    view! {
+        <article class=class data-testid="card" data-state=state.as_str() data-session=session.id.clone()>
+            <header>
+                <a class="card-id" href=format!("/ops/sessions?s={}", session.id)>{session.id.clone()}</a>
+                <span class=format!("pill {}", state_token(state))>{state.as_str()}</span>
+            </header>
+            <p class="card-robot"><strong>{session.robot.clone()}</strong>" · "{session.site.clone()}</p>
+            <p class="card-operator">{session.operator_name.clone().unwrap_or_else(|| "—".into())}" · "{session.region.clone().unwrap_or_else(|| "—".into())}
+                " · up "{move || format_age(started, now())}</p>
+            {chip.map(|c| view! { <p class="chip tone-warning" data-testid="registry-chip" title="The session record may be stale: do not read these numbers as live">{c}</p> })}
+            <dl class="card-numbers">
+                <div><dt>"RTT"</dt><dd class=rtt_tone(session.rtt_ms).class()>{rtt}</dd></div>
+                <div><dt>"Divergence"</dt><dd class=divergence_tone(session.divergence_deg).class()>{divergence}</dd></div>
+                <div><dt>"Velocity"</dt><dd class=velocity_tone(session.velocity_scale).class()>{velocity}</dd></div>
+            </dl>
+            <p class=if alarm { format!("hint {}", state_token(state)) } else { "hint muted".to_string() }>{state_hint(state)}</p>
+        </article>
+    }
+}
+
+/// Rule W15's place: the relay arrives with its own issue; until then the
+/// panel says so instead of showing numbers.
+#[component]
+fn RelayPanel() -> impl IntoView {
+    view! {
+        <section class="panel" aria-labelledby="relay-h">
+            <h2 id="relay-h">"Relay · robot namespace"</h2>
+            <p class="empty" data-testid="relay-empty">"No relay data yet: the teleop relay is not connected to this deployment, so whether frames flow is unknown."</p>
+        </section>
+    }
+}
+
+/// Rule W13: the org's audit records, newest first.
+#[component]
+fn SafetyFeed(board: StoredValue<OpsBoard>) -> impl IntoView {
+    let audit = board.with_value(|b| b.audit.clone());
+    view! {
+        <section class="panel" aria-labelledby="safety-h">
+            <h2 id="safety-h">"Safety events"</h2>
+            {if audit.is_empty() {
+                view! { <p class="empty">"No safety events in the last 24 h."</p> }.into_any()
+            } else {
+                view! {
+                    <ol class="feed" data-testid="safety-feed">
+                        {audit.into_iter().take(30).map(|a| view! {
+                            <li>
+                                <time>{utc_clock(a.at_ms)}</time>" "
+                                <strong>{a.action.replace('_', " ")}</strong>" "
+                                {a.robot_id.clone().unwrap_or_default()}" "
+                                <span class="muted">{a.detail.clone().unwrap_or_default()}</span>
+                            </li>
+                        }).collect_view()}
+                    </ol>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+/// Rule W16.
+#[component]
+fn LinkHealth(board: StoredValue<OpsBoard>) -> impl IntoView {
+    let rows = board.with_value(|b| link_rows(&b.floors, &b.live));
+    view! {
+        <section class="panel" aria-labelledby="links-h">
+            <h2 id="links-h">"Link health"</h2>
+            <table class="table" data-testid="link-health">
+                <thead><tr><th>"Path"</th><th class="num">"Floor"</th><th>"Note"</th><th class="num">"Live"</th></tr></thead>
+                <tbody>
+                    {rows.into_iter().map(|r| view! {
+                        <tr class:muted=r.riding == 0>
+                            <td>{r.path}</td>
+                            <td class="num">{r.floor_ms}" ms"</td>
+                            <td>{r.note.unwrap_or_else(|| "—".into())}</td>
+                            <td class="num">{r.riding}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}

@@ -1,0 +1,95 @@
+//! What the live screens read in one go: the org's live sessions, its
+//! recent audit records and its queue. (The engine holds presences.)
+
+use super::dispatch::SESSION_SELECT;
+use super::sql::{PgStore, SqliteStore};
+use super::{SessionRow, StoreResult};
+use app::events::AuditEntry;
+use async_trait::async_trait;
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct AuditRow {
+    pub at: i64,
+    pub actor_kind: String,
+    pub actor_id: Option<String>,
+    pub action: String,
+    pub session_id: Option<String>,
+    pub robot_id: Option<String>,
+    pub detail: Option<String>,
+}
+
+impl From<AuditRow> for AuditEntry {
+    fn from(r: AuditRow) -> AuditEntry {
+        AuditEntry {
+            at_ms: r.at,
+            actor_kind: r.actor_kind,
+            actor_id: r.actor_id,
+            action: r.action,
+            session_id: r.session_id,
+            robot_id: r.robot_id,
+            detail: r.detail,
+        }
+    }
+}
+
+/// Calls waiting for one skill.
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
+pub struct QueueDepthRow {
+    pub skill: String,
+    pub waiting: i64,
+    pub oldest_raised_at: i64,
+}
+
+#[async_trait]
+pub trait BoardStore: Send + Sync {
+    /// ACTIVE and PAUSED sessions of the org.
+    async fn live_sessions(&self, org_id: &str) -> StoreResult<Vec<SessionRow>>;
+    /// The org's audit records at or after `since`, newest first, at most `limit`.
+    async fn recent_audit(&self, org_id: &str, since: i64, limit: i64) -> StoreResult<Vec<AuditRow>>;
+    /// Queued calls per skill.
+    async fn queue_depths(&self, org_id: &str) -> StoreResult<Vec<QueueDepthRow>>;
+    /// Writes an audit record of the org.
+    async fn record_audit(&self, org_id: &str, entry: &AuditEntry) -> StoreResult<()>;
+}
+
+macro_rules! board_store {
+    ($store:ident) => {
+        #[async_trait]
+        impl BoardStore for $store {
+            async fn live_sessions(&self, org_id: &str) -> StoreResult<Vec<SessionRow>> {
+                Ok(sqlx::query_as(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED') ORDER BY s.started_at, s.id"))
+                    .bind(org_id).fetch_all(&self.pool).await?)
+            }
+
+            async fn recent_audit(&self, org_id: &str, since: i64, limit: i64) -> StoreResult<Vec<AuditRow>> {
+                Ok(sqlx::query_as(
+                    "SELECT at, actor_kind, actor_id, action, session_id, robot_id, detail FROM audit_records \
+                     WHERE org_id = $1 AND at >= $2 ORDER BY at DESC, id DESC LIMIT $3",
+                )
+                .bind(org_id).bind(since).bind(limit).fetch_all(&self.pool).await?)
+            }
+
+            async fn queue_depths(&self, org_id: &str) -> StoreResult<Vec<QueueDepthRow>> {
+                Ok(sqlx::query_as(
+                    "SELECT skill, COUNT(*) AS waiting, MIN(raised_at) AS oldest_raised_at FROM sessions \
+                     WHERE org_id = $1 AND lifecycle = 'PENDING' AND queued_at IS NOT NULL GROUP BY skill ORDER BY skill",
+                )
+                .bind(org_id).fetch_all(&self.pool).await?)
+            }
+
+            async fn record_audit(&self, org_id: &str, e: &AuditEntry) -> StoreResult<()> {
+                sqlx::query(
+                    "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                )
+                .bind(org_id).bind(e.at_ms).bind(&e.actor_kind).bind(&e.actor_id).bind(&e.action)
+                .bind(&e.session_id).bind(&e.robot_id).bind(&e.detail)
+                .execute(&self.pool).await?;
+                Ok(())
+            }
+        }
+    };
+}
+
+board_store!(SqliteStore);
+board_store!(PgStore);

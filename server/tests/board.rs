@@ -1,0 +1,93 @@
+//! The live screens' picture (`load_ops_board`) and the overview's metric
+//! definitions (seed 000, rules O01–O05, W03, W13, W14), on both databases.
+
+mod common;
+
+use app::board::{state_counts, OpsBoard};
+use app::models::{LifecycleState, PresenceState, RegistryStatus, SafetyState};
+use common::{browser, call, sign_in, TestApp, ADMIN};
+use reqwest::{Method, StatusCode};
+
+const ORG: &str = "org-northstar";
+
+async fn board(client: &reqwest::Client, app: &TestApp) -> OpsBoard {
+    let res = call(client, app, "load_ops_board", &[]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    res.json().await.unwrap()
+}
+
+/// Raises a call for `robot`, which `operator` (made ready) answers.
+async fn attach(app: &TestApp, operator: &str, robot: &str) -> String {
+    app.engine().operator_ready(ORG, operator, true).await.unwrap();
+    let (status, body) = app.raise(robot).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["operator"]["id"], operator, "{body}");
+    let session = body["sessionId"].as_str().unwrap().to_string();
+    app.engine().answer(ORG, operator, &session).await.unwrap();
+    session
+}
+
+both_backends!(o01_o05_the_overview_counts_live_sessions_robots_operators_and_estops, |app: TestApp| async move {
+    let admin = browser();
+    sign_in(&admin, &app, ADMIN).await;
+    let empty = board(&admin, &app).await;
+    let h = empty.headline();
+    assert_eq!((h.live_sessions, h.robots_online, h.operators_available, h.estops_24h), (0, 0, 0, 0));
+    assert_eq!(h.robots_total, 13, "Northstar's fleet only");
+
+    // Tom answers a call (attached), Carla is ready, a call waits in the queue.
+    let held = attach(&app, "u-tom", "uk-pick-01").await;
+    app.engine().operator_ready(ORG, "u-carla", true).await.unwrap();
+    let (queued, _) = app.raise("uw-weld-01").await; // welding: nobody ready holds it
+    assert_eq!(queued, StatusCode::ACCEPTED);
+    let beat = app.robot(Method::POST, "uk-pick-01", "/v1/robots/uk-pick-01/heartbeat").send().await.unwrap();
+    assert_eq!(beat.status(), StatusCode::OK);
+    // An operator E-stop, written through the service, and a robot's protective stop.
+    let record = app.running().sessions.session(ORG, &held).await.unwrap().unwrap();
+    app.running().sessions.record_operator_estop(ORG, "u-tom", &record).await.unwrap();
+
+    let b = board(&admin, &app).await;
+    let h = b.headline();
+    assert_eq!(h.live_sessions, 1, "O01: ACTIVE or PAUSED only; the queued call is no card");
+    assert!(b.live.iter().all(|s| matches!(s.lifecycle, LifecycleState::Active | LifecycleState::Paused)));
+    assert_eq!((h.robots_online, h.robots_total), (1, 13), "O02");
+    assert_eq!(h.operators_available, 2, "O03: Tom attached (on_call) and Carla ready");
+    let states: Vec<_> = b.presences.iter().filter(|p| p.operator_id == "u-tom").map(|p| p.state).collect();
+    assert_eq!(states, [PresenceState::OnCall]);
+    assert_eq!(h.estops_24h, 1, "O04");
+    assert_eq!(b.audit[0].action, app::board::OPERATOR_ESTOP, "W13: the stop is on the safety feed");
+    let counts = state_counts(&b.live);
+    assert_eq!(counts.iter().map(|(_, n)| n).sum::<usize>(), h.live_sessions, "O05: rows sum to Live sessions");
+    assert_eq!(b.queue.len(), 1);
+    assert_eq!((b.queue[0].skill.as_str(), b.queue[0].waiting), ("welding", 1));
+    assert_eq!(b.robot_status("uk-pick-01"), RegistryStatus::Online);
+    assert_eq!(b.robot_status("uk-insp-01"), RegistryStatus::Offline, "W14: the join says which robots are not heartbeating");
+    app.finish().await;
+});
+
+both_backends!(w03_w04_cards_are_the_live_sessions_in_priority_order, |app: TestApp| async move {
+    let admin = browser();
+    sign_in(&admin, &app, ADMIN).await;
+    let armed = attach(&app, "u-tom", "uk-pick-01").await;
+    let stopped = attach(&app, "u-carla", "ue-pick-01").await;
+    for (session, state) in [(&armed, "ARMED"), (&stopped, "PROTECTIVE_STOP")] {
+        let res = app
+            .robot(Method::POST, if session == &armed { "uk-pick-01" } else { "ue-pick-01" }, &format!("/v1/sessions/{session}/telemetry"))
+            .json(&serde_json::json!({"state": state, "rttMs": 190, "divergenceDeg": 1.0, "velocityScale": 1.0}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+    }
+    let b = board(&admin, &app).await;
+    let cards = b.cards();
+    assert_eq!(cards.len(), b.live.len(), "W03: N attached is the number of records");
+    assert_eq!(cards[0].id, stopped, "W04: the latched stop comes first, though it attached later");
+    assert_eq!(cards[0].state, SafetyState::ProtectiveStop);
+    assert_eq!(b.audit[0].action, "protective_stop", "the robot's stop is on the feed too");
+    // Operators get no board: it is an admin screen.
+    let operator = browser();
+    sign_in(&operator, &app, common::OPERATOR).await;
+    assert_eq!(call(&operator, &app, "load_ops_board", &[]).await.status(), StatusCode::FORBIDDEN);
+    app.finish().await;
+});

@@ -15,6 +15,9 @@ use serde_json::Value;
 #[component]
 pub fn Overview() -> impl IntoView {
     let live = use_live_board();
+    // Outside the reloaded part: a push must not reset the chosen robot or
+    // the last answer.
+    let dispatch = Dispatch { robot: RwSignal::new(String::new()), raise: Action::new_local(|robot_id: &String| raise_call(robot_id.clone())) };
     view! {
         <Title text="Overview"/>
         <Transition fallback=|| view! { <p class="loading">"Loading the overview…"</p> }>
@@ -31,7 +34,7 @@ pub fn Overview() -> impl IntoView {
                             <Headlines board=board.clone()/>
                             <div class="overview-grid">
                                 <SessionsByState board=board.clone()/>
-                                <DispatchControl board=board.clone()/>
+                                <DispatchControl board=board.clone() dispatch/>
                                 <Queue board=board.clone()/>
                             </div>
                             <FleetAndOperators board/>
@@ -139,10 +142,19 @@ async fn raise_call(robot_id: String) -> Raised {
     }
 }
 
+/// The dispatch control's state, kept across reloads of the board.
+#[derive(Clone, Copy)]
+struct Dispatch {
+    robot: RwSignal<String>,
+    raise: Action<String, Raised>,
+}
+
 #[component]
-fn DispatchControl(board: OpsBoard) -> impl IntoView {
-    let robot = RwSignal::new(board.robots.first().map(|r| r.id.clone()).unwrap_or_default());
-    let raise = Action::new_local(|robot_id: &String| raise_call(robot_id.clone()));
+fn DispatchControl(board: OpsBoard, dispatch: Dispatch) -> impl IntoView {
+    let Dispatch { robot, raise } = dispatch;
+    if robot.get_untracked().is_empty() {
+        robot.set(board.robots.first().map(|r| r.id.clone()).unwrap_or_default());
+    }
     let robots = board.robots.clone();
     view! {
         <section class="panel" aria-labelledby="dispatch-h">
@@ -152,7 +164,8 @@ fn DispatchControl(board: OpsBoard) -> impl IntoView {
                 <select id="dispatch-robot" data-testid="dispatch-robot" on:change=move |ev| robot.set(event_target_value(&ev))>
                     {robots.into_iter().map(|r| {
                         let label = format!("{} · {} · {}", r.id, r.site, r.skill);
-                        view! { <option value=r.id.clone()>{label}</option> }
+                        let id = r.id.clone();
+                        view! { <option value=r.id.clone() selected=move || robot.get() == id>{label}</option> }
                     }).collect_view()}
                 </select>
                 <button type="submit" class="button" disabled=move || raise.pending().get()>

@@ -1,0 +1,92 @@
+import { expect, Page, test } from '@playwright/test';
+import { ADMIN, hydrated, signIn } from './helpers';
+
+// Priya (Manchester, inspection) takes uk-insp-01, then Carla (Austin,
+// inspection) takes ue-insp-01: no other browser test makes an inspection
+// operator ready, so the ACD's choice is known.
+const PRIYA = 'priya.shah@northstar.example';
+const CARLA = 'carla.mendes@northstar.example';
+
+async function readyOperator(browser: any, email: string): Promise<Page> {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signIn(page, email);
+  await expect(page).toHaveURL(/\/operator$/);
+  await page.getByTestId('go-ready').click();
+  await expect(page.getByTestId('presence')).toHaveText('ready');
+  return page;
+}
+
+async function acceptOffer(page: Page, robot: string): Promise<string> {
+  await expect(page.getByTestId('offer-robot')).toHaveText(robot);
+  await page.keyboard.press('Enter');
+  await expect(page).toHaveURL(/\/cockpit\/.+$/);
+  return page.url().split('/cockpit/')[1];
+}
+
+test('the overview raises a call that rings the operator; the wallboard puts a protective stop on top live, and flags a silent robot', async ({ browser, request }) => {
+  test.setTimeout(90_000);
+  const priya = await readyOperator(browser, PRIYA);
+
+  const adminContext = await browser.newContext({ viewport: { width: 1920, height: 1080 } });
+  const admin = await adminContext.newPage();
+  await signIn(admin, ADMIN);
+  await expect(admin).toHaveURL(/\/admin\/directory$/); // signed in (the landing), then on
+  await admin.goto('/admin');
+  await hydrated(admin);
+  for (const metric of ['metric-live', 'metric-robots', 'metric-operators', 'metric-estops']) {
+    await expect(admin.getByTestId(metric)).toBeVisible();
+  }
+  // Rule A14: the dispatch control makes the edge agent's POST /v1/sessions, by keyboard.
+  await admin.getByTestId('dispatch-robot').selectOption('uk-insp-01');
+  await admin.getByTestId('dispatch-robot').focus();
+  await admin.keyboard.press('Tab');
+  await admin.keyboard.press('Enter');
+  await expect(admin.getByTestId('dispatch-result')).toContainText('201 matched');
+  await expect(admin.getByTestId('dispatch-result')).toContainText('Priya Shah');
+  await admin.screenshot({ path: 'test-results/overview.png', fullPage: true });
+  const first = await acceptOffer(priya, 'uk-insp-01');
+
+  // A second attached session, raised by its edge agent.
+  const carla = await readyOperator(browser, CARLA);
+  const call = await request.post('/v1/sessions', { headers: { Authorization: 'Bearer cct_demo_ue-insp-01' }, data: { robotId: 'ue-insp-01' } });
+  expect(call.status()).toBe(201);
+  const second = await acceptOffer(carla, 'ue-insp-01');
+  for (const [session, robot] of [[first, 'uk-insp-01'], [second, 'ue-insp-01']]) {
+    const res = await request.post(`/v1/sessions/${session}/telemetry`, {
+      headers: { Authorization: `Bearer cct_demo_${robot}` },
+      data: { state: 'ARMED', rttMs: 190, divergenceDeg: 1.0, velocityScale: 1.0 },
+    });
+    expect(res.status()).toBe(200);
+  }
+
+  await admin.goto('/ops/wallboard');
+  await hydrated(admin);
+  await expect(admin.getByTestId('live-status')).toContainText('live');
+  const card = (id: string) => admin.locator(`[data-testid="card"][data-session="${id}"]`);
+  await expect(card(first)).toHaveAttribute('data-state', 'ARMED');
+  await expect(card(second)).toHaveAttribute('data-state', 'ARMED');
+  await expect(admin.getByTestId('chip-PROTECTIVE_STOP')).toContainText('PROTECTIVE_STOP');
+  await admin.evaluate(() => ((window as any).__noReload = true));
+
+  const stop = await request.post(`/v1/sessions/${second}/telemetry`, {
+    headers: { Authorization: 'Bearer cct_demo_ue-insp-01' },
+    data: { state: 'PROTECTIVE_STOP', rttMs: 190, divergenceDeg: 17.0, velocityScale: 0.0 },
+  });
+  expect(stop.status()).toBe(200);
+  // Pushed: the card is first, in alarm, latched — and the page never reloaded.
+  await expect(admin.getByTestId('card').first()).toHaveAttribute('data-session', second);
+  await expect(card(second)).toHaveClass(/alarm/);
+  await expect(card(second)).toContainText('latched, awaiting clear');
+  await expect(admin.getByTestId('safety-feed')).toContainText('protective stop');
+  expect(await admin.evaluate(() => (window as any).__noReload)).toBe(true);
+  await admin.screenshot({ path: 'test-results/wallboard.png' });
+
+  // A robot heartbeats (online, no chip), then goes silent: `robot offline`.
+  const beat = await request.post('/v1/robots/uk-insp-01/heartbeat', { headers: { Authorization: 'Bearer cct_demo_uk-insp-01' } });
+  expect(beat.status()).toBe(200);
+  await expect(card(first).getByTestId('registry-chip')).toHaveCount(0);
+  await expect(card(first).getByTestId('registry-chip')).toHaveText('robot offline', { timeout: 30_000 });
+  expect(await admin.evaluate(() => (window as any).__noReload)).toBe(true);
+  await adminContext.close();
+});

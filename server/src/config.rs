@@ -24,6 +24,9 @@ pub struct Config {
     pub secure_cookies: Option<bool>,
     /// `CLUTCHCALL_DEMO`: whether an empty database gets the demo org.
     pub demo: DemoSeed,
+    /// `CLUTCHCALL_METRICS_ADDR`: where `/metrics` listens (its figures
+    /// span orgs: keep it private). Default `127.0.0.1:9464`; `off` disables.
+    pub metrics_addr: Option<SocketAddr>,
     /// `CLUTCHCALL_SIGNIN_PER_MINUTE`: sign-in attempts one client address
     /// may make per minute (any emails). Default 60.
     pub sign_ins_per_address_per_minute: u32,
@@ -38,6 +41,9 @@ pub struct Config {
     /// the same call again for this long (rule D08). Default 60 s.
     pub cooloff_ms: i64,
 }
+
+/// `/metrics`'s default port (loopback only).
+pub const DEFAULT_METRICS_PORT: u16 = 9464;
 
 /// When the demo org (public password and robot tokens) is created.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +128,11 @@ impl Config {
             database_url: var("DATABASE_URL"),
             site_root: var("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into()).into(),
             public_origin: origin(var("CLUTCHCALL_PUBLIC_ORIGIN"))?,
+            metrics_addr: match var("CLUTCHCALL_METRICS_ADDR") {
+                Some(v) if v.trim() == "off" => None,
+                Some(v) => Some(v.trim().parse().map_err(|_| ConfigError::Addr { name: "CLUTCHCALL_METRICS_ADDR", value: v.clone() })?),
+                None => Some(SocketAddr::from(([127, 0, 0, 1], DEFAULT_METRICS_PORT))),
+            },
             secure_cookies: flag(var("CLUTCHCALL_SECURE_COOKIES"), "CLUTCHCALL_SECURE_COOKIES")?,
             demo: match flag(var("CLUTCHCALL_DEMO"), "CLUTCHCALL_DEMO")? {
                 None => DemoSeed::LoopbackOnly,
@@ -149,6 +160,7 @@ impl Config {
             database_url,
             site_root,
             public_origin: None,
+            metrics_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             secure_cookies: None,
             demo: DemoSeed::Always,
             sign_ins_per_address_per_minute: crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE,

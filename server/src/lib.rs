@@ -10,6 +10,7 @@ pub mod clock;
 pub mod config;
 pub mod engine;
 pub mod http;
+pub mod metrics;
 pub mod ring;
 pub mod seed;
 pub mod services;
@@ -42,6 +43,8 @@ pub struct Running {
     /// Session records, telemetry and operator stops (for tests that write
     /// through the service).
     pub sessions: Arc<SessionService>,
+    /// Where `/metrics` listens, if it does.
+    pub metrics_addr: Option<SocketAddr>,
     /// Whether this start created the demo org.
     pub seeded_demo: bool,
     /// Whether the database holds no org at all (then say how to create one).
@@ -101,6 +104,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // went stale while the server was down before it answers anything.
     let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings()).await?;
     let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), engine.clone(), throttle.clone(), tabs.clone(), cookie));
+    let backend_for_metrics = backend.clone();
     let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone()).await?;
     let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
     let state = AppState {
@@ -133,9 +137,24 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             })
             .await
     });
-    let jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_throttle(throttle))];
+    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_throttle(throttle))];
+    let metrics_addr = match config.metrics_addr {
+        Some(at) => match metrics::serve(at, backend_for_metrics, store.clone()).await {
+            Ok((bound, task)) => {
+                jobs.push(task);
+                Some(bound)
+            }
+            // Metrics are for the ops team's tools: their port being taken
+            // must not keep dispatch down.
+            Err(e) => {
+                tracing::warn!(%at, error = %e, "metrics address unavailable: /metrics is off");
+                None
+            }
+        },
+        None => None,
+    };
     tracing::info!(%addr, database = store.backend_name(), "ClutchCall listening");
-    Ok(Running { addr, store, engine, sessions, seeded_demo, empty, shutdown, serve, jobs })
+    Ok(Running { addr, store, engine, sessions, metrics_addr, seeded_demo, empty, shutdown, serve, jobs })
 }
 
 /// Forgets sign-in limits that have recovered, so a flood of distinct

@@ -91,3 +91,37 @@ both_backends!(w03_w04_cards_are_the_live_sessions_in_priority_order, |app: Test
     assert_eq!(call(&operator, &app, "load_ops_board", &[]).await.status(), StatusCode::FORBIDDEN);
     app.finish().await;
 });
+
+/// `/metrics` serves the overview's figures, queue depth, presence counts
+/// and the dispatch latency histogram in the Prometheus text format, on its
+/// own (loopback) address and not on the public port. (The recorder is the
+/// process's, shared by the tests running beside this one, so values that
+/// other tests change are only checked for presence.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_served_on_their_own_address_in_prometheus_format() {
+    let app = TestApp::spawn(common::Db::Sqlite).await.expect("sqlite");
+    let metrics_addr = app.running().metrics_addr.expect("metrics listen");
+    assert!(metrics_addr.ip().is_loopback());
+    assert_ne!(metrics_addr.port(), app.running().addr.port());
+    app.engine().operator_ready(ORG, "u-tom", true).await.unwrap();
+    let (status, _) = app.raise("uk-pick-01").await;
+    assert_eq!(status, StatusCode::CREATED);
+    let text = common::http().get(format!("http://{metrics_addr}/metrics")).send().await.unwrap().text().await.unwrap();
+    for line in [
+        "clutchcall_robots_total{org=\"org-northstar\"} 13",
+        "clutchcall_robots_total{org=\"org-harbor\"} 2",
+        "clutchcall_live_sessions{org=\"org-northstar\"}",
+        "clutchcall_operators_available{org=\"org-northstar\"}",
+        "clutchcall_estops_24h{org=\"org-northstar\"}",
+        "clutchcall_sessions_by_state{org=\"org-northstar\",state=\"PROTECTIVE_STOP\"}",
+        "clutchcall_presences{org=\"org-northstar\",state=\"ringing\"}",
+        "clutchcall_queue_depth{org=\"org-northstar\",skill=\"welding\"}",
+        "# TYPE clutchcall_dispatch_seconds histogram",
+        "clutchcall_dispatch_seconds_bucket{le=\"0.01\"}",
+    ] {
+        assert!(text.contains(line), "{line} missing from:\n{text}");
+    }
+    let public = common::http().get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(public.status(), StatusCode::NOT_FOUND, "never on the public port");
+    app.finish().await;
+}

@@ -126,7 +126,12 @@ impl Engine {
             pop: robot.pop.clone(),
             req_cert: robot.req_cert.clone(),
         };
-        match self.ask(&robot.org_id, |reply| Command::Raise { robot: calling, reply }).await {
+        let started = std::time::Instant::now();
+        let answer = self.ask(&robot.org_id, |reply| Command::Raise { robot: calling, reply }).await;
+        if answer.is_ok() {
+            metrics::histogram!(crate::metrics::DISPATCH_SECONDS).record(started.elapsed().as_secs_f64());
+        }
+        match answer {
             // This instance does not dispatch the org: a call in progress is
             // still a plain 409, whoever dispatches it (rule D09).
             Err(EngineError::DispatchedElsewhere) => match self.shared.store.live_session_for_robot(&robot.org_id, &robot.id).await? {

@@ -20,6 +20,7 @@ pub fn command(data_dir: &std::path::Path) -> Command {
         .env("CLUTCHCALL_DATA_DIR", data_dir)
         .env("LEPTOS_SITE_ROOT", super::site_root())
         .env("RUST_LOG", "warn")
+        .env("CLUTCHCALL_METRICS_ADDR", "127.0.0.1:0")
         .env_remove("DATABASE_URL")
         .env_remove("CLUTCHCALL_DEMO")
         .kill_on_drop(true);

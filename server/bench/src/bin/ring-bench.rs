@@ -210,6 +210,7 @@ async fn main() -> anyhow::Result<()> {
             .env("CLUTCHCALL_ADDR", "127.0.0.1:0")
             .env("CLUTCHCALL_DEMO", "0")
             .env("CLUTCHCALL_WRAP_UP_S", "0")
+            .env("CLUTCHCALL_METRICS_ADDR", "127.0.0.1:0")
             // 1,000 consoles sign in from one address.
             .env("CLUTCHCALL_SIGNIN_PER_MINUTE", "1000000")
             .env("RUST_LOG", "warn");

@@ -21,7 +21,40 @@ pub struct OpsBoard {
     pub audit: Vec<AuditEntry>,
     pub floors: Vec<LinkFloor>,
     pub queue: Vec<QueueDepth>,
+    /// Calls raised since midnight UTC.
+    pub today: AnswerSpeed,
     pub as_of_ms: i64,
+}
+
+/// How fast today's calls were answered (beyond the seed).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerSpeed {
+    pub answered: usize,
+    /// Sum of raise → attach times of the answered calls, ms.
+    pub answer_ms_total: i64,
+    pub answered_within_20s: usize,
+    /// Withdrawn (cancelled) before anyone attached.
+    pub withdrawn: usize,
+}
+
+/// Calls answered this fast count as answered promptly.
+pub const PROMPT_ANSWER_MS: i64 = 20_000;
+
+impl AnswerSpeed {
+    /// Average time to answer, when any call was answered.
+    pub fn average_ms(&self) -> Option<i64> {
+        (self.answered > 0).then(|| self.answer_ms_total / self.answered as i64)
+    }
+
+    /// Share answered within 20 s, as a rounded percentage.
+    pub fn within_20s_percent(&self) -> Option<u32> {
+        (self.answered > 0).then(|| ((self.answered_within_20s as f64 / self.answered as f64) * 100.0).round() as u32)
+    }
+}
+
+/// Unix ms of the UTC midnight that began the day of `now_ms`.
+pub fn utc_midnight(now_ms: i64) -> i64 {
+    now_ms - now_ms.rem_euclid(24 * 60 * 60 * 1000)
 }
 
 /// Calls waiting for one skill.
@@ -449,6 +482,16 @@ mod tests {
             entry(OPERATOR_ESTOP, now - ESTOP_WINDOW_MS + 1),
         ];
         assert_eq!(estops_24h(&audit, now), 2);
+    }
+
+    #[test]
+    fn answer_speed_averages_and_shares_only_answered_calls() {
+        let none = AnswerSpeed::default();
+        assert_eq!((none.average_ms(), none.within_20s_percent()), (None, None));
+        let today = AnswerSpeed { answered: 3, answer_ms_total: 45_000, answered_within_20s: 2, withdrawn: 1 };
+        assert_eq!(today.average_ms(), Some(15_000));
+        assert_eq!(today.within_20s_percent(), Some(67));
+        assert_eq!(utc_midnight(86_400_000 * 3 + 5), 86_400_000 * 3);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::services::passwords::{PasswordChecker, HASHING_THREADS, WAITING_CHECK
 use crate::services::{OpenTabs, SignInThrottle};
 use crate::store::{MembershipRecord, OperatorRecord, RobotRecord, SharedStore, StoreError};
 use app::error::AppError;
-use app::board::{OpsBoard, QueueDepth};
+use app::board::{AnswerSpeed, OpsBoard, QueueDepth};
 use app::functions::backend::Backend;
 use app::models::{CurrentUser, Directory, Operator, OrgMembership, Robot};
 use app::rules::{normalize_email, registry_status, skill_of, skills_of};
@@ -219,6 +219,14 @@ impl Backend for ServerBackend {
         let audit = self.store.recent_audit(org_id, now - app::board::ESTOP_WINDOW_MS, 200).await.map_err(internal)?;
         let queue = self.store.queue_depths(org_id).await.map_err(internal)?;
         let floors = self.store.link_floors().await.map_err(internal)?;
+        let speed = self.store.answer_speed(org_id, app::board::utc_midnight(now)).await.map_err(internal)?;
+        let count = |n: Option<i64>| n.unwrap_or(0).max(0) as usize;
+        let today = AnswerSpeed {
+            answered: count(speed.answered),
+            answer_ms_total: speed.answer_ms_total.unwrap_or(0),
+            answered_within_20s: count(speed.within_20s),
+            withdrawn: count(speed.withdrawn),
+        };
         let presences = self.engine.presences(org_id).await.iter().map(|p| p.roster_update()).collect();
         Ok(OpsBoard {
             org_name,
@@ -232,6 +240,7 @@ impl Backend for ServerBackend {
                 .into_iter()
                 .map(|q| QueueDepth { skill: q.skill, waiting: q.waiting.max(0) as usize, oldest_raised_at_ms: q.oldest_raised_at })
                 .collect(),
+            today,
             as_of_ms: now,
         })
     }

@@ -60,6 +60,8 @@ both_backends!(o01_o05_the_overview_counts_live_sessions_robots_operators_and_es
     assert_eq!(counts.iter().map(|(_, n)| n).sum::<usize>(), h.live_sessions, "O05: rows sum to Live sessions");
     assert_eq!(b.queue.len(), 1);
     assert_eq!((b.queue[0].skill.as_str(), b.queue[0].waiting), ("welding", 1));
+    assert_eq!((b.today.answered, b.today.withdrawn), (1, 0), "today: Tom's answered call; the queued one waits");
+    assert_eq!(b.today.within_20s_percent(), Some(100));
     assert_eq!(b.robot_status("uk-pick-01"), RegistryStatus::Online);
     assert_eq!(b.robot_status("uk-insp-01"), RegistryStatus::Offline, "W14: the join says which robots are not heartbeating");
     app.finish().await;

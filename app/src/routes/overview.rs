@@ -189,13 +189,21 @@ fn DispatchControl(board: OpsBoard, dispatch: Dispatch) -> impl IntoView {
     }
 }
 
-/// Beyond the seed: queue depth per skill and the longest wait.
+/// Beyond the seed: queue depth per skill, the longest wait, and how fast
+/// today's calls were answered.
 #[component]
 fn Queue(board: OpsBoard) -> impl IntoView {
     let now = board.as_of_ms;
+    let today = board.today.clone();
     view! {
         <section class="panel" aria-labelledby="queue-h">
             <h2 id="queue-h">"Queue"</h2>
+            <dl class="facts" data-testid="answer-speed">
+                <dt>"Answered today"</dt><dd>{today.answered}</dd>
+                <dt>"Average time to answer"</dt><dd>{today.average_ms().map_or("—".to_string(), |ms| format!("{:.1} s", ms as f64 / 1000.0))}</dd>
+                <dt>"Answered within 20 s"</dt><dd>{today.within_20s_percent().map_or("—".to_string(), |p| format!("{p}%"))}</dd>
+                <dt>"Withdrawn while waiting"</dt><dd>{today.withdrawn}</dd>
+            </dl>
             {if board.queue.is_empty() {
                 view! { <p class="empty">"No calls waiting."</p> }.into_any()
             } else {

@@ -40,6 +40,15 @@ pub struct QueueDepthRow {
     pub oldest_raised_at: i64,
 }
 
+/// Calls raised since a moment: how fast they were answered.
+#[derive(Clone, Debug, Default, PartialEq, sqlx::FromRow)]
+pub struct AnswerSpeedRow {
+    pub answered: Option<i64>,
+    pub answer_ms_total: Option<i64>,
+    pub within_20s: Option<i64>,
+    pub withdrawn: Option<i64>,
+}
+
 #[async_trait]
 pub trait BoardStore: Send + Sync {
     /// ACTIVE and PAUSED sessions of the org.
@@ -48,6 +57,9 @@ pub trait BoardStore: Send + Sync {
     async fn recent_audit(&self, org_id: &str, since: i64, limit: i64) -> StoreResult<Vec<AuditRow>>;
     /// Queued calls per skill.
     async fn queue_depths(&self, org_id: &str) -> StoreResult<Vec<QueueDepthRow>>;
+    /// Calls raised at or after `since`: answered, total answer time, answered
+    /// within 20 s, withdrawn while waiting.
+    async fn answer_speed(&self, org_id: &str, since: i64) -> StoreResult<AnswerSpeedRow>;
     /// Writes an audit record of the org.
     async fn record_audit(&self, org_id: &str, entry: &AuditEntry) -> StoreResult<()>;
 }
@@ -75,6 +87,18 @@ macro_rules! board_store {
                      WHERE org_id = $1 AND lifecycle = 'PENDING' AND queued_at IS NOT NULL GROUP BY skill ORDER BY skill",
                 )
                 .bind(org_id).fetch_all(&self.pool).await?)
+            }
+
+            async fn answer_speed(&self, org_id: &str, since: i64) -> StoreResult<AnswerSpeedRow> {
+                Ok(sqlx::query_as(
+                    "SELECT \
+                       CAST(SUM(CASE WHEN started_at IS NOT NULL THEN 1 ELSE 0 END) AS BIGINT) AS answered, \
+                       CAST(SUM(CASE WHEN started_at IS NOT NULL THEN started_at - raised_at ELSE 0 END) AS BIGINT) AS answer_ms_total, \
+                       CAST(SUM(CASE WHEN started_at IS NOT NULL AND started_at - raised_at <= 20000 THEN 1 ELSE 0 END) AS BIGINT) AS within_20s, \
+                       CAST(SUM(CASE WHEN started_at IS NULL AND lifecycle = 'CANCELLED' THEN 1 ELSE 0 END) AS BIGINT) AS withdrawn \
+                     FROM sessions WHERE org_id = $1 AND raised_at >= $2",
+                )
+                .bind(org_id).bind(since).fetch_one(&self.pool).await?)
             }
 
             async fn record_audit(&self, org_id: &str, e: &AuditEntry) -> StoreResult<()> {

@@ -7,7 +7,7 @@ mod dispatch;
 mod journal;
 mod sql;
 
-pub use board::{AuditRow, BoardStore, QueueDepthRow};
+pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
 pub use dispatch::DispatchStore;
 pub use journal::{
     AnsweredOfferRow, DispatchRecord, DispatchRecordRow, LiveSessionRow, NewOffer, NewSession, OpenOfferRow, OrgLock,

@@ -127,3 +127,44 @@ async fn metrics_are_served_on_their_own_address_in_prometheus_format() {
     assert_eq!(public.status(), StatusCode::NOT_FOUND, "never on the public port");
     app.finish().await;
 }
+
+// The wallboard as the server renders it (SSR, before any script runs):
+// every field of a card, its link, the chips at 0, the alarm styling and
+// hint, the registry chip, the relay panel's empty state, link health, and
+// no action that could clear a stop.
+both_backends!(w01_w02_w05_w07_w11_w12_w14_w15_w16_the_wallboard_renders_every_field_read_only, |app: TestApp| async move {
+    let admin = browser();
+    sign_in(&admin, &app, ADMIN).await;
+    let session = attach(&app, "u-tom", "uk-pick-01").await;
+    let res = app
+        .robot(Method::POST, "uk-pick-01", &format!("/v1/sessions/{session}/telemetry"))
+        .json(&serde_json::json!({"state": "PROTECTIVE_STOP", "rttMs": 333, "divergenceDeg": 15.5, "velocityScale": 0.456}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let page = admin.get(app.url("/ops/wallboard")).header("accept", "text/html").send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = page.text().await.unwrap();
+    let card_start = html.find(&format!("data-session=\"{session}\"")).expect("W01: a card for the live session");
+    let card = &html[html[..card_start].rfind("<article").unwrap()..card_start + html[card_start..].find("</article>").unwrap()];
+    for field in ["uk-pick-01", "Leeds Hub", "Tom Whitfield", "Manchester", "up ", "333 ms", "15.5°", "46%", "PROTECTIVE_STOP"] {
+        assert!(card.contains(field), "W01: {field} missing from the card: {card}");
+    }
+    assert!(card.contains(&format!("href=\"/ops/sessions?s={session}\"")), "W02");
+    assert!(card.contains("alarm") && card.contains("state-protective-stop"), "W07: {card}");
+    assert!(card.contains("latched, awaiting clear"), "W11");
+    assert!(card.contains("tone-warning") && card.contains("state-diverged"), "W08–W10: 333 ms and 46% warn, 15.5° takes DIVERGED's colour");
+    assert!(card.contains("robot offline"), "W14: uk-pick-01 never heartbeat");
+    for chip in ["ARMED", "DEGRADED", "DIVERGED", "PROTECTIVE_STOP"] {
+        assert!(html.contains(&format!("data-testid=\"chip-{chip}\"")), "W05: chip {chip}");
+    }
+    let attached = &html[html.find("data-testid=\"attached\"").expect("W03: the header count")..];
+    let attached: String = attached[attached.find('>').unwrap() + 1..attached.find("</span>").unwrap()].chars().filter(char::is_ascii_digit).collect();
+    assert_eq!(attached, "1", "W03: N attached is the number of live sessions");
+    assert!(html.contains("No relay data yet"), "W15's place: no numbers without a relay");
+    assert!(html.contains("Manchester → UK (London)") && html.contains("Shortest glass reach"), "W16");
+    let lower = html.to_lowercase();
+    assert!(!lower.contains(">clear<") && !lower.contains("clear stop") && !lower.contains("name=\"clear"), "W12: no clear action");
+    app.finish().await;
+});

@@ -81,6 +81,7 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
             {(role == Some(Role::Admin)).then(|| view! {
                 <a href="/admin">"Overview"</a>
                 <a href="/ops/wallboard">"Wallboard"</a>
+                <a href="/ops/roster">"Sessions (Live)"</a>
                 <a href="/admin/directory">"Directory"</a>
             })}
             {role.is_some_and(|r| r.grants(Role::Operator)).then(|| view! { <a href="/operator">"Ready"</a> })}

@@ -34,6 +34,8 @@ pub mod backend {
         async fn session(&self, org_id: &str, session_id: &str) -> Result<SessionRecord, AppError>;
         /// The org's live picture for the wallboard and the overview.
         async fn ops_board(&self, org_id: &str) -> Result<crate::board::OpsBoard, AppError>;
+        /// The org's presence roster: one row per operator of the org.
+        async fn roster(&self, org_id: &str) -> Result<crate::roster::Roster, AppError>;
         /// The operator profile of a user in this org.
         async fn operator_profile(&self, org_id: &str, user_id: &str) -> Result<Operator, AppError>;
         /// The sign-in cookie (its name depends on HTTPS).
@@ -187,6 +189,13 @@ pub async fn load_robot(robot_id: String) -> Result<Robot, AppError> {
 pub async fn load_ops_board() -> Result<crate::board::OpsBoard, AppError> {
     let (_, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
     guard::backend()?.ops_board(&org.org_id).await.map_err(guard::fail)
+}
+
+/// The selected org's presence roster (rule R01: one org, admins only).
+#[server(endpoint = "load_roster")]
+pub async fn load_roster() -> Result<crate::roster::Roster, AppError> {
+    let (_, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
+    guard::backend()?.roster(&org.org_id).await.map_err(guard::fail)
 }
 
 /// The caller's own operator profile in the selected org.

@@ -14,6 +14,7 @@ pub mod live;
 pub mod models;
 pub mod presence;
 pub mod ring;
+pub mod roster;
 pub mod routes;
 pub mod rules;
 #[cfg(feature = "ssr")]
@@ -82,6 +83,7 @@ pub fn App() -> impl IntoView {
                     </ParentRoute>
                     <ParentRoute path=path!("/ops") view=routes::AdminArea ssr=SsrMode::Async>
                         <Route path=path!("wallboard") view=routes::Wallboard ssr=SsrMode::Async/>
+                        <Route path=path!("roster") view=routes::Roster ssr=SsrMode::Async/>
                         <Route path=path!("sessions") view=routes::SessionView ssr=SsrMode::Async/>
                     </ParentRoute>
                     <Route path=path!("/operator") view=routes::OperatorHome ssr=SsrMode::Async/>

@@ -1,5 +1,5 @@
-//! Live screens (wallboard, overview, session view): the org's picture,
-//! reloaded when the server pushes a change on the admin watch socket
+//! Live screens (wallboard, overview, session view, roster): the screen's
+//! data, reloaded when the server pushes a change on the admin watch socket
 //! (`/ws?watch=org`), and polled as a fallback so a lost socket never
 //! freezes the screen. A clock ticks every second for elapsed times.
 
@@ -7,30 +7,54 @@ use crate::board::OpsBoard;
 use crate::error::AppError;
 use crate::functions::load_ops_board;
 use leptos::prelude::*;
+use serde::{de::DeserializeOwned, Serialize};
+use std::future::Future;
 
-/// Poll this often even when the socket is quiet or down.
+/// The wallboard and overview poll this often even when the socket is quiet or down.
 pub const POLL_MS: u32 = 15_000;
 /// Pushes closer together than this reload once.
 pub const DEBOUNCE_MS: u32 = 250;
 
-#[derive(Clone, Copy)]
-pub struct LiveBoard {
-    pub board: Resource<Result<OpsBoard, AppError>>,
+/// A screen's data, kept live.
+pub struct Live<T: Send + Sync + 'static> {
+    pub data: Resource<Result<T, AppError>>,
     /// Whether the push channel is connected.
     pub connected: RwSignal<bool>,
     /// Browser clock (Unix ms), ticking each second.
     pub now_ms: RwSignal<i64>,
 }
 
-/// The org's board, live. Call once per screen.
-pub fn use_live_board() -> LiveBoard {
+impl<T: Send + Sync + 'static> Clone for Live<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Send + Sync + 'static> Copy for Live<T> {}
+
+/// `fetch`'s result, reloaded on the org's events and every `poll_ms`.
+/// Call once per screen.
+pub fn use_live<T, Fut>(fetch: impl Fn() -> Fut + Send + Sync + 'static, poll_ms: u32) -> Live<T>
+where
+    T: Serialize + DeserializeOwned + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, AppError>> + Send + 'static,
+{
     let version = RwSignal::new(0u64);
-    let board = Resource::new(move || version.get(), |_| load_ops_board());
+    let data = Resource::new(move || version.get(), move |_| fetch());
     let connected = RwSignal::new(false);
     let now_ms = RwSignal::new(0i64);
     #[cfg(feature = "hydrate")]
-    browser::start(version, connected, now_ms);
-    LiveBoard { board, connected, now_ms }
+    browser::start(version, connected, now_ms, poll_ms);
+    #[cfg(not(feature = "hydrate"))]
+    let _ = poll_ms;
+    Live { data, connected, now_ms }
+}
+
+/// The org's board (wallboard, overview), live.
+pub type LiveBoard = Live<OpsBoard>;
+
+pub fn use_live_board() -> LiveBoard {
+    use_live(load_ops_board, POLL_MS)
 }
 
 #[cfg(feature = "hydrate")]
@@ -67,13 +91,13 @@ mod browser {
         }
     }
 
-    pub fn start(version: RwSignal<u64>, connected: RwSignal<bool>, now_ms: RwSignal<i64>) {
+    pub fn start(version: RwSignal<u64>, connected: RwSignal<bool>, now_ms: RwSignal<i64>, poll_ms: u32) {
         now_ms.set(now());
         let reloader = Rc::new(Reloader { version, pending: RefCell::new(None) });
         let tick = Interval::new(1_000, move || now_ms.set(now()));
         let poll = {
             let reloader = reloader.clone();
-            Interval::new(super::POLL_MS, move || reloader.poke())
+            Interval::new(poll_ms, move || reloader.poke())
         };
         let socket = Rc::new(RefCell::new(None::<WebSocket>));
         // The server closes a socket silent for the presence TTL: ping.

@@ -8,6 +8,7 @@ use crate::services::{OpenTabs, SignInThrottle};
 use crate::store::{MembershipRecord, OperatorRecord, RobotRecord, SharedStore, StoreError};
 use app::error::AppError;
 use app::board::{AnswerSpeed, OpsBoard, QueueDepth};
+use app::roster::{Roster, RosterRow};
 use app::functions::backend::Backend;
 use app::models::{CurrentUser, Directory, Operator, OrgMembership, Robot};
 use app::rules::{normalize_email, registry_status, skill_of, skills_of};
@@ -243,6 +244,32 @@ impl Backend for ServerBackend {
             today,
             as_of_ms: now,
         })
+    }
+
+    async fn roster(&self, org_id: &str) -> Result<Roster, AppError> {
+        let operators = self.store.operators(org_id).await.map_err(internal)?;
+        let mut presences: std::collections::HashMap<String, crate::engine::OperatorPresence> =
+            self.engine.presences(org_id).await.into_iter().map(|p| (p.operator_id.clone(), p)).collect();
+        // Identity from the directory, state from the engine; an operator
+        // the engine has no presence for is offline (never connected).
+        let rows = operators
+            .into_iter()
+            .map(|o| {
+                let live = presences.remove(&o.user_id);
+                RosterRow {
+                    agent_id: o.user_id,
+                    display_name: Some(o.display_name),
+                    email: Some(o.email),
+                    external_agent_id: o.external_id,
+                    kind: None,
+                    state: live.as_ref().map_or(app::models::PresenceState::Offline, |p| p.state),
+                    state_since_ms: live.as_ref().map(|p| p.since).filter(|&since| since > 0),
+                    current_call_id: live.as_ref().and_then(|p| p.current_call.clone()),
+                    aux_reason: live.and_then(|p| p.aux_reason),
+                }
+            })
+            .collect();
+        Ok(Roster { rows, as_of_ms: now_ms() })
     }
 
     async fn operator_profile(&self, org_id: &str, user_id: &str) -> Result<Operator, AppError> {

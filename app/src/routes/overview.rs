@@ -22,7 +22,7 @@ pub fn Overview() -> impl IntoView {
         <Title text="Overview"/>
         <Transition fallback=|| view! { <p class="loading">"Loading the overview…"</p> }>
             {move || Suspend::new(async move {
-                match live.board.await {
+                match live.data.await {
                     Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
                     Ok(board) => {
                         let as_of = board.as_of_ms;

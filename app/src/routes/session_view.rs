@@ -17,7 +17,7 @@ pub fn SessionView() -> impl IntoView {
     let id = move || query.read().get("s").unwrap_or_default();
     // Reloaded with the board, which the org's events keep current.
     let live = use_live_board();
-    let record = Resource::new(move || (id(), live.board.get().map(|b| b.map(|b| b.as_of_ms).ok())), |(id, _)| load_session(id));
+    let record = Resource::new(move || (id(), live.data.get().map(|b| b.map(|b| b.as_of_ms).ok())), |(id, _)| load_session(id));
     view! {
         <Title text="Session"/>
         <section class="panel">

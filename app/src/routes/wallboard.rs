@@ -33,7 +33,7 @@ pub fn Wallboard() -> impl IntoView {
         <div class="wallboard">
             <Transition fallback=|| view! { <p class="loading">"Loading the wallboard…"</p> }>
                 {move || Suspend::new(async move {
-                    match live.board.await {
+                    match live.data.await {
                         Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
                         Ok(board) => view! { <Board board live filter/> }.into_any(),
                     }

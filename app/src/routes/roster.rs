@@ -1,0 +1,138 @@
+//! Sessions (Live): the presence roster (`/ops/roster`, seed 003). One row
+//! per operator of the org, re-fetched every 8 s and on every presence push;
+//! filters work in the browser and live in the URL. Read-only.
+
+use crate::components::ErrorNotice;
+use crate::live::{use_live, Live};
+use crate::models::PresenceState;
+use crate::roster::{badge, counters, label, matches, secondary_line, Roster, RosterRow, EMPTY_ROSTER, PAGE_ROWS, ROSTER_POLL_MS};
+use crate::rules::{format_age, utc_clock};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_navigate, use_query_map};
+use leptos_router::NavigateOptions;
+
+#[component]
+pub fn Roster() -> impl IntoView {
+    let live = use_live(crate::functions::load_roster, ROSTER_POLL_MS);
+    let query = use_query_map();
+    let state = Memo::new(move |_| query.read().get("state").and_then(|s| PresenceState::parse(&s)));
+    let search = Memo::new(move |_| query.read().get("q").unwrap_or_default());
+    let shown = RwSignal::new(PAGE_ROWS);
+    let navigate = StoredValue::new(use_navigate());
+    // Filters go to the URL (shareable, survive a reload), replacing the entry.
+    let set_filters = move |state: Option<PresenceState>, q: String| {
+        let mut parts = Vec::new();
+        if let Some(s) = state {
+            parts.push(format!("state={}", s.as_str()));
+        }
+        if !q.is_empty() {
+            parts.push(format!("q={}", js_escape(&q)));
+        }
+        let url = if parts.is_empty() { "/ops/roster".to_string() } else { format!("/ops/roster?{}", parts.join("&")) };
+        shown.set(PAGE_ROWS);
+        navigate.with_value(|n| n(&url, NavigateOptions { replace: true, scroll: false, ..Default::default() }));
+    };
+    view! {
+        <Title text="Sessions (Live)"/>
+        <div class="toolbar">
+            <h1>"Sessions (Live)"</h1>
+            <label class="visually-hidden" for="roster-state">"State"</label>
+            <select id="roster-state" data-testid="roster-state" on:change=move |ev| set_filters(PresenceState::parse(&event_target_value(&ev)), search.get_untracked())>
+                <option value="" selected=move || state.get().is_none()>"All states"</option>
+                {PresenceState::ALL.into_iter().map(|s| view! { <option value=s.as_str() selected=move || state.get() == Some(s)>{s.as_str()}</option> }).collect_view()}
+            </select>
+            <label class="visually-hidden" for="roster-search">"Search"</label>
+            <input id="roster-search" data-testid="roster-search" type="search" placeholder="Search name, email, external id"
+                prop:value=move || search.get()
+                on:input=move |ev| set_filters(state.get_untracked(), event_target_value(&ev))/>
+        </div>
+        <Transition fallback=|| view! { <p class="loading">"Loading the roster…"</p> }>
+            {move || Suspend::new(async move {
+                match live.data.await {
+                    Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                    Ok(roster) => view! { <RosterRows roster live state search shown/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+/// Enough escaping for a query value typed into the search box.
+fn js_escape(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'@' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[component]
+fn RosterRows(roster: Roster, live: Live<Roster>, state: Memo<Option<PresenceState>>, search: Memo<String>, shown: RwSignal<usize>) -> impl IntoView {
+    let Roster { rows, as_of_ms } = roster;
+    // Rule R10: the header counts the whole roster, whatever the filters.
+    let c = counters(&rows);
+    let rows = StoredValue::new(rows);
+    let filtered = Memo::new(move |_| {
+        let (state, q) = (state.get(), search.get());
+        rows.with_value(|all| all.iter().filter(|r| matches(r, state, &q)).cloned().collect::<Vec<_>>())
+    });
+    // The browser's clock once running (ages tick locally); the server's
+    // moment when rendered there.
+    let now = move || match live.now_ms.get() {
+        0 => as_of_ms,
+        n => n,
+    };
+    let empty = rows.with_value(Vec::is_empty);
+    view! {
+        <p class="roster-counters" data-testid="roster-counters">
+            {c.online}" online · "{c.ready}" ready · "{c.on_call}" on call · "{c.aux}" aux"
+            <span class="muted">" · updated "{utc_clock(as_of_ms)}</span>
+            {move || if live.connected.get() { " · live" } else { " · polling every 8 s" }}
+        </p>
+        {if empty {
+            view! { <p class="empty" data-testid="roster-empty">{EMPTY_ROSTER}</p> }.into_any()
+        } else {
+            view! {
+                <ul class="roster" data-testid="roster">
+                    <For each=move || filtered.get().into_iter().take(shown.get()) key=|r| (r.agent_id.clone(), r.state, r.state_since_ms) let:row>
+                        <RosterLine row now/>
+                    </For>
+                </ul>
+                {move || {
+                    let total = filtered.get().len();
+                    if total == 0 {
+                        view! { <p class="empty">"No operator matches these filters."</p> }.into_any()
+                    } else if total > shown.get() {
+                        view! {
+                            <p class="muted">{shown.get()}" of "{total}" shown "
+                                <button type="button" class="button subtle" on:click=move |_| shown.update(|n| *n += PAGE_ROWS)>"Show more"</button>
+                            </p>
+                        }.into_any()
+                    } else {
+                        ().into_any()
+                    }
+                }}
+            }.into_any()
+        }}
+    }
+}
+
+#[component]
+fn RosterLine(row: RosterRow, now: impl Fn() -> i64 + Send + Sync + Copy + 'static) -> impl IntoView {
+    let b = badge(row.state);
+    let since = row.state_since_ms;
+    let class = format!("tag tone-{}{}", b.tone, if b.live { " live" } else { "" });
+    view! {
+        <li class="roster-row" data-testid="roster-row" data-agent=row.agent_id.clone() data-state=row.state.as_str()>
+            <div class="roster-who">
+                <strong>{label(&row).to_string()}</strong>
+                <span class="muted">{secondary_line(&row)}</span>
+            </div>
+            <span class=class>{row.state.as_str()}</span>
+            <span class="age" data-testid="roster-age">{move || format_age(since, now())}</span>
+        </li>
+    }
+}

@@ -86,6 +86,18 @@ pub fn robot_fields_problem(id: &str, model: &str, site: &str, pop: &str, req_ce
     None
 }
 
+/// A value for a URL query string: unreserved characters kept, every other
+/// byte percent-encoded.
+pub fn url_encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// The longest email a sign-in or an invitation accepts (RFC 5321's path limit).
 pub const MAX_EMAIL_CHARS: usize = 254;
 

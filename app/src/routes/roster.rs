@@ -27,7 +27,7 @@ pub fn Roster() -> impl IntoView {
             parts.push(format!("state={}", s.as_str()));
         }
         if !q.is_empty() {
-            parts.push(format!("q={}", js_escape(&q)));
+            parts.push(format!("q={}", crate::rules::url_encode(&q)));
         }
         let url = if parts.is_empty() { "/ops/roster".to_string() } else { format!("/ops/roster?{}", parts.join("&")) };
         shown.set(PAGE_ROWS);
@@ -56,17 +56,6 @@ pub fn Roster() -> impl IntoView {
             })}
         </Transition>
     }
-}
-
-/// Enough escaping for a query value typed into the search box.
-fn js_escape(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'@' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 #[component]

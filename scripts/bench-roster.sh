@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The roster's keystroke benchmark (BENCHMARKS.md): seeds N operators
+# (default 5,000) into a scratch SQLite database, serves them with the
+# release build, and measures keystroke → updated rows in Chromium.
+# Needs `cargo leptos build --release` (the site) and scripts/setup.sh.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export PATH="$HOME/.cargo/bin:${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-tools}/node_modules/.bin:$PATH"
+N="${1:-5000}"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+cargo build --release -p clutchcall-bench --bin roster-seed
+data="$(mktemp -d)"
+"$TARGET_DIR/release/roster-seed" "$data" "$N"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+CLUTCHCALL_ADDR="127.0.0.1:$port" CLUTCHCALL_DATA_DIR="$data" CLUTCHCALL_DEMO=0 CLUTCHCALL_METRICS_ADDR=off \
+  RUST_LOG=warn LEPTOS_SITE_ROOT="$ROOT/target/site" "$TARGET_DIR/release/server" >"$data/server.log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null; rm -rf "$data"' EXIT
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.2; done
+cd end2end
+BENCH_URL="http://127.0.0.1:$port" npx playwright test --config bench/playwright.bench.config.ts

@@ -43,8 +43,12 @@ where
     let data = Resource::new(move || version.get(), move |_| fetch());
     let connected = RwSignal::new(false);
     let now_ms = RwSignal::new(0i64);
+    // After hydration, not during it: a refetch or a changed clock while the
+    // server's markup is being claimed left parts of the page inert.
     #[cfg(feature = "hydrate")]
-    browser::start(version, connected, now_ms, poll_ms);
+    if let Some(owner) = Owner::current() {
+        gloo_timers::callback::Timeout::new(0, move || owner.with(|| browser::start(version, connected, now_ms, poll_ms))).forget();
+    }
     #[cfg(not(feature = "hydrate"))]
     let _ = poll_ms;
     Live { data, connected, now_ms }
@@ -139,8 +143,11 @@ mod browser {
             let reloader = reloader.clone();
             Closure::<dyn FnMut()>::new(move || {
                 connected.set(true);
-                // Whatever changed while disconnected: reload once.
-                reloader.poke();
+                // Whatever changed while disconnected: reload once (the first
+                // connection follows a fresh load).
+                if backoff_s > 1 {
+                    reloader.poke();
+                }
             })
         };
         ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));

@@ -33,7 +33,8 @@ test('two tabs of one operator both ring; accept in one opens the cockpit and st
     // Austin → us-west: the 118 ms floor bounds whatever the console measured.
     const rtt = Number((await tab.getByTestId('offer-rtt').innerText()).match(/^(\d+) ms/)![1]);
     expect(rtt).toBeGreaterThanOrEqual(118);
-    await expect(tab.getByTestId('offer-countdown')).toHaveText(/^(30|29|28|27) s$/);
+    // Counting down from 30 s (loose: other browser tests load the machine).
+    await expect(tab.getByTestId('offer-countdown')).toHaveText(/^([12]\d|30) s$/);
     await expect(tab.getByTestId('presence')).toContainText('ringing');
   }
   await first.screenshot({ path: 'test-results/ringing-offer.png' });

@@ -15,18 +15,31 @@ use serde_json::Value;
 #[component]
 pub fn Overview() -> impl IntoView {
     let live = use_live_board();
-    // Outside the reloaded part: a push must not reset the chosen robot or
-    // the last answer.
+    // Outside the reloaded part: a push must neither reset the chosen robot
+    // or the last answer, nor take the keyboard focus away from the control.
     let dispatch = Dispatch { robot: RwSignal::new(String::new()), raise: Action::new_local(|robot_id: &String| raise_call(robot_id.clone())) };
+    // The control needs the browser (it fetches), so its robots appear
+    // once the page is interactive: server and hydration render it alike.
+    let mounted = RwSignal::new(false);
+    Effect::new(move |_| mounted.set(true));
+    let robots = Memo::new(move |_| {
+        if !mounted.get() {
+            return None;
+        }
+        live.data.get().and_then(Result::ok).map(|b| b.robots.iter().map(|r| (r.id.clone(), format!("{} · {} · {}", r.id, r.site, r.skill))).collect::<Vec<_>>())
+    });
     view! {
         <Title text="Overview"/>
+        <DispatchControl robots dispatch/>
         <Transition fallback=|| view! { <p class="loading">"Loading the overview…"</p> }>
             {move || Suspend::new(async move {
                 match live.data.await {
                     Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
                     Ok(board) => {
                         let as_of = board.as_of_ms;
+                        // One root element: a reload replaces it whole.
                         view! {
+                            <div class="overview">
                             <div class="toolbar">
                                 <h1>"Overview · "{board.org_name.clone()}</h1>
                                 <LiveStatus live as_of/>
@@ -34,10 +47,10 @@ pub fn Overview() -> impl IntoView {
                             <Headlines board=board.clone()/>
                             <div class="overview-grid">
                                 <SessionsByState board=board.clone()/>
-                                <DispatchControl board=board.clone() dispatch/>
                                 <Queue board=board.clone()/>
                             </div>
                             <FleetAndOperators board/>
+                            </div>
                         }.into_any()
                     }
                 }
@@ -150,23 +163,28 @@ struct Dispatch {
 }
 
 #[component]
-fn DispatchControl(board: OpsBoard, dispatch: Dispatch) -> impl IntoView {
+fn DispatchControl(robots: Memo<Option<Vec<(String, String)>>>, dispatch: Dispatch) -> impl IntoView {
     let Dispatch { robot, raise } = dispatch;
-    if robot.get_untracked().is_empty() {
-        robot.set(board.robots.first().map(|r| r.id.clone()).unwrap_or_default());
-    }
-    let robots = board.robots.clone();
+    Effect::new(move |_| {
+        if robot.get_untracked().is_empty() {
+            if let Some(first) = robots.get().and_then(|r| r.first().map(|(id, _)| id.clone())) {
+                robot.set(first);
+            }
+        }
+    });
     view! {
         <section class="panel" aria-labelledby="dispatch-h">
             <h2 id="dispatch-h">"Raise a distress call"</h2>
             <form class="dispatch" on:submit=move |ev| { ev.prevent_default(); raise.dispatch(robot.get_untracked()); }>
                 <label for="dispatch-robot">"Robot"</label>
                 <select id="dispatch-robot" data-testid="dispatch-robot" on:change=move |ev| robot.set(event_target_value(&ev))>
-                    {robots.into_iter().map(|r| {
-                        let label = format!("{} · {} · {}", r.id, r.site, r.skill);
-                        let id = r.id.clone();
-                        view! { <option value=r.id.clone() selected=move || robot.get() == id>{label}</option> }
-                    }).collect_view()}
+                    <For each=move || robots.get().unwrap_or_default() key=|(id, _)| id.clone() let:choice>
+                        {
+                            let (id, label) = choice;
+                            let value = id.clone();
+                            view! { <option value=value selected=move || robot.get() == id>{label}</option> }
+                        }
+                    </For>
                 </select>
                 <button type="submit" class="button" disabled=move || raise.pending().get()>
                     {move || if raise.pending().get() { "Raising…" } else { "Raise call" }}

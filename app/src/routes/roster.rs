@@ -75,9 +75,11 @@ fn RosterRows(roster: Roster, live: Live<Roster>, state: Memo<Option<PresenceSta
         n => n,
     };
     let empty = rows.with_value(Vec::is_empty);
+    // One root element: a reload replaces it whole.
     view! {
+        <div class="roster-view">
         <p class="roster-counters" data-testid="roster-counters">
-            {c.online}" online · "{c.ready}" ready · "{c.on_call}" on call · "{c.aux}" aux"
+            <span data-testid="roster-counts">{c.online}" online · "{c.ready}" ready · "{c.on_call}" on call · "{c.aux}" aux"</span>
             <span class="muted">" · updated "{utc_clock(as_of_ms)}</span>
             {move || if live.connected.get() { " · live" } else { " · polling every 8 s" }}
         </p>
@@ -106,6 +108,7 @@ fn RosterRows(roster: Roster, live: Live<Roster>, state: Memo<Option<PresenceSta
                 }}
             }.into_any()
         }}
+        </div>
     }
 }
 

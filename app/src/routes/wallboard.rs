@@ -56,7 +56,9 @@ fn Board(board: OpsBoard, live: LiveBoard, filter: Memo<BoardFilter>) -> impl In
     };
     let cards = StoredValue::new(cards);
     let shown = move || cards.with_value(|all| all.iter().filter(|s| filter.get().matches(s)).cloned().collect::<Vec<_>>());
+    // One root element: a reload replaces it whole.
     view! {
+        <div class="board">
         <header class="board-head">
             <h1>"Wallboard"</h1>
             <span class="attached" data-testid="attached">{attached}" attached"</span>
@@ -91,6 +93,7 @@ fn Board(board: OpsBoard, live: LiveBoard, filter: Memo<BoardFilter>) -> impl In
             <RelayPanel/>
             <SafetyFeed board/>
             <LinkHealth board/>
+        </div>
         </div>
     }
 }

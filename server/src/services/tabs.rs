@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
-/// Sockets (console and watch tabs together) one person may hold open.
-pub const TABS_PER_PERSON: usize = 8;
+/// Sockets one person may hold open: an admin page holds two (its console
+/// and its watch socket), so this is eight open pages.
+pub const TABS_PER_PERSON: usize = 16;
 
 #[derive(Default)]
 pub struct OpenTabs {

@@ -212,15 +212,22 @@ impl Backend for ServerBackend {
 
     async fn ops_board(&self, org_id: &str) -> Result<OpsBoard, AppError> {
         let now = now_ms();
-        let org_name = self.store.org_name(org_id).await.map_err(internal)?.ok_or(AppError::NotFound("Organisation".into()))?;
-        let live = self.store.live_sessions(org_id).await.map_err(internal)?;
+        // Independent reads: in parallel, not one round trip after another
+        // (every push reloads this picture on every admin screen).
+        let s = &self.store;
+        let (org_name, live, robots, operators, audit, queue, floors, speed) = tokio::try_join!(
+            s.org_name(org_id),
+            s.live_sessions(org_id),
+            s.robots(org_id),
+            s.operators(org_id),
+            s.recent_audit(org_id, now - app::board::ESTOP_WINDOW_MS, 200),
+            s.queue_depths(org_id),
+            s.link_floors(),
+            s.answer_speed(org_id, app::board::utc_midnight(now)),
+        )
+        .map_err(internal)?;
+        let org_name = org_name.ok_or(AppError::NotFound("Organisation".into()))?;
         let live = live.into_iter().map(|row| row.record()).collect::<Result<Vec<_>, _>>().map_err(internal)?;
-        let robots = self.store.robots(org_id).await.map_err(internal)?;
-        let operators = self.store.operators(org_id).await.map_err(internal)?;
-        let audit = self.store.recent_audit(org_id, now - app::board::ESTOP_WINDOW_MS, 200).await.map_err(internal)?;
-        let queue = self.store.queue_depths(org_id).await.map_err(internal)?;
-        let floors = self.store.link_floors().await.map_err(internal)?;
-        let speed = self.store.answer_speed(org_id, app::board::utc_midnight(now)).await.map_err(internal)?;
         let count = |n: Option<i64>| n.unwrap_or(0).max(0) as usize;
         let today = AnswerSpeed {
             answered: count(speed.answered),

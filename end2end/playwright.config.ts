@@ -21,9 +21,9 @@ export default defineConfig({
   timeout: 30_000,
   expect: { timeout: 10_000 },
   fullyParallel: false,
-  // One at a time: the live screens' rare hydration failure (see board.spec.ts)
-  // shows under load, and the suite is short.
-  workers: 1,
+  // Two at a time, as CI's two cores allow; tests choose orgs and skills so
+  // that their calls never ring another test's operator.
+  workers: 2,
   forbidOnly: !!process.env.CI,
   reporter: [['list']],
   use: {

@@ -119,9 +119,16 @@ pub fn RequireRole(role: Role, children: ChildrenFn) -> impl IntoView {
     let session = expect_context::<Session>();
     let location = use_location();
     let children = StoredValue::new(children);
+    // A bare `Suspend`, not `move || Suspend`: on the server a reactive
+    // closure is invoked twice (dry run, then render), and when the user is
+    // already known at the dry run the screen was built twice. Its first
+    // copy's resources kept their ids and serialized values, so the browser
+    // read the discarded copy's data (sometimes an error) and hydration
+    // failed. The guard need not re-run: signing out or switching orgs
+    // leaves the page.
     view! {
         <Suspense fallback=|| view! { <p class="loading">"Checking your sign-in…"</p> }>
-            {move || Suspend::new(async move {
+            {Suspend::new(async move {
                 match session.user.await {
                     Ok(Some(user)) => match user.role() {
                         Some(held) if held.grants(role) => children.read_value()().into_any(),
@@ -161,5 +168,7 @@ fn Forbidden(role: Role) -> impl IntoView {
 /// A failed load, said plainly.
 #[component]
 pub fn ErrorNotice(error: AppError) -> impl IntoView {
+    #[cfg(feature = "hydrate")]
+    leptos::logging::error!("load failed: {error:?}");
     view! { <p class="error" role="alert">{error.to_string()}</p> }
 }

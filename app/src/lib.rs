@@ -21,10 +21,11 @@ pub mod rules;
 pub mod session_cookie;
 
 use components::{Session, TopBar};
+use routes::AdminArea;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
-    components::{ParentRoute, Route, Router, Routes},
+    components::{Route, Router, Routes},
     path, SsrMode,
 };
 
@@ -77,15 +78,16 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=routes::Home ssr=SsrMode::Async/>
                     <Route path=path!("/signin") view=routes::SignIn ssr=SsrMode::Async/>
                     <Route path=path!("/orgs") view=routes::ChooseOrg ssr=SsrMode::Async/>
-                    <ParentRoute path=path!("/admin") view=routes::AdminArea ssr=SsrMode::Async>
-                        <Route path=path!("") view=routes::Overview ssr=SsrMode::Async/>
-                        <Route path=path!("directory") view=routes::DirectoryPage ssr=SsrMode::Async/>
-                    </ParentRoute>
-                    <ParentRoute path=path!("/ops") view=routes::AdminArea ssr=SsrMode::Async>
-                        <Route path=path!("wallboard") view=routes::Wallboard ssr=SsrMode::Async/>
-                        <Route path=path!("roster") view=routes::Roster ssr=SsrMode::Async/>
-                        <Route path=path!("sessions") view=routes::SessionView ssr=SsrMode::Async/>
-                    </ParentRoute>
+                    // Admin screens are flat routes, each inside its own guard:
+                    // an `<Outlet/>` under the guard's Suspense was built twice
+                    // on the server (its closure runs at the dry run and again
+                    // at the render), and the browser then read the discarded
+                    // copy's data and failed to hydrate.
+                    <Route path=path!("/admin") view=|| view! { <AdminArea><routes::Overview/></AdminArea> } ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/directory") view=|| view! { <AdminArea><routes::DirectoryPage/></AdminArea> } ssr=SsrMode::Async/>
+                    <Route path=path!("/ops/wallboard") view=|| view! { <AdminArea><routes::Wallboard/></AdminArea> } ssr=SsrMode::Async/>
+                    <Route path=path!("/ops/roster") view=|| view! { <AdminArea><routes::Roster/></AdminArea> } ssr=SsrMode::Async/>
+                    <Route path=path!("/ops/sessions") view=|| view! { <AdminArea><routes::SessionView/></AdminArea> } ssr=SsrMode::Async/>
                     <Route path=path!("/operator") view=routes::OperatorHome ssr=SsrMode::Async/>
                     <Route path=path!("/cockpit/:id") view=routes::CockpitPage ssr=SsrMode::Async/>
                 </Routes>

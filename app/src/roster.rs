@@ -10,7 +10,7 @@ pub const ROSTER_POLL_MS: u32 = 8_000;
 /// Rule R12.
 pub const EMPTY_ROSTER: &str = "Agents appear here when they sign in";
 /// Rows drawn at once; the rest are a page away (5,000 operators stay fluid).
-pub const PAGE_ROWS: usize = 100;
+pub const PAGE_ROWS: usize = 50;
 
 /// The org's roster as of a moment (rule R01: one org).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,24 +100,36 @@ pub fn counters(rows: &[RosterRow]) -> Counters {
     }
 }
 
-/// Rule R11: the state matches exactly; the search is a case-insensitive
-/// substring of display name, email and external id joined (so a query may
-/// span fields; the raw agent id never matches); both must hold.
-pub fn matches(row: &RosterRow, state: Option<PresenceState>, query: &str) -> bool {
-    if state.is_some_and(|s| s != row.state) {
-        return false;
-    }
-    let query = query.trim().to_lowercase();
-    if query.is_empty() {
-        return true;
-    }
-    let haystack = [row.display_name.as_deref(), row.email.as_deref(), row.external_agent_id.as_deref()]
+/// Rule R11's search text of a row: display name, email and external id
+/// joined, lower-cased. The browser builds it once per load, so a keystroke
+/// only scans.
+pub fn search_text(row: &RosterRow) -> String {
+    [row.display_name.as_deref(), row.email.as_deref(), row.external_agent_id.as_deref()]
         .into_iter()
         .flatten()
         .collect::<Vec<_>>()
         .join(" ")
-        .to_lowercase();
-    haystack.contains(&query)
+        .to_lowercase()
+}
+
+/// Rule R11: the state matches exactly; the search is a case-insensitive
+/// substring of display name, email and external id joined (so a query may
+/// span fields; the raw agent id never matches); both must hold.
+pub fn matches(row: &RosterRow, state: Option<PresenceState>, query: &str) -> bool {
+    let query = query.trim().to_lowercase();
+    state.is_none_or(|s| s == row.state) && (query.is_empty() || search_text(row).contains(&query))
+}
+
+/// Rule R11 over a loaded roster whose `texts` are its rows' [`search_text`]:
+/// the positions of the matching rows, in roster order.
+pub fn matching_rows(rows: &[RosterRow], texts: &[String], state: Option<PresenceState>, query: &str) -> Vec<usize> {
+    let query = query.trim().to_lowercase();
+    rows.iter()
+        .zip(texts)
+        .enumerate()
+        .filter(|(_, (row, text))| state.is_none_or(|s| s == row.state) && (query.is_empty() || text.contains(&query)))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 #[cfg(test)]
@@ -190,6 +202,20 @@ mod tests {
         assert!(matches(&asha, Some(Ready), "asha"));
         assert!(!matches(&asha, Some(Aux), "asha"), "state AND search");
         assert!(!matches(&asha, Some(OnCall), ""), "the state matches exactly");
+    }
+
+    #[test]
+    fn r11_the_prepared_filter_agrees_with_matches() {
+        let rows = vec![
+            row("u-asha", Some("Asha Rao"), Some("NS-0101"), Ready),
+            row("u-bo", Some("Bo Chen"), None, Aux),
+            row("u-cy", None, Some("NS-0202"), Ready),
+        ];
+        let texts: Vec<_> = rows.iter().map(search_text).collect();
+        for (state, query) in [(None, ""), (None, "NS-0"), (Some(Ready), " ns "), (Some(Aux), "bo"), (None, "u-cy")] {
+            let expected: Vec<_> = (0..rows.len()).filter(|&i| matches(&rows[i], state, query)).collect();
+            assert_eq!(matching_rows(&rows, &texts, state, query), expected, "{state:?} {query:?}");
+        }
     }
 
     #[test]

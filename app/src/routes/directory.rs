@@ -4,17 +4,12 @@ use crate::models::{Directory, Operator, RegistryStatus, Robot, Role};
 use crate::rules::{matches_query, utc_clock};
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::components::Outlet;
 use leptos_router::hooks::use_query_map;
 
-/// Everything under `/admin` is for admins of the selected org.
+/// The admin screens (`/admin…`, `/ops/…`) are for admins of the selected org.
 #[component]
-pub fn AdminArea() -> impl IntoView {
-    view! {
-        <RequireRole role=Role::Admin>
-            <Outlet/>
-        </RequireRole>
-    }
+pub fn AdminArea(children: ChildrenFn) -> impl IntoView {
+    view! { <RequireRole role=Role::Admin>{children()}</RequireRole> }
 }
 
 /// The org's fleet registry and operator directory.

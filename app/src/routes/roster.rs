@@ -5,7 +5,7 @@
 use crate::components::ErrorNotice;
 use crate::live::{use_live, Live};
 use crate::models::PresenceState;
-use crate::roster::{badge, counters, label, matches, secondary_line, Roster, RosterRow, EMPTY_ROSTER, PAGE_ROWS, ROSTER_POLL_MS};
+use crate::roster::{badge, counters, label, matching_rows, search_text, secondary_line, Roster, RosterRow, EMPTY_ROSTER, PAGE_ROWS, ROSTER_POLL_MS};
 use crate::rules::{format_age, utc_clock};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -16,22 +16,50 @@ use leptos_router::NavigateOptions;
 pub fn Roster() -> impl IntoView {
     let live = use_live(crate::functions::load_roster, ROSTER_POLL_MS);
     let query = use_query_map();
-    let state = Memo::new(move |_| query.read().get("state").and_then(|s| PresenceState::parse(&s)));
-    let search = Memo::new(move |_| query.read().get("q").unwrap_or_default());
+    let url_filters = Memo::new(move |_| {
+        let query = query.read();
+        (query.get("state").and_then(|s| PresenceState::parse(&s)), query.get("q").unwrap_or_default())
+    });
+    // The filters act at once on local signals; the URL (shareable, survives
+    // a reload) follows a moment later, so a keystroke never waits for the
+    // router.
+    let (initial_state, initial_search) = url_filters.get_untracked();
+    let state = RwSignal::new(initial_state);
+    let search = RwSignal::new(initial_search);
     let shown = RwSignal::new(PAGE_ROWS);
     let navigate = StoredValue::new(use_navigate());
-    // Filters go to the URL (shareable, survive a reload), replacing the entry.
-    let set_filters = move |state: Option<PresenceState>, q: String| {
+    let written = StoredValue::new(url_filters.get_untracked());
+    let pending_url = StoredValue::new(None::<TimeoutHandle>);
+    // Back, forward or a pasted link: the URL leads again.
+    Effect::watch(
+        move || url_filters.get(),
+        move |filters, _, _| {
+            if *filters != written.get_value() {
+                written.set_value(filters.clone());
+                state.set(filters.0);
+                search.set(filters.1.clone());
+            }
+        },
+        false,
+    );
+    let set_filters = move |new_state: Option<PresenceState>, q: String| {
+        state.set(new_state);
+        search.set(q.clone());
+        shown.set(PAGE_ROWS);
+        written.set_value((new_state, q.clone()));
         let mut parts = Vec::new();
-        if let Some(s) = state {
+        if let Some(s) = new_state {
             parts.push(format!("state={}", s.as_str()));
         }
         if !q.is_empty() {
             parts.push(format!("q={}", crate::rules::url_encode(&q)));
         }
         let url = if parts.is_empty() { "/ops/roster".to_string() } else { format!("/ops/roster?{}", parts.join("&")) };
-        shown.set(PAGE_ROWS);
-        navigate.with_value(|n| n(&url, NavigateOptions { replace: true, scroll: false, ..Default::default() }));
+        if let Some(handle) = pending_url.get_value() {
+            handle.clear();
+        }
+        let write = move || navigate.with_value(|n| n(&url, NavigateOptions { replace: true, scroll: false, ..Default::default() }));
+        pending_url.set_value(set_timeout_with_handle(write, URL_DELAY).ok());
     };
     view! {
         <Title text="Sessions (Live)"/>
@@ -58,15 +86,19 @@ pub fn Roster() -> impl IntoView {
     }
 }
 
+/// How long the URL lags the filters (one write per burst of typing).
+const URL_DELAY: std::time::Duration = std::time::Duration::from_millis(300);
+
 #[component]
-fn RosterRows(roster: Roster, live: Live<Roster>, state: Memo<Option<PresenceState>>, search: Memo<String>, shown: RwSignal<usize>) -> impl IntoView {
+fn RosterRows(roster: Roster, live: Live<Roster>, state: RwSignal<Option<PresenceState>>, search: RwSignal<String>, shown: RwSignal<usize>) -> impl IntoView {
     let Roster { rows, as_of_ms } = roster;
     // Rule R10: the header counts the whole roster, whatever the filters.
     let c = counters(&rows);
+    let texts = StoredValue::new(rows.iter().map(search_text).collect::<Vec<_>>());
     let rows = StoredValue::new(rows);
     let filtered = Memo::new(move |_| {
         let (state, q) = (state.get(), search.get());
-        rows.with_value(|all| all.iter().filter(|r| matches(r, state, &q)).cloned().collect::<Vec<_>>())
+        rows.with_value(|all| texts.with_value(|texts| matching_rows(all, texts, state, &q)))
     });
     // The browser's clock once running (ages tick locally); the server's
     // moment when rendered there.
@@ -87,13 +119,14 @@ fn RosterRows(roster: Roster, live: Live<Roster>, state: Memo<Option<PresenceSta
             view! { <p class="empty" data-testid="roster-empty">{EMPTY_ROSTER}</p> }.into_any()
         } else {
             view! {
+                // Rows of one load never change, so a row's position keys it.
                 <ul class="roster" data-testid="roster">
-                    <For each=move || filtered.get().into_iter().take(shown.get()) key=|r| (r.agent_id.clone(), r.state, r.state_since_ms) let:row>
-                        <RosterLine row now/>
+                    <For each=move || filtered.with(|f| f.iter().take(shown.get()).copied().collect::<Vec<_>>()) key=|i| *i let:i>
+                        <RosterLine row=rows.with_value(|all| all[i].clone()) now/>
                     </For>
                 </ul>
                 {move || {
-                    let total = filtered.get().len();
+                    let total = filtered.with(Vec::len);
                     if total == 0 {
                         view! { <p class="empty">"No operator matches these filters."</p> }.into_any()
                     } else if total > shown.get() {

@@ -172,3 +172,24 @@ pub fn ErrorNotice(error: AppError) -> impl IntoView {
     leptos::logging::error!("load failed: {error:?}");
     view! { <p class="error" role="alert">{error.to_string()}</p> }
 }
+
+/// A session's activity log (rule L05), oldest first.
+#[component]
+pub fn ActivityLog(entries: Vec<crate::lifecycle::ActivityEntry>) -> impl IntoView {
+    if entries.is_empty() {
+        return view! { <p class="empty">"Nothing has happened in this session yet."</p> }.into_any();
+    }
+    view! {
+        <ol class="activity" data-testid="activity">
+            {entries.into_iter().map(|e| view! {
+                <li data-kind=e.kind.as_str()>
+                    <span class="age">{crate::rules::utc_clock(e.at_ms)}</span>" "
+                    <strong>{e.kind.as_str()}</strong>
+                    {e.operator_name.or(e.operator_id).map(|who| format!(" · {who}"))}
+                    {e.detail.map(|d| format!(" · {d}"))}
+                </li>
+            }).collect_view()}
+        </ol>
+    }
+    .into_any()
+}

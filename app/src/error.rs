@@ -21,6 +21,9 @@ pub enum AppError {
     NotFound(String),
     #[error("{0}")]
     Invalid(String),
+    /// The request is fine but the thing is not in a state for it.
+    #[error("{0}")]
+    Conflict(String),
     #[error("Many people are signing in right now. Try again in a moment.")]
     Busy,
     #[error("The server could not complete the request ({0}).")]
@@ -38,6 +41,7 @@ impl AppError {
             AppError::NoOrgSelected | AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
             AppError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::Busy => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) | AppError::Transport(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }

@@ -2,7 +2,7 @@
 //! who is asking, then hands the work to the server's `Backend`.
 
 use crate::error::AppError;
-use crate::models::{CurrentUser, Directory, Operator, Robot, SessionRecord};
+use crate::models::{CurrentUser, Directory, LifecycleState, Operator, Robot, SessionRecord};
 use leptos::prelude::*;
 
 #[cfg(feature = "ssr")]
@@ -10,7 +10,8 @@ pub mod backend {
     //! The narrow interface the server functions need. `server` implements it
     //! over the store (and later the ACD engine) and provides it as context.
     use crate::error::AppError;
-    use crate::models::{CurrentUser, Directory, Operator, Robot, SessionRecord};
+    use crate::lifecycle::ActivityEntry;
+    use crate::models::{CurrentUser, Directory, LifecycleState, Operator, Robot, SessionRecord};
     use crate::session_cookie::SessionCookie;
     use std::net::IpAddr;
     use std::sync::Arc;
@@ -32,6 +33,11 @@ pub mod backend {
         async fn robot(&self, org_id: &str, robot_id: &str) -> Result<Robot, AppError>;
         /// A session of this org; another org's is `NotFound`.
         async fn session(&self, org_id: &str, session_id: &str) -> Result<SessionRecord, AppError>;
+        /// Pause, resume or complete a live session (seed 001): `by` is the
+        /// operator asking, who must be the attached one; `None` for an admin.
+        async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, AppError>;
+        /// The session's activity log, oldest first.
+        async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<Vec<ActivityEntry>, AppError>;
         /// The org's live picture for the wallboard and the overview.
         async fn ops_board(&self, org_id: &str) -> Result<crate::board::OpsBoard, AppError>;
         /// The org's presence roster: one row per operator of the org.
@@ -73,6 +79,18 @@ mod guard {
         let parts = use_context::<http::request::Parts>()?;
         let info = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()?;
         Some(info.0.ip())
+    }
+
+    /// A session the person may see: its attached operator, or an admin of
+    /// the org. Anyone else gets "not found", as if it did not exist.
+    pub async fn session_of(backend: &SharedBackend, user: &CurrentUser, org: &OrgMembership, session_id: &str) -> Result<crate::models::SessionRecord, AppError> {
+        let record = backend.session(&org.org_id, session_id).await?;
+        let attached = record.operator_id.as_deref() == Some(user.user_id.as_str());
+        if attached || org.role == Role::Admin {
+            Ok(record)
+        } else {
+            Err(AppError::NotFound(format!("Session {session_id}")))
+        }
     }
 
     /// Marks the HTTP response with the error's status, then returns it.
@@ -209,12 +227,30 @@ pub async fn my_operator_profile() -> Result<Operator, AppError> {
 /// Anyone else gets 404, as if it did not exist.
 #[server(endpoint = "load_session")]
 pub async fn load_session(session_id: String) -> Result<SessionRecord, AppError> {
+    let backend = guard::backend()?;
     let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
-    let record = guard::backend()?.session(&org.org_id, &session_id).await.map_err(guard::fail)?;
-    let attached = record.operator_id.as_deref() == Some(user.user_id.as_str());
-    if attached || org.role == crate::models::Role::Admin {
-        Ok(record)
-    } else {
-        Err(guard::fail(AppError::NotFound(format!("Session {session_id}"))))
+    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)
+}
+
+/// The session's activity log (rule L05), for the same people as the session.
+#[server(endpoint = "load_session_activity")]
+pub async fn load_session_activity(session_id: String) -> Result<Vec<crate::lifecycle::ActivityEntry>, AppError> {
+    let backend = guard::backend()?;
+    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
+    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    backend.session_activity(&org.org_id, &session_id).await.map_err(guard::fail)
+}
+
+/// Pause, resume or complete a session (seed 001): its attached operator,
+/// or an admin of the org. Anything else the lifecycle forbids is a 409.
+#[server(endpoint = "steer_session")]
+pub async fn steer_session(session_id: String, to: LifecycleState) -> Result<SessionRecord, AppError> {
+    use crate::models::Role;
+    if !matches!(to, LifecycleState::Paused | LifecycleState::Active | LifecycleState::Completed) {
+        return Err(guard::fail(AppError::Invalid(format!("A session cannot be moved to {} from here.", to.as_str()))));
     }
+    let backend = guard::backend()?;
+    let (user, org) = guard::require(Role::Operator).await.map_err(guard::fail)?;
+    let by = (org.role != Role::Admin).then_some(user.user_id.as_str());
+    backend.steer_session(&org.org_id, &session_id, to, by).await.map_err(guard::fail)
 }

@@ -36,6 +36,35 @@ impl ActivityKind {
     }
 }
 
+impl ActivityKind {
+    pub const ALL: [ActivityKind; 9] = [
+        ActivityKind::SessionStart,
+        ActivityKind::SessionEnd,
+        ActivityKind::Pause,
+        ActivityKind::Resume,
+        ActivityKind::ActivityCheck,
+        ActivityKind::InactivityWarning,
+        ActivityKind::InactivityStop,
+        ActivityKind::OperatorSwitch,
+        ActivityKind::Error,
+    ];
+
+    pub fn parse(s: &str) -> Option<ActivityKind> {
+        ActivityKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// One line of a session's activity log (rule L05).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivityEntry {
+    pub at_ms: i64,
+    pub kind: ActivityKind,
+    pub operator_id: Option<String>,
+    pub operator_name: Option<String>,
+    pub detail: Option<String>,
+}
+
 impl LifecycleState {
     /// COMPLETED and CANCELLED never reopen.
     pub fn is_terminal(self) -> bool {
@@ -62,6 +91,23 @@ pub fn transition(from: LifecycleState, to: LifecycleState) -> Option<ActivityKi
     }
 }
 
+/// A move the cockpit offers: the target state, the button's words and key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SteerControl {
+    pub to: LifecycleState,
+    pub label: &'static str,
+    pub key: char,
+}
+
+/// The cockpit's lifecycle controls for a session in `state`: exactly the
+/// operator's moves seed 001 allows from it (none once it has ended).
+pub fn steer_controls(state: LifecycleState) -> Vec<SteerControl> {
+    let pause = SteerControl { to: LifecycleState::Paused, label: "Pause", key: 'p' };
+    let resume = SteerControl { to: LifecycleState::Active, label: "Resume", key: 'p' };
+    let complete = SteerControl { to: LifecycleState::Completed, label: "Complete", key: 'c' };
+    [pause, resume, complete].into_iter().filter(|c| state != LifecycleState::Pending && transition(state, c.to).is_some()).collect()
+}
+
 /// Whether telemetry may move a session from `current` to `next` safety
 /// state: PROTECTIVE_STOP is latched, only an explicit clear leaves it.
 pub fn telemetry_allowed(current: SafetyState, next: SafetyState) -> bool {
@@ -72,6 +118,28 @@ pub fn telemetry_allowed(current: SafetyState, next: SafetyState) -> bool {
 mod tests {
     use super::*;
     use LifecycleState as L;
+
+    #[test]
+    fn l01_l03_l04_the_cockpit_offers_exactly_the_moves_the_table_allows() {
+        let offered = |s: L| steer_controls(s).into_iter().map(|c| c.to).collect::<Vec<_>>();
+        assert_eq!(offered(L::Active), [L::Paused, L::Completed]);
+        assert_eq!(offered(L::Paused), [L::Active, L::Completed], "a paused session resumes or ends from there");
+        assert!(offered(L::Pending).is_empty(), "nothing to steer before the operator attaches");
+        assert!(offered(L::Completed).is_empty() && offered(L::Cancelled).is_empty(), "terminal states never reopen");
+        for s in L::ALL {
+            for c in steer_controls(s) {
+                assert!(transition(s, c.to).is_some());
+            }
+        }
+    }
+
+    #[test]
+    fn l06_activity_kinds_round_trip_by_name() {
+        for k in ActivityKind::ALL {
+            assert_eq!(ActivityKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(ActivityKind::parse("SESSION_PAUSE"), None);
+    }
 
     #[test]
     fn l01_only_the_seed_transitions_exist() {

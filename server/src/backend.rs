@@ -10,7 +10,8 @@ use app::error::AppError;
 use app::board::{AnswerSpeed, OpsBoard, QueueDepth};
 use app::roster::{Roster, RosterRow};
 use app::functions::backend::Backend;
-use app::models::{CurrentUser, Directory, Operator, OrgMembership, Robot};
+use app::lifecycle::ActivityEntry;
+use app::models::{CurrentUser, Directory, LifecycleState, Operator, OrgMembership, Robot, SessionRecord};
 use app::rules::{normalize_email, registry_status, skill_of, skills_of};
 use app::session_cookie::SessionCookie;
 use async_trait::async_trait;
@@ -70,6 +71,19 @@ impl ServerBackend {
 fn internal(e: StoreError) -> AppError {
     tracing::error!(error = %e, "store failure");
     AppError::Internal("database unavailable".into())
+}
+
+/// What the engine refused, for a person.
+fn refused(e: crate::engine::EngineError) -> AppError {
+    use crate::engine::EngineError as E;
+    match e {
+        E::NotFound(what) => AppError::NotFound(format!("The {what}")),
+        E::NotAttached => AppError::Forbidden(e.to_string()),
+        E::SessionEnded | E::IllegalTransition { .. } | E::CallInProgress { .. } | E::NoOpenOffer => AppError::Conflict(e.to_string()),
+        E::NoSkill(_) | E::ImplausibleRtt => AppError::Invalid(e.to_string()),
+        E::Unavailable | E::DispatchedElsewhere => AppError::Busy,
+        E::Store(e) => internal(e),
+    }
 }
 
 fn membership(m: MembershipRecord) -> OrgMembership {
@@ -208,6 +222,15 @@ impl Backend for ServerBackend {
             Some(row) => row.record().map_err(internal),
             None => Err(AppError::NotFound(format!("Session {session_id}"))),
         }
+    }
+
+    async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, AppError> {
+        self.engine.steer_session(org_id, session_id, to, by).await.map_err(refused)
+    }
+
+    async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<Vec<ActivityEntry>, AppError> {
+        let rows = self.store.activity_log(org_id, session_id).await.map_err(internal)?;
+        rows.into_iter().map(|r| r.entry().map_err(internal)).collect()
     }
 
     async fn ops_board(&self, org_id: &str) -> Result<OpsBoard, AppError> {

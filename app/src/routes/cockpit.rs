@@ -1,6 +1,11 @@
-use crate::components::{ErrorNotice, RequireRole};
-use crate::functions::load_session;
-use crate::models::Role;
+//! The cockpit (`/cockpit/<id>`): the operator's view of the session they
+//! hold, with seed 001's lifecycle controls (pause, resume, complete) and
+//! the session's activity log.
+
+use crate::components::{ActivityLog, ErrorNotice, RequireRole};
+use crate::functions::{load_session, load_session_activity, SteerSession};
+use crate::lifecycle::{steer_controls, SteerControl};
+use crate::models::{LifecycleState, Role, SessionRecord};
 use crate::routes::operator::PresencePill;
 use crate::rules::utc_clock;
 use leptos::prelude::*;
@@ -22,7 +27,10 @@ pub fn CockpitPage() -> impl IntoView {
 fn Cockpit() -> impl IntoView {
     let params = use_params_map();
     let session_id = move || params.read().get("id").unwrap_or_default();
-    let record = Resource::new(session_id, load_session);
+    let steer = ServerAction::<SteerSession>::new();
+    // Each completed move reloads the record and the log.
+    let record = Resource::new(move || (session_id(), steer.version().get()), |(id, _)| load_session(id));
+    let activity = Resource::new(move || (session_id(), steer.version().get()), |(id, _)| load_session_activity(id));
     view! {
         <section class="panel">
             <div class="toolbar">
@@ -30,24 +38,107 @@ fn Cockpit() -> impl IntoView {
                 <PresencePill/>
                 <a class="button subtle" href="/operator">"Ready screen"</a>
             </div>
-            <Suspense fallback=|| view! { <p class="loading">"Loading the session…"</p> }>
+            <Transition fallback=|| view! { <p class="loading">"Loading the session…"</p> }>
                 {move || Suspend::new(async move {
                     match record.await {
                         Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                        Ok(s) => view! {
-                            <dl class="facts" data-testid="cockpit">
-                                <dt>"Robot"</dt><dd>{s.robot.clone()}" · "{s.robot_model.clone()}</dd>
-                                <dt>"Site"</dt><dd>{s.site.clone()}" (" {s.pop.clone()} ")"</dd>
-                                <dt>"Lifecycle"</dt><dd data-testid="cockpit-lifecycle">{s.lifecycle.as_str()}</dd>
-                                <dt>"Safety state"</dt><dd>{s.state.as_str()}</dd>
-                                <dt>"Operator"</dt><dd>{s.operator_name.clone().unwrap_or_else(|| "—".into())}</dd>
-                                <dt>"Attached"</dt><dd>{s.started_at.map(utc_clock).unwrap_or_else(|| "—".into())}</dd>
-                                <dt>"RTT"</dt><dd>{s.rtt_ms.map(|r| format!("{r} ms")).unwrap_or_else(|| "—".into())}</dd>
-                            </dl>
-                        }.into_any(),
+                        Ok(s) => view! { <SessionFacts s=s.clone()/><Controls s steer/> }.into_any(),
                     }
                 })}
-            </Suspense>
+            </Transition>
+            {move || steer.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
         </section>
+        <section class="panel" aria-labelledby="activity-h">
+            <h2 id="activity-h">"Activity"</h2>
+            <Transition fallback=|| view! { <p class="loading">"Loading the activity…"</p> }>
+                {move || Suspend::new(async move {
+                    match activity.await {
+                        Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                        Ok(entries) => view! { <ActivityLog entries/> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn SessionFacts(s: SessionRecord) -> impl IntoView {
+    view! {
+        <dl class="facts" data-testid="cockpit">
+            <dt>"Robot"</dt><dd>{s.robot.clone()}" · "{s.robot_model.clone()}</dd>
+            <dt>"Site"</dt><dd>{s.site.clone()}" (" {s.pop.clone()} ")"</dd>
+            <dt>"Lifecycle"</dt><dd data-testid="cockpit-lifecycle">{s.lifecycle.as_str()}</dd>
+            <dt>"Safety state"</dt><dd>{s.state.as_str()}</dd>
+            <dt>"Operator"</dt><dd>{s.operator_name.clone().unwrap_or_else(|| "—".into())}</dd>
+            <dt>"Attached"</dt><dd>{s.started_at.map(utc_clock).unwrap_or_else(|| "—".into())}</dd>
+            <dt>"RTT"</dt><dd>{s.rtt_ms.map(|r| format!("{r} ms")).unwrap_or_else(|| "—".into())}</dd>
+        </dl>
+    }
+}
+
+/// Pause/Resume (key P) and Complete (key C, then C again to confirm):
+/// only the moves seed 001 allows from the session's state are shown.
+#[component]
+fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>) -> impl IntoView {
+    let id = s.id.clone();
+    let controls = steer_controls(s.lifecycle);
+    let ended = s.lifecycle.is_terminal();
+    let confirming = RwSignal::new(false);
+    let pending = steer.pending();
+    let send = StoredValue::new(move |to: LifecycleState| {
+        if !pending.get_untracked() {
+            steer.dispatch(SteerSession { session_id: id.clone(), to });
+        }
+    });
+    let press = move |control: SteerControl| {
+        if control.to == LifecycleState::Completed && !confirming.get_untracked() {
+            confirming.set(true);
+            return;
+        }
+        confirming.set(false);
+        send.with_value(|send| send(control.to));
+    };
+    let keyed = controls.clone();
+    let keys = window_event_listener(leptos::ev::keydown, move |ev| {
+        let typing = ev.target().and_then(|t| leptos::wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::HtmlElement>(t).ok()).is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+        if typing || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+            return;
+        }
+        let key = ev.key().to_lowercase();
+        if let Some(control) = keyed.iter().find(|c| c.key.to_string() == key) {
+            ev.prevent_default();
+            press(*control);
+        } else if ev.key() == "Escape" {
+            confirming.set(false);
+        }
+    });
+    // The listener is the window's: it must go with this view (a move
+    // re-renders the controls), or it would act on the old ones.
+    #[cfg(feature = "hydrate")]
+    {
+        let keys = StoredValue::new_local(Some(keys));
+        on_cleanup(move || keys.update_value(|keys| keys.take().into_iter().for_each(|k| k.remove())));
+    }
+    #[cfg(not(feature = "hydrate"))]
+    drop(keys);
+    view! {
+        <div class="controls" role="group" aria-label="Session controls">
+            {controls.into_iter().map(|control| {
+                let label = move || match (control.to, confirming.get()) {
+                    (LifecycleState::Completed, true) => "Confirm complete (C)".to_string(),
+                    _ => format!("{} ({})", control.label, control.key.to_ascii_uppercase()),
+                };
+                view! {
+                    <button type="button" class="button" class:danger=control.to == LifecycleState::Completed
+                        data-testid=format!("steer-{}", control.to.as_str().to_lowercase())
+                        disabled=move || pending.get()
+                        on:click=move |_| press(control)>
+                        {label}
+                    </button>
+                }
+            }).collect_view()}
+            {ended.then(|| view! { <p class="muted">"This session has ended."</p> })}
+        </div>
     }
 }

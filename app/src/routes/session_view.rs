@@ -1,10 +1,11 @@
 //! The session detail (`/ops/sessions?s=<id>`), read-only for now: every
-//! field of the record, live with the org's events. (The lifecycle issue
-//! adds the timeline, chat and the protective-stop clear.)
+//! field of the record and the activity log, live with the org's events.
+//! (Still to come with the lifecycle issue: both state histories as a
+//! timeline, chat, dispatch records and the protective-stop clear.)
 
 use crate::board::{divergence_tone, rtt_tone, state_hint, state_token, velocity_percent, velocity_tone};
-use crate::components::ErrorNotice;
-use crate::functions::load_session;
+use crate::components::{ActivityLog, ErrorNotice};
+use crate::functions::{load_session, load_session_activity};
 use crate::live::use_live_board;
 use crate::rules::{format_age, rfc3339};
 use leptos::prelude::*;
@@ -17,7 +18,9 @@ pub fn SessionView() -> impl IntoView {
     let id = move || query.read().get("s").unwrap_or_default();
     // Reloaded with the board, which the org's events keep current.
     let live = use_live_board();
-    let record = Resource::new(move || (id(), live.data.get().map(|b| b.map(|b| b.as_of_ms).ok())), |(id, _)| load_session(id));
+    let version = move || (id(), live.data.get().map(|b| b.map(|b| b.as_of_ms).ok()));
+    let record = Resource::new(version, |(id, _)| load_session(id));
+    let activity = Resource::new(version, |(id, _)| load_session_activity(id));
     view! {
         <Title text="Session"/>
         <section class="panel">
@@ -52,6 +55,22 @@ pub fn SessionView() -> impl IntoView {
                                 </dl>
                             }.into_any()
                         }
+                    }
+                })}
+            </Transition>
+        </section>
+        // Always rendered (no closure around it): a boundary created inside
+        // a reactive closure gets another id on the server than in the browser.
+        <section class="panel" aria-labelledby="activity-h">
+            <h2 id="activity-h">"Activity"</h2>
+            <Transition fallback=|| view! { <p class="loading">"Loading the activity…"</p> }>
+                {move || Suspend::new(async move {
+                    if id().is_empty() {
+                        return ().into_any();
+                    }
+                    match activity.await {
+                        Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                        Ok(entries) => view! { <ActivityLog entries/> }.into_any(),
                     }
                 })}
             </Transition>

@@ -16,6 +16,7 @@ mod desk_tests;
 mod dispatcher;
 mod load;
 pub mod ready;
+mod steering;
 pub mod timers;
 mod types;
 
@@ -197,6 +198,21 @@ impl Engine {
             }
             // Open in the database but unknown to the dispatcher.
             return Err(EngineError::Unavailable);
+        }
+        self.session(org_id, session_id).await
+    }
+
+    /// Pauses, resumes or completes a live session (seed 001), asked by its
+    /// attached operator (`by`) or an admin (`None`).
+    pub async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, EngineError> {
+        let (ses, who) = (session_id.to_string(), by.map(str::to_string));
+        let moved = self.ask(org_id, |reply| Command::Steer { session_id: ses, to, by: who, reply }).await?;
+        if !moved {
+            let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
+            return Err(match row.lifecycle()? {
+                l if l.is_terminal() => EngineError::SessionEnded,
+                l => EngineError::IllegalTransition { from: l.as_str(), to: to.as_str() },
+            });
         }
         self.session(org_id, session_id).await
     }

@@ -32,6 +32,8 @@ pub enum EngineError {
     ImplausibleRtt,
     #[error("the session has already ended")]
     SessionEnded,
+    #[error("only the operator attached to the session can do that")]
+    NotAttached,
     #[error("a {from} session cannot become {to}")]
     IllegalTransition { from: &'static str, to: &'static str },
     /// The batch could not be committed; nothing of it happened.

@@ -33,10 +33,34 @@ pub trait DispatchStore: Send + Sync {
     async fn apply_telemetry(&self, org_id: &str, session_id: &str, telemetry: Telemetry, now: i64) -> StoreResult<TelemetryOutcome>;
 
     async fn dispatch_records(&self, session_id: &str) -> StoreResult<Vec<DispatchRecordRow>>;
+    /// The session's activity log, oldest first.
+    async fn activity_log(&self, org_id: &str, session_id: &str) -> StoreResult<Vec<ActivityRow>>;
     /// `(kind, operator_id)` in order.
     async fn activity_events(&self, session_id: &str) -> StoreResult<Vec<(String, Option<String>)>>;
     /// `(action, session_id)` of the org's audit records, oldest first.
     async fn audit_actions(&self, org_id: &str) -> StoreResult<Vec<(String, Option<String>)>>;
+}
+
+/// One activity event as stored.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct ActivityRow {
+    pub at: i64,
+    pub kind: String,
+    pub operator_id: Option<String>,
+    pub operator_name: Option<String>,
+    pub detail: Option<String>,
+}
+
+impl ActivityRow {
+    pub fn entry(self) -> StoreResult<app::lifecycle::ActivityEntry> {
+        Ok(app::lifecycle::ActivityEntry {
+            at_ms: self.at,
+            kind: decode("activity kind", app::lifecycle::ActivityKind::parse(&self.kind))?,
+            operator_id: self.operator_id,
+            operator_name: self.operator_name,
+            detail: self.detail,
+        })
+    }
 }
 
 pub(super) fn decode<T>(what: &str, value: Option<T>) -> StoreResult<T> {
@@ -124,6 +148,17 @@ macro_rules! dispatch_store {
                         )
                         .bind(org_id).bind(session_id).bind(at).bind(attached).bind(format!("{} · {reason}", to.as_str()))
                         .execute(&mut **tx).await?;
+                    }
+                    Write::Steer { org_id, session_id, from, to, kind, operator_id, at } => {
+                        let done = sqlx::query("UPDATE sessions SET lifecycle = $1 WHERE org_id = $2 AND id = $3 AND lifecycle = $4")
+                            .bind(to.as_str()).bind(org_id).bind(session_id).bind(from.as_str())
+                            .execute(&mut **tx).await?;
+                        if done.rows_affected() != 1 {
+                            return Err(diverged("session not in the state the engine holds"));
+                        }
+                        sqlx::query("INSERT INTO activity_events (org_id, session_id, kind, at, operator_id) VALUES ($1, $2, $3, $4, $5)")
+                            .bind(org_id).bind(session_id).bind(kind.as_str()).bind(at).bind(operator_id)
+                            .execute(&mut **tx).await?;
                     }
                     Write::Record { org_id, session_id, record } => {
                         sqlx::query(
@@ -282,6 +317,14 @@ macro_rules! dispatch_store {
                      WHERE session_id = $1 ORDER BY id",
                 )
                 .bind(session_id).fetch_all(&self.pool).await?)
+            }
+
+            async fn activity_log(&self, org_id: &str, session_id: &str) -> StoreResult<Vec<ActivityRow>> {
+                Ok(sqlx::query_as(
+                    "SELECT a.at, a.kind, a.operator_id, u.display_name AS operator_name, a.detail FROM activity_events a \
+                     LEFT JOIN users u ON u.id = a.operator_id WHERE a.org_id = $1 AND a.session_id = $2 ORDER BY a.id",
+                )
+                .bind(org_id).bind(session_id).fetch_all(&self.pool).await?)
             }
 
             async fn activity_events(&self, session_id: &str) -> StoreResult<Vec<(String, Option<String>)>> {

@@ -4,6 +4,7 @@
 use super::dispatch::decode;
 use super::{OperatorRecord, StoreResult};
 use app::dispatch::{OfferStatus, Outcome};
+use app::lifecycle::ActivityKind;
 use app::models::{LifecycleState, SafetyState};
 
 #[derive(Clone, Debug)]
@@ -50,6 +51,8 @@ pub enum Write {
     Start { org_id: String, session_id: String, operator_id: String, region: String, rtt_ms: u32, at: i64 },
     /// → COMPLETED or CANCELLED; logs SESSION_END.
     End { org_id: String, session_id: String, to: LifecycleState, reason: String, attached: Option<String>, at: i64 },
+    /// ACTIVE ⇄ PAUSED; logs PAUSE or RESUME (`kind`).
+    Steer { org_id: String, session_id: String, from: LifecycleState, to: LifecycleState, kind: ActivityKind, operator_id: Option<String>, at: i64 },
     Record { org_id: String, session_id: String, record: DispatchRecord },
 }
 

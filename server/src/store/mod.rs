@@ -8,7 +8,7 @@ mod journal;
 mod sql;
 
 pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
-pub use dispatch::DispatchStore;
+pub use dispatch::{ActivityRow, DispatchStore};
 pub use journal::{
     AnsweredOfferRow, DispatchRecord, DispatchRecordRow, LiveSessionRow, NewOffer, NewSession, OpenOfferRow, OrgLock,
     OrgSnapshot, PendingCallRow, SessionRow, Telemetry, TelemetryOutcome, Write,

@@ -1,0 +1,125 @@
+//! Seed 001's lifecycle steered from the cockpit's server functions: pause,
+//! resume, complete, each committed with its activity event and published on
+//! the org's topic (rules L01, L03, L04, L05), on both databases.
+
+mod common;
+
+use app::events::{Event, OrgEvent, Topic};
+use app::lifecycle::{ActivityEntry, ActivityKind};
+use app::models::{LifecycleState, SessionRecord};
+use common::{browser, call, sign_in, TestApp, OPERATOR};
+use reqwest::StatusCode;
+use server::bus::Delivery;
+
+const ORG: &str = "org-northstar";
+const CARLA: &str = "carla.mendes@northstar.example";
+
+/// Asha (made ready) answers a call for `robot`.
+async fn attach_asha(app: &TestApp, robot: &str) -> String {
+    app.engine().operator_ready(ORG, "u-asha", true).await.unwrap();
+    let (status, body) = app.raise(robot).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["operator"]["id"], "u-asha", "{body}");
+    let session = body["sessionId"].as_str().unwrap().to_string();
+    app.engine().answer(ORG, "u-asha", &session).await.unwrap();
+    session
+}
+
+async fn steer(client: &reqwest::Client, app: &TestApp, session: &str, to: &str) -> reqwest::Response {
+    call(client, app, "steer_session", &[("session_id", session), ("to", to)]).await
+}
+
+async fn activity(client: &reqwest::Client, app: &TestApp, session: &str) -> Vec<ActivityEntry> {
+    let res = call(client, app, "load_session_activity", &[("session_id", session)]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    res.json().await.unwrap()
+}
+
+both_backends!(l01_l03_l04_l05_the_attached_operator_pauses_resumes_and_completes_and_the_log_tells_it, |app: TestApp| async move {
+    let session = attach_asha(&app, "uk-pick-01").await;
+    let mut org_events = app.engine().subscribe(&Topic::org(ORG));
+    let asha = browser();
+    sign_in(&asha, &app, OPERATOR).await;
+
+    let paused = steer(&asha, &app, &session, "PAUSED").await;
+    assert_eq!(paused.status(), StatusCode::OK);
+    assert_eq!(paused.json::<SessionRecord>().await.unwrap().lifecycle, LifecycleState::Paused);
+    // Published on the org's topic, so the live screens move.
+    let event = loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), org_events.recv()).await.expect("an org event") {
+            Delivery::Event(Event::Org(OrgEvent::Lifecycle { session_id, lifecycle, .. })) if session_id == session => break lifecycle,
+            Delivery::Closed => panic!("bus closed"),
+            _ => continue,
+        }
+    };
+    assert_eq!(event, LifecycleState::Paused);
+
+    // L01: PAUSED → PAUSED is no transition: a clear refusal, nothing changes.
+    let again = steer(&asha, &app, &session, "PAUSED").await;
+    assert_eq!(again.status(), StatusCode::CONFLICT);
+    assert!(again.text().await.unwrap().contains("PAUSED session cannot become PAUSED"));
+    // Another operator cannot steer Asha's session.
+    let carla = browser();
+    sign_in(&carla, &app, CARLA).await;
+    assert_eq!(steer(&carla, &app, &session, "ACTIVE").await.status(), StatusCode::FORBIDDEN);
+    assert_eq!(call(&carla, &app, "load_session_activity", &[("session_id", &session)]).await.status(), StatusCode::NOT_FOUND);
+
+    // L03: PAUSED returns to ACTIVE on resume, or ends from there.
+    assert_eq!(steer(&asha, &app, &session, "ACTIVE").await.status(), StatusCode::OK);
+    assert_eq!(steer(&asha, &app, &session, "PAUSED").await.status(), StatusCode::OK);
+    let done = steer(&asha, &app, &session, "COMPLETED").await;
+    assert_eq!(done.status(), StatusCode::OK);
+    let done: SessionRecord = done.json().await.unwrap();
+    assert_eq!(done.lifecycle, LifecycleState::Completed);
+    assert!(done.ended_at.is_some());
+
+    // L04: terminal, never reopened.
+    for to in ["ACTIVE", "PAUSED", "COMPLETED"] {
+        assert_eq!(steer(&asha, &app, &session, to).await.status(), StatusCode::CONFLICT, "{to}");
+    }
+    // Only pause, resume and complete are the cockpit's to ask.
+    assert_eq!(steer(&asha, &app, &session, "PENDING").await.status(), StatusCode::UNPROCESSABLE_ENTITY);
+
+    // L05: the log reconstructs the session exactly, in order, with who.
+    let log = activity(&asha, &app, &session).await;
+    let kinds: Vec<_> = log.iter().map(|e| e.kind).collect();
+    use ActivityKind::*;
+    assert_eq!(kinds, [SessionStart, Pause, Resume, Pause, SessionEnd]);
+    assert!(log.iter().all(|e| e.operator_id.as_deref() == Some("u-asha")));
+    assert!(log.windows(2).all(|w| w[0].at_ms <= w[1].at_ms));
+    assert_eq!(log.last().unwrap().detail.as_deref(), Some("COMPLETED · completed by the operator"));
+    let mut state = LifecycleState::Pending;
+    for entry in &log {
+        state = match entry.kind {
+            SessionStart | Resume => LifecycleState::Active,
+            Pause => LifecycleState::Paused,
+            SessionEnd => LifecycleState::Completed,
+            other => panic!("unexpected {other:?}"),
+        };
+    }
+    assert_eq!(state, done.lifecycle, "replaying the log gives the record's state");
+    // Asha is free again: the ended session released her (wrap-up).
+    let presence = app.engine().presence_of(ORG, "u-asha").await.unwrap();
+    assert_eq!(presence.current_call, None);
+    app.finish().await;
+});
+
+both_backends!(l01_an_admin_can_steer_any_session_of_the_org_and_a_pending_call_cannot_be_paused, |app: TestApp| async move {
+    let admin = browser();
+    sign_in(&admin, &app, common::ADMIN).await;
+    // A call nobody can take waits PENDING in the queue: nothing to pause.
+    let (queued, body) = app.raise("uw-weld-01").await;
+    assert_eq!(queued, StatusCode::ACCEPTED);
+    let pending = body["sessionId"].as_str().unwrap().to_string();
+    let refused = steer(&admin, &app, &pending, "PAUSED").await;
+    assert_eq!(refused.status(), StatusCode::CONFLICT);
+    assert!(refused.text().await.unwrap().contains("PENDING session cannot become PAUSED"));
+
+    let session = attach_asha(&app, "uk-pick-01").await;
+    assert_eq!(steer(&admin, &app, &session, "PAUSED").await.status(), StatusCode::OK);
+    assert_eq!(steer(&admin, &app, &session, "COMPLETED").await.status(), StatusCode::OK);
+    let log = activity(&admin, &app, &session).await;
+    assert_eq!(log.last().unwrap().detail.as_deref(), Some("COMPLETED · completed by an admin"));
+    assert_eq!(steer(&admin, &app, "ses-nonexistent", "PAUSED").await.status(), StatusCode::NOT_FOUND);
+    app.finish().await;
+});

@@ -91,6 +91,10 @@ pub fn transition(from: LifecycleState, to: LifecycleState) -> Option<ActivityKi
     }
 }
 
+/// Why the platform cancels a PENDING call after the pending timeout; the
+/// overview counts such calls as abandoned.
+pub const NOBODY_TOOK_IT: &str = "no operator took it";
+
 /// A move the cockpit offers: the target state, the button's words and key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SteerControl {

@@ -257,6 +257,7 @@ impl Backend for ServerBackend {
             answer_ms_total: speed.answer_ms_total.unwrap_or(0),
             answered_within_20s: count(speed.within_20s),
             withdrawn: count(speed.withdrawn),
+            abandoned: count(speed.abandoned),
         };
         let presences = self.engine.presences(org_id).await.iter().map(|p| p.roster_update()).collect();
         Ok(OpsBoard {

@@ -40,6 +40,9 @@ pub struct Config {
     /// `CLUTCHCALL_REOFFER_COOLDOWN_S`: a decliner or misser is not offered
     /// the same call again for this long (rule D08). Default 60 s.
     pub cooloff_ms: i64,
+    /// `CLUTCHCALL_PENDING_TIMEOUT_S`: a call nobody took (ringing or
+    /// queued) is cancelled by the platform after this long. Default 15 min.
+    pub pending_timeout_ms: i64,
 }
 
 /// `/metrics`'s default port (loopback only).
@@ -148,6 +151,8 @@ impl Config {
             presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
             cooloff_ms: seconds(var("CLUTCHCALL_REOFFER_COOLDOWN_S"), "CLUTCHCALL_REOFFER_COOLDOWN_S")?
                 .unwrap_or(crate::engine::DEFAULT_COOLOFF_MS),
+            pending_timeout_ms: seconds(var("CLUTCHCALL_PENDING_TIMEOUT_S"), "CLUTCHCALL_PENDING_TIMEOUT_S")?
+                .unwrap_or(crate::engine::DEFAULT_PENDING_TIMEOUT_MS),
         })
     }
 
@@ -168,6 +173,7 @@ impl Config {
             wrap_up_ms: app::ring::DEFAULT_WRAP_UP_MS,
             presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
             cooloff_ms: crate::engine::DEFAULT_COOLOFF_MS,
+            pending_timeout_ms: crate::engine::DEFAULT_PENDING_TIMEOUT_MS,
         }
     }
 
@@ -184,6 +190,7 @@ impl Config {
             wrap_up_ms: self.wrap_up_ms,
             presence_ttl_ms: self.presence_ttl_ms,
             cooloff_ms: self.cooloff_ms,
+            pending_timeout_ms: self.pending_timeout_ms,
         }
     }
 
@@ -204,7 +211,9 @@ mod tests {
     fn r08_production_defaults_lapse_after_20_s_and_wrap_up_for_60_s() {
         std::env::remove_var("CLUTCHCALL_WRAP_UP_S");
         std::env::remove_var("CLUTCHCALL_REOFFER_COOLDOWN_S");
+        std::env::remove_var("CLUTCHCALL_PENDING_TIMEOUT_S");
         let config = Config::from_env().unwrap();
+        assert_eq!(config.pending_timeout_ms, 15 * 60_000, "a call nobody takes is cancelled after 15 min");
         assert_eq!(config.cooloff_ms, 60_000, "rule D08: a 60 s cool-off by default");
         assert_eq!(config.presence_ttl_ms, 20_000, "presence lapses 20 s after the last heartbeat");
         assert_eq!(config.wrap_up_ms, 60_000, "wrap-up defaults to 60 s");

@@ -45,14 +45,14 @@ both_backends!(l01_l03_l04_l05_the_attached_operator_pauses_resumes_and_complete
     assert_eq!(paused.status(), StatusCode::OK);
     assert_eq!(paused.json::<SessionRecord>().await.unwrap().lifecycle, LifecycleState::Paused);
     // Published on the org's topic, so the live screens move.
-    let event = loop {
-        match tokio::time::timeout(std::time::Duration::from_secs(10), org_events.recv()).await.expect("an org event") {
-            Delivery::Event(Event::Org(OrgEvent::Lifecycle { session_id, lifecycle, .. })) if session_id == session => break lifecycle,
+    // (The start may still be in flight: it is published after its answer.)
+    loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), org_events.recv()).await.expect("the PAUSED event") {
+            Delivery::Event(Event::Org(OrgEvent::Lifecycle { session_id, lifecycle: LifecycleState::Paused, .. })) if session_id == session => break,
             Delivery::Closed => panic!("bus closed"),
             _ => continue,
         }
-    };
-    assert_eq!(event, LifecycleState::Paused);
+    }
 
     // L01: PAUSED → PAUSED is no transition: a clear refusal, nothing changes.
     let again = steer(&asha, &app, &session, "PAUSED").await;
@@ -121,5 +121,32 @@ both_backends!(l01_an_admin_can_steer_any_session_of_the_org_and_a_pending_call_
     let log = activity(&admin, &app, &session).await;
     assert_eq!(log.last().unwrap().detail.as_deref(), Some("COMPLETED · completed by an admin"));
     assert_eq!(steer(&admin, &app, "ses-nonexistent", "PAUSED").await.status(), StatusCode::NOT_FOUND);
+    app.finish().await;
+});
+
+both_backends_with!(a_pending_call_nobody_takes_is_cancelled_after_the_pending_timeout_and_counted_abandoned, |c: &mut server::config::Config| c.pending_timeout_ms = 400, |app: TestApp| async move {
+    let admin = browser();
+    sign_in(&admin, &app, common::ADMIN).await;
+    let (queued, body) = app.raise("uw-weld-01").await; // welding: nobody ready holds it
+    assert_eq!(queued, StatusCode::ACCEPTED);
+    let session = body["sessionId"].as_str().unwrap().to_string();
+    // The platform cancels it on the engine's deadline queue; wait for that.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let record = loop {
+        let res = app.robot(reqwest::Method::GET, "uw-weld-01", &format!("/v1/sessions/{session}")).send().await.unwrap();
+        let record: SessionRecord = res.json().await.unwrap();
+        if record.lifecycle != LifecycleState::Pending || tokio::time::Instant::now() > deadline {
+            break record;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(record.lifecycle, LifecycleState::Cancelled, "the edge agent sees it in the session record");
+    let log = activity(&admin, &app, &session).await;
+    assert_eq!(log.last().unwrap().detail.as_deref(), Some("CANCELLED · no operator took it"));
+    let board: app::board::OpsBoard = call(&admin, &app, "load_ops_board", &[]).await.json().await.unwrap();
+    assert_eq!((board.today.abandoned, board.today.withdrawn), (1, 0), "counted as abandoned on the overview");
+    // The robot may raise again.
+    let (again, _) = app.raise("uw-weld-01").await;
+    assert_eq!(again, StatusCode::ACCEPTED);
     app.finish().await;
 });

@@ -32,8 +32,11 @@ pub struct AnswerSpeed {
     /// Sum of raise → attach times of the answered calls, ms.
     pub answer_ms_total: i64,
     pub answered_within_20s: usize,
-    /// Withdrawn (cancelled) before anyone attached.
+    /// Withdrawn (cancelled by the edge agent) before anyone attached.
     pub withdrawn: usize,
+    /// Cancelled by the platform after the pending timeout: nobody took it.
+    #[serde(default)]
+    pub abandoned: usize,
 }
 
 /// Calls answered this fast count as answered promptly.
@@ -97,7 +100,7 @@ mod tests {
     fn answer_speed_averages_and_shares_only_answered_calls() {
         let none = AnswerSpeed::default();
         assert_eq!((none.average_ms(), none.within_20s_percent()), (None, None));
-        let today = AnswerSpeed { answered: 3, answer_ms_total: 45_000, answered_within_20s: 2, withdrawn: 1 };
+        let today = AnswerSpeed { answered: 3, answer_ms_total: 45_000, answered_within_20s: 2, withdrawn: 1, abandoned: 0 };
         assert_eq!(today.average_ms(), Some(15_000));
         assert_eq!(today.within_20s_percent(), Some(67));
         assert_eq!(utc_midnight(86_400_000 * 3 + 5), 86_400_000 * 3);

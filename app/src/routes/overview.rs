@@ -221,6 +221,7 @@ fn Queue(board: OpsBoard) -> impl IntoView {
                 <dt>"Average time to answer"</dt><dd>{today.average_ms().map_or("—".to_string(), |ms| format!("{:.1} s", ms as f64 / 1000.0))}</dd>
                 <dt>"Answered within 20 s"</dt><dd>{today.within_20s_percent().map_or("—".to_string(), |p| format!("{p}%"))}</dd>
                 <dt>"Withdrawn while waiting"</dt><dd>{today.withdrawn}</dd>
+                <dt>"Abandoned (nobody took it)"</dt><dd data-testid="abandoned">{today.abandoned}</dd>
             </dl>
             {if board.queue.is_empty() {
                 view! { <p class="empty">"No calls waiting."</p> }.into_any()

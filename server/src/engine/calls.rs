@@ -58,6 +58,7 @@ impl Desk {
                 cooloffs: HashMap::new(),
             },
         );
+        self.timers.at(now + self.settings.pending_timeout_ms, Timer::PendingTimeout { session_id: session_id.clone() });
         Ok(match self.place(&session_id, Trigger::Raised, now, true) {
             Some((operator, rtt_ms, offer)) => CallOutcome::Matched { session_id, operator, rtt_ms, offer },
             None => {

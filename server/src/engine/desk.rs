@@ -310,6 +310,13 @@ impl Desk {
                     let _ = self.offline(&operator_id, now);
                 }
             }
+            Timer::PendingTimeout { session_id } => {
+                // Still PENDING (ringing or queued): nobody took it.
+                if self.calls.contains_key(&session_id) {
+                    tracing::info!(org = %self.org_id, session = %session_id, "pending call cancelled: nobody took it");
+                    let _ = self.finish(&session_id, LifecycleState::Cancelled, app::lifecycle::NOBODY_TOOK_IT, now);
+                }
+            }
             Timer::CoolOff { session_id, operator_id } => {
                 if let Some(call) = self.calls.get_mut(&session_id) {
                     if call.cooloffs.get(&operator_id).is_some_and(|until| *until <= now) {

@@ -12,7 +12,7 @@ use app::events::{Event, OperatorEvent};
 use app::models::{LifecycleState, LinkFloor, PresenceState, Role};
 use std::sync::Arc;
 
-const SETTINGS: Settings = Settings { offer_window_ms: 30_000, wrap_up_ms: 60_000, presence_ttl_ms: 20_000, cooloff_ms: 60_000 };
+const SETTINGS: Settings = Settings { offer_window_ms: 30_000, wrap_up_ms: 60_000, presence_ttl_ms: 20_000, cooloff_ms: 60_000, pending_timeout_ms: 900_000 };
 
 fn operator(id: &str, region: &str, certs: &[&str]) -> OperatorRecord {
     OperatorRecord {
@@ -180,4 +180,36 @@ fn effects_close_offers_before_reoffering_and_tell_the_operator() {
     assert!(close.unwrap() < reoffer.unwrap(), "the unique open-offer index never sees two");
     assert!(fx.events.iter().any(|(_, e)| matches!(e, Event::Operator(OperatorEvent::Offer { offer }) if offer.operator_id == "asha")));
     assert!(desk.timers.due(i64::MAX).iter().any(|t| matches!(t, Timer::CoolOff { operator_id, .. } if operator_id == "carla")));
+}
+
+#[test]
+fn a_pending_call_nobody_takes_is_cancelled_by_the_platform_after_the_pending_timeout() {
+    let mut desk = desk(&[]);
+    let CallOutcome::Queued { session_id, .. } = desk.raise(&robot("r1", "us-east", "welding · tier-1"), 1_000).unwrap() else {
+        panic!("nobody holds welding: queued");
+    };
+    desk.take_effects();
+    tick(&mut desk, 1_000 + SETTINGS.pending_timeout_ms - 1);
+    assert!(desk.take_effects().writes.is_empty(), "not before the timeout");
+    tick(&mut desk, 1_000 + SETTINGS.pending_timeout_ms);
+    let writes = desk.take_effects().writes;
+    assert!(
+        writes.iter().any(|w| matches!(w, Write::End { session_id: s, to: LifecycleState::Cancelled, reason, .. } if *s == session_id && reason == app::lifecycle::NOBODY_TOOK_IT)),
+        "{writes:?}"
+    );
+    // The robot may raise again at once.
+    assert!(desk.raise(&robot("r1", "us-east", "welding · tier-1"), 1_000 + SETTINGS.pending_timeout_ms + 1).is_ok());
+}
+
+#[test]
+fn an_answered_call_is_not_touched_by_its_pending_timeout() {
+    let mut desk = desk(&[operator("asha", "Austin", &["welding · tier-1"])]);
+    desk.ready("asha", true, 0).unwrap();
+    let CallOutcome::Matched { session_id, .. } = desk.raise(&robot("r1", "us-east", "welding · tier-1"), 1_000).unwrap() else {
+        panic!("asha is ready");
+    };
+    desk.accept("asha", &session_id, 2_000).unwrap();
+    desk.take_effects();
+    tick(&mut desk, 1_000 + SETTINGS.pending_timeout_ms);
+    assert!(!desk.take_effects().writes.iter().any(|w| matches!(w, Write::End { .. })), "ACTIVE: no longer pending");
 }

@@ -32,6 +32,7 @@ impl Desk {
             if queued {
                 self.enqueue_key(&row.skill, row.raised_at, &row.session_id);
             }
+            self.timers.at(row.raised_at + self.settings.pending_timeout_ms, Timer::PendingTimeout { session_id: row.session_id.clone() });
             self.calls.insert(
                 row.session_id,
                 Call {

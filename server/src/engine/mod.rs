@@ -41,6 +41,9 @@ use tokio::task::JoinHandle;
 pub const OFFER_WINDOW_MS: i64 = 30_000;
 /// Rule D08's default cool-off (`CLUTCHCALL_REOFFER_COOLDOWN_S`).
 pub const DEFAULT_COOLOFF_MS: i64 = 60_000;
+/// A call nobody took is cancelled after 15 minutes (issue: lifecycle).
+pub const DEFAULT_PENDING_TIMEOUT_MS: i64 = 15 * 60_000;
+
 /// Requests waiting for one org's dispatcher before callers wait too.
 const QUEUE_DEPTH: usize = 4_096;
 

@@ -17,6 +17,8 @@ pub enum Timer {
     Lapse { operator_id: String, generation: u64 },
     /// The operator may be offered this call again (rule D08).
     CoolOff { session_id: String, operator_id: String },
+    /// The call, raised at `raised_at`, has waited the pending timeout.
+    PendingTimeout { session_id: String },
 }
 
 #[derive(Default)]

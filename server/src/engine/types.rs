@@ -98,4 +98,6 @@ pub struct Settings {
     pub presence_ttl_ms: i64,
     /// Rule D08: a decliner or misser is not offered the same call for this long.
     pub cooloff_ms: i64,
+    /// A PENDING call is cancelled by the platform after this long.
+    pub pending_timeout_ms: i64,
 }

@@ -47,6 +47,7 @@ pub struct AnswerSpeedRow {
     pub answer_ms_total: Option<i64>,
     pub within_20s: Option<i64>,
     pub withdrawn: Option<i64>,
+    pub abandoned: Option<i64>,
 }
 
 #[async_trait]
@@ -95,10 +96,11 @@ macro_rules! board_store {
                        CAST(SUM(CASE WHEN started_at IS NOT NULL THEN 1 ELSE 0 END) AS BIGINT) AS answered, \
                        CAST(SUM(CASE WHEN started_at IS NOT NULL THEN started_at - raised_at ELSE 0 END) AS BIGINT) AS answer_ms_total, \
                        CAST(SUM(CASE WHEN started_at IS NOT NULL AND started_at - raised_at <= 20000 THEN 1 ELSE 0 END) AS BIGINT) AS within_20s, \
-                       CAST(SUM(CASE WHEN started_at IS NULL AND lifecycle = 'CANCELLED' THEN 1 ELSE 0 END) AS BIGINT) AS withdrawn \
+                       CAST(SUM(CASE WHEN started_at IS NULL AND lifecycle = 'CANCELLED' AND COALESCE(end_reason, '') <> $3 THEN 1 ELSE 0 END) AS BIGINT) AS withdrawn, \
+                       CAST(SUM(CASE WHEN started_at IS NULL AND lifecycle = 'CANCELLED' AND end_reason = $3 THEN 1 ELSE 0 END) AS BIGINT) AS abandoned \
                      FROM sessions WHERE org_id = $1 AND raised_at >= $2",
                 )
-                .bind(org_id).bind(since).fetch_one(&self.pool).await?)
+                .bind(org_id).bind(since).bind(app::lifecycle::NOBODY_TOOK_IT).fetch_one(&self.pool).await?)
             }
 
             async fn record_audit(&self, org_id: &str, e: &AuditEntry) -> StoreResult<()> {

@@ -32,6 +32,8 @@ pub struct Console {
     pub now_ms: RwSignal<i64>,
     /// Server-clock time of the last message from the server.
     pub last_update_ms: RwSignal<Option<i64>>,
+    /// An inactivity warning: (session, when it will be cancelled).
+    pub inactivity: RwSignal<Option<(String, i64)>>,
     #[cfg(feature = "hydrate")]
     link_handle: StoredValue<Option<link::LinkHandle>, LocalStorage>,
 }
@@ -46,6 +48,7 @@ impl Console {
             notice: RwSignal::new(None),
             now_ms: RwSignal::new(0),
             last_update_ms: RwSignal::new(None),
+            inactivity: RwSignal::new(None),
             #[cfg(feature = "hydrate")]
             link_handle: StoredValue::new_local(None),
         }
@@ -79,6 +82,15 @@ impl Console {
         if let Some(offer) = self.offer.get_untracked() {
             self.send(ConsoleMsg::Accept { session_id: offer.session_id });
         }
+    }
+
+    /// Operator input on the session they hold (resets its inactivity
+    /// chain; lifts a warning).
+    pub fn input(&self, session_id: &str) {
+        if self.inactivity.get_untracked().is_some_and(|(s, _)| s == session_id) {
+            self.inactivity.set(None);
+        }
+        self.send(ConsoleMsg::Input { session_id: session_id.to_string() });
     }
 
     pub fn decline(&self) {
@@ -478,6 +490,7 @@ mod link {
                         }
                     }
                 }
+                RingMsg::InactivityWarning { session_id, stop_at_ms } => console.inactivity.set(Some((session_id, stop_at_ms))),
                 // Org topics are for the admins' live screens, not the console.
                 RingMsg::Org { .. } | RingMsg::Resync => {}
                 RingMsg::Error { code, message } => {

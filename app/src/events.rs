@@ -35,6 +35,9 @@ pub enum OperatorEvent {
     Offer { offer: Offer },
     OfferClosed { session_id: String, how: OfferEnd },
     Presence { presence: MyPresence },
+    /// No input for the warning interval: the session is cancelled at
+    /// `stop_at_ms` unless the operator acts (rule L07).
+    InactivityWarning { session_id: String, stop_at_ms: i64 },
 }
 
 /// An operator's presence as the roster shows it (seed 003 row fields that

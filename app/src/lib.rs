@@ -9,6 +9,7 @@ pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod functions;
+pub mod inactivity;
 pub mod lifecycle;
 pub mod live;
 pub mod models;

@@ -31,6 +31,10 @@ pub enum ConsoleMsg {
     Ping { nonce: u64 },
     /// RTT this console measured to a PoP.
     Rtt { pop: String, rtt_ms: u32 },
+    /// Operator input on the session they hold (keys, pointer, gamepad in
+    /// the cockpit): resets its inactivity chain (rule L07). Until the
+    /// teleop relay carries actions, this is the input.
+    Input { session_id: String },
 }
 
 /// The operator's own presence, as every tab shows it.
@@ -81,6 +85,9 @@ pub enum RingMsg {
     Pong { nonce: u64 },
     /// On an admin's watch socket (`/ws?watch=org`): a change in the org.
     Org { event: OrgEvent },
+    /// No input on `session_id` for the warning interval: it is cancelled
+    /// at `stop_at_ms` unless the operator acts (rule L07).
+    InactivityWarning { session_id: String, stop_at_ms: i64 },
     /// The socket fell behind and events were dropped: reload the screen's
     /// data (never silence).
     Resync,
@@ -112,6 +119,8 @@ pub enum RingError {
     BadAuxReason,
     UnknownPop,
     ImplausibleRtt,
+    /// Rule L03: a PAUSED session accepts no control input.
+    SessionPaused,
     Failed,
 }
 
@@ -127,6 +136,7 @@ impl RingError {
             RingError::BadAuxReason => "Give a short reason (up to 64 characters).",
             RingError::UnknownPop => "That PoP is not one of this organisation's.",
             RingError::ImplausibleRtt => "That round-trip time is not plausible.",
+            RingError::SessionPaused => "The session is paused: it accepts no control input until it resumes.",
             RingError::Failed => "The server could not do that; try again.",
         }
     }

@@ -5,7 +5,7 @@ import { hydrated, signIn } from './helpers';
 // other browser tests make ready, none is closer to London with pick-place.
 const TOM = 'tom.whitfield@northstar.example';
 
-test('the operator pauses, resumes and completes the session from the cockpit by keyboard, and the log tells it', async ({ browser, request }) => {
+test('L01 L03 L05: the operator pauses, resumes and completes the session from the cockpit by keyboard, and the log tells it', async ({ browser, request }) => {
   test.setTimeout(90_000);
   const context = await browser.newContext();
   const tom = await context.newPage();
@@ -29,8 +29,12 @@ test('the operator pauses, resumes and completes the session from the cockpit by
   const lifecycle = tom.getByTestId('cockpit-lifecycle');
   await expect(lifecycle).toHaveText('ACTIVE');
 
+  await expect(tom.getByTestId('control-area')).toHaveAttribute('aria-disabled', 'false');
+  await tom.getByTestId('control-area').click(); // operator input (resets the inactivity chain)
   await tom.keyboard.press('p');
   await expect(lifecycle).toHaveText('PAUSED');
+  // Rule L03: paused, the control area takes no input.
+  await expect(tom.getByTestId('control-area')).toHaveAttribute('aria-disabled', 'true');
   await expect(tom.getByTestId('steer-active')).toBeVisible(); // Resume
   await tom.getByTestId('steer-active').click();
   await expect(lifecycle).toHaveText('ACTIVE');

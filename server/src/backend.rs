@@ -79,7 +79,7 @@ fn refused(e: crate::engine::EngineError) -> AppError {
     match e {
         E::NotFound(what) => AppError::NotFound(format!("The {what}")),
         E::NotAttached => AppError::Forbidden(e.to_string()),
-        E::SessionEnded | E::IllegalTransition { .. } | E::CallInProgress { .. } | E::NoOpenOffer => AppError::Conflict(e.to_string()),
+        E::SessionEnded | E::Paused | E::IllegalTransition { .. } | E::CallInProgress { .. } | E::NoOpenOffer => AppError::Conflict(e.to_string()),
         E::NoSkill(_) | E::ImplausibleRtt => AppError::Invalid(e.to_string()),
         E::Unavailable | E::DispatchedElsewhere => AppError::Busy,
         E::Store(e) => internal(e),

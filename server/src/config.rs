@@ -43,6 +43,10 @@ pub struct Config {
     /// `CLUTCHCALL_PENDING_TIMEOUT_S`: a call nobody took (ringing or
     /// queued) is cancelled by the platform after this long. Default 15 min.
     pub pending_timeout_ms: i64,
+    /// `CLUTCHCALL_ACTIVITY_CHECK_S` (30), `CLUTCHCALL_INACTIVITY_WARNING_S`
+    /// (120 s idle) and `CLUTCHCALL_INACTIVITY_STOP_S` (60 s after the
+    /// warning): the inactivity chain of ACTIVE sessions (rule L07).
+    pub inactivity: app::inactivity::InactivityPolicy,
 }
 
 /// `/metrics`'s default port (loopback only).
@@ -153,6 +157,14 @@ impl Config {
                 .unwrap_or(crate::engine::DEFAULT_COOLOFF_MS),
             pending_timeout_ms: seconds(var("CLUTCHCALL_PENDING_TIMEOUT_S"), "CLUTCHCALL_PENDING_TIMEOUT_S")?
                 .unwrap_or(crate::engine::DEFAULT_PENDING_TIMEOUT_MS),
+            inactivity: {
+                let d = app::inactivity::InactivityPolicy::default();
+                app::inactivity::InactivityPolicy {
+                    check_ms: seconds(var("CLUTCHCALL_ACTIVITY_CHECK_S"), "CLUTCHCALL_ACTIVITY_CHECK_S")?.unwrap_or(d.check_ms),
+                    warning_after_ms: seconds(var("CLUTCHCALL_INACTIVITY_WARNING_S"), "CLUTCHCALL_INACTIVITY_WARNING_S")?.unwrap_or(d.warning_after_ms),
+                    stop_after_warning_ms: seconds(var("CLUTCHCALL_INACTIVITY_STOP_S"), "CLUTCHCALL_INACTIVITY_STOP_S")?.unwrap_or(d.stop_after_warning_ms),
+                }
+            },
         })
     }
 
@@ -174,6 +186,7 @@ impl Config {
             presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
             cooloff_ms: crate::engine::DEFAULT_COOLOFF_MS,
             pending_timeout_ms: crate::engine::DEFAULT_PENDING_TIMEOUT_MS,
+            inactivity: app::inactivity::InactivityPolicy::default(),
         }
     }
 
@@ -191,6 +204,7 @@ impl Config {
             presence_ttl_ms: self.presence_ttl_ms,
             cooloff_ms: self.cooloff_ms,
             pending_timeout_ms: self.pending_timeout_ms,
+            inactivity: self.inactivity,
         }
     }
 

@@ -223,6 +223,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                     OperatorEvent::Offer { offer } => RingMsg::Offer { offer },
                     OperatorEvent::OfferClosed { session_id, how } => RingMsg::OfferClosed { session_id, how },
                     OperatorEvent::Presence { presence } => RingMsg::Presence { presence },
+                    OperatorEvent::InactivityWarning { session_id, stop_at_ms } => RingMsg::InactivityWarning { session_id, stop_at_ms },
                 };
                 if tx.try_send(msg).is_err() {
                     tracing::info!(operator = %owner.user_id, "console tab not reading: disconnected (it resyncs on reconnect)");
@@ -312,11 +313,13 @@ async fn handle(state: &AppState, owner: &TabOwner, msg: ConsoleMsg) -> Option<R
         // copied into every decision and presence event.
         ConsoleMsg::Rtt { pop, .. } if !state.robots.has_pop(org_id, &pop) => return Some(RingMsg::error(RingError::UnknownPop)),
         ConsoleMsg::Rtt { pop, rtt_ms } => engine.report_rtt(org_id, operator_id, &pop, rtt_ms).await.map(|_| None),
+        ConsoleMsg::Input { session_id } => engine.operator_input(org_id, operator_id, &session_id).await.map(|_| None),
     };
     match result {
         Ok(reply) => reply,
         Err(EngineError::NoOpenOffer) => Some(RingMsg::error(RingError::OfferNotOpen)),
         Err(EngineError::ImplausibleRtt) => Some(RingMsg::error(RingError::ImplausibleRtt)),
+        Err(EngineError::Paused) => Some(RingMsg::error(RingError::SessionPaused)),
         Err(e) => {
             tracing::warn!(error = %e, "console message failed");
             Some(RingMsg::error(RingError::Failed))

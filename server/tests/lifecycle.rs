@@ -150,3 +150,68 @@ both_backends_with!(a_pending_call_nobody_takes_is_cancelled_after_the_pending_t
     assert_eq!(again, StatusCode::ACCEPTED);
     app.finish().await;
 });
+
+fn short_chain(c: &mut server::config::Config) {
+    c.inactivity = app::inactivity::InactivityPolicy { check_ms: 150, warning_after_ms: 600, stop_after_warning_ms: 400 };
+}
+
+both_backends_with!(l07_an_idle_session_is_checked_warned_over_the_ring_channel_and_cancelled, short_chain, |app: TestApp| async move {
+    let mut tab = common::Tab::open(&app, &common::session_cookie(&app, OPERATOR).await).await;
+    let session = attach_asha(&app, "uk-pick-01").await;
+    // Nobody gives input: the warning reaches Asha's console with the moment it stops.
+    let stop_at = tab
+        .until(|m| match m {
+            app::ring::RingMsg::InactivityWarning { session_id, stop_at_ms } if session_id == session => Some(stop_at_ms),
+            _ => None,
+        })
+        .await;
+    assert!(stop_at > 0);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let record = loop {
+        let record = app.running().sessions.session(ORG, &session).await.unwrap().unwrap();
+        if record.lifecycle.is_terminal() || tokio::time::Instant::now() > deadline {
+            break record;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(record.lifecycle, LifecycleState::Cancelled, "the platform cancels it");
+    let admin = browser();
+    sign_in(&admin, &app, common::ADMIN).await;
+    let kinds: Vec<_> = activity(&admin, &app, &session).await.into_iter().map(|e| e.kind).collect();
+    use ActivityKind::*;
+    assert_eq!(kinds.first(), Some(&SessionStart));
+    assert!(kinds.iter().filter(|k| **k == ActivityCheck).count() >= 3, "periodic checks: {kinds:?}");
+    let tail: Vec<_> = kinds.iter().copied().filter(|k| *k != ActivityCheck).collect();
+    assert_eq!(tail, [SessionStart, InactivityWarning, InactivityStop, SessionEnd]);
+    app.finish().await;
+});
+
+both_backends_with!(l03_l07_input_keeps_a_session_alive_and_a_paused_one_takes_no_input, short_chain, |app: TestApp| async move {
+    let mut tab = common::Tab::open(&app, &common::session_cookie(&app, OPERATOR).await).await;
+    let session = attach_asha(&app, "uk-pick-01").await;
+    // Input every 150 ms for 1.5 s (well past warning + stop): never warned.
+    for _ in 0..10 {
+        tab.send(app::ring::ConsoleMsg::Input { session_id: session.clone() }).await;
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    }
+    let record = app.running().sessions.session(ORG, &session).await.unwrap().unwrap();
+    assert_eq!(record.lifecycle, LifecycleState::Active, "input kept it alive");
+    // Paused: the chain stops, and input is refused (rule L03).
+    app.engine().steer_session(ORG, &session, LifecycleState::Paused, Some("u-asha")).await.unwrap();
+    tab.send(app::ring::ConsoleMsg::Input { session_id: session.clone() }).await;
+    let refused = tab
+        .until(|m| match m {
+            app::ring::RingMsg::Error { code, .. } => Some(code),
+            _ => None,
+        })
+        .await;
+    assert_eq!(refused, app::ring::RingError::SessionPaused);
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    let record = app.running().sessions.session(ORG, &session).await.unwrap().unwrap();
+    assert_eq!(record.lifecycle, LifecycleState::Paused, "a paused session runs no chain");
+    let admin = browser();
+    sign_in(&admin, &app, common::ADMIN).await;
+    let kinds: Vec<_> = activity(&admin, &app, &session).await.into_iter().map(|e| e.kind).collect();
+    assert!(!kinds.contains(&ActivityKind::InactivityWarning), "{kinds:?}");
+    app.finish().await;
+});

@@ -99,6 +99,20 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>) -> impl IntoVie
         confirming.set(false);
         send.with_value(|send| send(control.to));
     };
+    // Operator input (rule L07): keys anywhere in the cockpit and the
+    // pointer in the control area, at most one message a second; none while
+    // PAUSED (rule L03), whose control area is disabled.
+    let console = expect_context::<crate::console::Console>();
+    let active = s.lifecycle == LifecycleState::Active;
+    let input_session = StoredValue::new(s.id.clone());
+    let last_input_ms = StoredValue::new(i64::MIN);
+    let operate = move || {
+        let now = console.now_ms.get_untracked();
+        if active && now.saturating_sub(last_input_ms.get_value()) >= 1_000 {
+            last_input_ms.set_value(now);
+            input_session.with_value(|id| console.input(id));
+        }
+    };
     let keyed = controls.clone();
     let keys = window_event_listener(leptos::ev::keydown, move |ev| {
         let typing = ev.target().and_then(|t| leptos::wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::HtmlElement>(t).ok()).is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
@@ -111,6 +125,8 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>) -> impl IntoVie
             press(*control);
         } else if ev.key() == "Escape" {
             confirming.set(false);
+        } else {
+            operate();
         }
     });
     // The listener is the window's: it must go with this view (a move
@@ -140,5 +156,30 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>) -> impl IntoVie
             }).collect_view()}
             {ended.then(|| view! { <p class="muted">"This session has ended."</p> })}
         </div>
+        {(!ended).then(|| view! {
+            <div class="control-area" data-testid="control-area" tabindex="0" aria-disabled=(!active).to_string()
+                aria-label="Control area: keys and pointer here drive the robot"
+                on:pointerdown=move |_| operate() on:pointermove=move |_| operate()>
+                {if active { "Control area: keys and pointer here drive the robot." } else { "Paused: control input is off until you resume." }}
+            </div>
+        })}
+        <InactivityWarning session_id=s.id.clone()/>
+    }
+}
+
+/// Rule L07: no input for the warning interval; the session will be
+/// cancelled unless the operator acts.
+#[component]
+fn InactivityWarning(session_id: String) -> impl IntoView {
+    let console = expect_context::<crate::console::Console>();
+    move || {
+        let (warned, stop_at) = console.inactivity.get()?;
+        (warned == session_id).then(|| view! {
+            <p class="notice-line" role="alert" data-testid="inactivity-warning">
+                "No input for a while: this session will be cancelled in "
+                {move || format!("{} s", crate::ring::seconds_left(stop_at, console.now_ms.get()))}
+                " unless you act. Press a key or use the control area."
+            </p>
+        })
     }
 }

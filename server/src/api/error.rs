@@ -131,6 +131,7 @@ impl From<EngineError> for ApiError {
             EngineError::NoOpenOffer => ApiError::Conflict { code: "no_open_offer", message: e.to_string() },
             EngineError::SessionEnded => ApiError::Conflict { code: "session_ended", message: e.to_string() },
             EngineError::NotAttached => ApiError::Forbidden(e.to_string()),
+            EngineError::Paused => ApiError::Conflict { code: "session_paused", message: e.to_string() },
             EngineError::IllegalTransition { .. } => ApiError::Conflict { code: "illegal_transition", message: e.to_string() },
             EngineError::Unavailable => ApiError::Unavailable { code: "unavailable", message: e.to_string() },
             EngineError::DispatchedElsewhere => ApiError::Unavailable { code: "dispatched_elsewhere", message: e.to_string() },

@@ -249,8 +249,9 @@ impl Desk {
         });
         self.live.insert(
             session_id.to_string(),
-            Live { robot_id: call.robot_id, operator_id: Some(operator_id.to_string()), lifecycle: LifecycleState::Active },
+            Live::active(call.robot_id, Some(operator_id.to_string()), now),
         );
+        self.start_chain(session_id, now);
         self.presence_event(operator_id, PresenceEvent::Attached, None, now);
         if let Some(op) = self.operators.get_mut(operator_id) {
             op.presence.current_call = Some(session_id.to_string());

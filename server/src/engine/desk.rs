@@ -57,6 +57,11 @@ pub(super) struct Live {
     pub robot_id: String,
     pub operator_id: Option<String>,
     pub lifecycle: LifecycleState,
+    /// The inactivity chain (rule L07) while ACTIVE.
+    pub watch: app::inactivity::Watch,
+    /// Which chain the pending inactivity timer belongs to (a pause ends
+    /// it; a resume starts the next).
+    pub chain: u64,
 }
 
 pub struct Desk {
@@ -310,6 +315,7 @@ impl Desk {
                     let _ = self.offline(&operator_id, now);
                 }
             }
+            Timer::Inactivity { session_id, chain } => self.inactivity(&session_id, chain, now),
             Timer::PendingTimeout { session_id } => {
                 // Still PENDING (ringing or queued): nobody took it.
                 if self.calls.contains_key(&session_id) {

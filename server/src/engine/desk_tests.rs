@@ -8,11 +8,12 @@ use super::timers::Timer;
 use super::types::{CallOutcome, Settings};
 use crate::store::{OperatorRecord, Write};
 use app::dispatch::{LinkFloors, OfferStatus};
+use app::inactivity::InactivityPolicy;
 use app::events::{Event, OperatorEvent};
 use app::models::{LifecycleState, LinkFloor, PresenceState, Role};
 use std::sync::Arc;
 
-const SETTINGS: Settings = Settings { offer_window_ms: 30_000, wrap_up_ms: 60_000, presence_ttl_ms: 20_000, cooloff_ms: 60_000, pending_timeout_ms: 900_000 };
+const SETTINGS: Settings = Settings { offer_window_ms: 30_000, wrap_up_ms: 60_000, presence_ttl_ms: 20_000, cooloff_ms: 60_000, pending_timeout_ms: 900_000, inactivity: InactivityPolicy { check_ms: 30_000, warning_after_ms: 120_000, stop_after_warning_ms: 60_000 } };
 
 fn operator(id: &str, region: &str, certs: &[&str]) -> OperatorRecord {
     OperatorRecord {
@@ -212,4 +213,80 @@ fn an_answered_call_is_not_touched_by_its_pending_timeout() {
     desk.take_effects();
     tick(&mut desk, 1_000 + SETTINGS.pending_timeout_ms);
     assert!(!desk.take_effects().writes.iter().any(|w| matches!(w, Write::End { .. })), "ACTIVE: no longer pending");
+}
+
+/// Asha holds a live session from `t0`.
+fn attached(t0: i64) -> (Desk, String) {
+    let mut desk = desk(&[operator("asha", "Austin", &["welding · tier-1"])]);
+    desk.ready("asha", true, 0).unwrap();
+    let CallOutcome::Matched { session_id, .. } = desk.raise(&robot("r1", "us-east", "welding · tier-1"), t0).unwrap() else {
+        panic!("asha is ready");
+    };
+    desk.accept("asha", &session_id, t0).unwrap();
+    desk.take_effects();
+    (desk, session_id)
+}
+
+fn activities(desk: &mut Desk) -> Vec<String> {
+    let fx = desk.take_effects();
+    fx.writes
+        .iter()
+        .filter_map(|w| match w {
+            Write::Activity { kind, .. } => Some(kind.as_str().to_string()),
+            Write::End { to, reason, .. } => Some(format!("END {} · {reason}", to.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn l07_the_chain_checks_warns_the_operator_and_cancels_an_idle_session() {
+    let (mut desk, session) = attached(0);
+    tick(&mut desk, 29_999);
+    assert!(activities(&mut desk).is_empty());
+    tick(&mut desk, 30_000);
+    assert_eq!(activities(&mut desk), ["ACTIVITY_CHECK"]);
+    for t in [60_000, 90_000] {
+        tick(&mut desk, t);
+        desk.take_effects();
+    }
+    tick(&mut desk, 120_000);
+    let fx = desk.take_effects();
+    assert!(fx.writes.iter().any(|w| matches!(w, Write::Activity { kind: app::lifecycle::ActivityKind::InactivityWarning, .. })));
+    assert!(
+        fx.events.iter().any(|(_, e)| matches!(e, Event::Operator(OperatorEvent::InactivityWarning { session_id, stop_at_ms: 180_000 }) if *session_id == session)),
+        "the operator is told when it will stop"
+    );
+    tick(&mut desk, 150_000);
+    desk.take_effects();
+    tick(&mut desk, 180_000);
+    assert_eq!(activities(&mut desk), ["ACTIVITY_CHECK", "INACTIVITY_STOP", "END CANCELLED · no operator input"]);
+    assert!(matches!(desk.input("asha", &session, 181_000), Err(super::types::EngineError::NotFound(_))), "ended");
+    tick(&mut desk, 10_000_000);
+    assert!(activities(&mut desk).is_empty(), "the chain ended with the session");
+}
+
+#[test]
+fn l07_input_resets_the_chain_and_a_paused_session_runs_none_and_takes_no_input() {
+    let (mut desk, session) = attached(0);
+    desk.input("asha", &session, 100_000).unwrap();
+    tick(&mut desk, 120_000);
+    assert_eq!(activities(&mut desk), ["ACTIVITY_CHECK"], "input at 100 s: no warning at 120 s");
+    assert!(matches!(desk.input("bo", &session, 121_000), Err(super::types::EngineError::NotAttached)));
+    // Paused: no chain, and no control input (rule L03).
+    desk.steer(&session, LifecycleState::Paused, Some("asha"), 130_000).unwrap();
+    desk.take_effects();
+    for t in (150_000..=1_000_000).step_by(30_000) {
+        tick(&mut desk, t);
+    }
+    assert_eq!(activities(&mut desk), Vec::<String>::new(), "a paused session runs no chain");
+    assert!(matches!(desk.input("asha", &session, 1_000_000), Err(super::types::EngineError::Paused)));
+    // Resumed: a fresh chain from the resume.
+    desk.steer(&session, LifecycleState::Active, Some("asha"), 1_000_000).unwrap();
+    desk.take_effects();
+    tick(&mut desk, 1_030_000);
+    assert_eq!(activities(&mut desk), ["ACTIVITY_CHECK"]);
+    tick(&mut desk, 1_120_000);
+    let kinds = activities(&mut desk);
+    assert!(kinds.contains(&"INACTIVITY_WARNING".to_string()), "{kinds:?}");
 }

@@ -78,7 +78,13 @@ impl Desk {
         for row in snapshot.live {
             let lifecycle = LifecycleState::parse(&row.lifecycle).unwrap_or(LifecycleState::Active);
             self.open_by_robot.insert(row.robot_id.clone(), row.session_id.clone());
-            self.live.insert(row.session_id, Live { robot_id: row.robot_id, operator_id: row.operator_id, lifecycle });
+            // The chain starts afresh: input while this instance was away is unknown.
+            let mut live = Live::active(row.robot_id, row.operator_id, now);
+            live.lifecycle = lifecycle;
+            self.live.insert(row.session_id.clone(), live);
+            if lifecycle == LifecycleState::Active {
+                self.start_chain(&row.session_id, now);
+            }
         }
         // Presences agree with the offers just loaded; anyone not heard from
         // lapses unless a tab opens.

@@ -14,6 +14,7 @@ mod desk;
 #[cfg(test)]
 mod desk_tests;
 mod dispatcher;
+mod inactivity;
 mod load;
 pub mod ready;
 mod steering;
@@ -218,6 +219,13 @@ impl Engine {
             });
         }
         self.session(org_id, session_id).await
+    }
+
+    /// Operator input on the session they hold: resets its inactivity chain;
+    /// refused while it is PAUSED (rule L03).
+    pub async fn operator_input(&self, org_id: &str, operator_id: &str, session_id: &str) -> Result<(), EngineError> {
+        let (op, ses) = (operator_id.to_string(), session_id.to_string());
+        self.ask(org_id, |reply| Command::Input { operator_id: op, session_id: ses, reply }).await
     }
 
     /// A console tab connected. Returns the operator's presence and any

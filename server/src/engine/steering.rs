@@ -38,6 +38,7 @@ impl Desk {
         }
         let live = self.live.get_mut(session_id).expect("checked above");
         live.lifecycle = to;
+        let resumed = to == LifecycleState::Active;
         let (robot_id, operator_id) = (live.robot_id.clone(), live.operator_id.clone());
         self.fx.writes.push(Write::Steer {
             org_id: self.org_id.clone(),
@@ -52,6 +53,11 @@ impl Desk {
             Topic::org(&self.org_id),
             Event::Org(OrgEvent::Lifecycle { session_id: session_id.to_string(), robot_id, lifecycle: to, operator_id, queued: false, at_ms: now }),
         ));
+        // A pause ends the inactivity chain (its timer finds it PAUSED);
+        // a resume starts a fresh one.
+        if resumed {
+            self.start_chain(session_id, now);
+        }
         Ok(true)
     }
 }

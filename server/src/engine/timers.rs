@@ -17,8 +17,10 @@ pub enum Timer {
     Lapse { operator_id: String, generation: u64 },
     /// The operator may be offered this call again (rule D08).
     CoolOff { session_id: String, operator_id: String },
-    /// The call, raised at `raised_at`, has waited the pending timeout.
+    /// The call has waited the pending timeout.
     PendingTimeout { session_id: String },
+    /// The inactivity chain of a live session looks again (rule L07).
+    Inactivity { session_id: String, chain: u64 },
 }
 
 #[derive(Default)]

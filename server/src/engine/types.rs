@@ -34,6 +34,9 @@ pub enum EngineError {
     SessionEnded,
     #[error("only the operator attached to the session can do that")]
     NotAttached,
+    /// Rule L03.
+    #[error("the session is paused: it accepts no control input")]
+    Paused,
     #[error("a {from} session cannot become {to}")]
     IllegalTransition { from: &'static str, to: &'static str },
     /// The batch could not be committed; nothing of it happened.
@@ -100,4 +103,6 @@ pub struct Settings {
     pub cooloff_ms: i64,
     /// A PENDING call is cancelled by the platform after this long.
     pub pending_timeout_ms: i64,
+    /// The inactivity chain's intervals (rule L07).
+    pub inactivity: app::inactivity::InactivityPolicy,
 }

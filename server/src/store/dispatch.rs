@@ -149,6 +149,11 @@ macro_rules! dispatch_store {
                         .bind(org_id).bind(session_id).bind(at).bind(attached).bind(format!("{} · {reason}", to.as_str()))
                         .execute(&mut **tx).await?;
                     }
+                    Write::Activity { org_id, session_id, kind, operator_id, detail, at } => {
+                        sqlx::query("INSERT INTO activity_events (org_id, session_id, kind, at, operator_id, detail) VALUES ($1, $2, $3, $4, $5, $6)")
+                            .bind(org_id).bind(session_id).bind(kind.as_str()).bind(at).bind(operator_id).bind(detail)
+                            .execute(&mut **tx).await?;
+                    }
                     Write::Steer { org_id, session_id, from, to, kind, operator_id, at } => {
                         let done = sqlx::query("UPDATE sessions SET lifecycle = $1 WHERE org_id = $2 AND id = $3 AND lifecycle = $4")
                             .bind(to.as_str()).bind(org_id).bind(session_id).bind(from.as_str())

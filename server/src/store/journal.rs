@@ -51,6 +51,9 @@ pub enum Write {
     Start { org_id: String, session_id: String, operator_id: String, region: String, rtt_ms: u32, at: i64 },
     /// → COMPLETED or CANCELLED; logs SESSION_END.
     End { org_id: String, session_id: String, to: LifecycleState, reason: String, attached: Option<String>, at: i64 },
+    /// An activity event that changes no state (ACTIVITY_CHECK,
+    /// INACTIVITY_WARNING, INACTIVITY_STOP before its end, ERROR).
+    Activity { org_id: String, session_id: String, kind: ActivityKind, operator_id: Option<String>, detail: Option<String>, at: i64 },
     /// ACTIVE ⇄ PAUSED; logs PAUSE or RESUME (`kind`).
     Steer { org_id: String, session_id: String, from: LifecycleState, to: LifecycleState, kind: ActivityKind, operator_id: Option<String>, at: i64 },
     Record { org_id: String, session_id: String, record: DispatchRecord },

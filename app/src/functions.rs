@@ -36,6 +36,10 @@ pub mod backend {
         /// Pause, resume or complete a live session (seed 001): `by` is the
         /// operator asking, who must be the attached one; `None` for an admin.
         async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, AppError>;
+        /// E-stop: the session latches in PROTECTIVE_STOP, with an audit record.
+        async fn estop_session(&self, org_id: &str, user_id: &str, session_id: &str) -> Result<SessionRecord, AppError>;
+        /// Clears a latched PROTECTIVE_STOP with a reason (an audit record).
+        async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session_id: &str, reason: &str) -> Result<SessionRecord, AppError>;
         /// The session's activity log, oldest first.
         async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<Vec<ActivityEntry>, AppError>;
         /// The org's live picture for the wallboard and the overview.
@@ -239,6 +243,33 @@ pub async fn load_session_activity(session_id: String) -> Result<Vec<crate::life
     let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
     guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
     backend.session_activity(&org.org_id, &session_id).await.map_err(guard::fail)
+}
+
+/// E-stop (operator-initiated PROTECTIVE_STOP): the attached operator or an
+/// admin of the org. Latched until cleared on the session detail.
+#[server(endpoint = "estop_session")]
+pub async fn estop_session(session_id: String) -> Result<SessionRecord, AppError> {
+    let backend = guard::backend()?;
+    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
+    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    backend.estop_session(&org.org_id, &user.user_id, &session_id).await.map_err(guard::fail)
+}
+
+/// Clears a latched PROTECTIVE_STOP (rule W11): an admin of the org or the
+/// attached operator, with a reason; the only way out of the latch.
+#[server(endpoint = "clear_protective_stop")]
+pub async fn clear_protective_stop(session_id: String, reason: String) -> Result<SessionRecord, AppError> {
+    let reason = reason.trim().to_string();
+    if reason.is_empty() {
+        return Err(guard::fail(AppError::Invalid("Say why the stop may be cleared.".into())));
+    }
+    if reason.chars().count() > crate::rules::MAX_REASON_CHARS {
+        return Err(guard::fail(AppError::Invalid(format!("Keep the reason under {} characters.", crate::rules::MAX_REASON_CHARS))));
+    }
+    let backend = guard::backend()?;
+    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
+    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    backend.clear_protective_stop(&org.org_id, &user.user_id, &session_id, &reason).await.map_err(guard::fail)
 }
 
 /// Pause, resume or complete a session (seed 001): its attached operator,

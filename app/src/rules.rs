@@ -100,6 +100,8 @@ pub fn url_encode(value: &str) -> String {
 
 /// The longest email a sign-in or an invitation accepts (RFC 5321's path limit).
 pub const MAX_EMAIL_CHARS: usize = 254;
+/// A reason given by a person (a stop clear): one readable paragraph.
+pub const MAX_REASON_CHARS: usize = 500;
 
 /// `next` after sign-in, if it is a path on this site: it must start with a
 /// single `/`, and contain no backslash (browsers read `/\evil.example` as

@@ -58,3 +58,58 @@ test('L01 L03 L05: the operator pauses, resumes and completes the session from t
   expect(errors).toEqual([]);
   await context.close();
 });
+
+test('W11 W13: an E-stop from the cockpit latches the card on the wallboard and reaches its safety feed; the detail view clears it with a reason', async ({ browser, request }) => {
+  test.setTimeout(90_000);
+  const tomContext = await browser.newContext();
+  const tom = await tomContext.newPage();
+  await signIn(tom, TOM);
+  await expect(tom).toHaveURL(/\/operator$/);
+  await tom.getByTestId('go-ready').click();
+  await expect(tom.getByTestId('presence')).toHaveText('ready');
+  const call = await request.post('/v1/sessions', { headers: { Authorization: 'Bearer cct_demo_uk-pick-01' }, data: { robotId: 'uk-pick-01' } });
+  expect(call.status()).toBe(201);
+  const session = (await call.json()).sessionId as string;
+  await expect(tom.getByTestId('offer-robot')).toHaveText('uk-pick-01');
+  await tom.keyboard.press('Enter');
+  await expect(tom).toHaveURL(new RegExp(`/cockpit/${session}$`));
+  await hydrated(tom);
+
+  const adminContext = await browser.newContext({ viewport: { width: 1920, height: 1080 } });
+  const admin = await adminContext.newPage();
+  await signIn(admin, 'dana.okafor@northstar.example');
+  await expect(admin).toHaveURL(/\/admin\/directory$/);
+  await admin.goto('/ops/wallboard');
+  await hydrated(admin);
+  await expect(admin.getByTestId('live-status')).toContainText('live');
+  const card = admin.locator(`[data-testid="card"][data-session="${session}"]`);
+  await expect(card).toBeVisible();
+
+  // One key stops it.
+  await tom.keyboard.press('e');
+  await expect(tom.getByTestId('cockpit-safety')).toHaveText('PROTECTIVE_STOP');
+  await expect(tom.getByTestId('estop')).toBeDisabled();
+  // Pushed to the wallboard: the card latches and tops the grid; the feed says who stopped it.
+  await expect(card).toHaveAttribute('data-state', 'PROTECTIVE_STOP');
+  await expect(admin.getByTestId('card').first()).toHaveAttribute('data-state', 'PROTECTIVE_STOP');
+  await expect(admin.getByTestId('safety-feed')).toContainText('operator estop');
+
+  // Cleared only from the detail view, with a reason.
+  await card.locator('a').first().click();
+  await expect(admin).toHaveURL(new RegExp(`/ops/sessions\\?s=${session}$`));
+  await hydrated(admin);
+  await admin.getByTestId('clear-reason').fill('Cell inspected on camera; guard closed.');
+  await admin.getByTestId('clear-submit').click();
+  await expect(admin.getByTestId('clear-stop')).toHaveCount(0);
+  await expect(admin.getByTestId('session-record')).toContainText('SAFE');
+  // The operator's cockpit learns it on its next load.
+  await tom.reload();
+  await hydrated(tom);
+  await expect(tom.getByTestId('cockpit-safety')).toHaveText('SAFE');
+  // Leave the robot free for other tests: complete the session.
+  await tom.keyboard.press('c');
+  await tom.keyboard.press('c');
+  await expect(tom.getByTestId('cockpit-lifecycle')).toHaveText('COMPLETED');
+  await tomContext.close();
+  await adminContext.close();
+});

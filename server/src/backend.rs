@@ -32,6 +32,8 @@ pub struct ServerBackend {
     store: SharedStore,
     /// Presences live in the engine.
     engine: Arc<crate::engine::Engine>,
+    /// Safety changes made by people (E-stop, clear).
+    sessions: Arc<crate::services::SessionService>,
     throttle: Arc<SignInThrottle>,
     passwords: PasswordChecker,
     tabs: Arc<OpenTabs>,
@@ -42,12 +44,13 @@ impl ServerBackend {
     pub fn new(
         store: SharedStore,
         engine: Arc<crate::engine::Engine>,
+        sessions: Arc<crate::services::SessionService>,
         throttle: Arc<SignInThrottle>,
         tabs: Arc<OpenTabs>,
         cookie: SessionCookie,
     ) -> Self {
         let passwords = PasswordChecker::new(HASHING_THREADS, WAITING_CHECKS);
-        ServerBackend { store, engine, throttle, passwords, tabs, cookie }
+        ServerBackend { store, engine, sessions, throttle, passwords, tabs, cookie }
     }
 
     async fn current_user(&self, user_id: &str, org_id: Option<&str>) -> Result<Option<CurrentUser>, AppError> {
@@ -83,6 +86,17 @@ fn refused(e: crate::engine::EngineError) -> AppError {
         E::NoSkill(_) | E::ImplausibleRtt => AppError::Invalid(e.to_string()),
         E::Unavailable | E::DispatchedElsewhere => AppError::Busy,
         E::Store(e) => internal(e),
+    }
+}
+
+/// A person's safety change, answered.
+fn safety_answer(session_id: &str, change: crate::store::SafetyChange) -> Result<SessionRecord, AppError> {
+    use crate::store::SafetyChange as C;
+    match change {
+        C::Applied(row) | C::Unchanged(row) => row.record().map_err(internal),
+        C::NotLatched => Err(AppError::Conflict("The session is not in PROTECTIVE_STOP: there is nothing to clear.".into())),
+        C::Ended => Err(AppError::Conflict("The session has already ended.".into())),
+        C::NotFound => Err(AppError::NotFound(format!("Session {session_id}"))),
     }
 }
 
@@ -226,6 +240,14 @@ impl Backend for ServerBackend {
 
     async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, AppError> {
         self.engine.steer_session(org_id, session_id, to, by).await.map_err(refused)
+    }
+
+    async fn estop_session(&self, org_id: &str, user_id: &str, session_id: &str) -> Result<SessionRecord, AppError> {
+        safety_answer(session_id, self.sessions.operator_estop(org_id, user_id, session_id).await.map_err(internal)?)
+    }
+
+    async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session_id: &str, reason: &str) -> Result<SessionRecord, AppError> {
+        safety_answer(session_id, self.sessions.clear_protective_stop(org_id, user_id, session_id, reason).await.map_err(internal)?)
     }
 
     async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<Vec<ActivityEntry>, AppError> {

@@ -103,10 +103,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // Each org's dispatcher reloads its calls and re-dispatches offers that
     // went stale while the server was down before it answers anything.
     let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings()).await?;
-    let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), engine.clone(), throttle.clone(), tabs.clone(), cookie));
+    let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
+    let backend: SharedBackend =
+        Arc::new(ServerBackend::new(store.clone(), engine.clone(), sessions.clone(), throttle.clone(), tabs.clone(), cookie));
     let backend_for_metrics = backend.clone();
     let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone()).await?;
-    let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
     let state = AppState {
         leptos_options,
         backend,

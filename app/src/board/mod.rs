@@ -34,6 +34,8 @@ pub const DIVERGENCE_ALARM_DEG: f64 = 15.0;
 pub const MATCHED_RTT_WARN_MS: u32 = 250;
 /// The audit action of an operator-initiated stop (rule O04, W13).
 pub const OPERATOR_ESTOP: &str = "operator_estop";
+/// The audit action of a cleared PROTECTIVE_STOP (rule W11's clear path).
+pub const STOP_CLEARED: &str = "protective_stop_cleared";
 /// Rule O04's window.
 pub const ESTOP_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
 

@@ -3,9 +3,10 @@
 //! the session's activity log.
 
 use crate::components::{ActivityLog, ErrorNotice, RequireRole};
-use crate::functions::{load_session, load_session_activity, SteerSession};
+use crate::board::{state_hint, state_token};
+use crate::functions::{load_session, load_session_activity, EstopSession, SteerSession};
 use crate::lifecycle::{steer_controls, SteerControl};
-use crate::models::{LifecycleState, Role, SessionRecord};
+use crate::models::{LifecycleState, Role, SafetyState, SessionRecord};
 use crate::routes::operator::PresencePill;
 use crate::rules::utc_clock;
 use leptos::prelude::*;
@@ -28,9 +29,11 @@ fn Cockpit() -> impl IntoView {
     let params = use_params_map();
     let session_id = move || params.read().get("id").unwrap_or_default();
     let steer = ServerAction::<SteerSession>::new();
-    // Each completed move reloads the record and the log.
-    let record = Resource::new(move || (session_id(), steer.version().get()), |(id, _)| load_session(id));
-    let activity = Resource::new(move || (session_id(), steer.version().get()), |(id, _)| load_session_activity(id));
+    let estop = ServerAction::<EstopSession>::new();
+    // Each completed move or stop reloads the record and the log.
+    let version = move || (session_id(), steer.version().get(), estop.version().get());
+    let record = Resource::new(version, |(id, _, _)| load_session(id));
+    let activity = Resource::new(version, |(id, _, _)| load_session_activity(id));
     view! {
         <section class="panel">
             <div class="toolbar">
@@ -42,11 +45,12 @@ fn Cockpit() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match record.await {
                         Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                        Ok(s) => view! { <SessionFacts s=s.clone()/><Controls s steer/> }.into_any(),
+                        Ok(s) => view! { <SessionFacts s=s.clone()/><Controls s steer estop/> }.into_any(),
                     }
                 })}
             </Transition>
             {move || steer.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
+            {move || estop.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
         </section>
         <section class="panel" aria-labelledby="activity-h">
             <h2 id="activity-h">"Activity"</h2>
@@ -69,7 +73,8 @@ fn SessionFacts(s: SessionRecord) -> impl IntoView {
             <dt>"Robot"</dt><dd>{s.robot.clone()}" · "{s.robot_model.clone()}</dd>
             <dt>"Site"</dt><dd>{s.site.clone()}" (" {s.pop.clone()} ")"</dd>
             <dt>"Lifecycle"</dt><dd data-testid="cockpit-lifecycle">{s.lifecycle.as_str()}</dd>
-            <dt>"Safety state"</dt><dd>{s.state.as_str()}</dd>
+            <dt>"Safety state"</dt>
+            <dd><span class=format!("pill {}", state_token(s.state)) data-testid="cockpit-safety">{s.state.as_str()}</span>" "{state_hint(s.state)}</dd>
             <dt>"Operator"</dt><dd>{s.operator_name.clone().unwrap_or_else(|| "—".into())}</dd>
             <dt>"Attached"</dt><dd>{s.started_at.map(utc_clock).unwrap_or_else(|| "—".into())}</dd>
             <dt>"RTT"</dt><dd>{s.rtt_ms.map(|r| format!("{r} ms")).unwrap_or_else(|| "—".into())}</dd>
@@ -80,8 +85,16 @@ fn SessionFacts(s: SessionRecord) -> impl IntoView {
 /// Pause/Resume (key P) and Complete (key C, then C again to confirm):
 /// only the moves seed 001 allows from the session's state are shown.
 #[component]
-fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>) -> impl IntoView {
+fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAction<EstopSession>) -> impl IntoView {
     let id = s.id.clone();
+    let latched = s.state == SafetyState::ProtectiveStop;
+    let stop_id = StoredValue::new(s.id.clone());
+    // One key, no confirmation: a stop must never wait for a second press.
+    let stop = move || {
+        if !latched && !estop.pending().get_untracked() {
+            stop_id.with_value(|id| estop.dispatch(EstopSession { session_id: id.clone() }));
+        }
+    };
     let controls = steer_controls(s.lifecycle);
     let ended = s.lifecycle.is_terminal();
     let confirming = RwSignal::new(false);
@@ -120,7 +133,10 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>) -> impl IntoVie
             return;
         }
         let key = ev.key().to_lowercase();
-        if let Some(control) = keyed.iter().find(|c| c.key.to_string() == key) {
+        if key == "e" && !ended {
+            ev.prevent_default();
+            stop();
+        } else if let Some(control) = keyed.iter().find(|c| c.key.to_string() == key) {
             ev.prevent_default();
             press(*control);
         } else if ev.key() == "Escape" {
@@ -140,6 +156,11 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>) -> impl IntoVie
     drop(keys);
     view! {
         <div class="controls" role="group" aria-label="Session controls">
+            {(!ended).then(|| view! {
+                <button type="button" class="button estop" data-testid="estop" disabled=latched on:click=move |_| stop()>
+                    {if latched { "Stopped (latched)" } else { "E-stop (E)" }}
+                </button>
+            })}
             {controls.into_iter().map(|control| {
                 let label = move || match (control.to, confirming.get()) {
                     (LifecycleState::Completed, true) => "Confirm complete (C)".to_string(),
@@ -156,6 +177,9 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>) -> impl IntoVie
             }).collect_view()}
             {ended.then(|| view! { <p class="muted">"This session has ended."</p> })}
         </div>
+        {(latched && !ended).then(|| view! {
+            <p class="notice-line" role="status">"PROTECTIVE_STOP is latched: it is cleared, with a reason, on the session detail."</p>
+        })}
         {(!ended).then(|| view! {
             <div class="control-area" data-testid="control-area" tabindex="0" aria-disabled=(!active).to_string()
                 aria-label="Control area: keys and pointer here drive the robot"

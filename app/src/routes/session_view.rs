@@ -5,7 +5,8 @@
 
 use crate::board::{divergence_tone, rtt_tone, state_hint, state_token, velocity_percent, velocity_tone};
 use crate::components::{ActivityLog, ErrorNotice};
-use crate::functions::{load_session, load_session_activity};
+use crate::functions::{load_session, load_session_activity, ClearProtectiveStop};
+use crate::models::SafetyState;
 use crate::live::use_live_board;
 use crate::rules::{format_age, rfc3339};
 use leptos::prelude::*;
@@ -18,9 +19,11 @@ pub fn SessionView() -> impl IntoView {
     let id = move || query.read().get("s").unwrap_or_default();
     // Reloaded with the board, which the org's events keep current.
     let live = use_live_board();
-    let version = move || (id(), live.data.get().map(|b| b.map(|b| b.as_of_ms).ok()));
-    let record = Resource::new(version, |(id, _)| load_session(id));
-    let activity = Resource::new(version, |(id, _)| load_session_activity(id));
+    // Rule W11: the only place a latched PROTECTIVE_STOP is cleared.
+    let clear = ServerAction::<ClearProtectiveStop>::new();
+    let version = move || (id(), live.data.get().map(|b| b.map(|b| b.as_of_ms).ok()), clear.version().get());
+    let record = Resource::new(version, |(id, _, _)| load_session(id));
+    let activity = Resource::new(version, |(id, _, _)| load_session_activity(id));
     view! {
         <Title text="Session"/>
         <section class="panel">
@@ -53,11 +56,20 @@ pub fn SessionView() -> impl IntoView {
                                     <dt>"Divergence"</dt><dd class=divergence_tone(s.divergence_deg).class()>{s.divergence_deg.map_or("—".into(), |d| format!("{d:.1}°"))}</dd>
                                     <dt>"Velocity"</dt><dd class=velocity_tone(s.velocity_scale).class()>{s.velocity_scale.map_or("—".into(), velocity_percent)}</dd>
                                 </dl>
+                                {(s.state == SafetyState::ProtectiveStop && !s.lifecycle.is_terminal()).then(|| view! {
+                                    <ActionForm action=clear attr:class="clear-stop" attr:data-testid="clear-stop">
+                                        <input type="hidden" name="session_id" value=s.id.clone()/>
+                                        <label for="clear-reason">"Why may the stop be cleared? (kept in the audit log)"</label>
+                                        <textarea id="clear-reason" name="reason" required maxlength="500" rows="2" data-testid="clear-reason"></textarea>
+                                        <button type="submit" class="button" data-testid="clear-submit">"Clear the stop"</button>
+                                    </ActionForm>
+                                })}
                             }.into_any()
                         }
                     }
                 })}
             </Transition>
+            {move || clear.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
         </section>
         // Always rendered (no closure around it): a boundary created inside
         // a reactive closure gets another id on the server than in the browser.

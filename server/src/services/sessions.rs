@@ -3,9 +3,9 @@
 
 use crate::bus::SharedBus;
 use crate::clock::now_ms;
-use crate::store::{SharedStore, StoreResult, Telemetry, TelemetryOutcome};
+use crate::store::{SafetyChange, SharedStore, StoreResult, Telemetry, TelemetryOutcome};
 use app::events::{AuditEntry, Event, OrgEvent, Topic};
-use app::models::SessionRecord;
+use app::models::{SafetyState, SessionRecord};
 
 pub struct SessionService {
     store: SharedStore,
@@ -60,21 +60,52 @@ impl SessionService {
         Ok(outcome)
     }
 
-    /// An operator pressed E-stop on a session: an audit record (rule O04,
-    /// the overview's "E-stops · 24h", and the wallboard's safety feed).
-    /// The cockpit's button calls this (issue "Session lifecycle").
-    pub async fn record_operator_estop(&self, org_id: &str, operator_id: &str, session: &SessionRecord) -> StoreResult<()> {
+    /// E-stop from the cockpit (or an admin): the session latches in
+    /// PROTECTIVE_STOP, written with its audit record (rule O04's "E-stops ·
+    /// 24h", the wallboard's safety feed) and published. The edge agent
+    /// learns of it from the answer to its next telemetry post (409
+    /// `protective_stop_latched`) and from `GET /v1/sessions/{id}`.
+    pub async fn operator_estop(&self, org_id: &str, user_id: &str, session_id: &str) -> StoreResult<SafetyChange> {
+        let robot_id = self.store.session(org_id, session_id).await?.map(|s| s.robot_id);
         let entry = AuditEntry {
             at_ms: now_ms(),
             actor_kind: "user".into(),
-            actor_id: Some(operator_id.to_string()),
+            actor_id: Some(user_id.to_string()),
             action: app::board::OPERATOR_ESTOP.into(),
-            session_id: Some(session.id.clone()),
-            robot_id: Some(session.robot.clone()),
+            session_id: Some(session_id.to_string()),
+            robot_id,
             detail: Some("operator E-stop".into()),
         };
-        self.store.record_audit(org_id, &entry).await?;
-        self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Audit { entry }));
+        let change = self.store.change_safety(org_id, session_id, None, SafetyState::ProtectiveStop, &entry).await?;
+        self.publish_change(org_id, &change, entry)?;
+        Ok(change)
+    }
+
+    /// Clears a latched PROTECTIVE_STOP (rule W11: only from the session
+    /// detail, by an admin or the attached operator, with a reason): the
+    /// session goes to SAFE, and the robot re-arms by telemetry.
+    pub async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session_id: &str, reason: &str) -> StoreResult<SafetyChange> {
+        let robot_id = self.store.session(org_id, session_id).await?.map(|s| s.robot_id);
+        let entry = AuditEntry {
+            at_ms: now_ms(),
+            actor_kind: "user".into(),
+            actor_id: Some(user_id.to_string()),
+            action: app::board::STOP_CLEARED.into(),
+            session_id: Some(session_id.to_string()),
+            robot_id,
+            detail: Some(reason.to_string()),
+        };
+        let change = self.store.change_safety(org_id, session_id, Some(SafetyState::ProtectiveStop), SafetyState::Safe, &entry).await?;
+        self.publish_change(org_id, &change, entry)?;
+        Ok(change)
+    }
+
+    fn publish_change(&self, org_id: &str, change: &SafetyChange, entry: AuditEntry) -> StoreResult<()> {
+        if let SafetyChange::Applied(row) = change {
+            let session = row.clone().record()?;
+            self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Audit { entry }));
+            self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Telemetry { session }));
+        }
         Ok(())
     }
 }

@@ -5,10 +5,12 @@
 mod board;
 mod dispatch;
 mod journal;
+mod safety;
 mod sql;
 
 pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
 pub use dispatch::{ActivityRow, DispatchStore};
+pub use safety::{SafetyChange, SafetyStore};
 pub use journal::{
     AnsweredOfferRow, DispatchRecord, DispatchRecordRow, LiveSessionRow, NewOffer, NewSession, OpenOfferRow, OrgLock,
     OrgSnapshot, PendingCallRow, SessionRow, Telemetry, TelemetryOutcome, Write,
@@ -132,7 +134,7 @@ pub struct NewRobot {
 /// Everything persisted. The ACD's calls, offers and queue are in
 /// `DispatchStore` (store/dispatch.rs).
 #[async_trait]
-pub trait Store: DispatchStore + BoardStore + Send + Sync + 'static {
+pub trait Store: DispatchStore + BoardStore + SafetyStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`, for logs and /healthz.
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.

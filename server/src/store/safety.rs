@@ -1,0 +1,75 @@
+//! Safety-state changes made by people: an operator's E-stop latches
+//! PROTECTIVE_STOP, and an explicit clear (with its reason) leaves it. Each
+//! is written with its audit record in one transaction.
+
+use super::dispatch::SESSION_SELECT;
+use super::journal::SessionRow;
+use super::dispatch::StoreDb;
+use super::sql::{PgStore, SqliteStore};
+use super::StoreResult;
+use app::events::AuditEntry;
+use app::models::SafetyState;
+use async_trait::async_trait;
+
+/// What a person's safety change did.
+#[derive(Debug)]
+pub enum SafetyChange {
+    Applied(SessionRow),
+    /// Nothing to do: already in the target state (a second E-stop).
+    Unchanged(SessionRow),
+    /// A clear asked of a session that is not latched.
+    NotLatched,
+    /// COMPLETED or CANCELLED.
+    Ended,
+    NotFound,
+}
+
+#[async_trait]
+pub trait SafetyStore: Send + Sync {
+    /// Moves an open session to `to`; with `only_from`, only from that state.
+    /// Writes `audit` with the change.
+    async fn change_safety(&self, org_id: &str, session_id: &str, only_from: Option<SafetyState>, to: SafetyState, audit: &AuditEntry) -> StoreResult<SafetyChange>;
+}
+
+macro_rules! safety_store {
+    ($store:ident) => {
+        #[async_trait]
+        impl SafetyStore for $store {
+            async fn change_safety(&self, org_id: &str, session_id: &str, only_from: Option<SafetyState>, to: SafetyState, e: &AuditEntry) -> StoreResult<SafetyChange> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let Some(current) = sqlx::query_as::<_, SessionRow>(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"))
+                    .bind(org_id).bind(session_id).fetch_optional(&mut *tx).await?
+                else {
+                    return Ok(SafetyChange::NotFound);
+                };
+                if current.lifecycle()?.is_terminal() {
+                    return Ok(SafetyChange::Ended);
+                }
+                let safety = current.safety()?;
+                if only_from.is_some_and(|from| from != safety) {
+                    return Ok(SafetyChange::NotLatched);
+                }
+                if safety == to {
+                    return Ok(SafetyChange::Unchanged(current));
+                }
+                sqlx::query("UPDATE sessions SET safety_state = $1 WHERE org_id = $2 AND id = $3")
+                    .bind(to.as_str()).bind(org_id).bind(session_id)
+                    .execute(&mut *tx).await?;
+                sqlx::query(
+                    "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                )
+                .bind(org_id).bind(e.at_ms).bind(&e.actor_kind).bind(&e.actor_id).bind(&e.action)
+                .bind(&e.session_id).bind(&e.robot_id).bind(&e.detail)
+                .execute(&mut *tx).await?;
+                let row = sqlx::query_as(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"))
+                    .bind(org_id).bind(session_id).fetch_one(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(SafetyChange::Applied(row))
+            }
+        }
+    };
+}
+
+safety_store!(SqliteStore);
+safety_store!(PgStore);

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// Activity events of seed 001, in the session's log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ActivityKind {
     SessionStart,
@@ -56,8 +57,10 @@ impl ActivityKind {
 
 /// One line of a session's activity log (rule L05).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ActivityEntry {
+    /// Unix milliseconds.
     pub at_ms: i64,
     pub kind: ActivityKind,
     pub operator_id: Option<String>,

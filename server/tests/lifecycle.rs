@@ -215,3 +215,31 @@ both_backends_with!(l03_l07_input_keeps_a_session_alive_and_a_paused_one_takes_n
     assert!(!kinds.contains(&ActivityKind::InactivityWarning), "{kinds:?}");
     app.finish().await;
 });
+
+both_backends!(l06_an_edge_agent_reports_errors_into_the_session_log, |app: TestApp| async move {
+    let session = attach_asha(&app, "uk-pick-01").await;
+    let report = |robot: &'static str, detail: &'static str| {
+        let (app, session) = (&app, session.clone());
+        async move {
+            app.robot(reqwest::Method::POST, robot, &format!("/v1/sessions/{session}/errors"))
+                .json(&serde_json::json!({ "detail": detail }))
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let logged = report("uk-pick-01", "camera stream dropped").await;
+    assert_eq!(logged.status(), StatusCode::CREATED);
+    let entry: ActivityEntry = logged.json().await.unwrap();
+    assert_eq!((entry.kind, entry.detail.as_deref()), (ActivityKind::Error, Some("camera stream dropped")));
+    assert_eq!(report("uk-pick-01", "   ").await.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(report("ue-pick-01", "not mine").await.status(), StatusCode::FORBIDDEN, "another robot's session");
+    let asha = browser();
+    sign_in(&asha, &app, OPERATOR).await;
+    let log = activity(&asha, &app, &session).await;
+    let last = log.last().unwrap();
+    assert_eq!((last.kind, last.operator_id.as_deref()), (ActivityKind::Error, Some("u-asha")), "logged against whoever held it");
+    assert_eq!(steer(&asha, &app, &session, "COMPLETED").await.status(), StatusCode::OK);
+    assert_eq!(report("uk-pick-01", "too late").await.status(), StatusCode::CONFLICT, "nothing reports into a finished session");
+    app.finish().await;
+});

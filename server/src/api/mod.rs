@@ -5,6 +5,7 @@
 //! this same path. Handlers stay thin: auth, then the ACD or the store.
 
 mod error;
+mod events;
 
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 
@@ -32,6 +33,7 @@ pub fn router() -> Router<AppState> {
         .route("/sessions", post(raise_call))
         .route("/sessions/{id}", get(get_session).delete(withdraw_call))
         .route("/sessions/{id}/telemetry", post(report_telemetry))
+        .route("/sessions/{id}/errors", post(events::report_error))
         .route("/robots", post(register_robot))
         .route("/robots/{id}/heartbeat", post(heartbeat))
         .route("/openapi.json", get(openapi))
@@ -82,7 +84,7 @@ impl FromRequestParts<AppState> for Caller {
 }
 
 impl Caller {
-    fn org_id(&self) -> &str {
+    pub(super) fn org_id(&self) -> &str {
         match self {
             Caller::Robot(robot) => &robot.org_id,
             Caller::Admin { org_id } => org_id,
@@ -104,7 +106,7 @@ impl Caller {
     }
 
     /// A session this caller may see: a robot only its own sessions.
-    async fn session(&self, state: &AppState, session_id: &str) -> Result<SessionRecord, ApiError> {
+    pub(super) async fn session(&self, state: &AppState, session_id: &str) -> Result<SessionRecord, ApiError> {
         let record = state
             .sessions
             .session(self.org_id(), session_id)
@@ -423,10 +425,11 @@ impl Modify for Security {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "ClutchCall edge-agent API", version = "1", description = "Distress calls, telemetry and heartbeats from robots' edge agents."),
-    paths(raise_call, get_session, withdraw_call, report_telemetry, heartbeat, register_robot, openapi),
+    paths(raise_call, get_session, withdraw_call, report_telemetry, events::report_error, heartbeat, register_robot, openapi),
     components(schemas(
         CallRequest, CallMatched, CallQueued, MatchedOperatorBody, Offer, SessionRecord, SafetyState, LifecycleState,
-        TelemetryBody, HeartbeatAck, NewRobotBody, RegisteredRobot, ErrorBody, ErrorDetail
+        TelemetryBody, HeartbeatAck, NewRobotBody, RegisteredRobot, ErrorBody, ErrorDetail,
+        events::ErrorReport, app::lifecycle::ActivityEntry, app::lifecycle::ActivityKind
     )),
     modifiers(&Security)
 )]

@@ -35,6 +35,8 @@ pub enum Command {
     /// Pause, resume or complete by the attached operator (`by`) or an admin;
     /// `false` when the desk has no such live session.
     Steer { session_id: String, to: LifecycleState, by: Option<String>, reply: Reply<bool> },
+    /// An edge agent's error on an open session; answers when it was logged.
+    ReportError { session_id: String, detail: String, reply: Reply<i64> },
     /// Operator input on their session (resets its inactivity chain).
     Input { operator_id: String, session_id: String, reply: Reply<()> },
     TabOpened { operator_id: String, reply: Reply<(OperatorPresence, Option<Offer>)> },
@@ -73,6 +75,7 @@ impl Command {
             | Command::Rtt { reply, .. } => drop(reply.send(Err(error()))),
             Command::Finish { reply, .. } | Command::Steer { reply, .. } => drop(reply.send(Err(error()))),
             Command::Input { reply, .. } => drop(reply.send(Err(error()))),
+            Command::ReportError { reply, .. } => drop(reply.send(Err(error()))),
             Command::TabOpened { reply, .. } => drop(reply.send(Err(error()))),
             Command::Presences { reply } => drop(reply.send(Vec::new())),
             Command::Console { reply, .. } => drop(reply.send(None)),
@@ -118,6 +121,7 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
         Command::Finish { session_id, to, reason, reply } => hold(reply, desk.finish(&session_id, to, &reason, now)),
         Command::Steer { session_id, to, by, reply } => hold(reply, desk.steer(&session_id, to, by.as_deref(), now)),
         Command::Input { operator_id, session_id, reply } => hold(reply, desk.input(&operator_id, &session_id, now)),
+        Command::ReportError { session_id, detail, reply } => hold(reply, desk.report_error(&session_id, &detail, now)),
         Command::TabOpened { operator_id, reply } => hold(reply, desk.tab_opened(&operator_id, now)),
         Command::TabClosed { operator_id, last_seen } => {
             desk.tab_closed(&operator_id, last_seen);

@@ -1,6 +1,6 @@
 //! The inactivity chain of ACTIVE sessions (rule L07) on the desk's
-//! deadline queue, and the operator input that resets it (rule L03: a
-//! PAUSED session takes none). The chain's arithmetic is the pure
+//! deadline queue, the operator input that resets it (rule L03: a PAUSED
+//! session takes none), and the edge agent's error reports (`ERROR`). The chain's arithmetic is the pure
 //! `app::inactivity`; this applies it and writes what it decides.
 
 use super::desk::{Desk, Live};
@@ -76,6 +76,25 @@ impl Desk {
         } else {
             self.timers.at(due.next_at_ms, Timer::Inactivity { session_id: session_id.to_string(), chain });
         }
+    }
+
+    /// An edge agent's error on an open session (PENDING, ACTIVE or PAUSED):
+    /// an `ERROR` activity event. A finished or unknown session is refused.
+    pub fn report_error(&mut self, session_id: &str, detail: &str, now: i64) -> Result<i64, EngineError> {
+        let operator_id = match (self.calls.contains_key(session_id), self.live.get(session_id)) {
+            (true, _) => None,
+            (false, Some(live)) => live.operator_id.clone(),
+            (false, None) => return Err(EngineError::SessionEnded),
+        };
+        self.fx.writes.push(Write::Activity {
+            org_id: self.org_id.clone(),
+            session_id: session_id.to_string(),
+            kind: ActivityKind::Error,
+            operator_id,
+            detail: Some(detail.to_string()),
+            at: now,
+        });
+        Ok(now)
     }
 
     /// Operator input on a session: only its attached operator's counts,

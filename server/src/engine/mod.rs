@@ -228,6 +228,14 @@ impl Engine {
         self.ask(org_id, |reply| Command::Input { operator_id: op, session_id: ses, reply }).await
     }
 
+    /// An edge agent's error report on an open session: an `ERROR`
+    /// activity event, committed with the desk's batch.
+    pub async fn report_error(&self, org_id: &str, session_id: &str, detail: &str) -> Result<app::lifecycle::ActivityEntry, EngineError> {
+        let (ses, what) = (session_id.to_string(), detail.to_string());
+        let at_ms = self.ask(org_id, |reply| Command::ReportError { session_id: ses, detail: what, reply }).await?;
+        Ok(app::lifecycle::ActivityEntry { at_ms, kind: app::lifecycle::ActivityKind::Error, operator_id: None, operator_name: None, detail: Some(detail.to_string()) })
+    }
+
     /// A console tab connected. Returns the operator's presence and any
     /// offer still ringing for them.
     pub async fn tab_opened(&self, org_id: &str, operator_id: &str) -> Result<(OperatorPresence, Option<Offer>), EngineError> {

@@ -300,12 +300,30 @@ pub struct CandidateSummary {
     pub omitted: BTreeMap<String, usize>,
 }
 
+/// One dispatch decision of a call, as the session detail shows it: what
+/// prompted it, where it put the call, and who was considered with their
+/// RTT and verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DispatchDecision {
+    pub at_ms: i64,
+    pub trigger: Trigger,
+    pub pool_source: PoolSource,
+    pub outcome: Outcome,
+    pub operator_id: Option<String>,
+    pub rtt_ms: Option<u32>,
+    pub considered: CandidateSummary,
+}
+
+/// A verdict's name as stored (`chosen`, `outranked`, …).
+pub fn verdict_name(verdict: Verdict) -> String {
+    serde_json::to_value(verdict).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
 pub fn summarise(mut ranked: Vec<Candidate>) -> CandidateSummary {
     let rest = if ranked.len() > RECORDED_CANDIDATES { ranked.split_off(RECORDED_CANDIDATES) } else { Vec::new() };
     let mut omitted = BTreeMap::new();
     for c in rest {
-        let verdict = serde_json::to_value(c.verdict).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-        *omitted.entry(verdict).or_insert(0) += 1;
+        *omitted.entry(verdict_name(c.verdict)).or_insert(0) += 1;
     }
     CandidateSummary { candidates: ranked, omitted }
 }

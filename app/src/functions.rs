@@ -40,6 +40,8 @@ pub mod backend {
         async fn estop_session(&self, org_id: &str, user_id: &str, session_id: &str) -> Result<SessionRecord, AppError>;
         /// Clears a latched PROTECTIVE_STOP with a reason (an audit record).
         async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session_id: &str, reason: &str) -> Result<SessionRecord, AppError>;
+        /// The call's dispatch decisions, oldest first.
+        async fn dispatch_decisions(&self, org_id: &str, session_id: &str) -> Result<Vec<crate::dispatch::DispatchDecision>, AppError>;
         /// The session's activity log, oldest first.
         async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<Vec<ActivityEntry>, AppError>;
         /// The org's live picture for the wallboard and the overview.
@@ -243,6 +245,16 @@ pub async fn load_session_activity(session_id: String) -> Result<Vec<crate::life
     let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
     guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
     backend.session_activity(&org.org_id, &session_id).await.map_err(guard::fail)
+}
+
+/// The call's dispatch decisions (who was considered, their RTT and
+/// verdict), for the session detail: admins of the org.
+#[server(endpoint = "load_dispatch_decisions")]
+pub async fn load_dispatch_decisions(session_id: String) -> Result<Vec<crate::dispatch::DispatchDecision>, AppError> {
+    let backend = guard::backend()?;
+    let (user, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
+    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    backend.dispatch_decisions(&org.org_id, &session_id).await.map_err(guard::fail)
 }
 
 /// E-stop (operator-initiated PROTECTIVE_STOP): the attached operator or an

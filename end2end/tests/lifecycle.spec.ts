@@ -98,6 +98,9 @@ test('W11 W13: an E-stop from the cockpit latches the card on the wallboard and 
   await card.locator('a').first().click();
   await expect(admin).toHaveURL(new RegExp(`/ops/sessions\\?s=${session}$`));
   await hydrated(admin);
+  // Who the ACD considered for this call, with the verdict.
+  await expect(admin.getByTestId('dispatch-history')).toContainText('Tom Whitfield');
+  await expect(admin.getByTestId('dispatch-history')).toContainText('chosen');
   await admin.getByTestId('clear-reason').fill('Cell inspected on camera; guard closed.');
   await admin.getByTestId('clear-submit').click();
   await expect(admin.getByTestId('clear-stop')).toHaveCount(0);

@@ -250,6 +250,11 @@ impl Backend for ServerBackend {
         safety_answer(session_id, self.sessions.clear_protective_stop(org_id, user_id, session_id, reason).await.map_err(internal)?)
     }
 
+    async fn dispatch_decisions(&self, org_id: &str, session_id: &str) -> Result<Vec<app::dispatch::DispatchDecision>, AppError> {
+        let rows = self.store.dispatch_records(org_id, session_id).await.map_err(internal)?;
+        rows.into_iter().map(|r| r.decision().map_err(internal)).collect()
+    }
+
     async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<Vec<ActivityEntry>, AppError> {
         let rows = self.store.activity_log(org_id, session_id).await.map_err(internal)?;
         rows.into_iter().map(|r| r.entry().map_err(internal)).collect()

@@ -96,7 +96,7 @@ both_backends!(a06_a10_certification_filters_before_rtt, |app: TestApp| async mo
     assert_eq!(status, StatusCode::CREATED);
     assert_eq!(body["operator"]["id"], "u-asha", "the nearer uncertified operator never wins");
     // The dispatch record says why the others were not chosen.
-    let records = app.running().store.dispatch_records(body["sessionId"].as_str().unwrap()).await.unwrap();
+    let records = app.running().store.dispatch_records(ORG, body["sessionId"].as_str().unwrap()).await.unwrap();
     let summary: Value = serde_json::from_str(&records[0].candidates).unwrap();
     // The record lists the walk of the ready index and counts the rest by verdict.
     let listed = summary["candidates"].as_array().unwrap();
@@ -123,7 +123,7 @@ both_backends!(a08_roster_fallback_when_nobody_broadcasts_readiness, |app: TestA
     assert_eq!(status, StatusCode::CREATED);
     assert_eq!(body["operator"]["id"], "u-carla");
     let session = body["sessionId"].as_str().unwrap().to_string();
-    let records = app.running().store.dispatch_records(&session).await.unwrap();
+    let records = app.running().store.dispatch_records(ORG, &session).await.unwrap();
     assert_eq!(records[0].pool_source, "roster_fallback");
 
     // Attached (on_call) operators are part of the roster pool too.
@@ -252,7 +252,7 @@ both_backends!(d03_decline_offers_the_call_to_the_next_best_then_queues_it, |app
     let res: Value = app.robot(Method::GET, "ue-pick-01", &format!("/v1/sessions/{session}")).send().await.unwrap().json().await.unwrap();
     assert_eq!(res["lifecycle"], "PENDING");
     assert!(app.running().store.open_offers().await.unwrap().is_empty(), "queued: nobody left who has not declined");
-    let outcomes: Vec<String> = app.running().store.dispatch_records(&session).await.unwrap().into_iter().map(|r| r.outcome).collect();
+    let outcomes: Vec<String> = app.running().store.dispatch_records(ORG, &session).await.unwrap().into_iter().map(|r| r.outcome).collect();
     assert_eq!(outcomes, vec!["offered", "offered", "queued"]);
     app.finish().await;
 });
@@ -279,7 +279,7 @@ both_backends_with!(d04_an_unanswered_offer_expires_to_aux_and_the_call_moves_on
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(presence(&app, "u-tom").await.state, PresenceState::Aux);
-    let triggers: Vec<(String, String)> = app.running().store.dispatch_records(&session).await.unwrap()
+    let triggers: Vec<(String, String)> = app.running().store.dispatch_records(ORG, &session).await.unwrap()
         .into_iter().map(|r| (r.trigger, r.outcome)).collect();
     assert_eq!(triggers.last().unwrap(), &("expired".to_string(), "queued".to_string()));
     app.finish().await;

@@ -129,7 +129,7 @@ both_backends_with!(d07_offers_that_went_stale_while_down_are_re_dispatched, |c:
 
     let store = &app.running().store;
     assert!(store.open_offers().await.unwrap().is_empty(), "the stale offer was closed at start");
-    let triggers: Vec<String> = store.dispatch_records(&first).await.unwrap().into_iter().map(|r| r.trigger).collect();
+    let triggers: Vec<String> = store.dispatch_records(ORG, &first).await.unwrap().into_iter().map(|r| r.trigger).collect();
     assert_eq!(triggers, vec!["raised", "recovered"]);
     let url = app.database_url();
     assert_eq!(scalar(&url, &format!("SELECT COUNT(*) FROM offers WHERE session_id = '{first}' AND status = 'expired'")).await, 1);

@@ -50,7 +50,7 @@ both_backends_with!(d08_a_decliner_is_offered_the_same_call_again_after_the_cool
     .await;
     assert!(declined_at.elapsed() >= Duration::from_millis(700), "never before the cool-off ends");
     let triggers: Vec<(String, String)> =
-        app.running().store.dispatch_records(&session).await.unwrap().into_iter().map(|r| (r.trigger, r.outcome)).collect();
+        app.running().store.dispatch_records(ORG, &session).await.unwrap().into_iter().map(|r| (r.trigger, r.outcome)).collect();
     assert_eq!(triggers.last().unwrap(), &("operator_ready".to_string(), "offered".to_string()));
     app.finish().await;
 });

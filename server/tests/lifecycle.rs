@@ -243,3 +243,23 @@ both_backends!(l06_an_edge_agent_reports_errors_into_the_session_log, |app: Test
     assert_eq!(report("uk-pick-01", "too late").await.status(), StatusCode::CONFLICT, "nothing reports into a finished session");
     app.finish().await;
 });
+
+both_backends!(the_session_detail_shows_who_the_acd_considered_with_rtt_and_verdict, |app: TestApp| async move {
+    let session = attach_asha(&app, "uk-pick-01").await;
+    let admin = browser();
+    sign_in(&admin, &app, common::ADMIN).await;
+    let res = call(&admin, &app, "load_dispatch_decisions", &[("session_id", &session)]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let decisions: Vec<app::dispatch::DispatchDecision> = res.json().await.unwrap();
+    assert_eq!(decisions.len(), 1);
+    let d = &decisions[0];
+    assert_eq!((d.trigger, d.outcome, d.operator_id.as_deref()), (app::dispatch::Trigger::Raised, app::dispatch::Outcome::Offered, Some("u-asha")));
+    let chosen = &d.considered.candidates[0];
+    assert_eq!((chosen.operator_id.as_str(), chosen.verdict), ("u-asha", app::dispatch::Verdict::Chosen));
+    assert_eq!(chosen.rtt_ms, d.rtt_ms);
+    // Operators do not read the ACD's reasoning about their colleagues.
+    let asha = browser();
+    sign_in(&asha, &app, OPERATOR).await;
+    assert_eq!(call(&asha, &app, "load_dispatch_decisions", &[("session_id", &session)]).await.status(), StatusCode::FORBIDDEN);
+    app.finish().await;
+});

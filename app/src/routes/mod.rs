@@ -8,6 +8,7 @@ pub(crate) mod operator;
 mod orgs;
 mod overview;
 mod roster;
+mod session_dispatch;
 mod session_view;
 mod signin;
 pub(crate) mod wallboard;

@@ -1,11 +1,12 @@
-//! The session detail (`/ops/sessions?s=<id>`), read-only for now: every
-//! field of the record and the activity log, live with the org's events.
-//! (Still to come with the lifecycle issue: both state histories as a
-//! timeline, chat, dispatch records and the protective-stop clear.)
+//! The session detail (`/ops/sessions?s=<id>`): every field of the record,
+//! the activity log and the call's dispatch decisions, live with the org's
+//! events; the one place a latched PROTECTIVE_STOP is cleared (rule W11).
+//! (Still to come: both state histories as a timeline, and chat.)
 
 use crate::board::{divergence_tone, rtt_tone, state_hint, state_token, velocity_percent, velocity_tone};
 use crate::components::{ActivityLog, ErrorNotice};
-use crate::functions::{load_session, load_session_activity, ClearProtectiveStop};
+use crate::functions::{load_dispatch_decisions, load_session, load_session_activity, ClearProtectiveStop};
+use crate::routes::session_dispatch::DispatchHistory;
 use crate::models::SafetyState;
 use crate::live::use_live_board;
 use crate::rules::{format_age, rfc3339};
@@ -24,6 +25,7 @@ pub fn SessionView() -> impl IntoView {
     let version = move || (id(), live.data.get().map(|b| b.map(|b| b.as_of_ms).ok()), clear.version().get());
     let record = Resource::new(version, |(id, _, _)| load_session(id));
     let activity = Resource::new(version, |(id, _, _)| load_session_activity(id));
+    let decisions = Resource::new(version, |(id, _, _)| load_dispatch_decisions(id));
     view! {
         <Title text="Session"/>
         <section class="panel">
@@ -83,6 +85,20 @@ pub fn SessionView() -> impl IntoView {
                     match activity.await {
                         Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
                         Ok(entries) => view! { <ActivityLog entries/> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+        <section class="panel" aria-labelledby="dispatch-h">
+            <h2 id="dispatch-h">"Dispatch"</h2>
+            <Transition fallback=|| view! { <p class="loading">"Loading the dispatch decisions…"</p> }>
+                {move || Suspend::new(async move {
+                    if id().is_empty() {
+                        return ().into_any();
+                    }
+                    match decisions.await {
+                        Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                        Ok(decisions) => view! { <DispatchHistory decisions/> }.into_any(),
                     }
                 })}
             </Transition>

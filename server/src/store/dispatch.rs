@@ -32,7 +32,8 @@ pub trait DispatchStore: Send + Sync {
     async fn session(&self, org_id: &str, session_id: &str) -> StoreResult<Option<SessionRow>>;
     async fn apply_telemetry(&self, org_id: &str, session_id: &str, telemetry: Telemetry, now: i64) -> StoreResult<TelemetryOutcome>;
 
-    async fn dispatch_records(&self, session_id: &str) -> StoreResult<Vec<DispatchRecordRow>>;
+    /// The call's dispatch decisions, oldest first.
+    async fn dispatch_records(&self, org_id: &str, session_id: &str) -> StoreResult<Vec<DispatchRecordRow>>;
     /// The session's activity log, oldest first.
     async fn activity_log(&self, org_id: &str, session_id: &str) -> StoreResult<Vec<ActivityRow>>;
     /// `(kind, operator_id)` in order.
@@ -316,12 +317,12 @@ macro_rules! dispatch_store {
                 Ok(TelemetryOutcome::Applied { row, entered_protective_stop: entered })
             }
 
-            async fn dispatch_records(&self, session_id: &str) -> StoreResult<Vec<DispatchRecordRow>> {
+            async fn dispatch_records(&self, org_id: &str, session_id: &str) -> StoreResult<Vec<DispatchRecordRow>> {
                 Ok(sqlx::query_as(
-                    "SELECT trigger, pool_source, outcome, operator_id, rtt_ms, candidates FROM dispatch_records \
-                     WHERE session_id = $1 ORDER BY id",
+                    "SELECT at, trigger, pool_source, outcome, operator_id, rtt_ms, candidates FROM dispatch_records \
+                     WHERE org_id = $1 AND session_id = $2 ORDER BY id",
                 )
-                .bind(session_id).fetch_all(&self.pool).await?)
+                .bind(org_id).bind(session_id).fetch_all(&self.pool).await?)
             }
 
             async fn activity_log(&self, org_id: &str, session_id: &str) -> StoreResult<Vec<ActivityRow>> {

@@ -166,12 +166,31 @@ pub struct OrgSnapshot {
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct DispatchRecordRow {
+    pub at: i64,
     pub trigger: String,
     pub pool_source: String,
     pub outcome: String,
     pub operator_id: Option<String>,
     pub rtt_ms: Option<i64>,
     pub candidates: String,
+}
+
+impl DispatchRecordRow {
+    /// The decision as the session detail shows it.
+    pub fn decision(self) -> StoreResult<app::dispatch::DispatchDecision> {
+        fn named<T: serde::de::DeserializeOwned>(what: &str, name: String) -> StoreResult<T> {
+            super::dispatch::decode(what, serde_json::from_value(serde_json::Value::String(name)).ok())
+        }
+        Ok(app::dispatch::DispatchDecision {
+            at_ms: self.at,
+            trigger: named("trigger", self.trigger)?,
+            pool_source: named("pool source", self.pool_source)?,
+            outcome: named("outcome", self.outcome)?,
+            operator_id: self.operator_id,
+            rtt_ms: self.rtt_ms.and_then(|r| u32::try_from(r).ok()),
+            considered: super::dispatch::decode("candidates", serde_json::from_str(&self.candidates).ok())?,
+        })
+    }
 }
 
 /// Edge-agent telemetry as stored.

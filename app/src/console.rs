@@ -34,6 +34,8 @@ pub struct Console {
     pub last_update_ms: RwSignal<Option<i64>>,
     /// An inactivity warning: (session, when it will be cancelled).
     pub inactivity: RwSignal<Option<(String, i64)>>,
+    /// Bumped when a chat message arrives on the operator's session.
+    pub chat_version: RwSignal<u64>,
     #[cfg(feature = "hydrate")]
     link_handle: StoredValue<Option<link::LinkHandle>, LocalStorage>,
 }
@@ -49,6 +51,7 @@ impl Console {
             now_ms: RwSignal::new(0),
             last_update_ms: RwSignal::new(None),
             inactivity: RwSignal::new(None),
+            chat_version: RwSignal::new(0),
             #[cfg(feature = "hydrate")]
             link_handle: StoredValue::new_local(None),
         }
@@ -491,6 +494,7 @@ mod link {
                     }
                 }
                 RingMsg::InactivityWarning { session_id, stop_at_ms } => console.inactivity.set(Some((session_id, stop_at_ms))),
+                RingMsg::Chat { .. } => console.chat_version.update(|v| *v += 1),
                 // Org topics are for the admins' live screens, not the console.
                 RingMsg::Org { .. } | RingMsg::Resync => {}
                 RingMsg::Error { code, message } => {

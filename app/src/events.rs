@@ -38,6 +38,8 @@ pub enum OperatorEvent {
     /// No input for the warning interval: the session is cancelled at
     /// `stop_at_ms` unless the operator acts (rule L07).
     InactivityWarning { session_id: String, stop_at_ms: i64 },
+    /// A chat message on the session the operator holds.
+    Chat { session_id: String, message: crate::chat::ChatMessage },
 }
 
 /// An operator's presence as the roster shows it (seed 003 row fields that
@@ -83,6 +85,8 @@ pub enum OrgEvent {
     Telemetry { session: SessionRecord },
     RobotStatus { robot_id: String, status: RegistryStatus, at_ms: i64 },
     Audit { entry: AuditEntry },
+    /// A chat message on one of the org's sessions.
+    Chat { session_id: String, message: crate::chat::ChatMessage },
 }
 
 /// What travels on the bus.

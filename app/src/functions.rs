@@ -42,6 +42,10 @@ pub mod backend {
         async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session_id: &str, reason: &str) -> Result<SessionRecord, AppError>;
         /// The call's dispatch decisions, oldest first.
         async fn dispatch_decisions(&self, org_id: &str, session_id: &str) -> Result<Vec<crate::dispatch::DispatchDecision>, AppError>;
+        /// Posts a chat message on an open session (the caller may see it).
+        async fn post_chat(&self, org_id: &str, user_id: &str, session: &SessionRecord, body: &str) -> Result<crate::chat::ChatMessage, AppError>;
+        /// The session's chat, oldest first.
+        async fn chat(&self, org_id: &str, session_id: &str) -> Result<Vec<crate::chat::ChatMessage>, AppError>;
         /// The session's activity log, oldest first.
         async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<Vec<ActivityEntry>, AppError>;
         /// The org's live picture for the wallboard and the overview.
@@ -255,6 +259,28 @@ pub async fn load_dispatch_decisions(session_id: String) -> Result<Vec<crate::di
     let (user, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
     guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
     backend.dispatch_decisions(&org.org_id, &session_id).await.map_err(guard::fail)
+}
+
+/// The session's chat (rule L09): for the same people as the session.
+#[server(endpoint = "load_chat")]
+pub async fn load_chat(session_id: String) -> Result<Vec<crate::chat::ChatMessage>, AppError> {
+    let backend = guard::backend()?;
+    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
+    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    backend.chat(&org.org_id, &session_id).await.map_err(guard::fail)
+}
+
+/// Sends a chat message on a session that has not ended.
+#[server(endpoint = "post_chat")]
+pub async fn post_chat(session_id: String, body: String) -> Result<crate::chat::ChatMessage, AppError> {
+    let body = crate::chat::chat_body(&body).map_err(|why| guard::fail(AppError::Invalid(why)))?;
+    let backend = guard::backend()?;
+    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
+    let session = guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    if session.lifecycle.is_terminal() {
+        return Err(guard::fail(AppError::Conflict("The session has ended: its chat is read-only.".into())));
+    }
+    backend.post_chat(&org.org_id, &user.user_id, &session, &body).await.map_err(guard::fail)
 }
 
 /// E-stop (operator-initiated PROTECTIVE_STOP): the attached operator or an

@@ -88,6 +88,8 @@ pub enum RingMsg {
     /// No input on `session_id` for the warning interval: it is cancelled
     /// at `stop_at_ms` unless the operator acts (rule L07).
     InactivityWarning { session_id: String, stop_at_ms: i64 },
+    /// A chat message on the session this operator holds.
+    Chat { session_id: String, message: crate::chat::ChatMessage },
     /// The socket fell behind and events were dropped: reload the screen's
     /// data (never silence).
     Resync,

@@ -59,7 +59,7 @@ test('L01 L03 L05: the operator pauses, resumes and completes the session from t
   await context.close();
 });
 
-test('W11 W13: an E-stop from the cockpit latches the card on the wallboard and reaches its safety feed; the detail view clears it with a reason', async ({ browser, request }) => {
+test('W11 W13 L09: an E-stop from the cockpit latches the card on the wallboard and reaches its safety feed; the detail view clears it with a reason', async ({ browser, request }) => {
   test.setTimeout(90_000);
   const tomContext = await browser.newContext();
   const tom = await tomContext.newPage();
@@ -109,6 +109,13 @@ test('W11 W13: an E-stop from the cockpit latches the card on the wallboard and 
   await tom.reload();
   await hydrated(tom);
   await expect(tom.getByTestId('cockpit-safety')).toHaveText('SAFE');
+  // L09: chat between the detail view and the cockpit, live both ways, as text.
+  await admin.getByTestId('chat-input').fill('<b>Stop cleared</b>, carry on when ready.');
+  await admin.getByTestId('chat-input').press('Enter');
+  await expect(tom.getByTestId('chat')).toContainText('<b>Stop cleared</b>, carry on when ready.');
+  await tom.getByTestId('chat-input').fill('Resuming the pick now.');
+  await tom.getByTestId('chat-send').click();
+  await expect(admin.getByTestId('chat')).toContainText('Tom Whitfield: Resuming the pick now.');
   // Leave the robot free for other tests: complete the session.
   await tom.keyboard.press('c');
   await tom.keyboard.press('c');

@@ -255,6 +255,14 @@ impl Backend for ServerBackend {
         rows.into_iter().map(|r| r.decision().map_err(internal)).collect()
     }
 
+    async fn post_chat(&self, org_id: &str, user_id: &str, session: &SessionRecord, body: &str) -> Result<app::chat::ChatMessage, AppError> {
+        self.sessions.post_chat(org_id, user_id, session, body).await.map_err(internal)
+    }
+
+    async fn chat(&self, org_id: &str, session_id: &str) -> Result<Vec<app::chat::ChatMessage>, AppError> {
+        self.sessions.chat(org_id, session_id).await.map_err(internal)
+    }
+
     async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<Vec<ActivityEntry>, AppError> {
         let rows = self.store.activity_log(org_id, session_id).await.map_err(internal)?;
         rows.into_iter().map(|r| r.entry().map_err(internal)).collect()

@@ -263,3 +263,36 @@ both_backends!(the_session_detail_shows_who_the_acd_considered_with_rtt_and_verd
     assert_eq!(call(&asha, &app, "load_dispatch_decisions", &[("session_id", &session)]).await.status(), StatusCode::FORBIDDEN);
     app.finish().await;
 });
+
+both_backends!(l09_operator_and_admins_chat_on_the_session_live_and_the_transcript_outlives_it, |app: TestApp| async move {
+    let mut console = common::Tab::open(&app, &common::session_cookie(&app, OPERATOR).await).await;
+    let session = attach_asha(&app, "uk-pick-01").await;
+    let (asha, admin, carla) = (browser(), browser(), browser());
+    sign_in(&asha, &app, OPERATOR).await;
+    sign_in(&admin, &app, common::ADMIN).await;
+    sign_in(&carla, &app, CARLA).await;
+    let post = |who: &reqwest::Client, body: &'static str| {
+        let (who, app, session) = (who.clone(), &app, session.clone());
+        async move { call(&who, app, "post_chat", &[("session_id", &session), ("body", body)]).await }
+    };
+    assert_eq!(post(&asha, "Gripper feels slow, checking.").await.status(), StatusCode::OK);
+    assert_eq!(post(&admin, "<b>Thanks</b> — take your time").await.status(), StatusCode::OK);
+    // Pushed to the operator's console.
+    let pushed = console
+        .until(|m| match m {
+            app::ring::RingMsg::Chat { session_id, message } if session_id == session && message.author_id == "u-dana" => Some(message.body),
+            _ => None,
+        })
+        .await;
+    assert_eq!(pushed, "<b>Thanks</b> — take your time", "stored and sent as text, as typed");
+    assert_eq!(post(&asha, "   ").await.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(post(&carla, "hello?").await.status(), StatusCode::NOT_FOUND, "not her session");
+    assert_eq!(call(&carla, &app, "load_chat", &[("session_id", &session)]).await.status(), StatusCode::NOT_FOUND);
+
+    assert_eq!(steer(&asha, &app, &session, "COMPLETED").await.status(), StatusCode::OK);
+    assert_eq!(post(&asha, "one more thing").await.status(), StatusCode::CONFLICT, "read-only once ended");
+    let transcript: Vec<app::chat::ChatMessage> = call(&admin, &app, "load_chat", &[("session_id", &session)]).await.json().await.unwrap();
+    let lines: Vec<_> = transcript.iter().map(|m| (m.author_name.as_str(), m.body.as_str())).collect();
+    assert_eq!(lines, [("Asha Rao", "Gripper feels slow, checking."), ("Dana Okafor", "<b>Thanks</b> — take your time")]);
+    app.finish().await;
+});

@@ -7,6 +7,7 @@ use crate::board::{state_hint, state_token};
 use crate::functions::{load_session, load_session_activity, EstopSession, SteerSession};
 use crate::lifecycle::{steer_controls, SteerControl};
 use crate::models::{LifecycleState, Role, SafetyState, SessionRecord};
+use crate::routes::chat_panel::ChatPanel;
 use crate::routes::operator::PresencePill;
 use crate::rules::utc_clock;
 use leptos::prelude::*;
@@ -34,6 +35,8 @@ fn Cockpit() -> impl IntoView {
     let version = move || (session_id(), steer.version().get(), estop.version().get());
     let record = Resource::new(version, |(id, _, _)| load_session(id));
     let activity = Resource::new(version, |(id, _, _)| load_session_activity(id));
+    let console = expect_context::<crate::console::Console>();
+    let ended = Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()));
     view! {
         <section class="panel">
             <div class="toolbar">
@@ -52,6 +55,7 @@ fn Cockpit() -> impl IntoView {
             {move || steer.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
             {move || estop.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
         </section>
+        <ChatPanel session_id refresh=move || console.chat_version.get() read_only=ended/>
         <section class="panel" aria-labelledby="activity-h">
             <h2 id="activity-h">"Activity"</h2>
             <Transition fallback=|| view! { <p class="loading">"Loading the activity…"</p> }>

@@ -1,5 +1,6 @@
 //! One module a screen.
 
+mod chat_panel;
 mod cockpit;
 mod directory;
 mod home;

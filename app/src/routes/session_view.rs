@@ -6,6 +6,7 @@
 use crate::board::{divergence_tone, rtt_tone, state_hint, state_token, velocity_percent, velocity_tone};
 use crate::components::{ActivityLog, ErrorNotice};
 use crate::functions::{load_dispatch_decisions, load_session, load_session_activity, ClearProtectiveStop};
+use crate::routes::chat_panel::ChatPanel;
 use crate::routes::session_dispatch::DispatchHistory;
 use crate::models::SafetyState;
 use crate::live::use_live_board;
@@ -73,6 +74,9 @@ pub fn SessionView() -> impl IntoView {
             </Transition>
             {move || clear.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
         </section>
+        <ChatPanel session_id=id
+            refresh=move || live.data.get().and_then(Result::ok).map_or(0, |b| b.as_of_ms as u64)
+            read_only=Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()))/>
         // Always rendered (no closure around it): a boundary created inside
         // a reactive closure gets another id on the server than in the browser.
         <section class="panel" aria-labelledby="activity-h">

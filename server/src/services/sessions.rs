@@ -4,7 +4,8 @@
 use crate::bus::SharedBus;
 use crate::clock::now_ms;
 use crate::store::{SafetyChange, SharedStore, StoreResult, Telemetry, TelemetryOutcome};
-use app::events::{AuditEntry, Event, OrgEvent, Topic};
+use app::chat::ChatMessage;
+use app::events::{AuditEntry, Event, OperatorEvent, OrgEvent, Topic};
 use app::models::{SafetyState, SessionRecord};
 
 pub struct SessionService {
@@ -98,6 +99,28 @@ impl SessionService {
         let change = self.store.change_safety(org_id, session_id, Some(SafetyState::ProtectiveStop), SafetyState::Safe, &entry).await?;
         self.publish_change(org_id, &change, entry)?;
         Ok(change)
+    }
+
+    /// A chat message on a session that has not ended (rule L09), by
+    /// someone the caller has checked may see it. Published to the org's
+    /// screens and to the attached operator's consoles.
+    pub async fn post_chat(&self, org_id: &str, author_id: &str, session: &SessionRecord, body: &str) -> StoreResult<ChatMessage> {
+        let at_ms = now_ms();
+        let role = if session.operator_id.as_deref() == Some(author_id) { "operator" } else { "admin" };
+        self.store.add_chat(org_id, &session.id, author_id, role, at_ms, body).await?;
+        let author_name = self.store.user_by_id(author_id).await?.map(|u| u.display_name).unwrap_or_else(|| author_id.to_string());
+        let message = ChatMessage { at_ms, author_id: author_id.to_string(), author_name, body: body.to_string() };
+        let session_id = session.id.clone();
+        self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Chat { session_id: session_id.clone(), message: message.clone() }));
+        if let Some(operator_id) = &session.operator_id {
+            self.bus.publish(Topic::operator(org_id, operator_id), Event::Operator(OperatorEvent::Chat { session_id, message: message.clone() }));
+        }
+        Ok(message)
+    }
+
+    /// The session's chat, oldest first.
+    pub async fn chat(&self, org_id: &str, session_id: &str) -> StoreResult<Vec<ChatMessage>> {
+        Ok(self.store.chat(org_id, session_id).await?.into_iter().map(ChatMessage::from).collect())
     }
 
     fn publish_change(&self, org_id: &str, change: &SafetyChange, entry: AuditEntry) -> StoreResult<()> {

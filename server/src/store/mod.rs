@@ -3,6 +3,7 @@
 //! keeps its own migrations under `server/migrations/<backend>/`.
 
 mod board;
+mod chat;
 mod dispatch;
 mod journal;
 mod safety;
@@ -10,6 +11,7 @@ mod sql;
 
 pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
 pub use dispatch::{ActivityRow, DispatchStore};
+pub use chat::{ChatRow, ChatStore};
 pub use safety::{SafetyChange, SafetyStore};
 pub use journal::{
     AnsweredOfferRow, DispatchRecord, DispatchRecordRow, LiveSessionRow, NewOffer, NewSession, OpenOfferRow, OrgLock,
@@ -134,7 +136,7 @@ pub struct NewRobot {
 /// Everything persisted. The ACD's calls, offers and queue are in
 /// `DispatchStore` (store/dispatch.rs).
 #[async_trait]
-pub trait Store: DispatchStore + BoardStore + SafetyStore + Send + Sync + 'static {
+pub trait Store: DispatchStore + BoardStore + SafetyStore + ChatStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`, for logs and /healthz.
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.

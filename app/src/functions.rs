@@ -46,6 +46,9 @@ pub mod backend {
         async fn post_chat(&self, org_id: &str, user_id: &str, session: &SessionRecord, body: &str) -> Result<crate::chat::ChatMessage, AppError>;
         /// The session's chat, oldest first.
         async fn chat(&self, org_id: &str, session_id: &str) -> Result<Vec<crate::chat::ChatMessage>, AppError>;
+        /// Rates the operator of a COMPLETED session, once (rule L10).
+        async fn rate_session(&self, org_id: &str, user_id: &str, session: &SessionRecord, stars: u8, feedback: &str) -> Result<crate::rating::SessionRating, AppError>;
+        async fn session_rating(&self, org_id: &str, session_id: &str) -> Result<Option<crate::rating::SessionRating>, AppError>;
         /// The session's activity log, oldest first.
         async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<Vec<ActivityEntry>, AppError>;
         /// The org's live picture for the wallboard and the overview.
@@ -281,6 +284,36 @@ pub async fn post_chat(session_id: String, body: String) -> Result<crate::chat::
         return Err(guard::fail(AppError::Conflict("The session has ended: its chat is read-only.".into())));
     }
     backend.post_chat(&org.org_id, &user.user_id, &session, &body).await.map_err(guard::fail)
+}
+
+/// The session's rating, if given (for the same people as the session).
+#[server(endpoint = "load_session_rating")]
+pub async fn load_session_rating(session_id: String) -> Result<Option<crate::rating::SessionRating>, AppError> {
+    let backend = guard::backend()?;
+    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
+    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    backend.session_rating(&org.org_id, &session_id).await.map_err(guard::fail)
+}
+
+/// Rates the operator of a COMPLETED session, 1–5 stars with feedback,
+/// once (rule L10). The session's client rates; until clients exist, the
+/// org's admins act for the client.
+#[server(endpoint = "rate_session")]
+pub async fn rate_session(session_id: String, stars: u8, feedback: String) -> Result<crate::rating::SessionRating, AppError> {
+    use crate::rating::{rating_problem, MAX_FEEDBACK_CHARS};
+    let feedback = feedback.trim().to_string();
+    if !(1..=5).contains(&stars) || feedback.chars().count() > MAX_FEEDBACK_CHARS {
+        let why = rating_problem(LifecycleState::Completed, false, stars, &feedback).unwrap_or_default();
+        return Err(guard::fail(AppError::Invalid(why)));
+    }
+    let backend = guard::backend()?;
+    let (user, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
+    let session = guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    let rated = backend.session_rating(&org.org_id, &session_id).await.map_err(guard::fail)?.is_some();
+    if let Some(why) = rating_problem(session.lifecycle, rated, stars, &feedback) {
+        return Err(guard::fail(AppError::Conflict(why)));
+    }
+    backend.rate_session(&org.org_id, &user.user_id, &session, stars, &feedback).await.map_err(guard::fail)
 }
 
 /// E-stop (operator-initiated PROTECTIVE_STOP): the attached operator or an

@@ -15,6 +15,7 @@ pub mod lifecycle;
 pub mod live;
 pub mod models;
 pub mod presence;
+pub mod rating;
 pub mod ring;
 pub mod roster;
 pub mod routes;

@@ -134,6 +134,9 @@ pub struct Operator {
     pub certifications: Vec<String>,
     /// The skill names derived from `certifications`, sorted, no duplicates.
     pub skills: Vec<String>,
+    /// Clients' ratings (rule L10); `None` before the first.
+    #[serde(default)]
+    pub score: Option<crate::rating::OperatorScore>,
 }
 
 /// The org's directory: its fleet and its people.

@@ -33,6 +33,9 @@ pub struct RosterRow {
     pub state_since_ms: Option<i64>,
     pub current_call_id: Option<String>,
     pub aux_reason: Option<String>,
+    /// Clients' ratings (rule L10); `None` before the first.
+    #[serde(default)]
+    pub score: Option<crate::rating::OperatorScore>,
 }
 
 /// Rule R06: display name, then external id, then the raw agent id.
@@ -148,6 +151,7 @@ mod tests {
             state_since_ms: Some(1),
             current_call_id: None,
             aux_reason: None,
+            score: None,
         }
     }
 

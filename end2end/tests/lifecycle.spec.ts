@@ -59,7 +59,7 @@ test('L01 L03 L05: the operator pauses, resumes and completes the session from t
   await context.close();
 });
 
-test('W11 W13 L09: an E-stop from the cockpit latches the card on the wallboard and reaches its safety feed; the detail view clears it with a reason', async ({ browser, request }) => {
+test('W11 W13 L09 L10: an E-stop from the cockpit latches the card on the wallboard and reaches its safety feed; the detail view clears it with a reason', async ({ browser, request }) => {
   test.setTimeout(90_000);
   const tomContext = await browser.newContext();
   const tom = await tomContext.newPage();
@@ -120,6 +120,12 @@ test('W11 W13 L09: an E-stop from the cockpit latches the card on the wallboard 
   await tom.keyboard.press('c');
   await tom.keyboard.press('c');
   await expect(tom.getByTestId('cockpit-lifecycle')).toHaveText('COMPLETED');
+  // L10: once COMPLETED, the session is rated once (the admin acts for the client).
+  await admin.getByTestId('rate-stars').selectOption('4');
+  await admin.getByTestId('rate-feedback').fill('Calm under a stop.');
+  await admin.getByTestId('rate-submit').click();
+  await expect(admin.getByTestId('rating')).toContainText('4/5');
+  await expect(admin.getByTestId('rate-form')).toHaveCount(0);
   await tomContext.close();
   await adminContext.close();
 });

@@ -53,6 +53,11 @@ impl ServerBackend {
         ServerBackend { store, engine, sessions, throttle, passwords, tabs, cookie }
     }
 
+    /// The org's operator scores (rule L10), by operator.
+    async fn scores(&self, org_id: &str) -> Result<Scores, AppError> {
+        Ok(scores_of(self.store.operator_scores(org_id).await.map_err(internal)?))
+    }
+
     async fn current_user(&self, user_id: &str, org_id: Option<&str>) -> Result<Option<CurrentUser>, AppError> {
         let Some(user) = self.store.user_by_id(user_id).await.map_err(internal)? else {
             return Ok(None);
@@ -117,8 +122,15 @@ fn robot_view(r: RobotRecord, now: i64) -> Robot {
     }
 }
 
-fn operator_view(o: OperatorRecord) -> Operator {
+type Scores = std::collections::HashMap<String, app::rating::OperatorScore>;
+
+fn scores_of(rows: Vec<crate::store::ScoreRow>) -> Scores {
+    rows.into_iter().map(|r| (r.operator_id, app::rating::OperatorScore::new(r.average, u32::try_from(r.count).unwrap_or(0)))).collect()
+}
+
+fn operator_view(o: OperatorRecord, scores: &Scores) -> Operator {
     Operator {
+        score: scores.get(&o.user_id).copied(),
         skills: skills_of(&o.certifications),
         id: o.user_id,
         display_name: o.display_name,
@@ -216,10 +228,11 @@ impl Backend for ServerBackend {
         let org_name = self.store.org_name(org_id).await.map_err(internal)?.ok_or(AppError::NotFound("Organisation".into()))?;
         let robots = self.store.robots(org_id).await.map_err(internal)?;
         let operators = self.store.operators(org_id).await.map_err(internal)?;
+        let scores = self.scores(org_id).await?;
         Ok(Directory {
             org_name,
             robots: robots.into_iter().map(|r| robot_view(r, now)).collect(),
-            operators: operators.into_iter().map(operator_view).collect(),
+            operators: operators.into_iter().map(|o| operator_view(o, &scores)).collect(),
             as_of_ms: now,
         })
     }
@@ -263,6 +276,24 @@ impl Backend for ServerBackend {
         self.sessions.chat(org_id, session_id).await.map_err(internal)
     }
 
+    async fn rate_session(&self, org_id: &str, user_id: &str, session: &SessionRecord, stars: u8, feedback: &str) -> Result<app::rating::SessionRating, AppError> {
+        let operator_id = session.operator_id.as_deref().ok_or_else(|| AppError::Conflict("Nobody operated this session.".into()))?;
+        if !self.store.rate(org_id, &session.id, operator_id, stars, feedback, user_id, now_ms()).await.map_err(internal)? {
+            return Err(AppError::Conflict("This session has been rated already.".into()));
+        }
+        self.session_rating(org_id, &session.id).await?.ok_or_else(|| AppError::Internal("rating not found".into()))
+    }
+
+    async fn session_rating(&self, org_id: &str, session_id: &str) -> Result<Option<app::rating::SessionRating>, AppError> {
+        let row = self.store.rating(org_id, session_id).await.map_err(internal)?;
+        Ok(row.map(|r| app::rating::SessionRating {
+            stars: u8::try_from(r.stars).unwrap_or(0),
+            feedback: r.feedback,
+            rated_by_name: r.rated_by_name,
+            at_ms: r.at,
+        }))
+    }
+
     async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<Vec<ActivityEntry>, AppError> {
         let rows = self.store.activity_log(org_id, session_id).await.map_err(internal)?;
         rows.into_iter().map(|r| r.entry().map_err(internal)).collect()
@@ -273,7 +304,7 @@ impl Backend for ServerBackend {
         // Independent reads: in parallel, not one round trip after another
         // (every push reloads this picture on every admin screen).
         let s = &self.store;
-        let (org_name, live, robots, operators, audit, queue, floors, speed) = tokio::try_join!(
+        let (org_name, live, robots, operators, audit, queue, floors, speed, scores) = tokio::try_join!(
             s.org_name(org_id),
             s.live_sessions(org_id),
             s.robots(org_id),
@@ -282,9 +313,11 @@ impl Backend for ServerBackend {
             s.queue_depths(org_id),
             s.link_floors(),
             s.answer_speed(org_id, app::board::utc_midnight(now)),
+            s.operator_scores(org_id),
         )
         .map_err(internal)?;
         let org_name = org_name.ok_or(AppError::NotFound("Organisation".into()))?;
+        let scores = scores_of(scores);
         let live = live.into_iter().map(|row| row.record()).collect::<Result<Vec<_>, _>>().map_err(internal)?;
         let count = |n: Option<i64>| n.unwrap_or(0).max(0) as usize;
         let today = AnswerSpeed {
@@ -299,7 +332,7 @@ impl Backend for ServerBackend {
             org_name,
             live,
             robots: robots.into_iter().map(|r| robot_view(r, now)).collect(),
-            operators: operators.into_iter().map(operator_view).collect(),
+            operators: operators.into_iter().map(|o| operator_view(o, &scores)).collect(),
             presences,
             audit: audit.into_iter().map(Into::into).collect(),
             floors,
@@ -314,6 +347,7 @@ impl Backend for ServerBackend {
 
     async fn roster(&self, org_id: &str) -> Result<Roster, AppError> {
         let operators = self.store.operators(org_id).await.map_err(internal)?;
+        let scores = self.scores(org_id).await?;
         let mut presences: std::collections::HashMap<String, crate::engine::OperatorPresence> =
             self.engine.presences(org_id).await.into_iter().map(|p| (p.operator_id.clone(), p)).collect();
         // Identity from the directory, state from the engine; an operator
@@ -322,6 +356,7 @@ impl Backend for ServerBackend {
             .into_iter()
             .map(|o| {
                 let live = presences.remove(&o.user_id);
+                let score = scores.get(&o.user_id).copied();
                 RosterRow {
                     agent_id: o.user_id,
                     display_name: Some(o.display_name),
@@ -332,6 +367,7 @@ impl Backend for ServerBackend {
                     state_since_ms: live.as_ref().map(|p| p.since).filter(|&since| since > 0),
                     current_call_id: live.as_ref().and_then(|p| p.current_call.clone()),
                     aux_reason: live.and_then(|p| p.aux_reason),
+                    score,
                 }
             })
             .collect();
@@ -340,7 +376,7 @@ impl Backend for ServerBackend {
 
     async fn operator_profile(&self, org_id: &str, user_id: &str) -> Result<Operator, AppError> {
         match self.store.operator(org_id, user_id).await.map_err(internal)? {
-            Some(o) => Ok(operator_view(o)),
+            Some(o) => Ok(operator_view(o, &self.scores(org_id).await?)),
             None => Err(AppError::NotFound("Your operator profile in this organisation".into())),
         }
     }

@@ -296,3 +296,47 @@ both_backends!(l09_operator_and_admins_chat_on_the_session_live_and_the_transcri
     assert_eq!(lines, [("Asha Rao", "Gripper feels slow, checking."), ("Dana Okafor", "<b>Thanks</b> — take your time")]);
     app.finish().await;
 });
+
+both_backends!(l10_a_completed_session_is_rated_once_and_the_score_shows_where_operators_are_listed, |app: TestApp| async move {
+    let admin = browser();
+    sign_in(&admin, &app, common::ADMIN).await;
+    let rate = |session: String, stars: &'static str, feedback: &'static str| {
+        let (admin, app) = (&admin, &app);
+        async move { call(admin, app, "rate_session", &[("session_id", &session), ("stars", stars), ("feedback", feedback)]).await }
+    };
+    let first = attach_asha(&app, "uk-pick-01").await;
+    assert_eq!(rate(first.clone(), "5", "").await.status(), StatusCode::CONFLICT, "not before it completes");
+    assert_eq!(steer(&admin, &app, &first, "COMPLETED").await.status(), StatusCode::OK);
+    assert_eq!(rate(first.clone(), "6", "").await.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let asha = browser();
+    sign_in(&asha, &app, OPERATOR).await;
+    let own = call(&asha, &app, "rate_session", &[("session_id", &first), ("stars", "5"), ("feedback", "")]).await;
+    assert_eq!(own.status(), StatusCode::FORBIDDEN, "an operator does not rate herself");
+    let rated = rate(first.clone(), "5", "Smooth pick, good comms.").await;
+    assert_eq!(rated.status(), StatusCode::OK);
+    let given: app::rating::SessionRating = rated.json().await.unwrap();
+    assert_eq!((given.stars, given.feedback.as_str(), given.rated_by_name.as_str()), (5, "Smooth pick, good comms.", "Dana Okafor"));
+    assert_eq!(rate(first.clone(), "1", "changed my mind").await.status(), StatusCode::CONFLICT, "once");
+
+    // A cancelled session is not rated (Tom takes the robot's next call).
+    app.engine().operator_ready(ORG, "u-tom", true).await.unwrap();
+    let (status, body) = app.raise("uk-pick-01").await;
+    assert_eq!((status, body["operator"]["id"].as_str()), (StatusCode::CREATED, Some("u-tom")), "{body}");
+    let second = body["sessionId"].as_str().unwrap().to_string();
+    app.engine().answer(ORG, "u-tom", &second).await.unwrap();
+    app.engine().finish_session(ORG, &second, LifecycleState::Cancelled, "robot withdrew").await.unwrap();
+    let refused = rate(second.clone(), "4", "").await;
+    assert_eq!(refused.status(), StatusCode::CONFLICT);
+    assert!(refused.text().await.unwrap().contains("CANCELLED"));
+
+    // The score shows wherever operators are listed.
+    let five = Some(app::rating::OperatorScore::new(5.0, 1));
+    let roster: app::roster::Roster = call(&admin, &app, "load_roster", &[]).await.json().await.unwrap();
+    let score = |id: &str| roster.rows.iter().find(|r| r.agent_id == id).unwrap().score;
+    assert_eq!((score("u-asha"), score("u-tom")), (five, None));
+    let board: app::board::OpsBoard = call(&admin, &app, "load_ops_board", &[]).await.json().await.unwrap();
+    assert_eq!(board.operators.iter().find(|o| o.id == "u-asha").unwrap().score, five);
+    let directory: app::models::Directory = call(&admin, &app, "load_directory", &[]).await.json().await.unwrap();
+    assert_eq!(directory.operators.iter().find(|o| o.id == "u-asha").unwrap().score, five);
+    app.finish().await;
+});

@@ -137,7 +137,7 @@ fn RobotTable(rows: Vec<Robot>) -> impl IntoView {
 fn OperatorTable(rows: Vec<Operator>) -> impl IntoView {
     view! {
         <table class="grid" data-testid="operators">
-            <thead><tr><th>"Operator"</th><th>"Email"</th><th>"Role"</th><th>"Region"</th><th>"Certifications"</th></tr></thead>
+            <thead><tr><th>"Operator"</th><th>"Email"</th><th>"Role"</th><th>"Region"</th><th>"Certifications"</th><th>"Rating"</th></tr></thead>
             <tbody>
                 {rows.into_iter().map(|o| view! {
                     <tr>
@@ -146,6 +146,7 @@ fn OperatorTable(rows: Vec<Operator>) -> impl IntoView {
                         <td>{o.role.as_str()}</td>
                         <td>{o.region}</td>
                         <td>{o.certifications.join(", ")}</td>
+                        <td>{crate::rating::OperatorScore::label(o.score)}</td>
                     </tr>
                 }).collect_view()}
             </tbody>

@@ -10,6 +10,7 @@ mod orgs;
 mod overview;
 mod roster;
 mod session_dispatch;
+mod session_rating;
 mod session_view;
 mod signin;
 pub(crate) mod wallboard;

@@ -265,7 +265,7 @@ fn FleetAndOperators(board: OpsBoard) -> impl IntoView {
             <section class="panel" aria-labelledby="ops-h">
                 <h2 id="ops-h">"Operators"</h2>
                 <table class="table" data-testid="operators">
-                    <thead><tr><th>"Name"</th><th>"Presence"</th><th>"Region"</th><th>"Certifications"</th></tr></thead>
+                    <thead><tr><th>"Name"</th><th>"Presence"</th><th>"Region"</th><th>"Certifications"</th><th>"Rating"</th></tr></thead>
                     <tbody>
                         {operators.into_iter().map(|(o, state)| view! {
                             <tr>
@@ -273,6 +273,7 @@ fn FleetAndOperators(board: OpsBoard) -> impl IntoView {
                                 <td><span class=format!("pill presence-{}", state.as_str())>{state.as_str()}</span></td>
                                 <td>{o.region}</td>
                                 <td>{o.certifications.join(", ")}</td>
+                                <td data-testid="operator-rating">{crate::rating::OperatorScore::label(o.score)}</td>
                             </tr>
                         }).collect_view()}
                     </tbody>

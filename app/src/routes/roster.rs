@@ -156,6 +156,7 @@ fn RosterLine(row: RosterRow, now: impl Fn() -> i64 + Send + Sync + Copy + 'stat
                 <strong>{label(&row).to_string()}</strong>
                 <span class="muted">{secondary_line(&row)}</span>
             </div>
+            {row.score.map(|s| view! { <span class="muted score" title="Clients' rating">{crate::rating::OperatorScore::label(Some(s))}</span> })}
             <span class=class>{row.state.as_str()}</span>
             <span class="age" data-testid="roster-age">{move || format_age(since, now())}</span>
         </li>

@@ -8,6 +8,7 @@ use crate::components::{ActivityLog, ErrorNotice};
 use crate::functions::{load_dispatch_decisions, load_session, load_session_activity, ClearProtectiveStop};
 use crate::routes::chat_panel::ChatPanel;
 use crate::routes::session_dispatch::DispatchHistory;
+use crate::routes::session_rating::RatingPanel;
 use crate::models::SafetyState;
 use crate::live::use_live_board;
 use crate::rules::{format_age, rfc3339};
@@ -74,6 +75,7 @@ pub fn SessionView() -> impl IntoView {
             </Transition>
             {move || clear.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
         </section>
+        <RatingPanel session_id=id record/>
         <ChatPanel session_id=id
             refresh=move || live.data.get().and_then(Result::ok).map_or(0, |b| b.as_of_ms as u64)
             read_only=Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()))/>

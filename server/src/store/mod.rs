@@ -6,12 +6,14 @@ mod board;
 mod chat;
 mod dispatch;
 mod journal;
+mod rating;
 mod safety;
 mod sql;
 
 pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
 pub use dispatch::{ActivityRow, DispatchStore};
 pub use chat::{ChatRow, ChatStore};
+pub use rating::{RatingRow, RatingStore, ScoreRow};
 pub use safety::{SafetyChange, SafetyStore};
 pub use journal::{
     AnsweredOfferRow, DispatchRecord, DispatchRecordRow, LiveSessionRow, NewOffer, NewSession, OpenOfferRow, OrgLock,
@@ -136,7 +138,7 @@ pub struct NewRobot {
 /// Everything persisted. The ACD's calls, offers and queue are in
 /// `DispatchStore` (store/dispatch.rs).
 #[async_trait]
-pub trait Store: DispatchStore + BoardStore + SafetyStore + ChatStore + Send + Sync + 'static {
+pub trait Store: DispatchStore + BoardStore + SafetyStore + ChatStore + RatingStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`, for logs and /healthz.
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.

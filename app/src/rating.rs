@@ -1,0 +1,76 @@
+//! Rule L10: after COMPLETED, the session's client (the org's admins for a
+//! session without a client) rates the operator 1–5 stars with feedback,
+//! once; the ratings make the operator's score, shown wherever operators
+//! are listed. No rating on CANCELLED.
+
+use crate::models::LifecycleState;
+use serde::{Deserialize, Serialize};
+
+pub const MAX_FEEDBACK_CHARS: usize = 1_000;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRating {
+    pub stars: u8,
+    pub feedback: String,
+    pub rated_by_name: String,
+    pub at_ms: i64,
+}
+
+/// An operator's score: the average of their ratings (in tenths of a
+/// star, rounded) and how many.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorScore {
+    pub average_tenths: u32,
+    pub count: u32,
+}
+
+impl OperatorScore {
+    pub fn new(average: f64, count: u32) -> OperatorScore {
+        OperatorScore { average_tenths: (average * 10.0).round().clamp(0.0, 50.0) as u32, count }
+    }
+
+    /// `4.5 ★ (12)`; `—` without ratings.
+    pub fn label(score: Option<OperatorScore>) -> String {
+        match score {
+            Some(s) if s.count > 0 => format!("{}.{} ★ ({})", s.average_tenths / 10, s.average_tenths % 10, s.count),
+            _ => "—".into(),
+        }
+    }
+}
+
+/// Why this rating cannot be given, if it cannot.
+pub fn rating_problem(lifecycle: LifecycleState, already_rated: bool, stars: u8, feedback: &str) -> Option<String> {
+    if lifecycle != LifecycleState::Completed {
+        return Some(format!("Only a COMPLETED session is rated; this one is {}.", lifecycle.as_str()));
+    }
+    if already_rated {
+        return Some("This session has been rated already.".into());
+    }
+    if !(1..=5).contains(&stars) {
+        return Some("Give 1 to 5 stars.".into());
+    }
+    if feedback.chars().count() > MAX_FEEDBACK_CHARS {
+        return Some(format!("Keep the feedback under {MAX_FEEDBACK_CHARS} characters."));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use LifecycleState as L;
+
+    #[test]
+    fn l10_only_a_completed_session_is_rated_once_with_one_to_five_stars() {
+        assert_eq!(rating_problem(L::Completed, false, 5, "smooth"), None);
+        assert!(rating_problem(L::Cancelled, false, 5, "").is_some(), "no rating on CANCELLED");
+        assert!(rating_problem(L::Active, false, 5, "").is_some());
+        assert!(rating_problem(L::Completed, true, 4, "").is_some(), "once");
+        assert!(rating_problem(L::Completed, false, 0, "").is_some() && rating_problem(L::Completed, false, 6, "").is_some());
+        assert!(rating_problem(L::Completed, false, 3, &"x".repeat(MAX_FEEDBACK_CHARS + 1)).is_some());
+        assert_eq!(OperatorScore::label(Some(OperatorScore::new(4.25, 4))), "4.3 ★ (4)");
+        assert_eq!(OperatorScore::label(Some(OperatorScore::new(5.0, 1))), "5.0 ★ (1)");
+        assert_eq!(OperatorScore::label(None), "—");
+    }
+}

@@ -175,11 +175,15 @@ pub fn ErrorNotice(error: AppError) -> impl IntoView {
 
 /// A session's activity log (rule L05), oldest first.
 #[component]
-pub fn ActivityLog(entries: Vec<crate::lifecycle::ActivityEntry>) -> impl IntoView {
+pub fn ActivityLog(log: crate::lifecycle::SessionActivity) -> impl IntoView {
+    let crate::lifecycle::SessionActivity { entries, billable_ms, as_of_ms } = log;
     if entries.is_empty() {
         return view! { <p class="empty">"Nothing has happened in this session yet."</p> }.into_any();
     }
     view! {
+        <p class="muted" data-testid="billable">
+            "Billable time "{crate::rules::format_duration(billable_ms)}" (paused time excluded) as of "{crate::rules::utc_clock(as_of_ms)}
+        </p>
         <ol class="activity" data-testid="activity">
             {entries.into_iter().map(|e| view! {
                 <li data-kind=e.kind.as_str()>

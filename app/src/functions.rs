@@ -10,7 +10,6 @@ pub mod backend {
     //! The narrow interface the server functions need. `server` implements it
     //! over the store (and later the ACD engine) and provides it as context.
     use crate::error::AppError;
-    use crate::lifecycle::ActivityEntry;
     use crate::models::{CurrentUser, Directory, LifecycleState, Operator, Robot, SessionRecord};
     use crate::session_cookie::SessionCookie;
     use std::net::IpAddr;
@@ -50,7 +49,7 @@ pub mod backend {
         async fn rate_session(&self, org_id: &str, user_id: &str, session: &SessionRecord, stars: u8, feedback: &str) -> Result<crate::rating::SessionRating, AppError>;
         async fn session_rating(&self, org_id: &str, session_id: &str) -> Result<Option<crate::rating::SessionRating>, AppError>;
         /// The session's activity log, oldest first.
-        async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<Vec<ActivityEntry>, AppError>;
+        async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<crate::lifecycle::SessionActivity, AppError>;
         /// The org's live picture for the wallboard and the overview.
         async fn ops_board(&self, org_id: &str) -> Result<crate::board::OpsBoard, AppError>;
         /// The org's presence roster: one row per operator of the org.
@@ -247,7 +246,7 @@ pub async fn load_session(session_id: String) -> Result<SessionRecord, AppError>
 
 /// The session's activity log (rule L05), for the same people as the session.
 #[server(endpoint = "load_session_activity")]
-pub async fn load_session_activity(session_id: String) -> Result<Vec<crate::lifecycle::ActivityEntry>, AppError> {
+pub async fn load_session_activity(session_id: String) -> Result<crate::lifecycle::SessionActivity, AppError> {
     let backend = guard::backend()?;
     let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
     guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;

@@ -185,3 +185,58 @@ mod tests {
         }
     }
 }
+
+/// A session's activity log with its billable time, as of a moment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionActivity {
+    pub entries: Vec<ActivityEntry>,
+    /// [`billable_ms`] at `as_of_ms`.
+    pub billable_ms: i64,
+    pub as_of_ms: i64,
+}
+
+impl SessionActivity {
+    pub fn new(entries: Vec<ActivityEntry>, as_of_ms: i64) -> SessionActivity {
+        SessionActivity { billable_ms: billable_ms(&entries, as_of_ms), entries, as_of_ms }
+    }
+}
+
+/// Billable time of a session (seed 001: "recording and billing time are
+/// running" while ACTIVE): the ACTIVE stretches of its activity log, PAUSED
+/// time excluded; a session still ACTIVE counts up to `now_ms`.
+pub fn billable_ms(log: &[ActivityEntry], now_ms: i64) -> i64 {
+    let mut total = 0;
+    let mut active_since = None;
+    for entry in log {
+        match entry.kind {
+            ActivityKind::SessionStart | ActivityKind::Resume => active_since = active_since.or(Some(entry.at_ms)),
+            ActivityKind::Pause | ActivityKind::SessionEnd => {
+                if let Some(since) = active_since.take() {
+                    total += (entry.at_ms - since).max(0);
+                }
+            }
+            _ => {}
+        }
+    }
+    total + active_since.map_or(0, |since| (now_ms - since).max(0))
+}
+
+#[cfg(test)]
+mod billing_tests {
+    use super::*;
+
+    fn at(kind: ActivityKind, at_ms: i64) -> ActivityEntry {
+        ActivityEntry { at_ms, kind, operator_id: None, operator_name: None, detail: None }
+    }
+
+    #[test]
+    fn billable_time_counts_active_stretches_and_excludes_paused_time() {
+        use ActivityKind::*;
+        let log = [at(SessionStart, 1_000), at(ActivityCheck, 5_000), at(Pause, 11_000), at(Resume, 41_000), at(SessionEnd, 46_000)];
+        assert_eq!(billable_ms(&log, 99_000), 15_000, "10 s, paused 30 s, then 5 s");
+        assert_eq!(billable_ms(&log[..4], 50_000), 19_000, "still ACTIVE: counts up to now");
+        assert_eq!(billable_ms(&log[..3], 99_000), 10_000, "PAUSED: the clock stands");
+        assert_eq!(billable_ms(&[], 99_000), 0, "never started");
+    }
+}

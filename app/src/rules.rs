@@ -138,6 +138,16 @@ pub fn format_age(since_ms: Option<i64>, now_ms: i64) -> String {
     }
 }
 
+/// A duration to the second, `1h 02m 03s` / `2m 03s` / `45s`.
+pub fn format_duration(ms: i64) -> String {
+    let secs = ms.max(0) / 1000;
+    match (secs / 3600, secs / 60 % 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m {s:02}s"),
+        (h, m, s) => format!("{h}h {m:02}m {s:02}s"),
+    }
+}
+
 /// `HH:MM:SS UTC` of a Unix ms timestamp, for "as of" lines on live screens.
 pub fn utc_clock(ms: i64) -> String {
     let secs = ms.div_euclid(1000).rem_euclid(86_400);
@@ -200,6 +210,14 @@ pub mod rfc3339_ms {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_to_the_second() {
+        assert_eq!(format_duration(45_900), "45s");
+        assert_eq!(format_duration(123_000), "2m 03s");
+        assert_eq!(format_duration(3_723_000), "1h 02m 03s");
+        assert_eq!(format_duration(-5), "0s");
+    }
 
     #[test]
     fn robot_fields_are_bounded_and_the_pop_must_be_known() {

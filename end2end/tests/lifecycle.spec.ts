@@ -46,6 +46,7 @@ test('L01 L03 L05: the operator pauses, resumes and completes the session from t
   await expect(lifecycle).toHaveText('COMPLETED');
   await expect(tom.getByText('This session has ended.')).toBeVisible();
 
+  await expect(tom.getByTestId('billable')).toContainText('paused time excluded');
   const kinds = tom.getByTestId('activity').locator('li');
   await expect(kinds).toHaveCount(4);
   expect(await kinds.evaluateAll((items) => items.map((li) => li.getAttribute('data-kind')))).toEqual([

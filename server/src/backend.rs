@@ -10,7 +10,6 @@ use app::error::AppError;
 use app::board::{AnswerSpeed, OpsBoard, QueueDepth};
 use app::roster::{Roster, RosterRow};
 use app::functions::backend::Backend;
-use app::lifecycle::ActivityEntry;
 use app::models::{CurrentUser, Directory, LifecycleState, Operator, OrgMembership, Robot, SessionRecord};
 use app::rules::{normalize_email, registry_status, skill_of, skills_of};
 use app::session_cookie::SessionCookie;
@@ -294,9 +293,10 @@ impl Backend for ServerBackend {
         }))
     }
 
-    async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<Vec<ActivityEntry>, AppError> {
+    async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<app::lifecycle::SessionActivity, AppError> {
         let rows = self.store.activity_log(org_id, session_id).await.map_err(internal)?;
-        rows.into_iter().map(|r| r.entry().map_err(internal)).collect()
+        let entries = rows.into_iter().map(|r| r.entry().map_err(internal)).collect::<Result<Vec<_>, _>>()?;
+        Ok(app::lifecycle::SessionActivity::new(entries, now_ms()))
     }
 
     async fn ops_board(&self, org_id: &str) -> Result<OpsBoard, AppError> {

@@ -32,7 +32,7 @@ async fn steer(client: &reqwest::Client, app: &TestApp, session: &str, to: &str)
 async fn activity(client: &reqwest::Client, app: &TestApp, session: &str) -> Vec<ActivityEntry> {
     let res = call(client, app, "load_session_activity", &[("session_id", session)]).await;
     assert_eq!(res.status(), StatusCode::OK);
-    res.json().await.unwrap()
+    res.json::<app::lifecycle::SessionActivity>().await.unwrap().entries
 }
 
 both_backends!(l01_l03_l04_l05_the_attached_operator_pauses_resumes_and_completes_and_the_log_tells_it, |app: TestApp| async move {
@@ -85,6 +85,9 @@ both_backends!(l01_l03_l04_l05_the_attached_operator_pauses_resumes_and_complete
     let kinds: Vec<_> = log.iter().map(|e| e.kind).collect();
     use ActivityKind::*;
     assert_eq!(kinds, [SessionStart, Pause, Resume, Pause, SessionEnd]);
+    // Billing time excludes the paused stretches and stops at the end.
+    let billed: app::lifecycle::SessionActivity = call(&asha, &app, "load_session_activity", &[("session_id", &session)]).await.json().await.unwrap();
+    assert_eq!(billed.billable_ms, (log[1].at_ms - log[0].at_ms) + (log[3].at_ms - log[2].at_ms));
     assert!(log.iter().all(|e| e.operator_id.as_deref() == Some("u-asha")));
     assert!(log.windows(2).all(|w| w[0].at_ms <= w[1].at_ms));
     assert_eq!(log.last().unwrap().detail.as_deref(), Some("COMPLETED · completed by the operator"));

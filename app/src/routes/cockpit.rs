@@ -62,7 +62,7 @@ fn Cockpit() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match activity.await {
                         Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                        Ok(entries) => view! { <ActivityLog entries/> }.into_any(),
+                        Ok(log) => view! { <ActivityLog log/> }.into_any(),
                     }
                 })}
             </Transition>

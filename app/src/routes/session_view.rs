@@ -90,7 +90,7 @@ pub fn SessionView() -> impl IntoView {
                     }
                     match activity.await {
                         Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                        Ok(entries) => view! { <ActivityLog entries/> }.into_any(),
+                        Ok(log) => view! { <ActivityLog log/> }.into_any(),
                     }
                 })}
             </Transition>

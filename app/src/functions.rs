@@ -105,6 +105,23 @@ mod guard {
         }
     }
 
+    /// A session the caller may see, with who they are and the backend to
+    /// answer: signed in with `role` in the selected org, and the session's
+    /// attached operator or an admin of the org (see [`session_of`]).
+    pub struct SessionAccess {
+        pub backend: SharedBackend,
+        pub user: CurrentUser,
+        pub org: OrgMembership,
+        pub session: crate::models::SessionRecord,
+    }
+
+    pub async fn session_access(role: Role, session_id: &str) -> Result<SessionAccess, AppError> {
+        let backend = backend()?;
+        let (user, org) = require(role).await?;
+        let session = session_of(&backend, &user, &org, session_id).await?;
+        Ok(SessionAccess { backend, user, org, session })
+    }
+
     /// Marks the HTTP response with the error's status, then returns it.
     pub fn fail(error: AppError) -> AppError {
         if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
@@ -239,17 +256,13 @@ pub async fn my_operator_profile() -> Result<Operator, AppError> {
 /// Anyone else gets 404, as if it did not exist.
 #[server(endpoint = "load_session")]
 pub async fn load_session(session_id: String) -> Result<SessionRecord, AppError> {
-    let backend = guard::backend()?;
-    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
-    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)
+    Ok(guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?.session)
 }
 
 /// The session's activity log (rule L05), for the same people as the session.
 #[server(endpoint = "load_session_activity")]
 pub async fn load_session_activity(session_id: String) -> Result<crate::lifecycle::SessionActivity, AppError> {
-    let backend = guard::backend()?;
-    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
-    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    let guard::SessionAccess { backend, org, .. } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
     backend.session_activity(&org.org_id, &session_id).await.map_err(guard::fail)
 }
 
@@ -257,18 +270,14 @@ pub async fn load_session_activity(session_id: String) -> Result<crate::lifecycl
 /// verdict), for the session detail: admins of the org.
 #[server(endpoint = "load_dispatch_decisions")]
 pub async fn load_dispatch_decisions(session_id: String) -> Result<Vec<crate::dispatch::DispatchDecision>, AppError> {
-    let backend = guard::backend()?;
-    let (user, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
-    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    let guard::SessionAccess { backend, org, .. } = guard::session_access(crate::models::Role::Admin, &session_id).await.map_err(guard::fail)?;
     backend.dispatch_decisions(&org.org_id, &session_id).await.map_err(guard::fail)
 }
 
 /// The session's chat (rule L09): for the same people as the session.
 #[server(endpoint = "load_chat")]
 pub async fn load_chat(session_id: String) -> Result<Vec<crate::chat::ChatMessage>, AppError> {
-    let backend = guard::backend()?;
-    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
-    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    let guard::SessionAccess { backend, org, .. } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
     backend.chat(&org.org_id, &session_id).await.map_err(guard::fail)
 }
 
@@ -276,9 +285,7 @@ pub async fn load_chat(session_id: String) -> Result<Vec<crate::chat::ChatMessag
 #[server(endpoint = "post_chat")]
 pub async fn post_chat(session_id: String, body: String) -> Result<crate::chat::ChatMessage, AppError> {
     let body = crate::chat::chat_body(&body).map_err(|why| guard::fail(AppError::Invalid(why)))?;
-    let backend = guard::backend()?;
-    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
-    let session = guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    let guard::SessionAccess { backend, user, org, session } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
     if session.lifecycle.is_terminal() {
         return Err(guard::fail(AppError::Conflict("The session has ended: its chat is read-only.".into())));
     }
@@ -288,9 +295,7 @@ pub async fn post_chat(session_id: String, body: String) -> Result<crate::chat::
 /// The session's rating, if given (for the same people as the session).
 #[server(endpoint = "load_session_rating")]
 pub async fn load_session_rating(session_id: String) -> Result<Option<crate::rating::SessionRating>, AppError> {
-    let backend = guard::backend()?;
-    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
-    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    let guard::SessionAccess { backend, org, .. } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
     backend.session_rating(&org.org_id, &session_id).await.map_err(guard::fail)
 }
 
@@ -305,9 +310,7 @@ pub async fn rate_session(session_id: String, stars: u8, feedback: String) -> Re
         let why = rating_problem(LifecycleState::Completed, false, stars, &feedback).unwrap_or_default();
         return Err(guard::fail(AppError::Invalid(why)));
     }
-    let backend = guard::backend()?;
-    let (user, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
-    let session = guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    let guard::SessionAccess { backend, user, org, session } = guard::session_access(crate::models::Role::Admin, &session_id).await.map_err(guard::fail)?;
     let rated = backend.session_rating(&org.org_id, &session_id).await.map_err(guard::fail)?.is_some();
     if let Some(why) = rating_problem(session.lifecycle, rated, stars, &feedback) {
         return Err(guard::fail(AppError::Conflict(why)));
@@ -319,9 +322,7 @@ pub async fn rate_session(session_id: String, stars: u8, feedback: String) -> Re
 /// admin of the org. Latched until cleared on the session detail.
 #[server(endpoint = "estop_session")]
 pub async fn estop_session(session_id: String) -> Result<SessionRecord, AppError> {
-    let backend = guard::backend()?;
-    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
-    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    let guard::SessionAccess { backend, user, org, .. } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
     backend.estop_session(&org.org_id, &user.user_id, &session_id).await.map_err(guard::fail)
 }
 
@@ -336,9 +337,7 @@ pub async fn clear_protective_stop(session_id: String, reason: String) -> Result
     if reason.chars().count() > crate::rules::MAX_REASON_CHARS {
         return Err(guard::fail(AppError::Invalid(format!("Keep the reason under {} characters.", crate::rules::MAX_REASON_CHARS))));
     }
-    let backend = guard::backend()?;
-    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
-    guard::session_of(&backend, &user, &org, &session_id).await.map_err(guard::fail)?;
+    let guard::SessionAccess { backend, user, org, .. } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
     backend.clear_protective_stop(&org.org_id, &user.user_id, &session_id, &reason).await.map_err(guard::fail)
 }
 

@@ -67,16 +67,7 @@ impl SessionService {
     /// learns of it from the answer to its next telemetry post (409
     /// `protective_stop_latched`) and from `GET /v1/sessions/{id}`.
     pub async fn operator_estop(&self, org_id: &str, user_id: &str, session_id: &str) -> StoreResult<SafetyChange> {
-        let robot_id = self.store.session(org_id, session_id).await?.map(|s| s.robot_id);
-        let entry = AuditEntry {
-            at_ms: now_ms(),
-            actor_kind: "user".into(),
-            actor_id: Some(user_id.to_string()),
-            action: app::board::OPERATOR_ESTOP.into(),
-            session_id: Some(session_id.to_string()),
-            robot_id,
-            detail: Some("operator E-stop".into()),
-        };
+        let entry = self.person_on_session(org_id, user_id, session_id, app::board::OPERATOR_ESTOP, "operator E-stop").await?;
         let change = self.store.change_safety(org_id, session_id, None, SafetyState::ProtectiveStop, &entry).await?;
         self.publish_change(org_id, &change, entry)?;
         Ok(change)
@@ -86,16 +77,7 @@ impl SessionService {
     /// detail, by an admin or the attached operator, with a reason): the
     /// session goes to SAFE, and the robot re-arms by telemetry.
     pub async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session_id: &str, reason: &str) -> StoreResult<SafetyChange> {
-        let robot_id = self.store.session(org_id, session_id).await?.map(|s| s.robot_id);
-        let entry = AuditEntry {
-            at_ms: now_ms(),
-            actor_kind: "user".into(),
-            actor_id: Some(user_id.to_string()),
-            action: app::board::STOP_CLEARED.into(),
-            session_id: Some(session_id.to_string()),
-            robot_id,
-            detail: Some(reason.to_string()),
-        };
+        let entry = self.person_on_session(org_id, user_id, session_id, app::board::STOP_CLEARED, reason).await?;
         let change = self.store.change_safety(org_id, session_id, Some(SafetyState::ProtectiveStop), SafetyState::Safe, &entry).await?;
         self.publish_change(org_id, &change, entry)?;
         Ok(change)
@@ -121,6 +103,20 @@ impl SessionService {
     /// The session's chat, oldest first.
     pub async fn chat(&self, org_id: &str, session_id: &str) -> StoreResult<Vec<ChatMessage>> {
         Ok(self.store.chat(org_id, session_id).await?.into_iter().map(ChatMessage::from).collect())
+    }
+
+    /// The audit record of a person's `action` on a session, now.
+    async fn person_on_session(&self, org_id: &str, user_id: &str, session_id: &str, action: &str, detail: &str) -> StoreResult<AuditEntry> {
+        let robot_id = self.store.session(org_id, session_id).await?.map(|s| s.robot_id);
+        Ok(AuditEntry {
+            at_ms: now_ms(),
+            actor_kind: "user".into(),
+            actor_id: Some(user_id.to_string()),
+            action: action.to_string(),
+            session_id: Some(session_id.to_string()),
+            robot_id,
+            detail: Some(detail.to_string()),
+        })
     }
 
     fn publish_change(&self, org_id: &str, change: &SafetyChange, entry: AuditEntry) -> StoreResult<()> {

@@ -126,8 +126,11 @@ pub fn RequireRole(role: Role, children: ChildrenFn) -> impl IntoView {
     // read the discarded copy's data (sometimes an error) and hydration
     // failed. The guard need not re-run: signing out or switching orgs
     // leaves the page.
+    // A Transition, not a Suspense: a screen's resource read inside (the
+    // dispatch control's robot list) would otherwise drop the whole screen
+    // to this fallback on every push, taking the keyboard focus with it.
     view! {
-        <Suspense fallback=|| view! { <p class="loading">"Checking your sign-in…"</p> }>
+        <Transition fallback=|| view! { <p class="loading">"Checking your sign-in…"</p> }>
             {Suspend::new(async move {
                 match session.user.await {
                     Ok(Some(user)) => match user.role() {
@@ -142,7 +145,7 @@ pub fn RequireRole(role: Role, children: ChildrenFn) -> impl IntoView {
                     Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
                 }
             })}
-        </Suspense>
+        </Transition>
     }
 }
 

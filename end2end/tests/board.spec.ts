@@ -1,5 +1,5 @@
 import { expect, Page, test } from '@playwright/test';
-import { ADMIN, hydrated, signIn } from './helpers';
+import { adminContext, hydrated, signIn } from './helpers';
 
 // Priya (Manchester, inspection) takes uk-insp-01, then Carla (Austin,
 // inspection) takes ue-insp-01: no other browser test makes an inspection
@@ -28,12 +28,10 @@ test('the overview raises a call that rings the operator; the wallboard puts a p
   test.setTimeout(120_000);
   const priya = await readyOperator(browser, PRIYA);
 
-  const adminContext = await browser.newContext({ viewport: { width: 1920, height: 1080 } });
-  const admin = await adminContext.newPage();
+  const adminCtx = await adminContext(browser, { viewport: { width: 1920, height: 1080 } });
+  const admin = await adminCtx.newPage();
   admin.on('pageerror', (e) => console.log(`PAGE ERROR: ${e.message.slice(0, 300)}`));
   admin.on('console', (m) => { if (m.type() === 'error') console.log(`PAGE CONSOLE: ${m.text().slice(0, 300)}`); });
-  await signIn(admin, ADMIN);
-  await expect(admin).toHaveURL(/\/admin\/directory$/); // signed in (the landing), then on
   await admin.goto('/admin');
   await hydrated(admin);
   for (const metric of ['metric-live', 'metric-robots', 'metric-operators', 'metric-estops']) {
@@ -91,5 +89,5 @@ test('the overview raises a call that rings the operator; the wallboard puts a p
   await expect(card(first).getByTestId('registry-chip')).toHaveCount(0, { timeout: 20_000 });
   await expect(card(first).getByTestId('registry-chip')).toHaveText('robot offline', { timeout: 40_000 });
   expect(await admin.evaluate(() => (window as any).__noReload)).toBe(true);
-  await adminContext.close();
+  await adminCtx.close();
 });

@@ -1,4 +1,4 @@
-import { expect, Page } from '@playwright/test';
+import { Browser, BrowserContext, BrowserContextOptions, expect, Page } from '@playwright/test';
 
 export const PASSWORD = 'clutchcall-demo';
 export const ADMIN = 'dana.okafor@northstar.example';
@@ -15,4 +15,22 @@ export async function signIn(page: Page, email: string, password = PASSWORD) {
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password', { exact: true }).fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+// The admin's signed-in browser state, one sign-in per worker: sign-ins are
+// rate-limited per (address, email) — a burst of 5, then one per 12 s — and
+// every browser test's admin comes from 127.0.0.1 as Dana.
+let adminState: Awaited<ReturnType<BrowserContext['storageState']>> | undefined;
+
+/** A browser context signed in as the demo admin (Dana). */
+export async function adminContext(browser: Browser, options: BrowserContextOptions = {}): Promise<BrowserContext> {
+  if (!adminState) {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await signIn(page, ADMIN);
+    await expect(page).toHaveURL(/\/admin\/directory$/);
+    adminState = await context.storageState();
+    await context.close();
+  }
+  return browser.newContext({ ...options, storageState: adminState });
 }

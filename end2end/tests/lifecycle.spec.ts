@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { hydrated, signIn } from './helpers';
+import { adminContext, hydrated, signIn } from './helpers';
 
 // Tom (Manchester, pick-place) takes uk-pick-01 (London): of the operators
 // other browser tests make ready, none is closer to London with pick-place.
@@ -76,10 +76,8 @@ test('W11 W13 L09 L10: an E-stop from the cockpit latches the card on the wallbo
   await expect(tom).toHaveURL(new RegExp(`/cockpit/${session}$`));
   await hydrated(tom);
 
-  const adminContext = await browser.newContext({ viewport: { width: 1920, height: 1080 } });
-  const admin = await adminContext.newPage();
-  await signIn(admin, 'dana.okafor@northstar.example');
-  await expect(admin).toHaveURL(/\/admin\/directory$/);
+  const adminCtx = await adminContext(browser, { viewport: { width: 1920, height: 1080 } });
+  const admin = await adminCtx.newPage();
   await admin.goto('/ops/wallboard');
   await hydrated(admin);
   await expect(admin.getByTestId('live-status')).toContainText('live');
@@ -128,5 +126,5 @@ test('W11 W13 L09 L10: an E-stop from the cockpit latches the card on the wallbo
   await expect(admin.getByTestId('rating')).toContainText('4/5');
   await expect(admin.getByTestId('rate-form')).toHaveCount(0);
   await tomContext.close();
-  await adminContext.close();
+  await adminCtx.close();
 });

@@ -7,8 +7,10 @@ const LENA = 'lena.fischer@harbor.example';
 
 test('the roster filters in place with counters fixed, shows an operator going ready on push, and one whose browser died going offline (Harbor Labs)', async ({ browser }) => {
   test.setTimeout(90_000);
-  const adminContext = await browser.newContext();
-  const admin = await adminContext.newPage();
+  // Its own sign-in: switching org is kept on the sign-in, so the shared
+  // admin state of the other tests must not switch.
+  const adminCtx = await browser.newContext();
+  const admin = await adminCtx.newPage();
   await signIn(admin, ADMIN);
   await expect(admin).toHaveURL(/\/admin\/directory$/);
   await hydrated(admin);
@@ -68,5 +70,5 @@ test('the roster filters in place with counters fixed, shows an operator going r
   await admin.getByTestId('roster-state').selectOption('');
   await expect(lenaRow).toHaveAttribute('data-state', 'offline', { timeout: 40_000 });
   await expect(lenaRow.getByTestId('roster-age')).toHaveText(/^\d+s$/);
-  await adminContext.close();
+  await adminCtx.close();
 });

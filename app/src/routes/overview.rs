@@ -22,11 +22,16 @@ pub fn Overview() -> impl IntoView {
     // once the page is interactive: server and hydration render it alike.
     let mounted = RwSignal::new(false);
     Effect::new(move |_| mounted.set(true));
-    let robots = Memo::new(move |_| {
+    // While a push reloads the picture the list stays as it was: emptying
+    // it would drop the options under the keyboard focus.
+    let robots = Memo::new(move |before: Option<&Option<Vec<(String, String)>>>| {
         if !mounted.get() {
             return None;
         }
-        live.data.get().and_then(Result::ok).map(|b| b.robots.iter().map(|r| (r.id.clone(), format!("{} · {} · {}", r.id, r.site, r.skill))).collect::<Vec<_>>())
+        match live.data.get().and_then(Result::ok) {
+            Some(b) => Some(b.robots.iter().map(|r| (r.id.clone(), format!("{} · {} · {}", r.id, r.site, r.skill))).collect::<Vec<_>>()),
+            None => before.cloned().flatten(),
+        }
     });
     view! {
         <Title text="Overview"/>

@@ -31,11 +31,14 @@ fn Cockpit() -> impl IntoView {
     let session_id = move || params.read().get("id").unwrap_or_default();
     let steer = ServerAction::<SteerSession>::new();
     let estop = ServerAction::<EstopSession>::new();
-    // Each completed move or stop reloads the record and the log.
-    let version = move || (session_id(), steer.version().get(), estop.version().get());
-    let record = Resource::new(version, |(id, _, _)| load_session(id));
-    let activity = Resource::new(version, |(id, _, _)| load_session_activity(id));
     let console = expect_context::<crate::console::Console>();
+    // Each completed move or stop reloads the record and the log, and so
+    // does a change of the operator's presence: the session ended elsewhere
+    // (by an admin, the edge agent or the inactivity chain) moves them on.
+    let presence_since = move || console.presence.get().map(|p| p.since_ms);
+    let version = move || (session_id(), steer.version().get(), estop.version().get(), presence_since());
+    let record = Resource::new(version, |(id, ..)| load_session(id));
+    let activity = Resource::new(version, |(id, ..)| load_session_activity(id));
     let ended = Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()));
     view! {
         <section class="panel">

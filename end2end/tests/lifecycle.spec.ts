@@ -88,6 +88,7 @@ test('W11 W13 L09 L10: an E-stop from the cockpit latches the card on the wallbo
   await tom.keyboard.press('e');
   await expect(tom.getByTestId('cockpit-safety')).toHaveText('PROTECTIVE_STOP');
   await expect(tom.getByTestId('estop')).toBeDisabled();
+  await tom.screenshot({ path: 'test-results/cockpit.png', fullPage: true });
   // Pushed to the wallboard: the card latches and tops the grid; the feed says who stopped it.
   await expect(card).toHaveAttribute('data-state', 'PROTECTIVE_STOP');
   await expect(admin.getByTestId('card').first()).toHaveAttribute('data-state', 'PROTECTIVE_STOP');
@@ -125,6 +126,7 @@ test('W11 W13 L09 L10: an E-stop from the cockpit latches the card on the wallbo
   await admin.getByTestId('rate-submit').click();
   await expect(admin.getByTestId('rating')).toContainText('4/5');
   await expect(admin.getByTestId('rate-form')).toHaveCount(0);
+  await admin.screenshot({ path: 'test-results/session-detail.png', fullPage: true });
   await tomContext.close();
   await adminCtx.close();
 });

@@ -14,13 +14,17 @@ pub fn DispatchHistory(decisions: Vec<DispatchDecision>) -> impl IntoView {
     view! {
         <ol class="dispatch-history" data-testid="dispatch-history">
             {decisions.into_iter().map(|d| {
-                let omitted = d.considered.omitted.iter().map(|(verdict, n)| format!("{n} {verdict}")).collect::<Vec<_>>().join(", ");
+                let omitted = d.considered.omitted.iter().map(|(verdict, n)| format!("{n} {}", verdict.replace('_', " "))).collect::<Vec<_>>().join(", ");
+                // The chosen operator by name where the record lists them.
+                let chosen = d.operator_id.clone().map(|id| {
+                    d.considered.candidates.iter().find(|c| c.operator_id == id).map_or(id, |c| c.name.clone())
+                });
                 view! {
                     <li data-outcome=d.outcome.as_str()>
                         <p>
                             <span class="age">{utc_clock(d.at_ms)}</span>" "
                             <strong>{d.trigger.as_str().replace('_', " ")}</strong>" → "{d.outcome.as_str()}
-                            {d.operator_id.clone().map(|op| format!(" · {op}"))}
+                            {chosen.map(|op| format!(" · {op}"))}
                             {d.rtt_ms.map(|r| format!(" · {r} ms"))}
                             <span class="muted">" · pool: "{d.pool_source.as_str().replace('_', " ")}</span>
                         </p>

@@ -1,0 +1,313 @@
+//! The browser end of the ring channel.
+
+use super::{Console, Link};
+use crate::ring::{cockpit_path, ConsoleMsg, OfferEnd, RingMsg, HEARTBEAT_MS};
+use gloo_timers::callback::{Interval, Timeout};
+use leptos::prelude::*;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use web_sys::{AudioContext, MessageEvent, WebSocket};
+
+const TICK_MS: u32 = 250;
+const RING_EVERY_TICKS: u32 = 6;
+const PING_EVERY_MS: u32 = 30_000;
+
+pub struct LinkHandle {
+    inner: Rc<Inner>,
+}
+
+struct Inner {
+    console: Console,
+    navigate: Box<dyn Fn(&str)>,
+    socket: RefCell<Option<WebSocket>>,
+    stopped: Cell<bool>,
+    attempt: Cell<u32>,
+    /// server clock − browser clock, ms.
+    skew_ms: Cell<i64>,
+    pops: RefCell<Vec<String>>,
+    ping_sent_at: Cell<f64>,
+    /// The last few measured RTTs; the minimum is reported (a probe
+    /// can only be slowed by the tab being busy, never sped up).
+    rtt_samples: RefCell<Vec<u32>>,
+    reported_rtt: Cell<Option<u32>>,
+    audio: RefCell<Option<AudioContext>>,
+    timers: RefCell<Vec<Interval>>,
+    retry: RefCell<Option<Timeout>>,
+    ticks: Cell<u32>,
+}
+
+fn browser_now() -> i64 {
+    js_sys_now() as i64
+}
+
+fn js_sys_now() -> f64 {
+    web_sys::window().and_then(|w| w.performance()).map(|p| p.time_origin() + p.now()).unwrap_or(0.0)
+}
+
+pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> LinkHandle {
+    let inner = Rc::new(Inner {
+        console,
+        navigate,
+        socket: RefCell::new(None),
+        stopped: Cell::new(false),
+        attempt: Cell::new(0),
+        skew_ms: Cell::new(0),
+        pops: RefCell::new(Vec::new()),
+        ping_sent_at: Cell::new(0.0),
+        rtt_samples: RefCell::new(Vec::new()),
+        reported_rtt: Cell::new(None),
+        audio: RefCell::new(None),
+        timers: RefCell::new(Vec::new()),
+        retry: RefCell::new(None),
+        ticks: Cell::new(0),
+    });
+    let tick = {
+        let inner = Rc::downgrade(&inner);
+        Interval::new(TICK_MS, move || {
+            if let Some(inner) = inner.upgrade() {
+                inner.tick();
+            }
+        })
+    };
+    let heartbeat = {
+        let inner = Rc::downgrade(&inner);
+        Interval::new(HEARTBEAT_MS, move || {
+            if let Some(inner) = inner.upgrade() {
+                inner.send(&ConsoleMsg::Heartbeat);
+            }
+        })
+    };
+    let ping = {
+        let inner = Rc::downgrade(&inner);
+        Interval::new(PING_EVERY_MS, move || {
+            if let Some(inner) = inner.upgrade() {
+                inner.ping();
+            }
+        })
+    };
+    inner.timers.borrow_mut().extend([tick, heartbeat, ping]);
+    inner.tick();
+    connect(&inner);
+    LinkHandle { inner }
+}
+
+impl LinkHandle {
+    pub fn send(&self, msg: &ConsoleMsg) {
+        self.inner.send(msg);
+    }
+
+    pub fn stop(&self) {
+        self.inner.stopped.set(true);
+        self.inner.timers.borrow_mut().clear();
+        self.inner.retry.borrow_mut().take();
+        if let Some(ws) = self.inner.socket.borrow_mut().take() {
+            let _ = ws.close();
+        }
+    }
+
+    pub fn unlock_alerts(&self) {
+        if self.inner.audio.borrow().is_none() {
+            *self.inner.audio.borrow_mut() = AudioContext::new().ok();
+        }
+        if web_sys::Notification::permission() == web_sys::NotificationPermission::Default {
+            let _ = web_sys::Notification::request_permission();
+        }
+    }
+}
+
+fn connect(inner: &Rc<Inner>) {
+    if inner.stopped.get() {
+        return;
+    }
+    let Some(location) = web_sys::window().map(|w| w.location()) else { return };
+    let scheme = if location.protocol().ok().as_deref() == Some("https:") { "wss" } else { "ws" };
+    let url = format!("{scheme}://{}/ws", location.host().unwrap_or_default());
+    let Ok(ws) = WebSocket::new(&url) else {
+        schedule_retry(inner);
+        return;
+    };
+    inner.console.link.set(Link::Connecting);
+
+    let weak = Rc::downgrade(inner);
+    let on_open = Closure::<dyn FnMut()>::new(move || {
+        if let Some(inner) = weak.upgrade() {
+            inner.attempt.set(0);
+            inner.console.link.set(Link::Open);
+            inner.send(&ConsoleMsg::Heartbeat);
+        }
+    });
+    ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+    on_open.forget();
+
+    let weak = Rc::downgrade(inner);
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let Some(inner) = weak.upgrade() else { return };
+        let Some(text) = ev.data().as_string() else { return };
+        if let Ok(msg) = serde_json::from_str::<RingMsg>(&text) {
+            inner.apply(msg);
+        }
+    });
+    ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    on_message.forget();
+
+    let weak = Rc::downgrade(inner);
+    let on_close = Closure::<dyn FnMut()>::new(move || {
+        if let Some(inner) = weak.upgrade() {
+            inner.socket.borrow_mut().take();
+            if !inner.stopped.get() && !matches!(inner.console.link.get_untracked(), Link::Refused(_)) {
+                schedule_retry(&inner);
+            }
+        }
+    });
+    ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+    on_close.forget();
+
+    *inner.socket.borrow_mut() = Some(ws);
+}
+
+/// Backoff: 1, 2, 4, 8, 16, then every 30 s.
+fn schedule_retry(inner: &Rc<Inner>) {
+    let attempt = inner.attempt.get();
+    inner.attempt.set(attempt + 1);
+    let delay_ms = (1000u32 << attempt.min(5)).min(30_000);
+    inner.console.link.set(Link::Retrying { at_ms: browser_now() + inner.skew_ms.get() + i64::from(delay_ms) });
+    let weak = Rc::downgrade(inner);
+    *inner.retry.borrow_mut() = Some(Timeout::new(delay_ms, move || {
+        if let Some(inner) = weak.upgrade() {
+            connect(&inner);
+        }
+    }));
+}
+
+impl Inner {
+    fn send(&self, msg: &ConsoleMsg) {
+        if let Some(ws) = self.socket.borrow().as_ref() {
+            if ws.ready_state() == WebSocket::OPEN {
+                if let Ok(text) = serde_json::to_string(msg) {
+                    let _ = ws.send_with_str(&text);
+                }
+            }
+        }
+    }
+
+    fn ping(&self) {
+        self.ping_sent_at.set(js_sys_now());
+        self.send(&ConsoleMsg::Ping { nonce: self.ping_sent_at.get() as u64 });
+    }
+
+    fn tick(&self) {
+        let now = browser_now() + self.skew_ms.get();
+        self.console.now_ms.set(now);
+        let ticks = self.ticks.get().wrapping_add(1);
+        self.ticks.set(ticks);
+        if ticks % RING_EVERY_TICKS == 0 && self.console.offer.with_untracked(Option::is_some) {
+            self.ring();
+        }
+    }
+
+    /// A two-tone ring through Web Audio, once the Ready click unlocked it.
+    fn ring(&self) {
+        let audio = self.audio.borrow();
+        let Some(ctx) = audio.as_ref() else { return };
+        let start = ctx.current_time();
+        for (i, freq) in [880.0_f32, 660.0].into_iter().enumerate() {
+            let (Ok(osc), Ok(gain)) = (ctx.create_oscillator(), ctx.create_gain()) else { return };
+            osc.frequency().set_value(freq);
+            gain.gain().set_value(0.15);
+            let _ = osc.connect_with_audio_node(&gain);
+            let _ = gain.connect_with_audio_node(&ctx.destination());
+            let at = start + i as f64 * 0.22;
+            let _ = osc.start_with_when(at);
+            let _ = osc.stop_with_when(at + 0.2);
+        }
+    }
+
+    fn notify(&self, title: &str, body: &str) {
+        if web_sys::Notification::permission() == web_sys::NotificationPermission::Granted {
+            let options = web_sys::NotificationOptions::new();
+            options.set_body(body);
+            options.set_tag("clutchcall-offer");
+            let _ = web_sys::Notification::new_with_options(title, &options);
+        }
+    }
+
+    fn apply(&self, msg: RingMsg) {
+        let console = self.console;
+        console.last_update_ms.set(Some(browser_now() + self.skew_ms.get()));
+        match msg {
+            RingMsg::Welcome { name, presence, offer, pops, server_now_ms, .. } => {
+                self.skew_ms.set(server_now_ms - browser_now());
+                console.name.set(Some(name));
+                console.presence.set(Some(presence));
+                if let Some(offer) = &offer {
+                    self.notify(&format!("Distress call: {}", offer.robot_id), &offer.site);
+                }
+                console.offer.set(offer);
+                *self.pops.borrow_mut() = pops;
+                self.reported_rtt.set(None);
+                self.ping();
+            }
+            RingMsg::Presence { presence } => console.presence.set(Some(presence)),
+            RingMsg::Offer { offer } => {
+                self.notify(&format!("Distress call: {}", offer.robot_id), &format!("{} · {} ms", offer.site, offer.rtt_ms));
+                console.notice.set(None);
+                console.offer.set(Some(offer));
+                self.ring();
+            }
+            RingMsg::OfferClosed { session_id, how } => {
+                let current = console.offer.get_untracked();
+                if current.as_ref().is_some_and(|o| o.session_id == session_id) {
+                    console.offer.set(None);
+                    let robot = current.map(|o| o.robot_id).unwrap_or_default();
+                    let notice = match how {
+                        OfferEnd::Expired => Some(format!(
+                            "You missed the call from {robot}: you are in aux (missed offer). Press Ready when you are back."
+                        )),
+                        OfferEnd::Withdrawn => Some(format!("{robot} withdrew its call.")),
+                        OfferEnd::Accepted | OfferEnd::Declined => None,
+                    };
+                    console.notice.set(notice);
+                }
+            }
+            RingMsg::Accepted { session_id } => {
+                console.offer.set(None);
+                (self.navigate)(&cockpit_path(&session_id));
+            }
+            RingMsg::Pong { .. } => {
+                let rtt = (js_sys_now() - self.ping_sent_at.get()).max(0.0).round() as u32;
+                let best = {
+                    let mut samples = self.rtt_samples.borrow_mut();
+                    samples.push(rtt);
+                    let keep = samples.len().saturating_sub(5);
+                    samples.drain(..keep);
+                    samples.iter().copied().min().unwrap_or(rtt)
+                };
+                // Probe a few times after (re)connecting, then every 30 s.
+                if self.rtt_samples.borrow().len() < 3 {
+                    self.ping();
+                }
+                if self.reported_rtt.get() != Some(best) {
+                    self.reported_rtt.set(Some(best));
+                    // One socket reaches every PoP of this deployment: the
+                    // same measurement stands for each (the ACD floors it).
+                    for pop in self.pops.borrow().iter() {
+                        self.send(&ConsoleMsg::Rtt { pop: pop.clone(), rtt_ms: best });
+                    }
+                }
+            }
+            RingMsg::InactivityWarning { session_id, stop_at_ms } => console.inactivity.set(Some((session_id, stop_at_ms))),
+            RingMsg::Chat { .. } => console.chat_version.update(|v| *v += 1),
+            // Org topics are for the admins' live screens, not the console.
+            RingMsg::Org { .. } | RingMsg::Resync => {}
+            RingMsg::Error { code, message } => {
+                // A refused console, or an ended sign-in: say why and stop
+                // reconnecting (a sign-out in this tab navigates by itself).
+                if console.name.get_untracked().is_none() || code == crate::ring::RingError::SignedOut {
+                    console.link.set(Link::Refused(message.clone()));
+                }
+                console.notice.set(Some(message));
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The operator's console: one ring-channel WebSocket per tab, alive on
+//! every page of the tab (so presence keeps heartbeating in the cockpit),
+//! and the offer panel that rings wherever the operator is.
+
+use crate::models::Offer;
+use crate::ring::{seconds_left, ConsoleMsg, MyPresence};
+use leptos::prelude::*;
+
+/// The ring channel's connection, as the operator sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Link {
+    Connecting,
+    Open,
+    /// Lost; the next try is at this browser time (ms).
+    Retrying { at_ms: i64 },
+    /// The server said this person cannot take calls here.
+    Refused(String),
+}
+
+/// The console's reactive state. Provided once by `App`; filled by the link.
+#[derive(Clone, Copy)]
+pub struct Console {
+    pub link: RwSignal<Link>,
+    pub name: RwSignal<Option<String>>,
+    /// The server's presence for this operator (never a local guess).
+    pub presence: RwSignal<Option<MyPresence>>,
+    /// The offer ringing now.
+    pub offer: RwSignal<Option<Offer>>,
+    /// The last thing worth telling (a missed or withdrawn call, an error).
+    pub notice: RwSignal<Option<String>>,
+    /// Server-clock now (browser clock corrected by the skew seen at Welcome), ticking.
+    pub now_ms: RwSignal<i64>,
+    /// Server-clock time of the last message from the server.
+    pub last_update_ms: RwSignal<Option<i64>>,
+    /// An inactivity warning: (session, when it will be cancelled).
+    pub inactivity: RwSignal<Option<(String, i64)>>,
+    /// Bumped when a chat message arrives on the operator's session.
+    pub chat_version: RwSignal<u64>,
+    #[cfg(feature = "hydrate")]
+    link_handle: StoredValue<Option<link::LinkHandle>, LocalStorage>,
+}
+
+impl Console {
+    pub fn new() -> Self {
+        Console {
+            link: RwSignal::new(Link::Connecting),
+            name: RwSignal::new(None),
+            presence: RwSignal::new(None),
+            offer: RwSignal::new(None),
+            notice: RwSignal::new(None),
+            now_ms: RwSignal::new(0),
+            last_update_ms: RwSignal::new(None),
+            inactivity: RwSignal::new(None),
+            chat_version: RwSignal::new(0),
+            #[cfg(feature = "hydrate")]
+            link_handle: StoredValue::new_local(None),
+        }
+    }
+
+    /// Sends a message on the ring channel (dropped while disconnected:
+    /// the server's state is re-sent on reconnect).
+    pub fn send(&self, msg: ConsoleMsg) {
+        #[cfg(feature = "hydrate")]
+        self.link_handle.with_value(|h| {
+            if let Some(h) = h {
+                h.send(&msg)
+            }
+        });
+        #[cfg(not(feature = "hydrate"))]
+        let _ = msg;
+    }
+
+    /// Called from the Ready click (a user gesture): allows the audible
+    /// ring and asks for notification permission.
+    pub fn unlock_alerts(&self) {
+        #[cfg(feature = "hydrate")]
+        self.link_handle.with_value(|h| {
+            if let Some(h) = h {
+                h.unlock_alerts()
+            }
+        });
+    }
+
+    pub fn accept(&self) {
+        if let Some(offer) = self.offer.get_untracked() {
+            self.send(ConsoleMsg::Accept { session_id: offer.session_id });
+        }
+    }
+
+    /// Operator input on the session they hold (resets its inactivity
+    /// chain; lifts a warning).
+    pub fn input(&self, session_id: &str) {
+        if self.inactivity.get_untracked().is_some_and(|(s, _)| s == session_id) {
+            self.inactivity.set(None);
+        }
+        self.send(ConsoleMsg::Input { session_id: session_id.to_string() });
+    }
+
+    pub fn decline(&self) {
+        if let Some(offer) = self.offer.get_untracked() {
+            self.send(ConsoleMsg::Decline { session_id: offer.session_id });
+        }
+    }
+}
+
+impl Default for Console {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Opens the ring channel while mounted (the top bar mounts it for anyone
+/// who may operate in the selected org) and closes it when unmounted; the
+/// top bar re-mounts it when the user or org changes, so the socket always
+/// speaks for the selected org.
+#[component]
+pub fn ConsoleLink() -> impl IntoView {
+    let console = expect_context::<Console>();
+    #[cfg(feature = "hydrate")]
+    {
+        let navigate = leptos_router::hooks::use_navigate();
+        let navigate = move |path: &str| navigate(path, Default::default());
+        let handle = link::start(console, Box::new(navigate));
+        console.link_handle.set_value(Some(handle));
+        on_cleanup(move || {
+            console.link_handle.update_value(|h| {
+                if let Some(h) = h.take() {
+                    h.stop();
+                }
+            });
+        });
+    }
+    view! {
+        <span class="link-state" data-testid="link-state">
+            {move || match console.link.get() {
+                Link::Connecting => "connecting…".to_string(),
+                Link::Open => String::new(),
+                Link::Retrying { at_ms } => {
+                    let now = console.now_ms.get();
+                    format!("reconnecting in {} s…", seconds_left(at_ms, now))
+                }
+                Link::Refused(why) => why,
+            }}
+        </span>
+    }
+}
+
+/// The ringing offer, shown over whatever page the operator is on.
+/// Enter accepts, Escape declines.
+#[component]
+pub fn OfferPanel() -> impl IntoView {
+    let console = expect_context::<Console>();
+    let _keys = window_event_listener(leptos::ev::keydown, move |ev| {
+        if console.offer.get_untracked().is_none() {
+            return;
+        }
+        match ev.key().as_str() {
+            "Enter" => {
+                ev.prevent_default();
+                console.accept();
+            }
+            "Escape" => {
+                ev.prevent_default();
+                console.decline();
+            }
+            _ => {}
+        }
+    });
+    move || {
+        console.offer.get().map(|offer| {
+            let expires = offer.expires_at;
+            let warn = offer.rtt_ms > 250;
+            view! {
+                <section class="offer" role="alertdialog" aria-labelledby="offer-title" data-testid="offer">
+                    <h2 id="offer-title"><span class="live-dot" aria-hidden="true"></span>"Distress call"</h2>
+                    <dl class="facts">
+                        <dt>"Robot"</dt><dd data-testid="offer-robot">{offer.robot_id.clone()}</dd>
+                        <dt>"Model"</dt><dd>{offer.robot_model.clone()}</dd>
+                        <dt>"Site"</dt><dd>{offer.site.clone()}</dd>
+                        <dt>"RTT"</dt>
+                        <dd class:tone-warn=warn data-testid="offer-rtt">
+                            {offer.rtt_ms}" ms"{warn.then_some(" · high")}
+                        </dd>
+                        <dt>"Answer within"</dt>
+                        <dd data-testid="offer-countdown">{move || format!("{} s", seconds_left(expires, console.now_ms.get()))}</dd>
+                    </dl>
+                    <div class="actions">
+                        <button type="button" class="button primary" on:click=move |_| console.accept()>"Accept "<kbd>"Enter"</kbd></button>
+                        <button type="button" class="button" on:click=move |_| console.decline()>"Decline "<kbd>"Esc"</kbd></button>
+                    </div>
+                </section>
+            }
+        })
+    }
+}
+
+#[cfg(feature = "hydrate")]
+mod link;

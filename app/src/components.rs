@@ -176,6 +176,30 @@ pub fn ErrorNotice(error: AppError) -> impl IntoView {
     view! { <p class="error" role="alert">{error.to_string()}</p> }
 }
 
+/// What a `Transition` shows of a loaded value: the failure said plainly,
+/// else `render`'s view; nothing (and no waiting) while `shown` is false.
+pub fn loaded<T, V>(
+    shown: impl Fn() -> bool + Send + Sync + Copy + 'static,
+    resource: Resource<Result<T, AppError>>,
+    render: impl Fn(T) -> V + Send + Sync + Copy + 'static,
+) -> impl Fn() -> Suspend<AnyView> + Send + Sync + Copy + 'static
+where
+    T: Clone + Send + Sync + serde::Serialize + serde::de::DeserializeOwned + 'static,
+    V: IntoView + 'static,
+{
+    move || {
+        Suspend::new(async move {
+            if !shown() {
+                return ().into_any();
+            }
+            match resource.await {
+                Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
+                Ok(value) => render(value).into_any(),
+            }
+        })
+    }
+}
+
 /// A session's activity log (rule L05), oldest first.
 #[component]
 pub fn ActivityLog(log: crate::lifecycle::SessionActivity) -> impl IntoView {

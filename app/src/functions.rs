@@ -36,17 +36,17 @@ pub mod backend {
         /// operator asking, who must be the attached one; `None` for an admin.
         async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, AppError>;
         /// E-stop: the session latches in PROTECTIVE_STOP, with an audit record.
-        async fn estop_session(&self, org_id: &str, user_id: &str, session_id: &str) -> Result<SessionRecord, AppError>;
+        async fn estop_session(&self, org_id: &str, user_id: &str, session: &SessionRecord) -> Result<SessionRecord, AppError>;
         /// Clears a latched PROTECTIVE_STOP with a reason (an audit record).
-        async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session_id: &str, reason: &str) -> Result<SessionRecord, AppError>;
+        async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session: &SessionRecord, reason: &str) -> Result<SessionRecord, AppError>;
         /// The call's dispatch decisions, oldest first.
         async fn dispatch_decisions(&self, org_id: &str, session_id: &str) -> Result<Vec<crate::dispatch::DispatchDecision>, AppError>;
         /// Posts a chat message on an open session (the caller may see it).
-        async fn post_chat(&self, org_id: &str, user_id: &str, session: &SessionRecord, body: &str) -> Result<crate::chat::ChatMessage, AppError>;
+        async fn post_chat(&self, org_id: &str, author: &CurrentUser, session: &SessionRecord, body: &str) -> Result<crate::chat::ChatMessage, AppError>;
         /// The session's chat, oldest first.
         async fn chat(&self, org_id: &str, session_id: &str) -> Result<Vec<crate::chat::ChatMessage>, AppError>;
         /// Rates the operator of a COMPLETED session, once (rule L10).
-        async fn rate_session(&self, org_id: &str, user_id: &str, session: &SessionRecord, stars: u8, feedback: &str) -> Result<crate::rating::SessionRating, AppError>;
+        async fn rate_session(&self, org_id: &str, rater: &CurrentUser, session: &SessionRecord, stars: u8, feedback: &str) -> Result<crate::rating::SessionRating, AppError>;
         async fn session_rating(&self, org_id: &str, session_id: &str) -> Result<Option<crate::rating::SessionRating>, AppError>;
         /// The session's activity log, oldest first.
         async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<crate::lifecycle::SessionActivity, AppError>;
@@ -289,7 +289,7 @@ pub async fn post_chat(session_id: String, body: String) -> Result<crate::chat::
     if session.lifecycle.is_terminal() {
         return Err(guard::fail(AppError::Conflict("The session has ended: its chat is read-only.".into())));
     }
-    backend.post_chat(&org.org_id, &user.user_id, &session, &body).await.map_err(guard::fail)
+    backend.post_chat(&org.org_id, &user, &session, &body).await.map_err(guard::fail)
 }
 
 /// The session's rating, if given (for the same people as the session).
@@ -304,26 +304,26 @@ pub async fn load_session_rating(session_id: String) -> Result<Option<crate::rat
 /// org's admins act for the client.
 #[server(endpoint = "rate_session")]
 pub async fn rate_session(session_id: String, stars: u8, feedback: String) -> Result<crate::rating::SessionRating, AppError> {
-    use crate::rating::{rating_problem, MAX_FEEDBACK_CHARS};
+    use crate::rating::{rating_input_problem, rating_problem};
     let feedback = feedback.trim().to_string();
-    if !(1..=5).contains(&stars) || feedback.chars().count() > MAX_FEEDBACK_CHARS {
-        let why = rating_problem(LifecycleState::Completed, false, stars, &feedback).unwrap_or_default();
+    if let Some(why) = rating_input_problem(stars, &feedback) {
         return Err(guard::fail(AppError::Invalid(why)));
     }
     let guard::SessionAccess { backend, user, org, session } = guard::session_access(crate::models::Role::Admin, &session_id).await.map_err(guard::fail)?;
-    let rated = backend.session_rating(&org.org_id, &session_id).await.map_err(guard::fail)?.is_some();
-    if let Some(why) = rating_problem(session.lifecycle, rated, stars, &feedback) {
+    // "Rated already" is the store's answer (one row per session), not a
+    // read before the write.
+    if let Some(why) = rating_problem(session.lifecycle, false, stars, &feedback) {
         return Err(guard::fail(AppError::Conflict(why)));
     }
-    backend.rate_session(&org.org_id, &user.user_id, &session, stars, &feedback).await.map_err(guard::fail)
+    backend.rate_session(&org.org_id, &user, &session, stars, &feedback).await.map_err(guard::fail)
 }
 
 /// E-stop (operator-initiated PROTECTIVE_STOP): the attached operator or an
 /// admin of the org. Latched until cleared on the session detail.
 #[server(endpoint = "estop_session")]
 pub async fn estop_session(session_id: String) -> Result<SessionRecord, AppError> {
-    let guard::SessionAccess { backend, user, org, .. } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
-    backend.estop_session(&org.org_id, &user.user_id, &session_id).await.map_err(guard::fail)
+    let guard::SessionAccess { backend, user, org, session } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
+    backend.estop_session(&org.org_id, &user.user_id, &session).await.map_err(guard::fail)
 }
 
 /// Clears a latched PROTECTIVE_STOP (rule W11): an admin of the org or the
@@ -337,8 +337,8 @@ pub async fn clear_protective_stop(session_id: String, reason: String) -> Result
     if reason.chars().count() > crate::rules::MAX_REASON_CHARS {
         return Err(guard::fail(AppError::Invalid(format!("Keep the reason under {} characters.", crate::rules::MAX_REASON_CHARS))));
     }
-    let guard::SessionAccess { backend, user, org, .. } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
-    backend.clear_protective_stop(&org.org_id, &user.user_id, &session_id, &reason).await.map_err(guard::fail)
+    let guard::SessionAccess { backend, user, org, session } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
+    backend.clear_protective_stop(&org.org_id, &user.user_id, &session, &reason).await.map_err(guard::fail)
 }
 
 /// Pause, resume or complete a session (seed 001): its attached operator,

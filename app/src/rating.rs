@@ -39,14 +39,22 @@ impl OperatorScore {
     }
 }
 
-/// Why this rating cannot be given, if it cannot.
+/// Why this rating cannot be given, if it cannot: the session's state
+/// first, then the rating itself.
 pub fn rating_problem(lifecycle: LifecycleState, already_rated: bool, stars: u8, feedback: &str) -> Option<String> {
     if lifecycle != LifecycleState::Completed {
         return Some(format!("Only a COMPLETED session is rated; this one is {}.", lifecycle.as_str()));
     }
     if already_rated {
-        return Some("This session has been rated already.".into());
+        return Some(ALREADY_RATED.into());
     }
+    rating_input_problem(stars, feedback)
+}
+
+pub const ALREADY_RATED: &str = "This session has been rated already.";
+
+/// Why the stars or feedback themselves are not acceptable, if they are not.
+pub fn rating_input_problem(stars: u8, feedback: &str) -> Option<String> {
     if !(1..=5).contains(&stars) {
         return Some("Give 1 to 5 stars.".into());
     }

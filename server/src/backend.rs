@@ -254,12 +254,12 @@ impl Backend for ServerBackend {
         self.engine.steer_session(org_id, session_id, to, by).await.map_err(refused)
     }
 
-    async fn estop_session(&self, org_id: &str, user_id: &str, session_id: &str) -> Result<SessionRecord, AppError> {
-        safety_answer(session_id, self.sessions.operator_estop(org_id, user_id, session_id).await.map_err(internal)?)
+    async fn estop_session(&self, org_id: &str, user_id: &str, session: &SessionRecord) -> Result<SessionRecord, AppError> {
+        safety_answer(&session.id, self.sessions.operator_estop(org_id, user_id, session).await.map_err(internal)?)
     }
 
-    async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session_id: &str, reason: &str) -> Result<SessionRecord, AppError> {
-        safety_answer(session_id, self.sessions.clear_protective_stop(org_id, user_id, session_id, reason).await.map_err(internal)?)
+    async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session: &SessionRecord, reason: &str) -> Result<SessionRecord, AppError> {
+        safety_answer(&session.id, self.sessions.clear_protective_stop(org_id, user_id, session, reason).await.map_err(internal)?)
     }
 
     async fn dispatch_decisions(&self, org_id: &str, session_id: &str) -> Result<Vec<app::dispatch::DispatchDecision>, AppError> {
@@ -267,20 +267,21 @@ impl Backend for ServerBackend {
         rows.into_iter().map(|r| r.decision().map_err(internal)).collect()
     }
 
-    async fn post_chat(&self, org_id: &str, user_id: &str, session: &SessionRecord, body: &str) -> Result<app::chat::ChatMessage, AppError> {
-        self.sessions.post_chat(org_id, user_id, session, body).await.map_err(internal)
+    async fn post_chat(&self, org_id: &str, author: &CurrentUser, session: &SessionRecord, body: &str) -> Result<app::chat::ChatMessage, AppError> {
+        self.sessions.post_chat(org_id, &author.user_id, &author.display_name, session, body).await.map_err(internal)
     }
 
     async fn chat(&self, org_id: &str, session_id: &str) -> Result<Vec<app::chat::ChatMessage>, AppError> {
         self.sessions.chat(org_id, session_id).await.map_err(internal)
     }
 
-    async fn rate_session(&self, org_id: &str, user_id: &str, session: &SessionRecord, stars: u8, feedback: &str) -> Result<app::rating::SessionRating, AppError> {
+    async fn rate_session(&self, org_id: &str, rater: &CurrentUser, session: &SessionRecord, stars: u8, feedback: &str) -> Result<app::rating::SessionRating, AppError> {
         let operator_id = session.operator_id.as_deref().ok_or_else(|| AppError::Conflict("Nobody operated this session.".into()))?;
-        if !self.store.rate(org_id, &session.id, operator_id, stars, feedback, user_id, now_ms()).await.map_err(internal)? {
-            return Err(AppError::Conflict("This session has been rated already.".into()));
+        let at_ms = now_ms();
+        if !self.store.rate(org_id, &session.id, operator_id, stars, feedback, &rater.user_id, at_ms).await.map_err(internal)? {
+            return Err(AppError::Conflict(app::rating::ALREADY_RATED.into()));
         }
-        self.session_rating(org_id, &session.id).await?.ok_or_else(|| AppError::Internal("rating not found".into()))
+        Ok(app::rating::SessionRating { stars, feedback: feedback.to_string(), rated_by_name: rater.display_name.clone(), at_ms })
     }
 
     async fn session_rating(&self, org_id: &str, session_id: &str) -> Result<Option<app::rating::SessionRating>, AppError> {

@@ -43,7 +43,8 @@ both_backends!(o01_o05_the_overview_counts_live_sessions_robots_operators_and_es
     let beat = app.robot(Method::POST, "uk-pick-01", "/v1/robots/uk-pick-01/heartbeat").send().await.unwrap();
     assert_eq!(beat.status(), StatusCode::OK);
     // An operator E-stop, written through the service, and a robot's protective stop.
-    app.running().sessions.operator_estop(ORG, "u-tom", &held).await.unwrap();
+    let record = app.running().sessions.session(ORG, &held).await.unwrap().unwrap();
+    app.running().sessions.operator_estop(ORG, "u-tom", &record).await.unwrap();
 
     let b = board(&admin, &app).await;
     let h = b.headline();

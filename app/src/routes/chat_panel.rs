@@ -2,7 +2,7 @@
 //! it: the messages, live, and a line to write one (Enter sends).
 
 use crate::chat::{chat_body, ChatMessage};
-use crate::components::ErrorNotice;
+use crate::components::{loaded, ErrorNotice};
 use crate::functions::{load_chat, PostChat};
 use crate::rules::utc_clock;
 use leptos::prelude::*;
@@ -33,15 +33,7 @@ pub fn ChatPanel(
         <section class="panel" aria-labelledby="chat-h">
             <h2 id="chat-h">"Chat"</h2>
             <Transition fallback=|| view! { <p class="loading">"Loading the chat…"</p> }>
-                {move || Suspend::new(async move {
-                    if session_id().is_empty() {
-                        return ().into_any();
-                    }
-                    match messages.await {
-                        Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                        Ok(list) => view! { <Messages list/> }.into_any(),
-                    }
-                })}
+                {loaded(move || !session_id().is_empty(), messages, |list| view! { <Messages list/> })}
             </Transition>
             <form class="chat-form" on:submit=move |ev| { ev.prevent_default(); send(); }>
                 <label class="visually-hidden" for="chat-input">"Message"</label>

@@ -2,7 +2,7 @@
 //! hold, with seed 001's lifecycle controls (pause, resume, complete) and
 //! the session's activity log.
 
-use crate::components::{ActivityLog, ErrorNotice, RequireRole};
+use crate::components::{loaded, ActivityLog, ErrorNotice, RequireRole};
 use crate::board::{state_hint, state_token};
 use crate::functions::{load_session, load_session_activity, EstopSession, SteerSession};
 use crate::lifecycle::{steer_controls, SteerControl};
@@ -48,12 +48,7 @@ fn Cockpit() -> impl IntoView {
                 <a class="button subtle" href="/operator">"Ready screen"</a>
             </div>
             <Transition fallback=|| view! { <p class="loading">"Loading the session…"</p> }>
-                {move || Suspend::new(async move {
-                    match record.await {
-                        Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                        Ok(s) => view! { <SessionFacts s=s.clone()/><Controls s steer estop/> }.into_any(),
-                    }
-                })}
+                {loaded(|| true, record, move |s| view! { <SessionFacts s=s.clone()/><Controls s steer estop/> })}
             </Transition>
             {move || steer.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
             {move || estop.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
@@ -62,12 +57,7 @@ fn Cockpit() -> impl IntoView {
         <section class="panel" aria-labelledby="activity-h">
             <h2 id="activity-h">"Activity"</h2>
             <Transition fallback=|| view! { <p class="loading">"Loading the activity…"</p> }>
-                {move || Suspend::new(async move {
-                    match activity.await {
-                        Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                        Ok(log) => view! { <ActivityLog log/> }.into_any(),
-                    }
-                })}
+                {loaded(|| true, activity, |log| view! { <ActivityLog log/> })}
             </Transition>
         </section>
     }

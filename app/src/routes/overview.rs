@@ -22,16 +22,11 @@ pub fn Overview() -> impl IntoView {
     // once the page is interactive: server and hydration render it alike.
     let mounted = RwSignal::new(false);
     Effect::new(move |_| mounted.set(true));
-    // While a push reloads the picture the list stays as it was: emptying
-    // it would drop the options under the keyboard focus.
-    let robots = Memo::new(move |before: Option<&Option<Vec<(String, String)>>>| {
+    let robots = Memo::new(move |_| {
         if !mounted.get() {
             return None;
         }
-        match live.data.get().and_then(Result::ok) {
-            Some(b) => Some(b.robots.iter().map(|r| (r.id.clone(), format!("{} · {} · {}", r.id, r.site, r.skill))).collect::<Vec<_>>()),
-            None => before.cloned().flatten(),
-        }
+        live.data.get().and_then(Result::ok).map(|b| b.robots.iter().map(|r| (r.id.clone(), format!("{} · {} · {}", r.id, r.site, r.skill))).collect::<Vec<_>>())
     });
     view! {
         <Title text="Overview"/>

@@ -2,7 +2,7 @@
 //! per operator of the org, re-fetched every 8 s and on every presence push;
 //! filters work in the browser and live in the URL. Read-only.
 
-use crate::components::ErrorNotice;
+use crate::components::loaded;
 use crate::live::{use_live, Live};
 use crate::models::PresenceState;
 use crate::roster::{badge, counters, label, matching_rows, search_text, secondary_line, Roster, RosterRow, EMPTY_ROSTER, PAGE_ROWS, ROSTER_POLL_MS};
@@ -76,12 +76,7 @@ pub fn Roster() -> impl IntoView {
                 on:input=move |ev| set_filters(state.get_untracked(), event_target_value(&ev))/>
         </div>
         <Transition fallback=|| view! { <p class="loading">"Loading the roster…"</p> }>
-            {move || Suspend::new(async move {
-                match live.data.await {
-                    Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                    Ok(roster) => view! { <RosterRows roster live state search shown/> }.into_any(),
-                }
-            })}
+            {loaded(|| true, live.data, move |roster| view! { <RosterRows roster live state search shown/> })}
         </Transition>
     }
 }

@@ -4,7 +4,7 @@
 //! (Still to come: both state histories as a timeline, and chat.)
 
 use crate::board::{divergence_tone, rtt_tone, state_hint, state_token, velocity_percent, velocity_tone};
-use crate::components::{ActivityLog, ErrorNotice};
+use crate::components::{loaded, ActivityLog, ErrorNotice};
 use crate::functions::{load_dispatch_decisions, load_session, load_session_activity, ClearProtectiveStop};
 use crate::routes::chat_panel::ChatPanel;
 use crate::routes::session_dispatch::DispatchHistory;
@@ -20,6 +20,7 @@ use leptos_router::hooks::use_query_map;
 pub fn SessionView() -> impl IntoView {
     let query = use_query_map();
     let id = move || query.read().get("s").unwrap_or_default();
+    let chosen = move || !id().is_empty();
     // Reloaded with the board, which the org's events keep current.
     let live = use_live_board();
     // Rule W11: the only place a latched PROTECTIVE_STOP is cleared.
@@ -84,29 +85,13 @@ pub fn SessionView() -> impl IntoView {
         <section class="panel" aria-labelledby="activity-h">
             <h2 id="activity-h">"Activity"</h2>
             <Transition fallback=|| view! { <p class="loading">"Loading the activity…"</p> }>
-                {move || Suspend::new(async move {
-                    if id().is_empty() {
-                        return ().into_any();
-                    }
-                    match activity.await {
-                        Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                        Ok(log) => view! { <ActivityLog log/> }.into_any(),
-                    }
-                })}
+                {loaded(chosen, activity, |log| view! { <ActivityLog log/> })}
             </Transition>
         </section>
         <section class="panel" aria-labelledby="dispatch-h">
             <h2 id="dispatch-h">"Dispatch"</h2>
             <Transition fallback=|| view! { <p class="loading">"Loading the dispatch decisions…"</p> }>
-                {move || Suspend::new(async move {
-                    if id().is_empty() {
-                        return ().into_any();
-                    }
-                    match decisions.await {
-                        Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                        Ok(decisions) => view! { <DispatchHistory decisions/> }.into_any(),
-                    }
-                })}
+                {loaded(chosen, decisions, |decisions| view! { <DispatchHistory decisions/> })}
             </Transition>
         </section>
     }

@@ -66,9 +66,9 @@ impl SessionService {
     /// 24h", the wallboard's safety feed) and published. The edge agent
     /// learns of it from the answer to its next telemetry post (409
     /// `protective_stop_latched`) and from `GET /v1/sessions/{id}`.
-    pub async fn operator_estop(&self, org_id: &str, user_id: &str, session_id: &str) -> StoreResult<SafetyChange> {
-        let entry = self.person_on_session(org_id, user_id, session_id, app::board::OPERATOR_ESTOP, "operator E-stop").await?;
-        let change = self.store.change_safety(org_id, session_id, None, SafetyState::ProtectiveStop, &entry).await?;
+    pub async fn operator_estop(&self, org_id: &str, user_id: &str, session: &SessionRecord) -> StoreResult<SafetyChange> {
+        let entry = person_on_session(user_id, session, app::board::OPERATOR_ESTOP, "operator E-stop");
+        let change = self.store.change_safety(org_id, &session.id, None, SafetyState::ProtectiveStop, &entry).await?;
         self.publish_change(org_id, &change, entry)?;
         Ok(change)
     }
@@ -76,9 +76,9 @@ impl SessionService {
     /// Clears a latched PROTECTIVE_STOP (rule W11: only from the session
     /// detail, by an admin or the attached operator, with a reason): the
     /// session goes to SAFE, and the robot re-arms by telemetry.
-    pub async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session_id: &str, reason: &str) -> StoreResult<SafetyChange> {
-        let entry = self.person_on_session(org_id, user_id, session_id, app::board::STOP_CLEARED, reason).await?;
-        let change = self.store.change_safety(org_id, session_id, Some(SafetyState::ProtectiveStop), SafetyState::Safe, &entry).await?;
+    pub async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session: &SessionRecord, reason: &str) -> StoreResult<SafetyChange> {
+        let entry = person_on_session(user_id, session, app::board::STOP_CLEARED, reason);
+        let change = self.store.change_safety(org_id, &session.id, Some(SafetyState::ProtectiveStop), SafetyState::Safe, &entry).await?;
         self.publish_change(org_id, &change, entry)?;
         Ok(change)
     }
@@ -86,12 +86,11 @@ impl SessionService {
     /// A chat message on a session that has not ended (rule L09), by
     /// someone the caller has checked may see it. Published to the org's
     /// screens and to the attached operator's consoles.
-    pub async fn post_chat(&self, org_id: &str, author_id: &str, session: &SessionRecord, body: &str) -> StoreResult<ChatMessage> {
+    pub async fn post_chat(&self, org_id: &str, author_id: &str, author_name: &str, session: &SessionRecord, body: &str) -> StoreResult<ChatMessage> {
         let at_ms = now_ms();
         let role = if session.operator_id.as_deref() == Some(author_id) { "operator" } else { "admin" };
         self.store.add_chat(org_id, &session.id, author_id, role, at_ms, body).await?;
-        let author_name = self.store.user_by_id(author_id).await?.map(|u| u.display_name).unwrap_or_else(|| author_id.to_string());
-        let message = ChatMessage { at_ms, author_id: author_id.to_string(), author_name, body: body.to_string() };
+        let message = ChatMessage { at_ms, author_id: author_id.to_string(), author_name: author_name.to_string(), body: body.to_string() };
         let session_id = session.id.clone();
         self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Chat { session_id: session_id.clone(), message: message.clone() }));
         if let Some(operator_id) = &session.operator_id {
@@ -105,20 +104,6 @@ impl SessionService {
         Ok(self.store.chat(org_id, session_id).await?.into_iter().map(ChatMessage::from).collect())
     }
 
-    /// The audit record of a person's `action` on a session, now.
-    async fn person_on_session(&self, org_id: &str, user_id: &str, session_id: &str, action: &str, detail: &str) -> StoreResult<AuditEntry> {
-        let robot_id = self.store.session(org_id, session_id).await?.map(|s| s.robot_id);
-        Ok(AuditEntry {
-            at_ms: now_ms(),
-            actor_kind: "user".into(),
-            actor_id: Some(user_id.to_string()),
-            action: action.to_string(),
-            session_id: Some(session_id.to_string()),
-            robot_id,
-            detail: Some(detail.to_string()),
-        })
-    }
-
     fn publish_change(&self, org_id: &str, change: &SafetyChange, entry: AuditEntry) -> StoreResult<()> {
         if let SafetyChange::Applied(row) = change {
             let session = row.clone().record()?;
@@ -126,5 +111,18 @@ impl SessionService {
             self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Telemetry { session }));
         }
         Ok(())
+    }
+}
+
+/// The audit record of a person's `action` on a session, now.
+fn person_on_session(user_id: &str, session: &SessionRecord, action: &str, detail: &str) -> AuditEntry {
+    AuditEntry {
+        at_ms: now_ms(),
+        actor_kind: "user".into(),
+        actor_id: Some(user_id.to_string()),
+        action: action.to_string(),
+        session_id: Some(session.id.clone()),
+        robot_id: Some(session.robot.clone()),
+        detail: Some(detail.to_string()),
     }
 }

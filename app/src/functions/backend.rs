@@ -1,0 +1,57 @@
+//! The narrow interface the server functions need. `server` implements it
+//! over the store (and later the ACD engine) and provides it as context.
+
+use crate::error::AppError;
+use crate::models::{CurrentUser, Directory, LifecycleState, Operator, Robot, SessionRecord};
+use crate::session_cookie::SessionCookie;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+#[async_trait::async_trait]
+pub trait Backend: Send + Sync + 'static {
+    /// Checks the password (attempts are rate-limited per client address
+    /// and per address and email) and opens a sign-in session. Returns
+    /// the session token and the user.
+    async fn sign_in(&self, email: &str, password: &str, client: Option<IpAddr>) -> Result<(String, CurrentUser), AppError>;
+    /// The user behind a session token, if the session is still valid.
+    async fn session_user(&self, token: &str) -> Result<Option<CurrentUser>, AppError>;
+    /// Ends the sign-in, and closes its open sockets at once.
+    async fn sign_out(&self, token: &str) -> Result<(), AppError>;
+    /// Switches the session's org; the user must belong to it.
+    async fn select_org(&self, token: &str, org_id: &str) -> Result<CurrentUser, AppError>;
+    async fn directory(&self, org_id: &str) -> Result<Directory, AppError>;
+    /// A robot of this org; another org's robot is `NotFound`.
+    async fn robot(&self, org_id: &str, robot_id: &str) -> Result<Robot, AppError>;
+    /// A session of this org; another org's is `NotFound`.
+    async fn session(&self, org_id: &str, session_id: &str) -> Result<SessionRecord, AppError>;
+    /// Pause, resume or complete a live session (seed 001): `by` is the
+    /// operator asking, who must be the attached one; `None` for an admin.
+    async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, AppError>;
+    /// E-stop: the session latches in PROTECTIVE_STOP, with an audit record.
+    async fn estop_session(&self, org_id: &str, user_id: &str, session: &SessionRecord) -> Result<SessionRecord, AppError>;
+    /// Clears a latched PROTECTIVE_STOP with a reason (an audit record).
+    async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session: &SessionRecord, reason: &str) -> Result<SessionRecord, AppError>;
+    /// The call's dispatch decisions, oldest first.
+    async fn dispatch_decisions(&self, org_id: &str, session_id: &str) -> Result<Vec<crate::dispatch::DispatchDecision>, AppError>;
+    /// Posts a chat message on an open session (the caller may see it).
+    async fn post_chat(&self, org_id: &str, author: &CurrentUser, session: &SessionRecord, body: &str) -> Result<crate::chat::ChatMessage, AppError>;
+    /// The session's chat, oldest first.
+    async fn chat(&self, org_id: &str, session_id: &str) -> Result<Vec<crate::chat::ChatMessage>, AppError>;
+    /// Rates the operator of a COMPLETED session, once (rule L10).
+    async fn rate_session(&self, org_id: &str, rater: &CurrentUser, session: &SessionRecord, stars: u8, feedback: &str) -> Result<crate::rating::SessionRating, AppError>;
+    async fn session_rating(&self, org_id: &str, session_id: &str) -> Result<Option<crate::rating::SessionRating>, AppError>;
+    /// The session's activity log, oldest first.
+    async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<crate::lifecycle::SessionActivity, AppError>;
+    /// The org's live picture for the wallboard and the overview.
+    async fn ops_board(&self, org_id: &str) -> Result<crate::board::OpsBoard, AppError>;
+    /// The org's presence roster: one row per operator of the org.
+    async fn roster(&self, org_id: &str) -> Result<crate::roster::Roster, AppError>;
+    /// The operator profile of a user in this org.
+    async fn operator_profile(&self, org_id: &str, user_id: &str) -> Result<Operator, AppError>;
+    /// The sign-in cookie (its name depends on HTTPS).
+    fn session_cookie(&self) -> SessionCookie;
+    /// `Set-Cookie` value that stores a session token in the browser.
+    fn set_session_cookie(&self, token: &str) -> String;
+}
+
+pub type SharedBackend = Arc<dyn Backend>;

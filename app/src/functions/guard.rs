@@ -1,0 +1,97 @@
+//! Who is asking: session cookie → user → role in the selected org.
+
+use super::backend::SharedBackend;
+use crate::error::AppError;
+use crate::models::{CurrentUser, OrgMembership, Role};
+use leptos::prelude::*;
+
+pub fn backend() -> Result<SharedBackend, AppError> {
+    use_context::<SharedBackend>().ok_or_else(|| AppError::Internal("backend missing".into()))
+}
+
+/// The request's sign-in tokens: usually one; several when cookies
+/// share the name, and then the first live sign-in counts.
+pub fn session_tokens() -> Vec<String> {
+    match (use_context::<http::request::Parts>(), backend()) {
+        (Some(parts), Ok(backend)) => backend.session_cookie().tokens(&parts.headers),
+        _ => Vec::new(),
+    }
+}
+
+/// The address the request came from.
+pub fn client_address() -> Option<std::net::IpAddr> {
+    let parts = use_context::<http::request::Parts>()?;
+    let info = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()?;
+    Some(info.0.ip())
+}
+
+/// A session the person may see: its attached operator, or an admin of
+/// the org. Anyone else gets "not found", as if it did not exist.
+pub async fn session_of(backend: &SharedBackend, user: &CurrentUser, org: &OrgMembership, session_id: &str) -> Result<crate::models::SessionRecord, AppError> {
+    let record = backend.session(&org.org_id, session_id).await?;
+    let attached = record.operator_id.as_deref() == Some(user.user_id.as_str());
+    if attached || org.role == Role::Admin {
+        Ok(record)
+    } else {
+        Err(AppError::NotFound(format!("Session {session_id}")))
+    }
+}
+
+/// A session the caller may see, with who they are and the backend to
+/// answer: signed in with `role` in the selected org, and the session's
+/// attached operator or an admin of the org (see [`session_of`]).
+pub struct SessionAccess {
+    pub backend: SharedBackend,
+    pub user: CurrentUser,
+    pub org: OrgMembership,
+    pub session: crate::models::SessionRecord,
+}
+
+pub async fn session_access(role: Role, session_id: &str) -> Result<SessionAccess, AppError> {
+    let backend = backend()?;
+    let (user, org) = require(role).await?;
+    let session = session_of(&backend, &user, &org, session_id).await?;
+    Ok(SessionAccess { backend, user, org, session })
+}
+
+/// Marks the HTTP response with the error's status, then returns it.
+pub fn fail(error: AppError) -> AppError {
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        response.set_status(error.status());
+        if let Some(seconds) = error.retry_after_s() {
+            response.insert_header(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+        }
+    }
+    error
+}
+
+pub async fn signed_in() -> Result<(String, CurrentUser), AppError> {
+    let backend = backend()?;
+    for token in session_tokens() {
+        if let Some(user) = backend.session_user(&token).await? {
+            return Ok((token, user));
+        }
+    }
+    Err(AppError::Unauthenticated)
+}
+
+/// The caller's user and selected org, if their role there grants `needed`.
+pub async fn require(needed: Role) -> Result<(CurrentUser, OrgMembership), AppError> {
+    let (_, user) = signed_in().await?;
+    let org = user.selected_org.clone().ok_or(AppError::NoOrgSelected)?;
+    if !org.role.grants(needed) {
+        return Err(match needed {
+            Role::Admin => AppError::admins_only(),
+            Role::Operator => AppError::Forbidden("This screen is for operators.".into()),
+        });
+    }
+    Ok((user, org))
+}
+
+pub fn set_cookie(value: &str) {
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        if let Ok(value) = http::HeaderValue::from_str(value) {
+            response.append_header(http::header::SET_COOKIE, value);
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Server functions: the browser's only door to the server. Each one checks
+//! who is asking, then hands the work to the server's `Backend`.
+
+use crate::error::AppError;
+use crate::models::{CurrentUser, Directory, Operator, Robot};
+use leptos::prelude::*;
+
+#[cfg(feature = "ssr")]
+pub mod backend;
+#[cfg(feature = "ssr")]
+mod guard;
+mod sessions;
+
+pub use sessions::*;
+
+/// The signed-in user, or `None` when nobody is signed in.
+#[server(endpoint = "signed_in_user")]
+pub async fn signed_in_user() -> Result<Option<CurrentUser>, AppError> {
+    match guard::signed_in().await {
+        Ok((_, user)) => Ok(Some(user)),
+        Err(AppError::Unauthenticated) => Ok(None),
+        Err(e) => Err(guard::fail(e)),
+    }
+}
+
+/// Signs in and sends the browser to `next` (a local path) or the landing
+/// screen of the user's role.
+#[server(endpoint = "sign_in")]
+pub async fn sign_in(email: String, password: String, next: Option<String>) -> Result<(), AppError> {
+    if email.trim().is_empty() || password.is_empty() {
+        return Err(guard::fail(AppError::Invalid("Enter your email and password.".into())));
+    }
+    if email.trim().chars().count() > crate::rules::MAX_EMAIL_CHARS {
+        return Err(guard::fail(AppError::Invalid("That is not an email address: it is too long.".into())));
+    }
+    let backend = guard::backend()?;
+    let (token, user) = backend.sign_in(&email, &password, guard::client_address()).await.map_err(guard::fail)?;
+    guard::set_cookie(&backend.set_session_cookie(&token));
+    // Only same-site paths: an open redirect would let a link phish the session.
+    let target = next
+        .as_deref()
+        .and_then(crate::rules::local_redirect)
+        .map_or_else(|| user.landing_path().to_string(), str::to_owned);
+    leptos_axum::redirect(&target);
+    Ok(())
+}
+
+#[server(endpoint = "sign_out")]
+pub async fn sign_out() -> Result<(), AppError> {
+    let backend = guard::backend()?;
+    for token in guard::session_tokens() {
+        backend.sign_out(&token).await.map_err(guard::fail)?;
+    }
+    guard::set_cookie(&backend.session_cookie().clear());
+    leptos_axum::redirect("/signin");
+    Ok(())
+}
+
+/// Switches the org the user works in and opens its landing screen.
+#[server(endpoint = "select_org")]
+pub async fn select_org(org_id: String) -> Result<(), AppError> {
+    let (token, _) = guard::signed_in().await.map_err(guard::fail)?;
+    let user = guard::backend()?.select_org(&token, &org_id).await.map_err(guard::fail)?;
+    leptos_axum::redirect(user.landing_path());
+    Ok(())
+}
+
+/// The selected org's robots and operators. Admins only.
+#[server(endpoint = "load_directory")]
+pub async fn load_directory() -> Result<Directory, AppError> {
+    let (_, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
+    guard::backend()?.directory(&org.org_id).await.map_err(guard::fail)
+}
+
+/// One robot of the selected org. Admins only; another org's id is 404.
+#[server(endpoint = "load_robot")]
+pub async fn load_robot(robot_id: String) -> Result<Robot, AppError> {
+    let (_, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
+    guard::backend()?.robot(&org.org_id, &robot_id).await.map_err(guard::fail)
+}
+
+/// The selected org's live picture (wallboard, overview). Admins only.
+#[server(endpoint = "load_ops_board")]
+pub async fn load_ops_board() -> Result<crate::board::OpsBoard, AppError> {
+    let (_, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
+    guard::backend()?.ops_board(&org.org_id).await.map_err(guard::fail)
+}
+
+/// The selected org's presence roster (rule R01: one org, admins only).
+#[server(endpoint = "load_roster")]
+pub async fn load_roster() -> Result<crate::roster::Roster, AppError> {
+    let (_, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
+    guard::backend()?.roster(&org.org_id).await.map_err(guard::fail)
+}
+
+/// The caller's own operator profile in the selected org.
+#[server(endpoint = "my_operator_profile")]
+pub async fn my_operator_profile() -> Result<Operator, AppError> {
+    let (user, org) = guard::require(crate::models::Role::Operator).await.map_err(guard::fail)?;
+    guard::backend()?.operator_profile(&org.org_id, &user.user_id).await.map_err(guard::fail)
+}

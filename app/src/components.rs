@@ -111,6 +111,14 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
     }
 }
 
+/// Whether a key went to a text field (then it is typing, not a shortcut).
+pub fn typing_in_field(ev: &leptos::web_sys::KeyboardEvent) -> bool {
+    use leptos::wasm_bindgen::JsCast;
+    ev.target()
+        .and_then(|t| t.dyn_into::<leptos::web_sys::HtmlElement>().ok())
+        .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"))
+}
+
 /// Renders `children` only for a signed-in user whose role in the selected
 /// org grants `role`. The server functions check again: this guard is for
 /// the person, not for security.

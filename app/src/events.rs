@@ -40,6 +40,8 @@ pub enum OperatorEvent {
     InactivityWarning { session_id: String, stop_at_ms: i64 },
     /// A chat message on the session the operator holds.
     Chat { session_id: String, message: crate::chat::ChatMessage },
+    /// Where the operator's handover offer stands (rule L08).
+    Handover { notice: crate::handover::HandoverNotice },
 }
 
 /// An operator's presence as the roster shows it (seed 003 row fields that

@@ -10,6 +10,7 @@ pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod functions;
+pub mod handover;
 pub mod inactivity;
 pub mod lifecycle;
 pub mod live;

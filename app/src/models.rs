@@ -180,6 +180,10 @@ pub struct Offer {
     #[serde(with = "crate::rules::rfc3339_ms")]
     #[cfg_attr(feature = "ssr", schema(value_type = String, format = DateTime))]
     pub expires_at: i64,
+    /// A handover (rule L08): the name of the operator handing the live
+    /// session over; absent for a distress call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover_from: Option<String>,
 }
 
 /// The session record (seed 000 "The session record", plus lifecycle and

@@ -90,6 +90,8 @@ pub enum RingMsg {
     InactivityWarning { session_id: String, stop_at_ms: i64 },
     /// A chat message on the session this operator holds.
     Chat { session_id: String, message: crate::chat::ChatMessage },
+    /// Where this operator's handover offer stands (rule L08).
+    Handover { notice: crate::handover::HandoverNotice },
     /// The socket fell behind and events were dropped: reload the screen's
     /// data (never silence).
     Resync,

@@ -86,7 +86,13 @@ fn refused(e: crate::engine::EngineError) -> AppError {
     match e {
         E::NotFound(what) => AppError::NotFound(format!("The {what}")),
         E::NotAttached => AppError::Forbidden(e.to_string()),
-        E::SessionEnded | E::Paused | E::IllegalTransition { .. } | E::CallInProgress { .. } | E::NoOpenOffer => AppError::Conflict(e.to_string()),
+        E::SessionEnded
+        | E::Paused
+        | E::IllegalTransition { .. }
+        | E::CallInProgress { .. }
+        | E::NoOpenOffer
+        | E::HandoverRinging(_)
+        | E::NotHandoverCandidate => AppError::Conflict(e.to_string()),
         E::NoSkill(_) | E::ImplausibleRtt => AppError::Invalid(e.to_string()),
         E::Unavailable | E::DispatchedElsewhere => AppError::Busy,
         E::Store(e) => internal(e),
@@ -252,6 +258,14 @@ impl Backend for ServerBackend {
 
     async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, AppError> {
         self.engine.steer_session(org_id, session_id, to, by).await.map_err(refused)
+    }
+
+    async fn handover_candidates(&self, org_id: &str, session_id: &str) -> Result<Vec<app::dispatch::Candidate>, AppError> {
+        self.engine.handover_candidates(org_id, session_id).await.map_err(refused)
+    }
+
+    async fn hand_over(&self, org_id: &str, session_id: &str, by: Option<&str>, to: &str) -> Result<app::models::Offer, AppError> {
+        self.engine.hand_over(org_id, session_id, by, to).await.map_err(refused)
     }
 
     async fn estop_session(&self, org_id: &str, user_id: &str, session: &SessionRecord) -> Result<SessionRecord, AppError> {

@@ -225,6 +225,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                     OperatorEvent::Presence { presence } => RingMsg::Presence { presence },
                     OperatorEvent::InactivityWarning { session_id, stop_at_ms } => RingMsg::InactivityWarning { session_id, stop_at_ms },
                     OperatorEvent::Chat { session_id, message } => RingMsg::Chat { session_id, message },
+                    OperatorEvent::Handover { notice } => RingMsg::Handover { notice },
                 };
                 if tx.try_send(msg).is_err() {
                     tracing::info!(operator = %owner.user_id, "console tab not reading: disconnected (it resyncs on reconnect)");

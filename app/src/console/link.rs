@@ -250,7 +250,11 @@ impl Inner {
             }
             RingMsg::Presence { presence } => console.presence.set(Some(presence)),
             RingMsg::Offer { offer } => {
-                self.notify(&format!("Distress call: {}", offer.robot_id), &format!("{} · {} ms", offer.site, offer.rtt_ms));
+                let title = match &offer.handover_from {
+                    Some(from) => format!("Handover from {from}: {}", offer.robot_id),
+                    None => format!("Distress call: {}", offer.robot_id),
+                };
+                self.notify(&title, &format!("{} · {} ms", offer.site, offer.rtt_ms));
                 console.notice.set(None);
                 console.offer.set(Some(offer));
                 self.ring();
@@ -298,6 +302,7 @@ impl Inner {
             }
             RingMsg::InactivityWarning { session_id, stop_at_ms } => console.inactivity.set(Some((session_id, stop_at_ms))),
             RingMsg::Chat { .. } => console.chat_version.update(|v| *v += 1),
+            RingMsg::Handover { notice } => console.handover.set(Some(notice)),
             // Org topics are for the admins' live screens, not the console.
             RingMsg::Org { .. } | RingMsg::Resync => {}
             RingMsg::Error { code, message } => {

@@ -36,6 +36,8 @@ pub struct Console {
     pub inactivity: RwSignal<Option<(String, i64)>>,
     /// Bumped when a chat message arrives on the operator's session.
     pub chat_version: RwSignal<u64>,
+    /// Where this operator's handover offer stands (rule L08).
+    pub handover: RwSignal<Option<crate::handover::HandoverNotice>>,
     #[cfg(feature = "hydrate")]
     link_handle: StoredValue<Option<link::LinkHandle>, LocalStorage>,
 }
@@ -52,6 +54,7 @@ impl Console {
             last_update_ms: RwSignal::new(None),
             inactivity: RwSignal::new(None),
             chat_version: RwSignal::new(0),
+            handover: RwSignal::new(None),
             #[cfg(feature = "hydrate")]
             link_handle: StoredValue::new_local(None),
         }
@@ -170,9 +173,13 @@ pub fn OfferPanel() -> impl IntoView {
         console.offer.get().map(|offer| {
             let expires = offer.expires_at;
             let warn = offer.rtt_ms > 250;
+            let title = match &offer.handover_from {
+                Some(from) => format!("Handover from {from}"),
+                None => "Distress call".to_string(),
+            };
             view! {
                 <section class="offer" role="alertdialog" aria-labelledby="offer-title" data-testid="offer">
-                    <h2 id="offer-title"><span class="live-dot" aria-hidden="true"></span>"Distress call"</h2>
+                    <h2 id="offer-title"><span class="live-dot" aria-hidden="true"></span>{title}</h2>
                     <dl class="facts">
                         <dt>"Robot"</dt><dd data-testid="offer-robot">{offer.robot_id.clone()}</dd>
                         <dt>"Model"</dt><dd>{offer.robot_model.clone()}</dd>

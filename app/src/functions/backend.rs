@@ -27,6 +27,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Pause, resume or complete a live session (seed 001): `by` is the
     /// operator asking, who must be the attached one; `None` for an admin.
     async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, AppError>;
+    /// Who a live session may be handed to, best first (rule L08).
+    async fn handover_candidates(&self, org_id: &str, session_id: &str) -> Result<Vec<crate::dispatch::Candidate>, AppError>;
+    /// Offers a live session to `to`: `by` is the operator in control, `None` an admin.
+    async fn hand_over(&self, org_id: &str, session_id: &str, by: Option<&str>, to: &str) -> Result<crate::models::Offer, AppError>;
     /// E-stop: the session latches in PROTECTIVE_STOP, with an audit record.
     async fn estop_session(&self, org_id: &str, user_id: &str, session: &SessionRecord) -> Result<SessionRecord, AppError>;
     /// Clears a latched PROTECTIVE_STOP with a reason (an audit record).

@@ -111,3 +111,21 @@ pub async fn steer_session(session_id: String, to: LifecycleState) -> Result<Ses
     let by = (org.role != Role::Admin).then_some(user.user_id.as_str());
     backend.steer_session(&org.org_id, &session_id, to, by).await.map_err(guard::fail)
 }
+
+/// Who the session may be handed to (rule L08), best first: ready
+/// operators certified for its skill. For its operator and the org's admins.
+#[server(endpoint = "load_handover_candidates")]
+pub async fn load_handover_candidates(session_id: String) -> Result<Vec<crate::dispatch::Candidate>, AppError> {
+    let guard::SessionAccess { backend, org, .. } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
+    backend.handover_candidates(&org.org_id, &session_id).await.map_err(guard::fail)
+}
+
+/// Offers the session to another operator (rule L08): the operator in
+/// control, or an admin of the org. Control moves when they accept.
+#[server(endpoint = "hand_over_session")]
+pub async fn hand_over_session(session_id: String, to_operator_id: String) -> Result<crate::models::Offer, AppError> {
+    use crate::models::Role;
+    let guard::SessionAccess { backend, user, org, .. } = guard::session_access(Role::Operator, &session_id).await.map_err(guard::fail)?;
+    let by = (org.role != Role::Admin).then_some(user.user_id.as_str());
+    backend.hand_over(&org.org_id, &session_id, by, &to_operator_id).await.map_err(guard::fail)
+}

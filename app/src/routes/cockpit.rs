@@ -2,12 +2,13 @@
 //! hold, with seed 001's lifecycle controls (pause, resume, complete) and
 //! the session's activity log.
 
-use crate::components::{loaded, ActivityLog, ErrorNotice, RequireRole};
+use crate::components::{loaded, typing_in_field, ActivityLog, ErrorNotice, RequireRole};
 use crate::board::{state_hint, state_token};
 use crate::functions::{load_session, load_session_activity, EstopSession, SteerSession};
 use crate::lifecycle::{steer_controls, SteerControl};
 use crate::models::{LifecycleState, Role, SafetyState, SessionRecord};
 use crate::routes::chat_panel::ChatPanel;
+use crate::routes::handover_panel::HandoverPanel;
 use crate::routes::operator::PresencePill;
 use crate::rules::utc_clock;
 use leptos::prelude::*;
@@ -52,6 +53,7 @@ fn Cockpit() -> impl IntoView {
             </Transition>
             {move || steer.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
             {move || estop.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
+            <HandoverPanel session_id=session_id() ended/>
         </section>
         <ChatPanel session_id refresh=move || console.chat_version.get() read_only=ended/>
         <section class="panel" aria-labelledby="activity-h">
@@ -125,8 +127,7 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAc
     };
     let keyed = controls.clone();
     let keys = window_event_listener(leptos::ev::keydown, move |ev| {
-        let typing = ev.target().and_then(|t| leptos::wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::HtmlElement>(t).ok()).is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
-        if typing || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+        if typing_in_field(&ev) || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
             return;
         }
         let key = ev.key().to_lowercase();

@@ -3,6 +3,7 @@
 mod chat_panel;
 mod cockpit;
 mod directory;
+mod handover_panel;
 mod home;
 mod not_found;
 pub(crate) mod operator;

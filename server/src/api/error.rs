@@ -133,6 +133,8 @@ impl From<EngineError> for ApiError {
             EngineError::NotAttached => ApiError::Forbidden(e.to_string()),
             EngineError::Paused => ApiError::Conflict { code: "session_paused", message: e.to_string() },
             EngineError::IllegalTransition { .. } => ApiError::Conflict { code: "illegal_transition", message: e.to_string() },
+            EngineError::HandoverRinging(_) => ApiError::Conflict { code: "handover_ringing", message: e.to_string() },
+            EngineError::NotHandoverCandidate => ApiError::Conflict { code: "not_handover_candidate", message: e.to_string() },
             EngineError::Unavailable => ApiError::Unavailable { code: "unavailable", message: e.to_string() },
             EngineError::DispatchedElsewhere => ApiError::Unavailable { code: "dispatched_elsewhere", message: e.to_string() },
             EngineError::Store(e) => e.into(),

@@ -2,6 +2,7 @@
 //! ending, and serving the queues when someone frees up.
 
 use super::desk::{Call, Desk, Live};
+use super::inactivity::LiveRobot;
 use super::timers::Timer;
 use super::types::{CallOutcome, EngineError, MatchedOperator};
 use crate::store::{DispatchRecord, NewOffer, NewSession, Write};
@@ -23,7 +24,7 @@ pub struct CallingRobot {
     pub req_cert: String,
 }
 
-fn new_id(prefix: &str) -> String {
+pub(super) fn new_id(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::now_v7().simple())
 }
 
@@ -168,6 +169,7 @@ impl Desk {
             operator_id: operator_id.clone(),
             offered_at: now,
             expires_at: now + self.settings.offer_window_ms,
+            handover_from: None,
         };
         let from_queue = call.queued;
         if from_queue {
@@ -226,6 +228,7 @@ impl Desk {
                 self.timers.at(until, Timer::CoolOff { session_id: offer.session_id.clone(), operator_id: operator_id.to_string() });
             }
         }
+        self.handover_closed(&offer.session_id, operator_id, status);
         self.reindex(operator_id);
         Some(offer)
     }
@@ -237,6 +240,10 @@ impl Desk {
             return Err(EngineError::NoOpenOffer);
         }
         let offer = self.close_offer(operator_id, OfferStatus::Accepted, now).expect("checked above");
+        if self.live.contains_key(session_id) {
+            self.take_over(session_id, operator_id, offer.rtt_ms, now);
+            return Ok(());
+        }
         let call = self.calls.remove(session_id).expect("an open offer has a pending call");
         let region = self.operators.get(operator_id).map(|op| op.presence.region.clone()).unwrap_or_default();
         self.fx.writes.push(Write::Start {
@@ -249,7 +256,11 @@ impl Desk {
         });
         self.live.insert(
             session_id.to_string(),
-            Live::active(call.robot_id, Some(operator_id.to_string()), now),
+            Live::active(
+                LiveRobot { robot_id: call.robot_id, robot_model: call.robot_model, site: call.site, skill: call.skill, pop: call.pop },
+                Some(operator_id.to_string()),
+                now,
+            ),
         );
         self.start_chain(session_id, now);
         self.presence_event(operator_id, PresenceEvent::Attached, None, now);
@@ -286,6 +297,10 @@ impl Desk {
         };
         if transition(from, to).is_none() {
             return Err(EngineError::IllegalTransition { from: from.as_str(), to: to.as_str() });
+        }
+        if let Some(ringing) = self.live.get(session_id).and_then(|l| l.handover_to.clone()) {
+            self.close_offer(&ringing, OfferStatus::Withdrawn, now);
+            self.presence_event(&ringing, PresenceEvent::OfferReleased, None, now);
         }
         let (robot_id, attached) = if let Some(call) = self.calls.remove(session_id) {
             if let Some(ringing) = &call.offered_to {
@@ -370,7 +385,7 @@ impl Desk {
     }
 
     /// Tells the org's screens where a pending or live session stands.
-    fn lifecycle_event(&mut self, session_id: &str, now: i64) {
+    pub(super) fn lifecycle_event(&mut self, session_id: &str, now: i64) {
         let event = if let Some(call) = self.calls.get(session_id) {
             OrgEvent::Lifecycle {
                 session_id: session_id.to_string(),

@@ -55,7 +55,13 @@ pub(super) struct Call {
 /// An ACTIVE or PAUSED session.
 pub(super) struct Live {
     pub robot_id: String,
+    pub robot_model: String,
+    pub site: String,
+    pub skill: String,
+    pub pop: String,
     pub operator_id: Option<String>,
+    /// The operator a handover offer rings for (rule L08).
+    pub handover_to: Option<String>,
     pub lifecycle: LifecycleState,
     /// The inactivity chain (rule L07) while ACTIVE.
     pub watch: app::inactivity::Watch,

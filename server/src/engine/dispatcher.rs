@@ -37,6 +37,11 @@ pub enum Command {
     Steer { session_id: String, to: LifecycleState, by: Option<String>, reply: Reply<bool> },
     /// An edge agent's error on an open session; answers when it was logged.
     ReportError { session_id: String, detail: String, reply: Reply<i64> },
+    /// Offers a live session to `to` (rule L08), asked by the operator in
+    /// control (`by`) or an admin.
+    HandOver { session_id: String, by: Option<String>, to: String, reply: Reply<Offer> },
+    /// Who the live session may be handed to, best first.
+    HandoverCandidates { session_id: String, reply: Reply<Vec<app::dispatch::Candidate>> },
     /// Operator input on their session (resets its inactivity chain).
     Input { operator_id: String, session_id: String, reply: Reply<()> },
     TabOpened { operator_id: String, reply: Reply<(OperatorPresence, Option<Offer>)> },
@@ -75,6 +80,8 @@ impl Command {
             | Command::Rtt { reply, .. } => drop(reply.send(Err(error()))),
             Command::Finish { reply, .. } | Command::Steer { reply, .. } => drop(reply.send(Err(error()))),
             Command::Input { reply, .. } => drop(reply.send(Err(error()))),
+            Command::HandOver { reply, .. } => drop(reply.send(Err(error()))),
+            Command::HandoverCandidates { reply, .. } => drop(reply.send(Err(error()))),
             Command::ReportError { reply, .. } => drop(reply.send(Err(error()))),
             Command::TabOpened { reply, .. } => drop(reply.send(Err(error()))),
             Command::Presences { reply } => drop(reply.send(Vec::new())),
@@ -121,6 +128,8 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
         Command::Finish { session_id, to, reason, reply } => hold(reply, desk.finish(&session_id, to, &reason, now)),
         Command::Steer { session_id, to, by, reply } => hold(reply, desk.steer(&session_id, to, by.as_deref(), now)),
         Command::Input { operator_id, session_id, reply } => hold(reply, desk.input(&operator_id, &session_id, now)),
+        Command::HandOver { session_id, by, to, reply } => hold(reply, desk.hand_over(&session_id, by.as_deref(), &to, now)),
+        Command::HandoverCandidates { session_id, reply } => hold(reply, desk.handover_candidates(&session_id)),
         Command::ReportError { session_id, detail, reply } => hold(reply, desk.report_error(&session_id, &detail, now)),
         Command::TabOpened { operator_id, reply } => hold(reply, desk.tab_opened(&operator_id, now)),
         Command::TabClosed { operator_id, last_seen } => {

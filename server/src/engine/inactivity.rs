@@ -16,9 +16,31 @@ use app::models::LifecycleState;
 pub const INACTIVE: &str = "no operator input";
 
 impl Live {
-    pub fn active(robot_id: String, operator_id: Option<String>, now: i64) -> Live {
-        Live { robot_id, operator_id, lifecycle: LifecycleState::Active, watch: Watch::start(now), chain: 0 }
+    /// A session that has just started (or been loaded) with `operator_id` in control.
+    pub fn active(robot: LiveRobot, operator_id: Option<String>, now: i64) -> Live {
+        let LiveRobot { robot_id, robot_model, site, skill, pop } = robot;
+        Live {
+            robot_id,
+            robot_model,
+            site,
+            skill,
+            pop,
+            operator_id,
+            handover_to: None,
+            lifecycle: LifecycleState::Active,
+            watch: Watch::start(now),
+            chain: 0,
+        }
     }
+}
+
+/// What a live session keeps of its robot and call.
+pub struct LiveRobot {
+    pub robot_id: String,
+    pub robot_model: String,
+    pub site: String,
+    pub skill: String,
+    pub pop: String,
 }
 
 impl Desk {

@@ -2,9 +2,10 @@
 //! (presences, which live only in memory, are kept).
 
 use super::desk::{Call, Desk, Live, Operator};
+use super::inactivity::LiveRobot;
 use super::timers::{Timer, Timers};
 use super::types::OperatorPresence;
-use crate::store::{OperatorRecord, OrgSnapshot};
+use crate::store::{OperatorRecord, OrgSnapshot, Write};
 use app::models::{LifecycleState, Offer, PresenceState};
 use std::collections::HashMap;
 
@@ -59,7 +60,18 @@ impl Desk {
             }
         }
         for row in snapshot.open_offers {
-            let Some(call) = self.calls.get_mut(&row.session_id) else { continue };
+            let Some(call) = self.calls.get_mut(&row.session_id) else {
+                // A handover that rang when the server stopped: nobody heard
+                // it since, so it is withdrawn and control stays.
+                self.fx.writes.push(Write::CloseOffer {
+                    org_id: self.org_id.clone(),
+                    session_id: row.session_id,
+                    operator_id: row.operator_id,
+                    status: app::dispatch::OfferStatus::Withdrawn,
+                    at: now,
+                });
+                continue;
+            };
             call.offered_to = Some(row.operator_id.clone());
             let offer = Offer {
                 session_id: row.session_id.clone(),
@@ -70,6 +82,7 @@ impl Desk {
                 operator_id: row.operator_id.clone(),
                 offered_at: row.offered_at,
                 expires_at: row.expires_at,
+                handover_from: None,
             };
             self.busy.claim(&row.operator_id, &self.org_id);
             self.timers.at(row.expires_at, Timer::OfferExpiry { operator_id: row.operator_id.clone(), session_id: row.session_id });
@@ -79,7 +92,8 @@ impl Desk {
             let lifecycle = LifecycleState::parse(&row.lifecycle).unwrap_or(LifecycleState::Active);
             self.open_by_robot.insert(row.robot_id.clone(), row.session_id.clone());
             // The chain starts afresh: input while this instance was away is unknown.
-            let mut live = Live::active(row.robot_id, row.operator_id, now);
+            let robot = LiveRobot { robot_id: row.robot_id, robot_model: row.robot_model, site: row.site, skill: row.skill, pop: row.pop };
+            let mut live = Live::active(robot, row.operator_id, now);
             live.lifecycle = lifecycle;
             self.live.insert(row.session_id.clone(), live);
             if lifecycle == LifecycleState::Active {

@@ -14,6 +14,7 @@ mod desk;
 #[cfg(test)]
 mod desk_tests;
 mod dispatcher;
+mod handover;
 mod inactivity;
 mod load;
 pub mod ready;
@@ -219,6 +220,19 @@ impl Engine {
             });
         }
         self.session(org_id, session_id).await
+    }
+
+    /// Offers a live session to another ready, certified operator (rule
+    /// L08), asked by the operator in control (`by`) or an admin (`None`).
+    pub async fn hand_over(&self, org_id: &str, session_id: &str, by: Option<&str>, to: &str) -> Result<Offer, EngineError> {
+        let (ses, who, to_op) = (session_id.to_string(), by.map(str::to_string), to.to_string());
+        self.ask_operator(org_id, to, |reply| Command::HandOver { session_id: ses.clone(), by: who.clone(), to: to_op.clone(), reply }).await
+    }
+
+    /// Who a live session may be handed to, best first.
+    pub async fn handover_candidates(&self, org_id: &str, session_id: &str) -> Result<Vec<app::dispatch::Candidate>, EngineError> {
+        let ses = session_id.to_string();
+        self.ask(org_id, |reply| Command::HandoverCandidates { session_id: ses, reply }).await
     }
 
     /// Operator input on the session they hold: resets its inactivity chain;

@@ -37,6 +37,11 @@ pub enum EngineError {
     /// Rule L03.
     #[error("the session is paused: it accepts no control input")]
     Paused,
+    /// Rule L08: one handover offer at a time.
+    #[error("a handover to {0} is already ringing")]
+    HandoverRinging(String),
+    #[error("that operator cannot take this session now: they must be ready, certified for its skill and reachable from its PoP")]
+    NotHandoverCandidate,
     #[error("a {from} session cannot become {to}")]
     IllegalTransition { from: &'static str, to: &'static str },
     /// The batch could not be committed; nothing of it happened.

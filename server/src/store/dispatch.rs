@@ -166,6 +166,21 @@ macro_rules! dispatch_store {
                             .bind(org_id).bind(session_id).bind(kind.as_str()).bind(at).bind(operator_id)
                             .execute(&mut **tx).await?;
                     }
+                    Write::Switch { org_id, session_id, from, to, region, rtt_ms, detail, at } => {
+                        // `IS NOT DISTINCT FROM`: an admin may hand over a session nobody held.
+                        let done = sqlx::query(
+                            "UPDATE sessions SET operator_id = $1, operator_region = $2, rtt_ms = $3 \
+                             WHERE org_id = $4 AND id = $5 AND lifecycle IN ('ACTIVE', 'PAUSED') AND operator_id IS NOT DISTINCT FROM $6",
+                        )
+                        .bind(to).bind(region).bind(i64::from(*rtt_ms)).bind(org_id).bind(session_id).bind(from)
+                        .execute(&mut **tx).await?;
+                        if done.rows_affected() != 1 {
+                            return Err(diverged("session not held by the operator the engine holds"));
+                        }
+                        sqlx::query("INSERT INTO activity_events (org_id, session_id, kind, at, operator_id, detail) VALUES ($1, $2, 'OPERATOR_SWITCH', $3, $4, $5)")
+                            .bind(org_id).bind(session_id).bind(at).bind(to).bind(detail)
+                            .execute(&mut **tx).await?;
+                    }
                     Write::Record { org_id, session_id, record } => {
                         sqlx::query(
                             "INSERT INTO dispatch_records (org_id, session_id, at, trigger, pool_source, outcome, operator_id, rtt_ms, candidates) \
@@ -224,8 +239,9 @@ macro_rules! dispatch_store {
                 )
                 .bind(org_id).fetch_all(&self.pool).await?;
                 let live = sqlx::query_as(
-                    "SELECT id AS session_id, robot_id, operator_id, lifecycle FROM sessions \
-                     WHERE org_id = $1 AND lifecycle IN ('ACTIVE', 'PAUSED')",
+                    "SELECT s.id AS session_id, s.robot_id, r.model AS robot_model, r.site, s.skill, s.pop, s.operator_id, s.lifecycle \
+                     FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id \
+                     WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED')",
                 )
                 .bind(org_id).fetch_all(&self.pool).await?;
                 Ok(OrgSnapshot { operators, pending, open_offers, answered, live })

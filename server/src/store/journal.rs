@@ -57,6 +57,8 @@ pub enum Write {
     /// ACTIVE ⇄ PAUSED; logs PAUSE or RESUME (`kind`).
     Steer { org_id: String, session_id: String, from: LifecycleState, to: LifecycleState, kind: ActivityKind, operator_id: Option<String>, at: i64 },
     Record { org_id: String, session_id: String, record: DispatchRecord },
+    /// Control of a live session moves to `to` (rule L08); logs OPERATOR_SWITCH.
+    Switch { org_id: String, session_id: String, from: Option<String>, to: String, region: String, rtt_ms: u32, detail: Option<String>, at: i64 },
 }
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
@@ -142,6 +144,10 @@ pub struct PendingCallRow {
 pub struct LiveSessionRow {
     pub session_id: String,
     pub robot_id: String,
+    pub robot_model: String,
+    pub site: String,
+    pub skill: String,
+    pub pop: String,
     pub operator_id: Option<String>,
     pub lifecycle: String,
 }

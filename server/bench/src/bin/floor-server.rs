@@ -107,6 +107,7 @@ async fn raise(State(floor): State<Floor>, Json(body): Json<serde_json::Value>) 
         operator_id: operator.clone(),
         offered_at: now,
         expires_at: now + 30_000,
+        handover_from: None,
     };
     floor.held.lock().unwrap().insert(id.clone(), operator.clone());
     if let Some(tab) = floor.tabs.lock().unwrap().get(&operator) {

@@ -1,0 +1,157 @@
+//! Handover (seed 001 "operator switch", rule L08): the operator in
+//! control offers a live session to another ready, certified operator. The
+//! offer rings like a call's (same map, same expiry timer); on accept
+//! control moves with an `OPERATOR_SWITCH` event, and the handing operator
+//! goes to wrap-up. A decline, a miss or the session's end leaves control
+//! where it was, and the handing operator is told either way.
+
+use super::desk::Desk;
+use super::timers::Timer;
+use super::types::EngineError;
+use crate::store::{NewOffer, Write};
+use app::dispatch::{Candidate, OfferStatus, Presence};
+use app::events::{Event, OperatorEvent, Topic};
+use app::handover::{handover_candidates, HandoverNotice, HandoverOutcome};
+use app::models::{Offer, PresenceState};
+use app::presence::PresenceEvent;
+
+impl Desk {
+    /// Who the session may be handed to, best first.
+    pub fn handover_candidates(&self, session_id: &str) -> Result<Vec<Candidate>, EngineError> {
+        let live = self.live.get(session_id).ok_or(EngineError::NotFound("live session"))?;
+        let ready: Vec<Presence> = self
+            .operators
+            .values()
+            .filter(|op| op.presence.state == PresenceState::Ready && !self.offers.contains_key(&op.presence.operator_id))
+            .filter(|op| !self.busy.held_elsewhere(&op.presence.operator_id, &self.org_id))
+            .map(|op| Presence {
+                operator_id: op.presence.operator_id.clone(),
+                name: op.presence.name.clone(),
+                available: true,
+                region: op.presence.region.clone(),
+                certs: op.presence.skills.clone(),
+                since: op.presence.since,
+                measured_rtt_ms: op.presence.measured_rtt_ms.clone(),
+            })
+            .collect();
+        Ok(handover_candidates(&live.pop, &live.skill, &ready, &self.floors, live.operator_id.as_deref()))
+    }
+
+    /// Offers the live session to `to`, asked by the operator in control
+    /// (`by`) or an admin (`None`). One handover rings at a time.
+    pub fn hand_over(&mut self, session_id: &str, by: Option<&str>, to: &str, now: i64) -> Result<Offer, EngineError> {
+        let live = self.live.get(session_id).ok_or(EngineError::SessionEnded)?;
+        if by.is_some() && live.operator_id.as_deref() != by {
+            return Err(EngineError::NotAttached);
+        }
+        if let Some(ringing) = &live.handover_to {
+            let name = self.operators.get(ringing).map_or(ringing.as_str(), |op| op.presence.name.as_str());
+            return Err(EngineError::HandoverRinging(name.to_string()));
+        }
+        let candidate = self
+            .handover_candidates(session_id)?
+            .into_iter()
+            .find(|c| c.operator_id == to)
+            .ok_or(EngineError::NotHandoverCandidate)?;
+        if !self.busy.claim(to, &self.org_id) {
+            return Err(EngineError::NotHandoverCandidate);
+        }
+        let live = self.live.get_mut(session_id).expect("checked above");
+        live.handover_to = Some(to.to_string());
+        let from_name = live.operator_id.as_ref().and_then(|id| self.operators.get(id)).map(|op| op.presence.name.clone());
+        let rtt_ms = candidate.rtt_ms.unwrap_or_default();
+        let offer = Offer {
+            session_id: session_id.to_string(),
+            robot_id: live.robot_id.clone(),
+            robot_model: live.robot_model.clone(),
+            site: live.site.clone(),
+            rtt_ms,
+            operator_id: to.to_string(),
+            offered_at: now,
+            expires_at: now + self.settings.offer_window_ms,
+            handover_from: Some(from_name.unwrap_or_else(|| "an admin".into())),
+        };
+        self.fx.writes.push(Write::Offer {
+            org_id: self.org_id.clone(),
+            session_id: session_id.to_string(),
+            offer: NewOffer { id: super::calls::new_id("ofr"), operator_id: to.to_string(), rtt_ms, offered_at: now, expires_at: offer.expires_at },
+            from_queue: false,
+        });
+        self.offers.insert(to.to_string(), offer.clone());
+        self.timers.at(offer.expires_at, Timer::OfferExpiry { operator_id: to.to_string(), session_id: session_id.to_string() });
+        self.presence_event(to, PresenceEvent::Offered, None, now);
+        if let Some(op) = self.operators.get_mut(to) {
+            op.presence.current_call = Some(session_id.to_string());
+        }
+        self.publish_presence(to);
+        self.fx.events.push((Topic::operator(&self.org_id, to), Event::Operator(OperatorEvent::Offer { offer: offer.clone() })));
+        self.tell_handover(session_id, to, HandoverOutcome::Ringing);
+        Ok(offer)
+    }
+
+    /// `to` accepted the handover offer (already closed as accepted):
+    /// control moves, logged as OPERATOR_SWITCH; the previous operator
+    /// wraps up.
+    pub(super) fn take_over(&mut self, session_id: &str, to: &str, rtt_ms: u32, now: i64) {
+        let Some(live) = self.live.get_mut(session_id) else { return };
+        live.handover_to = None;
+        let from = live.operator_id.replace(to.to_string());
+        let name = |desk: &Desk, id: &str| desk.operators.get(id).map_or(id.to_string(), |op| op.presence.name.clone());
+        let detail = from.as_deref().map(|id| format!("from {} to {}", name(self, id), name(self, to)));
+        let region = self.operators.get(to).map(|op| op.presence.region.clone()).unwrap_or_default();
+        self.fx.writes.push(Write::Switch {
+            org_id: self.org_id.clone(),
+            session_id: session_id.to_string(),
+            from: from.clone(),
+            to: to.to_string(),
+            region,
+            rtt_ms,
+            detail,
+            at: now,
+        });
+        // The new operator's input starts a fresh chain.
+        self.start_chain(session_id, now);
+        self.presence_event(to, PresenceEvent::Attached, None, now);
+        if let Some(op) = self.operators.get_mut(to) {
+            op.presence.current_call = Some(session_id.to_string());
+        }
+        self.publish_presence(to);
+        if let Some(from) = from {
+            let on_it = self.operators.get(&from).is_some_and(|op| op.presence.current_call.as_deref() == Some(session_id));
+            if on_it {
+                self.presence_event(&from, PresenceEvent::SessionEnded, None, now);
+            }
+            self.tell(&from, session_id, to, HandoverOutcome::Accepted);
+        }
+        self.lifecycle_event(session_id, now);
+    }
+
+    /// A handover offer closed without being taken: control stays.
+    pub(super) fn handover_closed(&mut self, session_id: &str, to: &str, status: OfferStatus) {
+        let Some(live) = self.live.get_mut(session_id) else { return };
+        if live.handover_to.as_deref() != Some(to) {
+            return;
+        }
+        live.handover_to = None;
+        let outcome = match status {
+            OfferStatus::Accepted => return,
+            OfferStatus::Declined => HandoverOutcome::Declined,
+            OfferStatus::Expired => HandoverOutcome::Missed,
+            OfferStatus::Withdrawn => HandoverOutcome::Withdrawn,
+        };
+        self.tell_handover(session_id, to, outcome);
+    }
+
+    /// Tells the operator in control where their handover stands.
+    fn tell_handover(&mut self, session_id: &str, to: &str, outcome: HandoverOutcome) {
+        if let Some(holder) = self.live.get(session_id).and_then(|l| l.operator_id.clone()) {
+            self.tell(&holder, session_id, to, outcome);
+        }
+    }
+
+    fn tell(&mut self, operator_id: &str, session_id: &str, to: &str, outcome: HandoverOutcome) {
+        let to_name = self.operators.get(to).map_or(to.to_string(), |op| op.presence.name.clone());
+        let notice = HandoverNotice { session_id: session_id.to_string(), to_operator_id: to.to_string(), to_name, outcome };
+        self.fx.events.push((Topic::operator(&self.org_id, operator_id), Event::Operator(OperatorEvent::Handover { notice })));
+    }
+}

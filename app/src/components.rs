@@ -166,6 +166,7 @@ fn Forbidden(role: Role) -> impl IntoView {
     let message = match role {
         Role::Admin => "This screen is for admins of the organisation.",
         Role::Operator => "This screen is for operators.",
+        Role::Client => "This screen is for clients of the organisation.",
     };
     view! {
         <section class="notice" role="alert">

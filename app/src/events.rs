@@ -42,6 +42,8 @@ pub enum OperatorEvent {
     Chat { session_id: String, message: crate::chat::ChatMessage },
     /// Where the operator's handover offer stands (rule L08).
     Handover { notice: crate::handover::HandoverNotice },
+    /// The session completes at `planned_end_ms` unless extended (rule L13).
+    PlannedEndSoon { session_id: String, planned_end_ms: i64 },
 }
 
 /// An operator's presence as the roster shows it (seed 003 row fields that
@@ -89,6 +91,10 @@ pub enum OrgEvent {
     Audit { entry: AuditEntry },
     /// A chat message on one of the org's sessions.
     Chat { session_id: String, message: crate::chat::ChatMessage },
+    /// A session's planned end moved (an extension, rule L13).
+    PlannedEnd { session_id: String, planned_end_ms: i64 },
+    /// A booking of one of the org's robots was made or cancelled.
+    Bookings { robot_id: String },
 }
 
 /// What travels on the bus.

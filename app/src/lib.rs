@@ -3,6 +3,7 @@
 //! (`hydrate`).
 
 pub mod board;
+pub mod booking;
 pub mod chat;
 pub mod components;
 pub mod console;

@@ -13,6 +13,9 @@ pub enum Role {
     Admin,
     /// Ready screen and cockpit.
     Operator,
+    /// The party whose work the robots do (seed 001): books robots, watches
+    /// and chats on its own sessions, rates, sees its billable time.
+    Client,
 }
 
 impl Role {
@@ -20,6 +23,7 @@ impl Role {
         match self {
             Role::Admin => "admin",
             Role::Operator => "operator",
+            Role::Client => "client",
         }
     }
 
@@ -27,11 +31,13 @@ impl Role {
         match s {
             "admin" => Some(Role::Admin),
             "operator" => Some(Role::Operator),
+            "client" => Some(Role::Client),
             _ => None,
         }
     }
 
-    /// Whether this role grants `needed`. An admin may also operate.
+    /// Whether this role grants `needed`. An admin may also operate and act
+    /// as a client; an operator and a client hold only their own role.
     pub fn grants(self, needed: Role) -> bool {
         self == Role::Admin || self == needed
     }
@@ -41,6 +47,7 @@ impl Role {
         match self {
             Role::Admin => "/admin/directory",
             Role::Operator => "/operator",
+            Role::Client => "/client",
         }
     }
 }
@@ -220,6 +227,18 @@ pub struct SessionRecord {
     pub rtt_ms: Option<u32>,
     pub divergence_deg: Option<f64>,
     pub velocity_scale: Option<f64>,
+    /// The client whose work this is (seed 001): the booking's client when
+    /// the call was raised during a booking; empty when the org's admins
+    /// act as the client.
+    #[serde(default)]
+    pub client_id: Option<String>,
+    #[serde(default)]
+    pub client_name: Option<String>,
+    /// When the session completes unless extended (rule L13): the booking's
+    /// end, or attach time + the default session length.
+    #[serde(default, with = "crate::rules::rfc3339_ms::option")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, format = DateTime))]
+    pub planned_end_at: Option<i64>,
 }
 
 /// Safety state reported by the edge agent (seed 000).
@@ -365,5 +384,11 @@ mod tests {
         assert!(Role::Admin.grants(Role::Admin));
         assert!(Role::Operator.grants(Role::Operator));
         assert!(!Role::Operator.grants(Role::Admin));
+        assert!(Role::Admin.grants(Role::Client), "admins act as the client of sessions without one");
+        assert!(Role::Client.grants(Role::Client));
+        assert!(!Role::Client.grants(Role::Operator) && !Role::Operator.grants(Role::Client) && !Role::Client.grants(Role::Admin));
+        for role in [Role::Admin, Role::Operator, Role::Client] {
+            assert_eq!(Role::parse(role.as_str()), Some(role));
+        }
     }
 }

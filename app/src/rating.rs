@@ -64,10 +64,34 @@ pub fn rating_input_problem(stars: u8, feedback: &str) -> Option<String> {
     None
 }
 
+/// Who rates the operator of `session`: its client, or an admin of the
+/// org (who can do everything a client can). Never the operator alone.
+pub fn may_rate(role: crate::models::Role, user_id: &str, session: &crate::models::SessionRecord) -> bool {
+    session.client_id.as_deref() == Some(user_id) || role == crate::models::Role::Admin
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use LifecycleState as L;
+
+    #[test]
+    fn l10_the_client_or_an_admin_rates_never_the_operator_or_another_client() {
+        use crate::models::Role;
+        let mut session: crate::models::SessionRecord = serde_json::from_value(serde_json::json!({
+            "id": "ses-1", "robot": "uk-pick-01", "robotModel": "FR3", "site": "Leeds", "pop": "uk-london", "skill": "pick-place",
+            "lifecycle": "COMPLETED", "state": "SAFE", "operatorId": "u-asha", "operatorName": "Asha", "region": "BLR",
+            "raisedAt": "2026-11-30T10:00:00Z", "startedAt": null, "endedAt": null, "rttMs": null, "divergenceDeg": null,
+            "velocityScale": null, "clientId": "u-kofi"
+        }))
+        .unwrap();
+        assert!(may_rate(Role::Client, "u-kofi", &session));
+        assert!(!may_rate(Role::Client, "u-other", &session), "another client");
+        assert!(!may_rate(Role::Operator, "u-asha", &session), "the operator never rates themself");
+        assert!(may_rate(Role::Admin, "u-dana", &session));
+        session.client_id = None;
+        assert!(may_rate(Role::Admin, "u-dana", &session) && !may_rate(Role::Client, "u-kofi", &session));
+    }
 
     #[test]
     fn l10_only_a_completed_session_is_rated_once_with_one_to_five_stars() {

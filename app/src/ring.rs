@@ -92,6 +92,8 @@ pub enum RingMsg {
     Chat { session_id: String, message: crate::chat::ChatMessage },
     /// Where this operator's handover offer stands (rule L08).
     Handover { notice: crate::handover::HandoverNotice },
+    /// The session completes at `planned_end_ms` unless extended (rule L13).
+    PlannedEndSoon { session_id: String, planned_end_ms: i64 },
     /// The socket fell behind and events were dropped: reload the screen's
     /// data (never silence).
     Resync,

@@ -33,6 +33,7 @@ pub struct ServerBackend {
     engine: Arc<crate::engine::Engine>,
     /// Safety changes made by people (E-stop, clear).
     sessions: Arc<crate::services::SessionService>,
+    bookings: Arc<crate::services::BookingService>,
     throttle: Arc<SignInThrottle>,
     passwords: PasswordChecker,
     tabs: Arc<OpenTabs>,
@@ -44,12 +45,13 @@ impl ServerBackend {
         store: SharedStore,
         engine: Arc<crate::engine::Engine>,
         sessions: Arc<crate::services::SessionService>,
+        bookings: Arc<crate::services::BookingService>,
         throttle: Arc<SignInThrottle>,
         tabs: Arc<OpenTabs>,
         cookie: SessionCookie,
     ) -> Self {
         let passwords = PasswordChecker::new(HASHING_THREADS, WAITING_CHECKS);
-        ServerBackend { store, engine, sessions, throttle, passwords, tabs, cookie }
+        ServerBackend { store, engine, sessions, bookings, throttle, passwords, tabs, cookie }
     }
 
     /// The org's operator scores (rule L10), by operator.
@@ -92,10 +94,22 @@ fn refused(e: crate::engine::EngineError) -> AppError {
         | E::CallInProgress { .. }
         | E::NoOpenOffer
         | E::HandoverRinging(_)
-        | E::NotHandoverCandidate => AppError::Conflict(e.to_string()),
+        | E::NotHandoverCandidate
+        | E::CannotExtend(_) => AppError::Conflict(e.to_string()),
         E::NoSkill(_) | E::ImplausibleRtt => AppError::Invalid(e.to_string()),
         E::Unavailable | E::DispatchedElsewhere => AppError::Busy,
         E::Store(e) => internal(e),
+    }
+}
+
+/// What the booking service refused, for a person.
+fn booking_refused(e: crate::services::bookings::BookingError) -> AppError {
+    use crate::services::bookings::BookingError as B;
+    match e {
+        B::Invalid(why) => AppError::Invalid(why),
+        B::Conflict(why) => AppError::Conflict(why),
+        B::NotFound(what) => AppError::NotFound(format!("The {what}")),
+        B::Store(e) => internal(e),
     }
 }
 
@@ -266,6 +280,48 @@ impl Backend for ServerBackend {
 
     async fn hand_over(&self, org_id: &str, session_id: &str, by: Option<&str>, to: &str) -> Result<app::models::Offer, AppError> {
         self.engine.hand_over(org_id, session_id, by, to).await.map_err(refused)
+    }
+
+    async fn extend_session(&self, org_id: &str, session_id: &str, operator: Option<&str>, actor: &str, minutes: i64) -> Result<SessionRecord, AppError> {
+        self.engine.extend_session(org_id, session_id, operator, actor, minutes).await.map_err(refused)
+    }
+
+    async fn bookings(&self, org_id: &str, client_id: Option<&str>) -> Result<Vec<app::booking::Booking>, AppError> {
+        self.bookings.upcoming(org_id, client_id).await.map_err(booking_refused)
+    }
+
+    async fn book(&self, org_id: &str, user_id: &str, client_id: &str, robot_id: &str, starts_at_ms: i64, ends_at_ms: i64) -> Result<app::booking::Booking, AppError> {
+        let booker = crate::services::bookings::Booker { user_id, client_id };
+        self.bookings.book(org_id, booker, robot_id, starts_at_ms, ends_at_ms).await.map_err(booking_refused)
+    }
+
+    async fn cancel_booking(&self, org_id: &str, booking_id: &str, client_id: Option<&str>) -> Result<(), AppError> {
+        self.bookings.cancel(org_id, booking_id, client_id).await.map_err(booking_refused)
+    }
+
+    async fn booking_options(&self, org_id: &str, client_id: Option<&str>) -> Result<app::booking::BookingOptions, AppError> {
+        let robots = self.store.robots(org_id).await.map_err(internal)?.into_iter().map(|r| (r.id, format!("{} · {}", r.model, r.site))).collect();
+        let clients = self.bookings.clients(org_id).await.map_err(booking_refused)?;
+        let clients = clients.into_iter().filter(|(id, _)| client_id.is_none_or(|me| me == id)).collect();
+        Ok(app::booking::BookingOptions { robots, clients })
+    }
+
+    async fn client_sessions(&self, org_id: &str, client_id: Option<&str>) -> Result<app::booking::ClientSessions, AppError> {
+        const SHOWN: i64 = 100;
+        let rows = self.store.client_sessions(org_id, client_id, SHOWN).await.map_err(internal)?;
+        let (mut live, mut past, mut billed) = (Vec::new(), Vec::new(), Vec::new());
+        for row in rows {
+            let session = row.record().map_err(internal)?;
+            if session.lifecycle.is_open() {
+                live.push(session);
+                continue;
+            }
+            let billable_ms = self.session_activity(org_id, &session.id).await?.billable_ms;
+            billed.push((session.started_at.unwrap_or(session.raised_at), billable_ms));
+            let rating = self.session_rating(org_id, &session.id).await?;
+            past.push(app::booking::PastSession { session, billable_ms, rating });
+        }
+        Ok(app::booking::ClientSessions { live, past, months: app::booking::monthly_billable(&billed) })
     }
 
     async fn estop_session(&self, org_id: &str, user_id: &str, session: &SessionRecord) -> Result<SessionRecord, AppError> {

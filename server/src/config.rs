@@ -47,6 +47,9 @@ pub struct Config {
     /// (120 s idle) and `CLUTCHCALL_INACTIVITY_STOP_S` (60 s after the
     /// warning): the inactivity chain of ACTIVE sessions (rule L07).
     pub inactivity: app::inactivity::InactivityPolicy,
+    /// `CLUTCHCALL_SESSION_MIN`: a session outside any booking is planned
+    /// to end this long after it starts (rule L13). Default 30 min.
+    pub session_ms: i64,
 }
 
 /// `/metrics`'s default port (loopback only).
@@ -165,6 +168,8 @@ impl Config {
                     stop_after_warning_ms: seconds(var("CLUTCHCALL_INACTIVITY_STOP_S"), "CLUTCHCALL_INACTIVITY_STOP_S")?.unwrap_or(d.stop_after_warning_ms),
                 }
             },
+            session_ms: seconds(var("CLUTCHCALL_SESSION_MIN"), "CLUTCHCALL_SESSION_MIN")?
+                .map_or(app::booking::DEFAULT_SESSION_MIN * 60_000, |s| s * 60),
         })
     }
 
@@ -187,6 +192,7 @@ impl Config {
             cooloff_ms: crate::engine::DEFAULT_COOLOFF_MS,
             pending_timeout_ms: crate::engine::DEFAULT_PENDING_TIMEOUT_MS,
             inactivity: app::inactivity::InactivityPolicy::default(),
+            session_ms: app::booking::DEFAULT_SESSION_MIN * 60_000,
         }
     }
 
@@ -205,6 +211,7 @@ impl Config {
             cooloff_ms: self.cooloff_ms,
             pending_timeout_ms: self.pending_timeout_ms,
             inactivity: self.inactivity,
+            session_ms: self.session_ms,
         }
     }
 

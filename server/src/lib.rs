@@ -104,8 +104,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // went stale while the server was down before it answers anything.
     let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings()).await?;
     let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
+    let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone()));
     let backend: SharedBackend =
-        Arc::new(ServerBackend::new(store.clone(), engine.clone(), sessions.clone(), throttle.clone(), tabs.clone(), cookie));
+        Arc::new(ServerBackend::new(store.clone(), engine.clone(), sessions.clone(), bookings, throttle.clone(), tabs.clone(), cookie));
     let backend_for_metrics = backend.clone();
     let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone()).await?;
     let state = AppState {

@@ -226,6 +226,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                     OperatorEvent::InactivityWarning { session_id, stop_at_ms } => RingMsg::InactivityWarning { session_id, stop_at_ms },
                     OperatorEvent::Chat { session_id, message } => RingMsg::Chat { session_id, message },
                     OperatorEvent::Handover { notice } => RingMsg::Handover { notice },
+                    OperatorEvent::PlannedEndSoon { session_id, planned_end_ms } => RingMsg::PlannedEndSoon { session_id, planned_end_ms },
                 };
                 if tx.try_send(msg).is_err() {
                     tracing::info!(operator = %owner.user_id, "console tab not reading: disconnected (it resyncs on reconnect)");

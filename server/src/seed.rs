@@ -35,6 +35,9 @@ const ROBOTS: &[(&str, &str, &str, &str, &str, &str)] = &[
     ("hb-insp-01", SECOND_ORG_ID, "Spot Arm", "Rotterdam Pier 3", "uk-london", "inspection · tier-2"),
 ];
 
+/// The demo org's one client: (user id, display name, email).
+pub const DEMO_CLIENT: (&str, &str, &str) = ("u-kofi", "Kofi Mensah (Leeds Logistics)", "kofi.mensah@leeds-logistics.example");
+
 /// (user id, display name, email, external id, org, role, region, certifications)
 type PersonRow = (&'static str, &'static str, &'static str, Option<&'static str>, &'static str, Role, &'static str, &'static [&'static str]);
 
@@ -92,6 +95,10 @@ pub fn demo_seed() -> Seed {
             certifications: certs.iter().map(|c| c.to_string()).collect(),
         });
     }
+    // The demo org's client (seed 001): books robots, watches its sessions.
+    let (id, name, email) = DEMO_CLIENT;
+    seed.users.push(NewUser { id: id.into(), email: email.into(), display_name: name.into(), external_id: None, password_hash: password_hash(id) });
+    seed.memberships.push(NewMembership { org_id: DEMO_ORG_ID.into(), user_id: id.into(), role: Role::Client });
     // The demo admin also runs the second org, so org switching is visible.
     seed.memberships.push(NewMembership { org_id: SECOND_ORG_ID.into(), user_id: "u-dana".into(), role: Role::Admin });
     for &(id, org, model, site, pop, req_cert) in ROBOTS {

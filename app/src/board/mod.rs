@@ -285,6 +285,9 @@ mod tests {
             rtt_ms: Some(180),
             divergence_deg: Some(0.5),
             velocity_scale: Some(1.0),
+            client_id: None,
+            client_name: None,
+            planned_end_at: None,
         }
     }
 

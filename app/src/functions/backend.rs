@@ -31,6 +31,19 @@ pub trait Backend: Send + Sync + 'static {
     async fn handover_candidates(&self, org_id: &str, session_id: &str) -> Result<Vec<crate::dispatch::Candidate>, AppError>;
     /// Offers a live session to `to`: `by` is the operator in control, `None` an admin.
     async fn hand_over(&self, org_id: &str, session_id: &str, by: Option<&str>, to: &str) -> Result<crate::models::Offer, AppError>;
+    /// Extends a live session (rule L13): `operator` when the operator in
+    /// control asks; `None` for an admin or the session's client.
+    async fn extend_session(&self, org_id: &str, session_id: &str, operator: Option<&str>, actor: &str, minutes: i64) -> Result<SessionRecord, AppError>;
+    /// Bookings not over yet: one client's, or (`None`) the org's.
+    async fn bookings(&self, org_id: &str, client_id: Option<&str>) -> Result<Vec<crate::booking::Booking>, AppError>;
+    /// Books a robot for a client; `user_id` is who books.
+    async fn book(&self, org_id: &str, user_id: &str, client_id: &str, robot_id: &str, starts_at_ms: i64, ends_at_ms: i64) -> Result<crate::booking::Booking, AppError>;
+    /// Cancels a booking (only `client_id`'s when given).
+    async fn cancel_booking(&self, org_id: &str, booking_id: &str, client_id: Option<&str>) -> Result<(), AppError>;
+    /// Robots and clients for the booking form (`client_id`: only that client).
+    async fn booking_options(&self, org_id: &str, client_id: Option<&str>) -> Result<crate::booking::BookingOptions, AppError>;
+    /// A client's sessions, or (`None`) those without a client.
+    async fn client_sessions(&self, org_id: &str, client_id: Option<&str>) -> Result<crate::booking::ClientSessions, AppError>;
     /// E-stop: the session latches in PROTECTIVE_STOP, with an audit record.
     async fn estop_session(&self, org_id: &str, user_id: &str, session: &SessionRecord) -> Result<SessionRecord, AppError>;
     /// Clears a latched PROTECTIVE_STOP with a reason (an audit record).

@@ -25,12 +25,13 @@ pub fn client_address() -> Option<std::net::IpAddr> {
     Some(info.0.ip())
 }
 
-/// A session the person may see: its attached operator, or an admin of
-/// the org. Anyone else gets "not found", as if it did not exist.
+/// A session the person may see: its attached operator, its client, or an
+/// admin of the org. Anyone else gets "not found", as if it did not exist.
 pub async fn session_of(backend: &SharedBackend, user: &CurrentUser, org: &OrgMembership, session_id: &str) -> Result<crate::models::SessionRecord, AppError> {
     let record = backend.session(&org.org_id, session_id).await?;
-    let attached = record.operator_id.as_deref() == Some(user.user_id.as_str());
-    if attached || org.role == Role::Admin {
+    let me = Some(user.user_id.as_str());
+    let party = record.operator_id.as_deref() == me || record.client_id.as_deref() == me;
+    if party || org.role == Role::Admin {
         Ok(record)
     } else {
         Err(AppError::NotFound(format!("Session {session_id}")))
@@ -50,6 +51,16 @@ pub struct SessionAccess {
 pub async fn session_access(role: Role, session_id: &str) -> Result<SessionAccess, AppError> {
     let backend = backend()?;
     let (user, org) = require(role).await?;
+    let session = session_of(&backend, &user, &org, session_id).await?;
+    Ok(SessionAccess { backend, user, org, session })
+}
+
+/// As [`session_access`] for any role: the session's operator, its client
+/// or an admin (reading it, its log and chat; chatting).
+pub async fn party_access(session_id: &str) -> Result<SessionAccess, AppError> {
+    let backend = backend()?;
+    let (_, user) = signed_in().await?;
+    let org = user.selected_org.clone().ok_or(AppError::NoOrgSelected)?;
     let session = session_of(&backend, &user, &org, session_id).await?;
     Ok(SessionAccess { backend, user, org, session })
 }
@@ -83,6 +94,7 @@ pub async fn require(needed: Role) -> Result<(CurrentUser, OrgMembership), AppEr
         return Err(match needed {
             Role::Admin => AppError::admins_only(),
             Role::Operator => AppError::Forbidden("This screen is for operators.".into()),
+            Role::Client => AppError::Forbidden("This screen is for clients of the organisation.".into()),
         });
     }
     Ok((user, org))

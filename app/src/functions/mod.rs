@@ -9,8 +9,10 @@ use leptos::prelude::*;
 pub mod backend;
 #[cfg(feature = "ssr")]
 mod guard;
+mod clients;
 mod sessions;
 
+pub use clients::*;
 pub use sessions::*;
 
 /// The signed-in user, or `None` when nobody is signed in.

@@ -13,13 +13,13 @@ use leptos::prelude::*;
 /// Anyone else gets 404, as if it did not exist.
 #[server(endpoint = "load_session")]
 pub async fn load_session(session_id: String) -> Result<SessionRecord, AppError> {
-    Ok(guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?.session)
+    Ok(guard::party_access(&session_id).await.map_err(guard::fail)?.session)
 }
 
 /// The session's activity log (rule L05), for the same people as the session.
 #[server(endpoint = "load_session_activity")]
 pub async fn load_session_activity(session_id: String) -> Result<crate::lifecycle::SessionActivity, AppError> {
-    let guard::SessionAccess { backend, org, .. } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
+    let guard::SessionAccess { backend, org, .. } = guard::party_access(&session_id).await.map_err(guard::fail)?;
     backend.session_activity(&org.org_id, &session_id).await.map_err(guard::fail)
 }
 
@@ -34,7 +34,7 @@ pub async fn load_dispatch_decisions(session_id: String) -> Result<Vec<crate::di
 /// The session's chat (rule L09): for the same people as the session.
 #[server(endpoint = "load_chat")]
 pub async fn load_chat(session_id: String) -> Result<Vec<crate::chat::ChatMessage>, AppError> {
-    let guard::SessionAccess { backend, org, .. } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
+    let guard::SessionAccess { backend, org, .. } = guard::party_access(&session_id).await.map_err(guard::fail)?;
     backend.chat(&org.org_id, &session_id).await.map_err(guard::fail)
 }
 
@@ -42,7 +42,7 @@ pub async fn load_chat(session_id: String) -> Result<Vec<crate::chat::ChatMessag
 #[server(endpoint = "post_chat")]
 pub async fn post_chat(session_id: String, body: String) -> Result<crate::chat::ChatMessage, AppError> {
     let body = crate::chat::chat_body(&body).map_err(|why| guard::fail(AppError::Invalid(why)))?;
-    let guard::SessionAccess { backend, user, org, session } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
+    let guard::SessionAccess { backend, user, org, session } = guard::party_access(&session_id).await.map_err(guard::fail)?;
     if session.lifecycle.is_terminal() {
         return Err(guard::fail(AppError::Conflict("The session has ended: its chat is read-only.".into())));
     }
@@ -52,13 +52,13 @@ pub async fn post_chat(session_id: String, body: String) -> Result<crate::chat::
 /// The session's rating, if given (for the same people as the session).
 #[server(endpoint = "load_session_rating")]
 pub async fn load_session_rating(session_id: String) -> Result<Option<crate::rating::SessionRating>, AppError> {
-    let guard::SessionAccess { backend, org, .. } = guard::session_access(crate::models::Role::Operator, &session_id).await.map_err(guard::fail)?;
+    let guard::SessionAccess { backend, org, .. } = guard::party_access(&session_id).await.map_err(guard::fail)?;
     backend.session_rating(&org.org_id, &session_id).await.map_err(guard::fail)
 }
 
 /// Rates the operator of a COMPLETED session, 1–5 stars with feedback,
-/// once (rule L10). The session's client rates; until clients exist, the
-/// org's admins act for the client.
+/// once (rule L10). The session's client rates, or an admin of the org
+/// (admins act for the client, and for sessions without one).
 #[server(endpoint = "rate_session")]
 pub async fn rate_session(session_id: String, stars: u8, feedback: String) -> Result<crate::rating::SessionRating, AppError> {
     use crate::rating::{rating_input_problem, rating_problem};
@@ -66,8 +66,11 @@ pub async fn rate_session(session_id: String, stars: u8, feedback: String) -> Re
     if let Some(why) = rating_input_problem(stars, &feedback) {
         return Err(guard::fail(AppError::Invalid(why)));
     }
-    let guard::SessionAccess { backend, user, org, session } = guard::session_access(crate::models::Role::Admin, &session_id).await.map_err(guard::fail)?;
-    // "Rated already" is the store's answer (one row per session), not a
+    let guard::SessionAccess { backend, user, org, session } = guard::party_access(&session_id).await.map_err(guard::fail)?;
+    if !crate::rating::may_rate(org.role, &user.user_id, &session) {
+        return Err(guard::fail(AppError::Forbidden("Only the session's client (or an admin) rates its operator.".into())));
+    }
+    // "Rated already is the store's answer (one row per session), not a
     // read before the write.
     if let Some(why) = rating_problem(session.lifecycle, false, stars, &feedback) {
         return Err(guard::fail(AppError::Conflict(why)));

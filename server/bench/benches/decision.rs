@@ -27,7 +27,7 @@ fn desk(operators: usize) -> Desk {
             })
         })
         .collect::<Vec<_>>();
-    let settings = Settings { offer_window_ms: 30_000, wrap_up_ms: 0, presence_ttl_ms: 20_000, cooloff_ms: 60_000, pending_timeout_ms: 900_000, inactivity: Default::default() };
+    let settings = Settings { offer_window_ms: 30_000, wrap_up_ms: 0, presence_ttl_ms: 20_000, cooloff_ms: 60_000, pending_timeout_ms: 900_000, inactivity: Default::default(), session_ms: 1_800_000 };
     let mut desk = Desk::standalone("org-bench", settings, LinkFloors::new(floors));
     for i in 0..operators {
         let id = format!("u-{i:05}");

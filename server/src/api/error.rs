@@ -135,6 +135,7 @@ impl From<EngineError> for ApiError {
             EngineError::IllegalTransition { .. } => ApiError::Conflict { code: "illegal_transition", message: e.to_string() },
             EngineError::HandoverRinging(_) => ApiError::Conflict { code: "handover_ringing", message: e.to_string() },
             EngineError::NotHandoverCandidate => ApiError::Conflict { code: "not_handover_candidate", message: e.to_string() },
+            EngineError::CannotExtend(_) => ApiError::Conflict { code: "cannot_extend", message: e.to_string() },
             EngineError::Unavailable => ApiError::Unavailable { code: "unavailable", message: e.to_string() },
             EngineError::DispatchedElsewhere => ApiError::Unavailable { code: "dispatched_elsewhere", message: e.to_string() },
             EngineError::Store(e) => e.into(),

@@ -22,6 +22,17 @@ pub struct CallingRobot {
     pub site: String,
     pub pop: String,
     pub req_cert: String,
+    /// The booking the robot is in now, if any.
+    pub booking: Option<BookingHold>,
+}
+
+/// A booking a call was raised in: the session is its client's and ends
+/// at the booking's end (rule L13).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BookingHold {
+    pub id: String,
+    pub client_id: String,
+    pub ends_at: i64,
 }
 
 pub(super) fn new_id(prefix: &str) -> String {
@@ -43,6 +54,9 @@ impl Desk {
             skill: skill.clone(),
             pop: robot.pop.clone(),
             raised_at: now,
+            client_id: robot.booking.as_ref().map(|b| b.client_id.clone()),
+            booking_id: robot.booking.as_ref().map(|b| b.id.clone()),
+            planned_end_at: robot.booking.as_ref().map(|b| b.ends_at),
         }));
         self.open_by_robot.insert(robot.id.clone(), session_id.clone());
         self.calls.insert(
@@ -54,6 +68,7 @@ impl Desk {
                 skill: skill.clone(),
                 pop: robot.pop.clone(),
                 raised_at: now,
+                booking: robot.booking.clone(),
                 offered_to: None,
                 queued: false,
                 cooloffs: HashMap::new(),
@@ -246,12 +261,15 @@ impl Desk {
         }
         let call = self.calls.remove(session_id).expect("an open offer has a pending call");
         let region = self.operators.get(operator_id).map(|op| op.presence.region.clone()).unwrap_or_default();
+        // The booking's end; past it (the call waited long), the default length.
+        let planned_end = call.booking.as_ref().map(|b| b.ends_at).filter(|end| *end > now).unwrap_or(now + self.settings.session_ms);
         self.fx.writes.push(Write::Start {
             org_id: self.org_id.clone(),
             session_id: session_id.to_string(),
             operator_id: operator_id.to_string(),
             region,
             rtt_ms: offer.rtt_ms,
+            planned_end_at: planned_end,
             at: now,
         });
         self.live.insert(
@@ -263,6 +281,7 @@ impl Desk {
             ),
         );
         self.start_chain(session_id, now);
+        self.plan_end(session_id, planned_end);
         self.presence_event(operator_id, PresenceEvent::Attached, None, now);
         if let Some(op) = self.operators.get_mut(operator_id) {
             op.presence.current_call = Some(session_id.to_string());

@@ -46,6 +46,8 @@ pub(super) struct Call {
     pub skill: String,
     pub pop: String,
     pub raised_at: i64,
+    /// The booking the call was raised in: its client and end (rule L13).
+    pub booking: Option<super::calls::BookingHold>,
     pub offered_to: Option<String>,
     pub queued: bool,
     /// Operator → until when they may not be offered this call (rule D08).
@@ -62,6 +64,8 @@ pub(super) struct Live {
     pub operator_id: Option<String>,
     /// The operator a handover offer rings for (rule L08).
     pub handover_to: Option<String>,
+    /// When the session completes unless extended (rule L13).
+    pub planned_end: Option<i64>,
     pub lifecycle: LifecycleState,
     /// The inactivity chain (rule L07) while ACTIVE.
     pub watch: app::inactivity::Watch,
@@ -322,6 +326,8 @@ impl Desk {
                 }
             }
             Timer::Inactivity { session_id, chain } => self.inactivity(&session_id, chain, now),
+            Timer::PlannedEndNotice { session_id, at } => self.planned_end_notice(&session_id, at),
+            Timer::PlannedEnd { session_id, at } => self.planned_end(&session_id, at, now),
             Timer::PendingTimeout { session_id } => {
                 // Still PENDING (ringing or queued): nobody took it.
                 if self.calls.contains_key(&session_id) {

@@ -27,6 +27,7 @@ impl Live {
             pop,
             operator_id,
             handover_to: None,
+            planned_end: None,
             lifecycle: LifecycleState::Active,
             watch: Watch::start(now),
             chain: 0,

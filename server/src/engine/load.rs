@@ -43,6 +43,10 @@ impl Desk {
                     skill: row.skill,
                     pop: row.pop,
                     raised_at: row.raised_at,
+                    booking: match (row.booking_id, row.client_id, row.planned_end_at) {
+                        (Some(id), Some(client_id), Some(ends_at)) => Some(super::calls::BookingHold { id, client_id, ends_at }),
+                        _ => None,
+                    },
                     offered_to: None,
                     queued,
                     cooloffs: HashMap::new(),
@@ -98,6 +102,10 @@ impl Desk {
             self.live.insert(row.session_id.clone(), live);
             if lifecycle == LifecycleState::Active {
                 self.start_chain(&row.session_id, now);
+            }
+            // Past already (the server was down): the first timer run completes it.
+            if let Some(end) = row.planned_end_at {
+                self.plan_end(&row.session_id, end);
             }
         }
         // Presences agree with the offers just loaded; anyone not heard from

@@ -15,6 +15,7 @@ mod desk;
 mod desk_tests;
 mod dispatcher;
 mod handover;
+mod planned_end;
 mod inactivity;
 mod load;
 pub mod ready;
@@ -125,7 +126,18 @@ impl Engine {
 
     /// Raises a distress call for `robot` (rules A01–A05, A11, A13, D09).
     pub async fn raise_call(&self, robot: &RobotRecord) -> Result<CallOutcome, EngineError> {
+        // The booking the robot is in now makes the call its client's (rule L13).
+        let now = self.shared.clock.now_ms();
+        let booking = self
+            .shared
+            .store
+            .robot_bookings(&robot.org_id, &robot.id, now)
+            .await?
+            .into_iter()
+            .find(|b| b.starts_at <= now)
+            .map(|b| calls::BookingHold { id: b.id, client_id: b.client_id, ends_at: b.ends_at });
         let calling = CallingRobot {
+            booking,
             id: robot.id.clone(),
             model: robot.model.clone(),
             site: robot.site.clone(),
@@ -233,6 +245,26 @@ impl Engine {
     pub async fn handover_candidates(&self, org_id: &str, session_id: &str) -> Result<Vec<app::dispatch::Candidate>, EngineError> {
         let ses = session_id.to_string();
         self.ask(org_id, |reply| Command::HandoverCandidates { session_id: ses, reply }).await
+    }
+
+    /// Extends a live session by `minutes` (rule L13): refused when the
+    /// robot is booked by someone else before the new end. `operator`: the
+    /// operator asking (must be in control); `None` for an admin or the
+    /// session's client. `actor` goes into the audit record.
+    pub async fn extend_session(&self, org_id: &str, session_id: &str, operator: Option<&str>, actor: &str, minutes: i64) -> Result<SessionRecord, EngineError> {
+        let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
+        match row.lifecycle()? {
+            l if l.is_terminal() => return Err(EngineError::SessionEnded),
+            LifecycleState::Pending => return Err(EngineError::CannotExtend("The session has not started: it has no planned end yet.".into())),
+            _ => {}
+        }
+        let from = row.planned_end_at.ok_or_else(|| EngineError::CannotExtend("This session has no planned end.".into()))?;
+        let bookings: Vec<app::booking::Booking> =
+            self.shared.store.robot_bookings(org_id, &row.robot_id, from).await?.into_iter().map(|b| b.booking()).collect();
+        let to = app::booking::extension(from, minutes, &bookings, row.booking_id.as_deref()).map_err(EngineError::CannotExtend)?;
+        let (ses, op, who) = (session_id.to_string(), operator.map(str::to_string), actor.to_string());
+        self.ask(org_id, |reply| Command::Extend { session_id: ses, operator: op, actor: who, from, to, reply }).await?;
+        self.session(org_id, session_id).await
     }
 
     /// Operator input on the session they hold: resets its inactivity chain;

@@ -21,6 +21,10 @@ pub enum Timer {
     PendingTimeout { session_id: String },
     /// The inactivity chain of a live session looks again (rule L07).
     Inactivity { session_id: String, chain: u64 },
+    /// Two minutes before the planned end `at` (rule L13).
+    PlannedEndNotice { session_id: String, at: i64 },
+    /// The planned end `at`: the session completes unless it moved.
+    PlannedEnd { session_id: String, at: i64 },
 }
 
 #[derive(Default)]

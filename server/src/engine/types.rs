@@ -42,6 +42,9 @@ pub enum EngineError {
     HandoverRinging(String),
     #[error("that operator cannot take this session now: they must be ready, certified for its skill and reachable from its PoP")]
     NotHandoverCandidate,
+    /// Rule L13: why the planned end cannot move.
+    #[error("{0}")]
+    CannotExtend(String),
     #[error("a {from} session cannot become {to}")]
     IllegalTransition { from: &'static str, to: &'static str },
     /// The batch could not be committed; nothing of it happened.
@@ -110,4 +113,6 @@ pub struct Settings {
     pub pending_timeout_ms: i64,
     /// The inactivity chain's intervals (rule L07).
     pub inactivity: app::inactivity::InactivityPolicy,
+    /// A session outside any booking is planned to end this long after it starts.
+    pub session_ms: i64,
 }

@@ -2,6 +2,7 @@
 //! decision goes through one of these, which write the store and publish
 //! the change on its topic. Handlers and sockets call these, never the store.
 
+pub mod bookings;
 pub mod passwords;
 pub mod registry;
 pub mod sessions;
@@ -9,6 +10,7 @@ pub mod signins;
 pub mod tabs;
 pub mod throttle;
 
+pub use bookings::BookingService;
 pub use passwords::PasswordChecker;
 pub use registry::RobotRegistry;
 pub use sessions::SessionService;

@@ -88,7 +88,13 @@ impl SessionService {
     /// screens and to the attached operator's consoles.
     pub async fn post_chat(&self, org_id: &str, author_id: &str, author_name: &str, session: &SessionRecord, body: &str) -> StoreResult<ChatMessage> {
         let at_ms = now_ms();
-        let role = if session.operator_id.as_deref() == Some(author_id) { "operator" } else { "admin" };
+        let role = if session.operator_id.as_deref() == Some(author_id) {
+            "operator"
+        } else if session.client_id.as_deref() == Some(author_id) {
+            "client"
+        } else {
+            "admin"
+        };
         self.store.add_chat(org_id, &session.id, author_id, role, at_ms, body).await?;
         let message = ChatMessage { at_ms, author_id: author_id.to_string(), author_name: author_name.to_string(), body: body.to_string() };
         let session_id = session.id.clone();

@@ -75,8 +75,9 @@ fn diverged(what: &str) -> StoreError {
 
 pub(super) const SESSION_SELECT: &str = "SELECT s.id, s.org_id, s.robot_id, r.model AS robot_model, r.site, s.pop, s.skill, s.lifecycle, \
      s.safety_state, s.operator_id, u.display_name AS operator_name, s.operator_region, s.rtt_ms, s.divergence_deg, \
-     s.velocity_scale, s.raised_at, s.started_at, s.ended_at \
-     FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id LEFT JOIN users u ON u.id = s.operator_id";
+     s.velocity_scale, s.raised_at, s.started_at, s.ended_at, s.client_id, c.display_name AS client_name, s.planned_end_at, s.booking_id \
+     FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id LEFT JOIN users u ON u.id = s.operator_id \
+     LEFT JOIN users c ON c.id = s.client_id";
 
 const ROBOT_SELECT: &str = "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at FROM robots";
 
@@ -86,8 +87,12 @@ macro_rules! dispatch_store {
             async fn apply(tx: &mut sqlx::Transaction<'_, <Self as StoreDb>::Db>, write: &Write) -> StoreResult<()> {
                 match write {
                     Write::OpenSession(s) => {
-                        sqlx::query("INSERT INTO sessions (id, org_id, robot_id, skill, pop, raised_at) VALUES ($1, $2, $3, $4, $5, $6)")
+                        sqlx::query(
+                            "INSERT INTO sessions (id, org_id, robot_id, skill, pop, raised_at, client_id, booking_id, planned_end_at) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                        )
                             .bind(&s.id).bind(&s.org_id).bind(&s.robot_id).bind(&s.skill).bind(&s.pop).bind(s.raised_at)
+                            .bind(&s.client_id).bind(&s.booking_id).bind(s.planned_end_at)
                             .execute(&mut **tx).await?;
                     }
                     Write::Queue { session_id, at } => {
@@ -118,12 +123,12 @@ macro_rules! dispatch_store {
                             return Err(diverged("no such open offer"));
                         }
                     }
-                    Write::Start { org_id, session_id, operator_id, region, rtt_ms, at } => {
+                    Write::Start { org_id, session_id, operator_id, region, rtt_ms, planned_end_at, at } => {
                         let done = sqlx::query(
                             "UPDATE sessions SET lifecycle = 'ACTIVE', operator_id = $1, operator_region = $2, rtt_ms = $3, \
-                             started_at = $4, queued_at = NULL WHERE org_id = $5 AND id = $6 AND lifecycle = 'PENDING'",
+                             started_at = $4, queued_at = NULL, planned_end_at = $7 WHERE org_id = $5 AND id = $6 AND lifecycle = 'PENDING'",
                         )
-                        .bind(operator_id).bind(region).bind(i64::from(*rtt_ms)).bind(at).bind(org_id).bind(session_id)
+                        .bind(operator_id).bind(region).bind(i64::from(*rtt_ms)).bind(at).bind(org_id).bind(session_id).bind(planned_end_at)
                         .execute(&mut **tx).await?;
                         if done.rows_affected() != 1 {
                             return Err(diverged("session not pending"));
@@ -181,6 +186,24 @@ macro_rules! dispatch_store {
                             .bind(org_id).bind(session_id).bind(at).bind(to).bind(detail)
                             .execute(&mut **tx).await?;
                     }
+                    Write::Extend { org_id, session_id, from, to, by, at } => {
+                        let done = sqlx::query(
+                            "UPDATE sessions SET planned_end_at = $1 WHERE org_id = $2 AND id = $3 AND planned_end_at = $4 \
+                             AND lifecycle IN ('ACTIVE', 'PAUSED')",
+                        )
+                        .bind(to).bind(org_id).bind(session_id).bind(from)
+                        .execute(&mut **tx).await?;
+                        if done.rows_affected() != 1 {
+                            return Err(diverged("planned end not the one the engine holds"));
+                        }
+                        sqlx::query(
+                            "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, detail) \
+                             VALUES ($1, $2, 'user', $3, 'session_extended', $4, $5)",
+                        )
+                        .bind(org_id).bind(at).bind(by).bind(session_id)
+                        .bind(format!("planned end {} → {}", app::booking::utc_when(*from), app::booking::utc_when(*to)))
+                        .execute(&mut **tx).await?;
+                    }
                     Write::Record { org_id, session_id, record } => {
                         sqlx::query(
                             "INSERT INTO dispatch_records (org_id, session_id, at, trigger, pool_source, outcome, operator_id, rtt_ms, candidates) \
@@ -223,7 +246,8 @@ macro_rules! dispatch_store {
             async fn org_snapshot(&self, org_id: &str) -> StoreResult<OrgSnapshot> {
                 let operators = super::Store::operators(self, org_id).await?;
                 let pending = sqlx::query_as(
-                    "SELECT s.id AS session_id, s.robot_id, r.model AS robot_model, r.site, s.skill, s.pop, s.raised_at, s.queued_at \
+                    "SELECT s.id AS session_id, s.robot_id, r.model AS robot_model, r.site, s.skill, s.pop, s.raised_at, s.queued_at, \
+                     s.client_id, s.booking_id, s.planned_end_at \
                      FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id \
                      WHERE s.org_id = $1 AND s.lifecycle = 'PENDING' ORDER BY s.raised_at, s.id",
                 )
@@ -239,7 +263,7 @@ macro_rules! dispatch_store {
                 )
                 .bind(org_id).fetch_all(&self.pool).await?;
                 let live = sqlx::query_as(
-                    "SELECT s.id AS session_id, s.robot_id, r.model AS robot_model, r.site, s.skill, s.pop, s.operator_id, s.lifecycle \
+                    "SELECT s.id AS session_id, s.robot_id, r.model AS robot_model, r.site, s.skill, s.pop, s.operator_id, s.lifecycle, s.planned_end_at \
                      FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id \
                      WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED')",
                 )
@@ -260,11 +284,12 @@ macro_rules! dispatch_store {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
                 if !batch.opened.is_empty() {
                     let mut insert = sqlx::QueryBuilder::<<Self as StoreDb>::Db>::new(
-                        "INSERT INTO sessions (id, org_id, robot_id, skill, pop, raised_at, queued_at) ",
+                        "INSERT INTO sessions (id, org_id, robot_id, skill, pop, raised_at, queued_at, client_id, booking_id, planned_end_at) ",
                     );
                     insert.push_values(&batch.opened, |mut row, (s, queued_at)| {
                         row.push_bind(s.id.clone()).push_bind(s.org_id.clone()).push_bind(s.robot_id.clone())
-                            .push_bind(s.skill.clone()).push_bind(s.pop.clone()).push_bind(s.raised_at).push_bind(*queued_at);
+                            .push_bind(s.skill.clone()).push_bind(s.pop.clone()).push_bind(s.raised_at).push_bind(*queued_at)
+                            .push_bind(s.client_id.clone()).push_bind(s.booking_id.clone()).push_bind(s.planned_end_at);
                     });
                     insert.build().execute(&mut *tx).await?;
                 }

@@ -15,6 +15,10 @@ pub struct NewSession {
     pub skill: String,
     pub pop: String,
     pub raised_at: i64,
+    /// From the booking the call was raised in (rule L13).
+    pub client_id: Option<String>,
+    pub booking_id: Option<String>,
+    pub planned_end_at: Option<i64>,
 }
 
 #[derive(Clone, Debug)]
@@ -48,7 +52,7 @@ pub enum Write {
     Offer { org_id: String, session_id: String, offer: NewOffer, from_queue: bool },
     CloseOffer { org_id: String, session_id: String, operator_id: String, status: OfferStatus, at: i64 },
     /// PENDING → ACTIVE with the operator attached; logs SESSION_START.
-    Start { org_id: String, session_id: String, operator_id: String, region: String, rtt_ms: u32, at: i64 },
+    Start { org_id: String, session_id: String, operator_id: String, region: String, rtt_ms: u32, planned_end_at: i64, at: i64 },
     /// → COMPLETED or CANCELLED; logs SESSION_END.
     End { org_id: String, session_id: String, to: LifecycleState, reason: String, attached: Option<String>, at: i64 },
     /// An activity event that changes no state (ACTIVITY_CHECK,
@@ -59,6 +63,8 @@ pub enum Write {
     Record { org_id: String, session_id: String, record: DispatchRecord },
     /// Control of a live session moves to `to` (rule L08); logs OPERATOR_SWITCH.
     Switch { org_id: String, session_id: String, from: Option<String>, to: String, region: String, rtt_ms: u32, detail: Option<String>, at: i64 },
+    /// The planned end moves from `from` to `to` (rule L13), with an audit record.
+    Extend { org_id: String, session_id: String, from: i64, to: i64, by: String, at: i64 },
 }
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
@@ -81,6 +87,10 @@ pub struct SessionRow {
     pub raised_at: i64,
     pub started_at: Option<i64>,
     pub ended_at: Option<i64>,
+    pub client_id: Option<String>,
+    pub client_name: Option<String>,
+    pub planned_end_at: Option<i64>,
+    pub booking_id: Option<String>,
 }
 
 impl SessionRow {
@@ -112,6 +122,9 @@ impl SessionRow {
             rtt_ms: self.rtt_ms.and_then(|v| u32::try_from(v).ok()),
             divergence_deg: self.divergence_deg,
             velocity_scale: self.velocity_scale,
+            client_id: self.client_id,
+            client_name: self.client_name,
+            planned_end_at: self.planned_end_at,
         })
     }
 }
@@ -137,6 +150,9 @@ pub struct PendingCallRow {
     pub pop: String,
     pub raised_at: i64,
     pub queued_at: Option<i64>,
+    pub client_id: Option<String>,
+    pub booking_id: Option<String>,
+    pub planned_end_at: Option<i64>,
 }
 
 /// An ACTIVE or PAUSED session.
@@ -150,6 +166,7 @@ pub struct LiveSessionRow {
     pub pop: String,
     pub operator_id: Option<String>,
     pub lifecycle: String,
+    pub planned_end_at: Option<i64>,
 }
 
 /// A decline or miss of a still-pending call, for the cool-off (rule D08).

@@ -3,6 +3,7 @@
 //! keeps its own migrations under `server/migrations/<backend>/`.
 
 mod board;
+mod booking;
 mod chat;
 mod dispatch;
 mod journal;
@@ -11,6 +12,7 @@ mod safety;
 mod sql;
 
 pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
+pub use booking::{BookingRow, BookingStore, NewBooking};
 pub use dispatch::{ActivityRow, DispatchStore};
 pub use chat::{ChatRow, ChatStore};
 pub use rating::{RatingRow, RatingStore, ScoreRow};
@@ -138,7 +140,7 @@ pub struct NewRobot {
 /// Everything persisted. The ACD's calls, offers and queue are in
 /// `DispatchStore` (store/dispatch.rs).
 #[async_trait]
-pub trait Store: DispatchStore + BoardStore + SafetyStore + ChatStore + RatingStore + Send + Sync + 'static {
+pub trait Store: DispatchStore + BoardStore + BookingStore + SafetyStore + ChatStore + RatingStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`, for logs and /healthz.
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.

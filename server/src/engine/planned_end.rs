@@ -1,0 +1,65 @@
+//! The planned end of a live session (seed 001 "Extending a session",
+//! rule L13) on the desk's deadline queue: the operator is told two
+//! minutes before, and the session completes at the planned end unless an
+//! extension moved it. Timers carry the end they were set for, so an
+//! extension simply sets new ones and the old ones find nothing to do.
+
+use super::desk::Desk;
+use super::timers::Timer;
+use super::types::EngineError;
+use crate::store::Write;
+use app::booking::{PLANNED_END_NOTICE_MS, PLANNED_END_REACHED};
+use app::events::{Event, OperatorEvent, OrgEvent, Topic};
+use app::models::LifecycleState;
+
+impl Desk {
+    /// Sets the session's planned end and its two timers.
+    pub(super) fn plan_end(&mut self, session_id: &str, at: i64) {
+        let Some(live) = self.live.get_mut(session_id) else { return };
+        live.planned_end = Some(at);
+        self.timers.at(at - PLANNED_END_NOTICE_MS, Timer::PlannedEndNotice { session_id: session_id.to_string(), at });
+        self.timers.at(at, Timer::PlannedEnd { session_id: session_id.to_string(), at });
+    }
+
+    pub(super) fn planned_end_notice(&mut self, session_id: &str, at: i64) {
+        let Some(live) = self.live.get(session_id).filter(|l| l.planned_end == Some(at)) else { return };
+        if let Some(operator_id) = &live.operator_id {
+            let event = OperatorEvent::PlannedEndSoon { session_id: session_id.to_string(), planned_end_ms: at };
+            self.fx.events.push((Topic::operator(&self.org_id, operator_id), Event::Operator(event)));
+        }
+    }
+
+    pub(super) fn planned_end(&mut self, session_id: &str, at: i64, now: i64) {
+        if self.live.get(session_id).is_some_and(|l| l.planned_end == Some(at)) {
+            tracing::info!(org = %self.org_id, session = %session_id, "planned end reached: completed");
+            let _ = self.finish(session_id, LifecycleState::Completed, PLANNED_END_REACHED, now);
+        }
+    }
+
+    /// Moves the planned end from `from` to `to` (the caller checked the
+    /// robot's bookings against `from`; a different end means someone
+    /// extended meanwhile). `operator`: the operator asking, who must be
+    /// in control; `None` for an admin or the session's client. `actor` is
+    /// written in the audit record.
+    pub fn extend(&mut self, session_id: &str, operator: Option<&str>, actor: &str, from: i64, to: i64, now: i64) -> Result<i64, EngineError> {
+        let live = self.live.get(session_id).ok_or(EngineError::SessionEnded)?;
+        if operator.is_some() && live.operator_id.as_deref() != operator {
+            return Err(EngineError::NotAttached);
+        }
+        if live.planned_end != Some(from) {
+            return Err(EngineError::CannotExtend("The planned end changed meanwhile: look again and retry.".into()));
+        }
+        self.fx.writes.push(Write::Extend {
+            org_id: self.org_id.clone(),
+            session_id: session_id.to_string(),
+            from,
+            to,
+            by: actor.to_string(),
+            at: now,
+        });
+        self.plan_end(session_id, to);
+        let event = OrgEvent::PlannedEnd { session_id: session_id.to_string(), planned_end_ms: to };
+        self.fx.events.push((Topic::org(&self.org_id), Event::Org(event)));
+        Ok(to)
+    }
+}

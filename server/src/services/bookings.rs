@@ -1,0 +1,115 @@
+//! Bookings (seed 001, rule L13): a client books a robot for a time
+//! window (an admin may book for a client), lists and cancels them. Checked
+//! against the pure rules in `app::booking`, written to the store, and
+//! published on the org's topic so open screens update.
+
+use crate::bus::SharedBus;
+use crate::clock::now_ms;
+use crate::store::{NewBooking, SharedStore, StoreError};
+use app::booking::{booking_problem, first_collision, Booking};
+use app::events::{Event, OrgEvent, Topic};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BookingError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub struct BookingService {
+    store: SharedStore,
+    bus: SharedBus,
+}
+
+/// Who books: the client for themself, or an admin for a client.
+pub struct Booker<'a> {
+    pub user_id: &'a str,
+    pub client_id: &'a str,
+}
+
+impl BookingService {
+    pub fn new(store: SharedStore, bus: SharedBus) -> BookingService {
+        BookingService { store, bus }
+    }
+
+    /// Books `robot_id` for `[starts_at, ends_at)`: refused for a bad
+    /// window, a client who is not one of the org's clients, an unknown
+    /// robot, another booking it overlaps, or a session running into it.
+    pub async fn book(&self, org_id: &str, booker: Booker<'_>, robot_id: &str, starts_at: i64, ends_at: i64) -> Result<Booking, BookingError> {
+        let now = now_ms();
+        if let Some(why) = booking_problem(starts_at, ends_at, now) {
+            return Err(BookingError::Invalid(why));
+        }
+        let clients = self.store.clients(org_id).await?;
+        let Some((_, client_name)) = clients.into_iter().find(|(id, _)| id == booker.client_id) else {
+            return Err(BookingError::Invalid("Bookings are made for one of the organisation's clients.".into()));
+        };
+        if self.store.robot(org_id, robot_id).await?.is_none() {
+            return Err(BookingError::NotFound("robot"));
+        }
+        let held: Vec<Booking> = self.store.robot_bookings(org_id, robot_id, now).await?.into_iter().map(|b| b.booking()).collect();
+        if let Some(taken) = first_collision(&held, None, (starts_at, ends_at)) {
+            return Err(BookingError::Conflict(format!(
+                "{robot_id} is booked by {} from {} to {}.",
+                taken.client_name,
+                app::booking::utc_when(taken.starts_at_ms),
+                app::booking::utc_when(taken.ends_at_ms)
+            )));
+        }
+        if let Some(session_id) = self.store.live_session_for_robot(org_id, robot_id).await? {
+            let planned_end = self.store.session(org_id, &session_id).await?.and_then(|s| s.planned_end_at);
+            if planned_end.is_some_and(|end| end > starts_at) {
+                return Err(BookingError::Conflict(format!(
+                    "{robot_id} is in session {session_id} until {}.",
+                    app::booking::utc_when(planned_end.unwrap_or_default())
+                )));
+            }
+        }
+        let booking = NewBooking {
+            id: format!("bkg-{}", uuid::Uuid::now_v7().simple()),
+            org_id: org_id.to_string(),
+            robot_id: robot_id.to_string(),
+            client_id: booker.client_id.to_string(),
+            starts_at,
+            ends_at,
+            created_by: booker.user_id.to_string(),
+            created_at: now,
+        };
+        self.store.insert_booking(&booking).await?;
+        self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Bookings { robot_id: robot_id.to_string() }));
+        Ok(Booking {
+            id: booking.id,
+            robot_id: booking.robot_id,
+            client_id: booking.client_id,
+            client_name,
+            starts_at_ms: starts_at,
+            ends_at_ms: ends_at,
+        })
+    }
+
+    /// Cancels a booking: a client only their own (`client_id`), an admin any.
+    pub async fn cancel(&self, org_id: &str, booking_id: &str, client_id: Option<&str>) -> Result<(), BookingError> {
+        match self.store.cancel_booking(org_id, booking_id, client_id, now_ms()).await? {
+            Some(robot_id) => {
+                self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Bookings { robot_id }));
+                Ok(())
+            }
+            None => Err(BookingError::NotFound("booking")),
+        }
+    }
+
+    /// Bookings not over yet: one client's, or (`None`) the org's.
+    pub async fn upcoming(&self, org_id: &str, client_id: Option<&str>) -> Result<Vec<Booking>, BookingError> {
+        Ok(self.store.bookings(org_id, client_id, now_ms()).await?.into_iter().map(|b| b.booking()).collect())
+    }
+
+    /// The org's clients: (id, name).
+    pub async fn clients(&self, org_id: &str) -> Result<Vec<(String, String)>, BookingError> {
+        Ok(self.store.clients(org_id).await?)
+    }
+}

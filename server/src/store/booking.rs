@@ -1,0 +1,126 @@
+//! Bookings of robots by clients, and a client's sessions (seed 001,
+//! rule L13).
+
+use super::journal::SessionRow;
+use super::sql::{PgStore, SqliteStore};
+use super::StoreResult;
+use async_trait::async_trait;
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct BookingRow {
+    pub id: String,
+    pub robot_id: String,
+    pub client_id: String,
+    pub client_name: String,
+    pub starts_at: i64,
+    pub ends_at: i64,
+}
+
+impl BookingRow {
+    pub fn booking(self) -> app::booking::Booking {
+        app::booking::Booking {
+            id: self.id,
+            robot_id: self.robot_id,
+            client_id: self.client_id,
+            client_name: self.client_name,
+            starts_at_ms: self.starts_at,
+            ends_at_ms: self.ends_at,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct NewBooking {
+    pub id: String,
+    pub org_id: String,
+    pub robot_id: String,
+    pub client_id: String,
+    pub starts_at: i64,
+    pub ends_at: i64,
+    pub created_by: String,
+    pub created_at: i64,
+}
+
+#[async_trait]
+pub trait BookingStore: Send + Sync {
+    /// The robot's bookings still running after `after`, not cancelled, by start.
+    async fn robot_bookings(&self, org_id: &str, robot_id: &str, after: i64) -> StoreResult<Vec<BookingRow>>;
+    /// The org's (or one client's) bookings still running after `after`.
+    async fn bookings(&self, org_id: &str, client_id: Option<&str>, after: i64) -> StoreResult<Vec<BookingRow>>;
+    async fn insert_booking(&self, booking: &NewBooking) -> StoreResult<()>;
+    /// Cancels a booking (only `client_id`'s, when given); false when there
+    /// is no such live booking.
+    async fn cancel_booking(&self, org_id: &str, booking_id: &str, client_id: Option<&str>, at: i64) -> StoreResult<Option<String>>;
+    /// The org's members holding the client role: (id, display name), by name.
+    async fn clients(&self, org_id: &str) -> StoreResult<Vec<(String, String)>>;
+    /// A client's sessions, or (`None`) those no client owns, newest first.
+    async fn client_sessions(&self, org_id: &str, client_id: Option<&str>, limit: i64) -> StoreResult<Vec<SessionRow>>;
+}
+
+const BOOKING_SELECT: &str = "SELECT b.id, b.robot_id, b.client_id, u.display_name AS client_name, b.starts_at, b.ends_at \
+     FROM bookings b JOIN users u ON u.id = b.client_id";
+
+macro_rules! booking_store {
+    ($store:ident) => {
+        #[async_trait]
+        impl BookingStore for $store {
+            async fn robot_bookings(&self, org_id: &str, robot_id: &str, after: i64) -> StoreResult<Vec<BookingRow>> {
+                Ok(sqlx::query_as(&format!(
+                    "{BOOKING_SELECT} WHERE b.org_id = $1 AND b.robot_id = $2 AND b.ends_at > $3 AND b.cancelled_at IS NULL \
+                     ORDER BY b.starts_at, b.id"
+                ))
+                .bind(org_id).bind(robot_id).bind(after).fetch_all(&self.pool).await?)
+            }
+
+            async fn bookings(&self, org_id: &str, client_id: Option<&str>, after: i64) -> StoreResult<Vec<BookingRow>> {
+                Ok(sqlx::query_as(&format!(
+                    "{BOOKING_SELECT} WHERE b.org_id = $1 AND ($2 IS NULL OR b.client_id = $2) AND b.ends_at > $3 \
+                     AND b.cancelled_at IS NULL ORDER BY b.starts_at, b.id"
+                ))
+                .bind(org_id).bind(client_id).bind(after).fetch_all(&self.pool).await?)
+            }
+
+            async fn insert_booking(&self, b: &NewBooking) -> StoreResult<()> {
+                sqlx::query(
+                    "INSERT INTO bookings (id, org_id, robot_id, client_id, starts_at, ends_at, created_by, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                )
+                .bind(&b.id).bind(&b.org_id).bind(&b.robot_id).bind(&b.client_id).bind(b.starts_at).bind(b.ends_at)
+                .bind(&b.created_by).bind(b.created_at)
+                .execute(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn cancel_booking(&self, org_id: &str, booking_id: &str, client_id: Option<&str>, at: i64) -> StoreResult<Option<String>> {
+                Ok(sqlx::query_scalar(
+                    "UPDATE bookings SET cancelled_at = $1 WHERE org_id = $2 AND id = $3 AND ($4 IS NULL OR client_id = $4) \
+                     AND cancelled_at IS NULL RETURNING robot_id",
+                )
+                .bind(at).bind(org_id).bind(booking_id).bind(client_id).fetch_optional(&self.pool).await?)
+            }
+
+            async fn clients(&self, org_id: &str) -> StoreResult<Vec<(String, String)>> {
+                Ok(sqlx::query_as(
+                    "SELECT u.id, u.display_name FROM memberships m JOIN users u ON u.id = m.user_id \
+                     WHERE m.org_id = $1 AND m.role = 'client' ORDER BY u.display_name, u.id",
+                )
+                .bind(org_id).fetch_all(&self.pool).await?)
+            }
+
+            async fn client_sessions(&self, org_id: &str, client_id: Option<&str>, limit: i64) -> StoreResult<Vec<SessionRow>> {
+                let filter = match client_id {
+                    Some(_) => "s.client_id = $2",
+                    None => "s.client_id IS NULL AND $2 IS NULL",
+                };
+                Ok(sqlx::query_as(&format!(
+                    "{} WHERE s.org_id = $1 AND {filter} AND s.started_at IS NOT NULL ORDER BY s.started_at DESC, s.id LIMIT $3",
+                    super::dispatch::SESSION_SELECT
+                ))
+                .bind(org_id).bind(client_id).bind(limit).fetch_all(&self.pool).await?)
+            }
+        }
+    };
+}
+
+booking_store!(SqliteStore);
+booking_store!(PgStore);

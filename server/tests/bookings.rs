@@ -1,0 +1,174 @@
+//! Clients, bookings, the planned end and extensions (seed 001, rule L13),
+//! through the server functions the client screen and the cockpit use, on
+//! both databases.
+
+mod common;
+
+use app::booking::{Booking, ClientSessions, PLANNED_END_REACHED};
+use app::events::{Event, OperatorEvent, Topic};
+use app::lifecycle::SessionActivity;
+use app::models::{LifecycleState, SessionRecord};
+use common::{browser, call, sign_in, TestApp, OPERATOR};
+use reqwest::StatusCode;
+use server::bus::Delivery;
+
+const ORG: &str = "org-northstar";
+const CARLA: &str = "carla.mendes@northstar.example";
+const KOFI: &str = "kofi.mensah@leeds-logistics.example";
+const MIN: i64 = 60_000;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+/// `2026-11-30T14:05` for the minute holding `ms` (the booking form's format).
+fn minute(ms: i64) -> String {
+    app::booking::utc_when(ms).trim_end_matches(" UTC").replacen(' ', "T", 1)
+}
+
+async fn book(client: &reqwest::Client, app: &TestApp, robot: &str, from_ms: i64, minutes: i64, for_client: Option<&str>) -> reqwest::Response {
+    let minutes = minutes.to_string();
+    let mut form = vec![("robot_id", robot), ("starts_at", ""), ("minutes", minutes.as_str())];
+    let start = minute(from_ms);
+    form[1].1 = &start;
+    if let Some(c) = for_client {
+        form.push(("client_id", c));
+    }
+    call(client, app, "book_robot", &form).await
+}
+
+async fn extend(client: &reqwest::Client, app: &TestApp, session: &str, minutes: i64) -> reqwest::Response {
+    call(client, app, "extend_session", &[("session_id", session), ("minutes", &minutes.to_string())]).await
+}
+
+async fn record(client: &reqwest::Client, app: &TestApp, session: &str) -> SessionRecord {
+    let res = call(client, app, "load_session", &[("session_id", session)]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    res.json().await.unwrap()
+}
+
+/// Asha (made ready alone) answers a call for `robot`.
+async fn attach_asha(app: &TestApp, robot: &str) -> String {
+    app.engine().operator_ready(ORG, "u-asha", true).await.unwrap();
+    let (status, body) = app.raise(robot).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let session = body["sessionId"].as_str().unwrap().to_string();
+    app.engine().answer(ORG, "u-asha", &session).await.unwrap();
+    session
+}
+
+both_backends!(l13_a_call_in_a_booking_is_its_clients_and_extensions_stop_at_the_next_booking, |app: TestApp| async move {
+    let kofi = browser();
+    sign_in(&kofi, &app, KOFI).await;
+    let now = now_ms();
+    let start = now - now.rem_euclid(MIN);
+    // Kofi books uk-pick-01 from this minute for an hour.
+    let booked = book(&kofi, &app, "uk-pick-01", start, 60, None).await;
+    assert_eq!(booked.status(), StatusCode::OK);
+    let booking: Booking = booked.json().await.unwrap();
+    assert_eq!((booking.client_id.as_str(), booking.ends_at_ms), ("u-kofi", start + 60 * MIN));
+    // An overlapping booking is refused, saying by whom.
+    let admin = browser();
+    sign_in(&admin, &app, common::ADMIN).await;
+    let overlap = book(&admin, &app, "uk-pick-01", start + 30 * MIN, 60, Some("u-kofi")).await;
+    assert_eq!(overlap.status(), StatusCode::CONFLICT);
+    assert!(overlap.text().await.unwrap().contains("booked by Kofi"));
+    // An admin books the next window for the client; an operator cannot book.
+    let next = book(&admin, &app, "uk-pick-01", start + 70 * MIN, 30, Some("u-kofi")).await;
+    assert_eq!(next.status(), StatusCode::OK);
+    let asha = browser();
+    sign_in(&asha, &app, OPERATOR).await;
+    assert_eq!(book(&asha, &app, "uk-pick-02", start, 30, None).await.status(), StatusCode::FORBIDDEN);
+    let listed: Vec<Booking> = call(&kofi, &app, "load_bookings", &[]).await.json().await.unwrap();
+    assert_eq!(listed.len(), 2);
+
+    // The call raised during the booking is Kofi's and ends with the booking.
+    let session = attach_asha(&app, "uk-pick-01").await;
+    let s = record(&kofi, &app, &session).await;
+    assert_eq!((s.client_id.as_deref(), s.planned_end_at), (Some("u-kofi"), Some(start + 60 * MIN)));
+    assert_eq!(s.client_name.as_deref(), Some("Kofi Mensah (Leeds Logistics)"));
+    // The client watches and chats on its session; other operators do not see it.
+    let carla = browser();
+    sign_in(&carla, &app, CARLA).await;
+    assert_eq!(call(&carla, &app, "load_session", &[("session_id", &session)]).await.status(), StatusCode::NOT_FOUND);
+    let chat = call(&kofi, &app, "post_chat", &[("session_id", &session), ("body", "Please start with bay 3.")]).await;
+    assert_eq!(chat.status(), StatusCode::OK);
+
+    // L13: extended while it runs, up to the next booking and no further.
+    let extended = extend(&asha, &app, &session, 5).await;
+    assert_eq!(extended.status(), StatusCode::OK);
+    assert_eq!(extended.json::<SessionRecord>().await.unwrap().planned_end_at, Some(start + 65 * MIN));
+    let refused = extend(&kofi, &app, &session, 10).await;
+    assert_eq!(refused.status(), StatusCode::CONFLICT);
+    assert!(refused.text().await.unwrap().contains("booked by Kofi"), "a refused extension says why");
+    assert_eq!(record(&kofi, &app, &session).await.planned_end_at, Some(start + 65 * MIN), "nothing changed");
+    assert_eq!(extend(&kofi, &app, &session, 5).await.status(), StatusCode::OK, "the client extends too");
+    assert_eq!(extend(&carla, &app, &session, 1).await.status(), StatusCode::NOT_FOUND);
+    // Paused, it can still be extended; ended, never.
+    assert_eq!(call(&asha, &app, "steer_session", &[("session_id", &session), ("to", "PAUSED")]).await.status(), StatusCode::OK);
+    assert_eq!(extend(&admin, &app, &session, 0).await.status(), StatusCode::CONFLICT, "1 to 120 minutes");
+    assert_eq!(call(&asha, &app, "steer_session", &[("session_id", &session), ("to", "COMPLETED")]).await.status(), StatusCode::OK);
+    assert_eq!(extend(&asha, &app, &session, 5).await.status(), StatusCode::CONFLICT);
+
+    // L10: the client rates; the operator cannot rate themself.
+    let rate = |client: reqwest::Client| {
+        let (app, session) = (&app, session.clone());
+        async move { call(&client, app, "rate_session", &[("session_id", &session), ("stars", "5"), ("feedback", "Quick and careful")]).await.status() }
+    };
+    assert_eq!(rate(asha.clone()).await, StatusCode::FORBIDDEN);
+    assert_eq!(rate(kofi.clone()).await, StatusCode::OK);
+
+    // The client screen: the past session with its billable time and rating, by month.
+    let mine: ClientSessions = call(&kofi, &app, "load_client_sessions", &[]).await.json().await.unwrap();
+    assert!(mine.live.is_empty());
+    assert_eq!(mine.past.len(), 1);
+    assert_eq!(mine.past[0].rating.as_ref().map(|r| r.stars), Some(5));
+    let log: SessionActivity = call(&kofi, &app, "load_session_activity", &[("session_id", &session)]).await.json().await.unwrap();
+    assert_eq!(mine.past[0].billable_ms, log.billable_ms, "billable time excludes the pause");
+    assert_eq!((mine.months.len(), mine.months[0].sessions, mine.months[0].billable_ms), (1, 1, log.billable_ms));
+    // Cancelling: the client its own.
+    let id = listed.iter().find(|b| b.starts_at_ms == start + 70 * MIN).unwrap().id.clone();
+    assert_eq!(call(&kofi, &app, "cancel_booking", &[("booking_id", &id)]).await.status(), StatusCode::OK);
+    assert_eq!(call(&kofi, &app, "cancel_booking", &[("booking_id", &id)]).await.status(), StatusCode::NOT_FOUND);
+    app.finish().await;
+});
+
+both_backends_with!(l13_at_the_planned_end_the_session_completes_unless_extended_and_the_operator_is_told_first, |c: &mut server::config::Config| c.session_ms = 1_500, |app: TestApp| async move {
+    let mut asha_hears = app.engine().subscribe(&Topic::operator(ORG, "u-asha"));
+    let session = attach_asha(&app, "uk-pick-01").await;
+    // No booking: the planned end is attach time + the session length.
+    let admin = browser();
+    sign_in(&admin, &app, common::ADMIN).await;
+    let s = record(&admin, &app, &session).await;
+    assert_eq!((s.client_id, s.planned_end_at), (None, s.started_at.map(|t| t + 1_500)));
+    // Told first (the two-minute notice is already due with a 1.5 s session).
+    loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), asha_hears.recv()).await.expect("the planned-end notice") {
+            Delivery::Event(Event::Operator(OperatorEvent::PlannedEndSoon { session_id, planned_end_ms })) => {
+                assert_eq!((session_id.as_str(), Some(planned_end_ms)), (session.as_str(), s.planned_end_at));
+                break;
+            }
+            Delivery::Closed => panic!("bus closed"),
+            _ => continue,
+        }
+    }
+    // Then completed by the platform on the engine's deadline queue.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let ended = loop {
+        let s = record(&admin, &app, &session).await;
+        if s.lifecycle.is_terminal() || tokio::time::Instant::now() > deadline {
+            break s;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(ended.lifecycle, LifecycleState::Completed);
+    let log: SessionActivity = call(&admin, &app, "load_session_activity", &[("session_id", &session)]).await.json().await.unwrap();
+    assert_eq!(log.entries.last().unwrap().detail, Some(format!("COMPLETED · {PLANNED_END_REACHED}")));
+
+    // Extended at once, it runs past the old end.
+    let second = attach_asha(&app, "uw-pick-01").await;
+    assert_eq!(extend(&admin, &app, &second, 1).await.status(), StatusCode::OK);
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    assert_eq!(record(&admin, &app, &second).await.lifecycle, LifecycleState::Active, "the old end passed without effect");
+    app.finish().await;
+});

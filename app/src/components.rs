@@ -85,6 +85,7 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
                 <a href="/admin/directory">"Directory"</a>
             })}
             {role.is_some_and(|r| r.grants(Role::Operator)).then(|| view! { <a href="/operator">"Ready"</a> })}
+            {role.is_some_and(|r| r.grants(Role::Client)).then(|| view! { <a href="/client">"Bookings"</a> })}
         </nav>
         <div class="account">
             {several_orgs.then(|| view! {
@@ -216,10 +217,22 @@ pub fn ActivityLog(log: crate::lifecycle::SessionActivity) -> impl IntoView {
     if entries.is_empty() {
         return view! { <p class="empty">"Nothing has happened in this session yet."</p> }.into_any();
     }
+    // Rule L08: who held the session when, read from the log itself.
+    let spans = crate::handover::control_spans(&entries);
     view! {
         <p class="muted" data-testid="billable">
             "Billable time "{crate::rules::format_duration(billable_ms)}" (paused time excluded) as of "{crate::rules::utc_clock(as_of_ms)}
         </p>
+        {(!spans.is_empty()).then(|| view! {
+            <p class="muted" data-testid="control-spans">
+                "In control: "
+                {spans.into_iter().map(|s| {
+                    let until = s.to_ms.map_or_else(|| "now".to_string(), crate::rules::utc_clock);
+                    let who = s.operator_name.unwrap_or(s.operator_id);
+                    format!("{who} ({} → {until})", crate::rules::utc_clock(s.from_ms))
+                }).collect::<Vec<_>>().join(" · ")}
+            </p>
+        })}
         <ol class="activity" data-testid="activity">
             {entries.into_iter().map(|e| view! {
                 <li data-kind=e.kind.as_str()>

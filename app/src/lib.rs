@@ -95,6 +95,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/ops/sessions") view=|| view! { <AdminArea><routes::SessionView/></AdminArea> } ssr=SsrMode::Async/>
                     <Route path=path!("/operator") view=routes::OperatorHome ssr=SsrMode::Async/>
                     <Route path=path!("/cockpit/:id") view=routes::CockpitPage ssr=SsrMode::Async/>
+                    <Route path=path!("/client") view=routes::ClientPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

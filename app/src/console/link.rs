@@ -303,6 +303,7 @@ impl Inner {
             RingMsg::InactivityWarning { session_id, stop_at_ms } => console.inactivity.set(Some((session_id, stop_at_ms))),
             RingMsg::Chat { .. } => console.chat_version.update(|v| *v += 1),
             RingMsg::Handover { notice } => console.handover.set(Some(notice)),
+            RingMsg::PlannedEndSoon { session_id, planned_end_ms } => console.planned_end_soon.set(Some((session_id, planned_end_ms))),
             // Org topics are for the admins' live screens, not the console.
             RingMsg::Org { .. } | RingMsg::Resync => {}
             RingMsg::Error { code, message } => {

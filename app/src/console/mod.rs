@@ -38,6 +38,8 @@ pub struct Console {
     pub chat_version: RwSignal<u64>,
     /// Where this operator's handover offer stands (rule L08).
     pub handover: RwSignal<Option<crate::handover::HandoverNotice>>,
+    /// (session, planned end) once the two-minute notice came (rule L13).
+    pub planned_end_soon: RwSignal<Option<(String, i64)>>,
     #[cfg(feature = "hydrate")]
     link_handle: StoredValue<Option<link::LinkHandle>, LocalStorage>,
 }
@@ -55,6 +57,7 @@ impl Console {
             inactivity: RwSignal::new(None),
             chat_version: RwSignal::new(0),
             handover: RwSignal::new(None),
+            planned_end_soon: RwSignal::new(None),
             #[cfg(feature = "hydrate")]
             link_handle: StoredValue::new_local(None),
         }

@@ -4,7 +4,7 @@
 
 use crate::components::{loaded, typing_in_field, ActivityLog, ErrorNotice, RequireRole};
 use crate::board::{state_hint, state_token};
-use crate::functions::{load_session, load_session_activity, EstopSession, SteerSession};
+use crate::functions::{load_session, load_session_activity, EstopSession, ExtendSession, SteerSession};
 use crate::lifecycle::{steer_controls, SteerControl};
 use crate::models::{LifecycleState, Role, SafetyState, SessionRecord};
 use crate::routes::chat_panel::ChatPanel;
@@ -32,12 +32,13 @@ fn Cockpit() -> impl IntoView {
     let session_id = move || params.read().get("id").unwrap_or_default();
     let steer = ServerAction::<SteerSession>::new();
     let estop = ServerAction::<EstopSession>::new();
+    let extend = ServerAction::<ExtendSession>::new();
     let console = expect_context::<crate::console::Console>();
     // Each completed move or stop reloads the record and the log, and so
     // does a change of the operator's presence: the session ended elsewhere
     // (by an admin, the edge agent or the inactivity chain) moves them on.
     let presence_since = move || console.presence.get().map(|p| p.since_ms);
-    let version = move || (session_id(), steer.version().get(), estop.version().get(), presence_since());
+    let version = move || (session_id(), steer.version().get(), estop.version().get(), extend.version().get(), presence_since());
     let record = Resource::new(version, |(id, ..)| load_session(id));
     let activity = Resource::new(version, |(id, ..)| load_session_activity(id));
     let ended = Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()));
@@ -53,6 +54,7 @@ fn Cockpit() -> impl IntoView {
             </Transition>
             {move || steer.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
             {move || estop.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
+            <ExtendControl session_id=session_id() extend ended/>
             <HandoverPanel session_id=session_id() ended/>
         </section>
         <ChatPanel session_id refresh=move || console.chat_version.get() read_only=ended/>
@@ -77,6 +79,8 @@ fn SessionFacts(s: SessionRecord) -> impl IntoView {
             <dt>"Operator"</dt><dd>{s.operator_name.clone().unwrap_or_else(|| "—".into())}</dd>
             <dt>"Attached"</dt><dd>{s.started_at.map(utc_clock).unwrap_or_else(|| "—".into())}</dd>
             <dt>"RTT"</dt><dd>{s.rtt_ms.map(|r| format!("{r} ms")).unwrap_or_else(|| "—".into())}</dd>
+            <dt>"Planned end"</dt><dd data-testid="cockpit-planned-end">{s.planned_end_at.map(crate::booking::utc_when).unwrap_or_else(|| "—".into())}</dd>
+            <dt>"Client"</dt><dd>{s.client_name.clone().unwrap_or_else(|| "—".into())}</dd>
         </dl>
     }
 }
@@ -203,5 +207,38 @@ fn InactivityWarning(session_id: String) -> impl IntoView {
                 " unless you act. Press a key or use the control area."
             </p>
         })
+    }
+}
+
+/// Rule L13: extend the planned end (refused, with the reason, when the
+/// robot is booked by someone else first); the two-minute notice.
+#[component]
+fn ExtendControl(session_id: String, extend: ServerAction<ExtendSession>, #[prop(into)] ended: Signal<bool>) -> impl IntoView {
+    let console = expect_context::<crate::console::Console>();
+    let id = StoredValue::new(session_id);
+    let soon = move || {
+        let (session, end) = console.planned_end_soon.get()?;
+        (id.with_value(|id| *id == session) && !ended.get()).then(|| view! {
+            <p class="notice-line" role="alert" data-testid="planned-end-soon">
+                "The session ends at "{crate::booking::utc_when(end)}" unless you extend it."
+            </p>
+        })
+    };
+    view! {
+        <div class="extend" role="group" aria-label="Extend the session" hidden=move || ended.get()>
+            <span class="muted">"Extend by"</span>
+            {crate::booking::EXTENSION_CHOICES_MIN.into_iter().map(|minutes| view! {
+                <button type="button" class="button subtle" data-testid=format!("extend-{minutes}")
+                    disabled=move || extend.pending().get()
+                    on:click=move |_| {
+                        console.planned_end_soon.set(None);
+                        extend.dispatch(ExtendSession { session_id: id.get_value(), minutes });
+                    }>
+                    {format!("+{minutes} min")}
+                </button>
+            }).collect_view()}
+        </div>
+        {soon}
+        {move || extend.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
     }
 }

@@ -1,6 +1,7 @@
 //! One module a screen.
 
 mod chat_panel;
+mod client;
 mod cockpit;
 mod directory;
 mod handover_panel;
@@ -16,6 +17,7 @@ mod session_view;
 mod signin;
 pub(crate) mod wallboard;
 
+pub use client::ClientPage;
 pub use cockpit::CockpitPage;
 pub use directory::{AdminArea, DirectoryPage};
 pub use home::Home;

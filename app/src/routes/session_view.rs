@@ -1,7 +1,7 @@
 //! The session detail (`/ops/sessions?s=<id>`): every field of the record,
 //! the activity log and the call's dispatch decisions, live with the org's
 //! events; the one place a latched PROTECTIVE_STOP is cleared (rule W11).
-//! (Still to come: both state histories as a timeline, and chat.)
+//! Who held the session when (rule L08) is read from the activity log.
 
 use crate::board::{divergence_tone, rtt_tone, state_hint, state_token, velocity_percent, velocity_tone};
 use crate::components::{loaded, ActivityLog, ErrorNotice};
@@ -56,7 +56,9 @@ pub fn SessionView() -> impl IntoView {
                                     <dt>"Operator"</dt><dd>{s.operator_name.clone().unwrap_or_else(|| "—".into())}" · "{s.region.clone().unwrap_or_else(|| "—".into())}</dd>
                                     <dt>"Raised"</dt><dd>{rfc3339(s.raised_at)}</dd>
                                     <dt>"Attached"</dt><dd>{s.started_at.map(rfc3339).unwrap_or_else(|| "—".into())}{s.started_at.map(|at| format!(" (up {})", format_age(Some(at), now)))}</dd>
+                                    <dt>"Planned end"</dt><dd>{s.planned_end_at.map(crate::booking::utc_when).unwrap_or_else(|| "—".into())}</dd>
                                     <dt>"Ended"</dt><dd>{s.ended_at.map(rfc3339).unwrap_or_else(|| "—".into())}</dd>
+                                    <dt>"Client"</dt><dd data-testid="session-client">{s.client_name.clone().unwrap_or_else(|| "— (the org's admins)".into())}</dd>
                                     <dt>"RTT"</dt><dd class=rtt_tone(s.rtt_ms).class()>{s.rtt_ms.map_or("—".into(), |r| format!("{r} ms"))}</dd>
                                     <dt>"Divergence"</dt><dd class=divergence_tone(s.divergence_deg).class()>{s.divergence_deg.map_or("—".into(), |d| format!("{d:.1}°"))}</dd>
                                     <dt>"Velocity"</dt><dd class=velocity_tone(s.velocity_scale).class()>{s.velocity_scale.map_or("—".into(), velocity_percent)}</dd>

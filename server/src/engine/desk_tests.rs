@@ -28,7 +28,7 @@ fn operator(id: &str, region: &str, certs: &[&str]) -> OperatorRecord {
 }
 
 fn robot(id: &str, pop: &str, req_cert: &str) -> CallingRobot {
-    CallingRobot { id: id.into(), model: "UR10e".into(), site: "Site".into(), pop: pop.into(), req_cert: req_cert.into() }
+    CallingRobot { id: id.into(), model: "UR10e".into(), site: "Site".into(), pop: pop.into(), req_cert: req_cert.into(), booking: None }
 }
 
 fn desk_with(busy: Arc<BusyOperators>, org: &str, operators: &[OperatorRecord]) -> Desk {

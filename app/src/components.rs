@@ -112,6 +112,20 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
     }
 }
 
+/// Listens to the window's key presses for as long as the calling view
+/// lives: the listener is the window's, so it must go with the view (a
+/// re-render builds a new one), or it would act on the old controls.
+pub fn window_keys(handler: impl Fn(leptos::web_sys::KeyboardEvent) + 'static) {
+    let keys = window_event_listener(leptos::ev::keydown, handler);
+    #[cfg(feature = "hydrate")]
+    {
+        let keys = StoredValue::new_local(Some(keys));
+        on_cleanup(move || keys.update_value(|keys| keys.take().into_iter().for_each(|k| k.remove())));
+    }
+    #[cfg(not(feature = "hydrate"))]
+    drop(keys);
+}
+
 /// Whether a key went to a text field (then it is typing, not a shortcut).
 pub fn typing_in_field(ev: &leptos::web_sys::KeyboardEvent) -> bool {
     use leptos::wasm_bindgen::JsCast;

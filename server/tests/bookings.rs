@@ -8,7 +8,7 @@ use app::booking::{Booking, ClientSessions, PLANNED_END_REACHED};
 use app::events::{Event, OperatorEvent, Topic};
 use app::lifecycle::SessionActivity;
 use app::models::{LifecycleState, SessionRecord};
-use common::{browser, call, sign_in, TestApp, OPERATOR};
+use common::{attach_asha, browser, call, sign_in, TestApp, OPERATOR};
 use reqwest::StatusCode;
 use server::bus::Delivery;
 
@@ -45,16 +45,6 @@ async fn record(client: &reqwest::Client, app: &TestApp, session: &str) -> Sessi
     let res = call(client, app, "load_session", &[("session_id", session)]).await;
     assert_eq!(res.status(), StatusCode::OK);
     res.json().await.unwrap()
-}
-
-/// Asha (made ready alone) answers a call for `robot`.
-async fn attach_asha(app: &TestApp, robot: &str) -> String {
-    app.engine().operator_ready(ORG, "u-asha", true).await.unwrap();
-    let (status, body) = app.raise(robot).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let session = body["sessionId"].as_str().unwrap().to_string();
-    app.engine().answer(ORG, "u-asha", &session).await.unwrap();
-    session
 }
 
 both_backends!(l13_a_call_in_a_booking_is_its_clients_and_extensions_stop_at_the_next_booking, |app: TestApp| async move {

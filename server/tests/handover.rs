@@ -8,7 +8,7 @@ use app::events::{Event, OperatorEvent, Topic};
 use app::handover::{control_spans, HandoverOutcome};
 use app::lifecycle::{ActivityKind, SessionActivity};
 use app::models::{LifecycleState, Offer, PresenceState, SessionRecord};
-use common::{browser, call, scalar, sign_in, TestApp, OPERATOR};
+use common::{attach_asha, browser, call, scalar, sign_in, TestApp, OPERATOR};
 use reqwest::StatusCode;
 use server::bus::{Delivery, Subscription};
 
@@ -16,16 +16,6 @@ const ORG: &str = "org-northstar";
 const CARLA: &str = "carla.mendes@northstar.example";
 const TOM: &str = "tom.whitfield@northstar.example";
 
-/// Asha (made ready alone) answers a call for `robot`.
-async fn attach_asha(app: &TestApp, robot: &str) -> String {
-    app.engine().operator_ready(ORG, "u-asha", true).await.unwrap();
-    let (status, body) = app.raise(robot).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["operator"]["id"], "u-asha", "{body}");
-    let session = body["sessionId"].as_str().unwrap().to_string();
-    app.engine().answer(ORG, "u-asha", &session).await.unwrap();
-    session
-}
 
 async fn hand_over(client: &reqwest::Client, app: &TestApp, session: &str, to: &str) -> reqwest::Response {
     call(client, app, "hand_over_session", &[("session_id", session), ("to_operator_id", to)]).await

@@ -7,23 +7,12 @@ mod common;
 use app::events::{Event, OrgEvent, Topic};
 use app::lifecycle::{ActivityEntry, ActivityKind};
 use app::models::{LifecycleState, SessionRecord};
-use common::{browser, call, sign_in, TestApp, OPERATOR};
+use common::{attach_asha, browser, call, sign_in, TestApp, OPERATOR};
 use reqwest::StatusCode;
 use server::bus::Delivery;
 
 const ORG: &str = "org-northstar";
 const CARLA: &str = "carla.mendes@northstar.example";
-
-/// Asha (made ready) answers a call for `robot`.
-async fn attach_asha(app: &TestApp, robot: &str) -> String {
-    app.engine().operator_ready(ORG, "u-asha", true).await.unwrap();
-    let (status, body) = app.raise(robot).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["operator"]["id"], "u-asha", "{body}");
-    let session = body["sessionId"].as_str().unwrap().to_string();
-    app.engine().answer(ORG, "u-asha", &session).await.unwrap();
-    session
-}
 
 async fn steer(client: &reqwest::Client, app: &TestApp, session: &str, to: &str) -> reqwest::Response {
     call(client, app, "steer_session", &[("session_id", session), ("to", to)]).await

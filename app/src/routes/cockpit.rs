@@ -2,7 +2,7 @@
 //! hold, with seed 001's lifecycle controls (pause, resume, complete) and
 //! the session's activity log.
 
-use crate::components::{loaded, typing_in_field, ActivityLog, ErrorNotice, RequireRole};
+use crate::components::{loaded, typing_in_field, window_keys, ActivityLog, ErrorNotice, RequireRole};
 use crate::board::{state_hint, state_token};
 use crate::functions::{load_session, load_session_activity, EstopSession, ExtendSession, SteerSession};
 use crate::lifecycle::{steer_controls, SteerControl};
@@ -130,7 +130,7 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAc
         }
     };
     let keyed = controls.clone();
-    let keys = window_event_listener(leptos::ev::keydown, move |ev| {
+    window_keys(move |ev| {
         if typing_in_field(&ev) || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
             return;
         }
@@ -147,15 +147,6 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAc
             operate();
         }
     });
-    // The listener is the window's: it must go with this view (a move
-    // re-renders the controls), or it would act on the old ones.
-    #[cfg(feature = "hydrate")]
-    {
-        let keys = StoredValue::new_local(Some(keys));
-        on_cleanup(move || keys.update_value(|keys| keys.take().into_iter().for_each(|k| k.remove())));
-    }
-    #[cfg(not(feature = "hydrate"))]
-    drop(keys);
     view! {
         <div class="controls" role="group" aria-label="Session controls">
             {(!ended).then(|| view! {

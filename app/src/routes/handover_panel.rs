@@ -4,7 +4,7 @@
 //! opens the list. Actions, not resources: the list is asked for only when
 //! opened, and nothing of it is rendered on the server.
 
-use crate::components::{typing_in_field, ErrorNotice};
+use crate::components::{typing_in_field, window_keys, ErrorNotice};
 use crate::functions::{HandOverSession, LoadHandoverCandidates};
 use crate::handover::HandoverOutcome;
 use leptos::prelude::*;
@@ -23,7 +23,7 @@ pub fn HandoverPanel(session_id: String, #[prop(into)] ended: Signal<bool>) -> i
             id.with_value(|id| list.dispatch(LoadHandoverCandidates { session_id: id.clone() }));
         }
     };
-    let keys = window_event_listener(leptos::ev::keydown, move |ev| {
+    window_keys(move |ev| {
         if typing_in_field(&ev) || ev.ctrl_key() || ev.meta_key() || ev.alt_key() || ended.get_untracked() {
             return;
         }
@@ -32,13 +32,6 @@ pub fn HandoverPanel(session_id: String, #[prop(into)] ended: Signal<bool>) -> i
             toggle();
         }
     });
-    #[cfg(feature = "hydrate")]
-    {
-        let keys = StoredValue::new_local(Some(keys));
-        on_cleanup(move || keys.update_value(|keys| keys.take().into_iter().for_each(|k| k.remove())));
-    }
-    #[cfg(not(feature = "hydrate"))]
-    drop(keys);
     // Control moved: this operator no longer holds the session.
     let navigate = leptos_router::hooks::use_navigate();
     Effect::new(move |_| {

@@ -238,6 +238,19 @@ pub async fn sign_in(client: &reqwest::Client, app: &TestApp, email: &str) -> re
 }
 
 pub const ADMIN: &str = server::seed::DEMO_ADMIN_EMAIL;
+
+/// Asha (made ready in the demo org) answers a call for `robot`; the
+/// session's id. The robot must be one Asha is the best ready operator for.
+pub async fn attach_asha(app: &TestApp, robot: &str) -> String {
+    const ORG: &str = "org-northstar";
+    app.engine().operator_ready(ORG, "u-asha", true).await.unwrap();
+    let (status, body) = app.raise(robot).await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{body}");
+    assert_eq!(body["operator"]["id"], "u-asha", "{body}");
+    let session = body["sessionId"].as_str().unwrap().to_string();
+    app.engine().answer(ORG, "u-asha", &session).await.unwrap();
+    session
+}
 pub const OPERATOR: &str = "asha.rao@northstar.example";
 pub const HARBOR_OPERATOR: &str = "lena.fischer@harbor.example";
 

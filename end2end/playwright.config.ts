@@ -26,6 +26,11 @@ export default defineConfig({
   workers: 2,
   forbidOnly: !!process.env.CI,
   reporter: [['list']],
+  // "after-all" waits for the rest: its operators would take other tests' calls.
+  projects: [
+    { name: 'shared', testIgnore: /after-all\// },
+    { name: 'after-all', testMatch: /after-all\/.*\.spec\.ts/, dependencies: ['shared'] },
+  ],
   use: {
     baseURL,
     trace: 'retain-on-failure',

@@ -139,6 +139,18 @@ pub fn typing_in_field(ev: &leptos::web_sys::KeyboardEvent) -> bool {
 /// the person, not for security.
 #[component]
 pub fn RequireRole(role: Role, children: ChildrenFn) -> impl IntoView {
+    guarded(Some(role), children)
+}
+
+/// As [`RequireRole`] for anyone with a role in the selected org: screens
+/// whose data decides who may see it (the session detail: its operator,
+/// its client, the org's admins).
+#[component]
+pub fn RequireMember(children: ChildrenFn) -> impl IntoView {
+    guarded(None, children)
+}
+
+fn guarded(role: Option<Role>, children: ChildrenFn) -> impl IntoView {
     let session = expect_context::<Session>();
     let location = use_location();
     let children = StoredValue::new(children);
@@ -157,8 +169,8 @@ pub fn RequireRole(role: Role, children: ChildrenFn) -> impl IntoView {
             {Suspend::new(async move {
                 match session.user.await {
                     Ok(Some(user)) => match user.role() {
-                        Some(held) if held.grants(role) => children.read_value()().into_any(),
-                        Some(_) => view! { <Forbidden role/> }.into_any(),
+                        Some(held) if role.is_none_or(|r| held.grants(r)) => children.read_value()().into_any(),
+                        Some(_) => view! { <Forbidden role=role.unwrap_or(Role::Admin)/> }.into_any(),
                         None => view! { <Redirect path="/orgs"/> }.into_any(),
                     },
                     Ok(None) => {

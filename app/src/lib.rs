@@ -24,6 +24,7 @@ pub mod routes;
 pub mod rules;
 #[cfg(feature = "ssr")]
 pub mod session_cookie;
+pub mod timeline;
 
 use components::{Session, TopBar};
 use routes::AdminArea;
@@ -92,7 +93,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/directory") view=|| view! { <AdminArea><routes::DirectoryPage/></AdminArea> } ssr=SsrMode::Async/>
                     <Route path=path!("/ops/wallboard") view=|| view! { <AdminArea><routes::Wallboard/></AdminArea> } ssr=SsrMode::Async/>
                     <Route path=path!("/ops/roster") view=|| view! { <AdminArea><routes::Roster/></AdminArea> } ssr=SsrMode::Async/>
-                    <Route path=path!("/ops/sessions") view=|| view! { <AdminArea><routes::SessionView/></AdminArea> } ssr=SsrMode::Async/>
+                    <Route path=path!("/ops/sessions") view=|| view! { <components::RequireMember><routes::SessionView/></components::RequireMember> } ssr=SsrMode::Async/>
                     <Route path=path!("/operator") view=routes::OperatorHome ssr=SsrMode::Async/>
                     <Route path=path!("/cockpit/:id") view=routes::CockpitPage ssr=SsrMode::Async/>
                     <Route path=path!("/client") view=routes::ClientPage ssr=SsrMode::Async/>

@@ -370,6 +370,18 @@ impl Backend for ServerBackend {
         Ok(app::lifecycle::SessionActivity::new(entries, now_ms()))
     }
 
+    async fn state_history(&self, org_id: &str, session: &SessionRecord) -> Result<app::timeline::StateHistory, AppError> {
+        let (activity, changes) =
+            tokio::try_join!(self.session_activity(org_id, &session.id), async { self.store.safety_history(org_id, &session.id).await.map_err(internal) })?;
+        let changes: Vec<(i64, app::models::SafetyState)> =
+            changes.into_iter().filter_map(|(at, to)| app::models::SafetyState::parse(&to).map(|s| (at, s))).collect();
+        Ok(app::timeline::StateHistory {
+            lifecycle: app::timeline::lifecycle_spans(session.raised_at, &activity.entries),
+            safety: app::timeline::safety_spans(session.raised_at, &changes),
+            until_ms: session.ended_at.unwrap_or(activity.as_of_ms),
+        })
+    }
+
     async fn ops_board(&self, org_id: &str) -> Result<OpsBoard, AppError> {
         let now = now_ms();
         // Independent reads: in parallel, not one round trip after another

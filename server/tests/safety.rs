@@ -13,13 +13,7 @@ use reqwest::{Method, StatusCode};
 const ORG: &str = "org-northstar";
 
 async fn attach_asha(app: &TestApp) -> String {
-    app.engine().operator_ready(ORG, "u-asha", true).await.unwrap();
-    let (status, body) = app.raise("uk-pick-01").await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["operator"]["id"], "u-asha", "{body}");
-    let session = body["sessionId"].as_str().unwrap().to_string();
-    app.engine().answer(ORG, "u-asha", &session).await.unwrap();
-    session
+    common::attach_asha(app, "uk-pick-01").await
 }
 
 async fn telemetry(app: &TestApp, session: &str, state: &str) -> reqwest::Response {
@@ -99,5 +93,32 @@ both_backends!(w11_only_a_clear_with_a_reason_by_an_admin_or_the_attached_operat
     sign_in(&asha, &app, OPERATOR).await;
     let by_asha = call(&asha, &app, "clear_protective_stop", &[("session_id", &session), ("reason", "checked on camera")]).await;
     assert_eq!(by_asha.status(), StatusCode::OK);
+    app.finish().await;
+});
+
+both_backends!(the_timeline_holds_every_safety_change_and_the_lifecycle_from_the_log, |app: TestApp| async move {
+    let session = attach_asha(&app).await;
+    for state in ["SAFE", "ARMED", "ARMED", "DEGRADED", "ARMED"] {
+        assert_eq!(telemetry(&app, &session, state).await.status(), StatusCode::OK);
+    }
+    let asha = browser();
+    sign_in(&asha, &app, OPERATOR).await;
+    assert_eq!(call(&asha, &app, "estop_session", &[("session_id", &session)]).await.status(), StatusCode::OK);
+    let cleared = call(&asha, &app, "clear_protective_stop", &[("session_id", &session), ("reason", "cell checked")]).await;
+    assert_eq!(cleared.status(), StatusCode::OK);
+    assert_eq!(call(&asha, &app, "steer_session", &[("session_id", &session), ("to", "PAUSED")]).await.status(), StatusCode::OK);
+    let history: app::timeline::StateHistory =
+        call(&asha, &app, "load_state_history", &[("session_id", &session)]).await.json().await.unwrap();
+    use SafetyState as S;
+    let safety: Vec<S> = history.safety.iter().map(|s| s.state).collect();
+    assert_eq!(safety, [S::Boot, S::Safe, S::Armed, S::Degraded, S::Armed, S::ProtectiveStop, S::Safe], "repeats merge; E-stop and clear included");
+    assert!(history.safety.windows(2).all(|w| w[0].to_ms == Some(w[1].from_ms)), "spans meet");
+    use app::models::LifecycleState as L;
+    let lifecycle: Vec<L> = history.lifecycle.iter().map(|s| s.state).collect();
+    assert_eq!(lifecycle, [L::Pending, L::Active, L::Paused]);
+    // Another operator sees nothing of it.
+    let carla = browser();
+    sign_in(&carla, &app, "carla.mendes@northstar.example").await;
+    assert_eq!(call(&carla, &app, "load_state_history", &[("session_id", &session)]).await.status(), StatusCode::NOT_FOUND);
     app.finish().await;
 });

@@ -204,5 +204,39 @@ pub fn OfferPanel() -> impl IntoView {
     }
 }
 
+/// A stick moved less than this (of its full travel) is at rest.
+pub const GAMEPAD_DEAD_ZONE: f64 = 0.2;
+
+/// Whether a gamepad's state is operator input (rule L07): a button held,
+/// or a stick out of its dead zone. A pad lying still is not input.
+pub fn gamepad_input(any_button_pressed: bool, axes: &[f64]) -> bool {
+    any_button_pressed || axes.iter().any(|a| a.abs() > GAMEPAD_DEAD_ZONE)
+}
+
+/// Whether any connected gamepad (Gamepad API) gives input now.
+#[cfg(feature = "hydrate")]
+pub fn gamepad_touched() -> bool {
+    use wasm_bindgen::JsCast;
+    let Some(Ok(pads)) = web_sys::window().map(|w| w.navigator().get_gamepads()) else { return false };
+    pads.iter().filter_map(|p| p.dyn_into::<web_sys::Gamepad>().ok()).any(|pad| {
+        let pressed = pad.buttons().iter().filter_map(|b| b.dyn_into::<web_sys::GamepadButton>().ok()).any(|b| b.pressed());
+        let axes: Vec<f64> = pad.axes().iter().filter_map(|a| a.as_f64()).collect();
+        gamepad_input(pressed, &axes)
+    })
+}
+
+#[cfg(test)]
+mod gamepad_tests {
+    use super::*;
+
+    #[test]
+    fn l07_a_gamepad_counts_as_input_only_when_touched() {
+        assert!(!gamepad_input(false, &[0.0, 0.05, -0.19]), "sticks at rest (drift inside the dead zone)");
+        assert!(gamepad_input(false, &[0.0, -0.6]), "a stick pushed");
+        assert!(gamepad_input(true, &[]), "a button held");
+        assert!(!gamepad_input(false, &[]), "a pad with nothing");
+    }
+}
+
 #[cfg(feature = "hydrate")]
 mod link;

@@ -57,6 +57,8 @@ pub trait Backend: Send + Sync + 'static {
     /// Rates the operator of a COMPLETED session, once (rule L10).
     async fn rate_session(&self, org_id: &str, rater: &CurrentUser, session: &SessionRecord, stars: u8, feedback: &str) -> Result<crate::rating::SessionRating, AppError>;
     async fn session_rating(&self, org_id: &str, session_id: &str) -> Result<Option<crate::rating::SessionRating>, AppError>;
+    /// Both state histories of the session, as timeline spans.
+    async fn state_history(&self, org_id: &str, session: &SessionRecord) -> Result<crate::timeline::StateHistory, AppError>;
     /// The session's activity log, oldest first.
     async fn session_activity(&self, org_id: &str, session_id: &str) -> Result<crate::lifecycle::SessionActivity, AppError>;
     /// The org's live picture for the wallboard and the overview.

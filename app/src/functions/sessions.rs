@@ -132,3 +132,11 @@ pub async fn hand_over_session(session_id: String, to_operator_id: String) -> Re
     let by = (org.role != Role::Admin).then_some(user.user_id.as_str());
     backend.hand_over(&org.org_id, &session_id, by, &to_operator_id).await.map_err(guard::fail)
 }
+
+/// Both state histories of the session (lifecycle and safety) as a
+/// timeline, for the session detail's parties.
+#[server(endpoint = "load_state_history")]
+pub async fn load_state_history(session_id: String) -> Result<crate::timeline::StateHistory, AppError> {
+    let guard::SessionAccess { backend, org, session, .. } = guard::party_access(&session_id).await.map_err(guard::fail)?;
+    backend.state_history(&org.org_id, &session).await.map_err(guard::fail)
+}

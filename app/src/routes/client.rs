@@ -70,6 +70,7 @@ fn ClientHome() -> impl IntoView {
         </section>
         <section class="panel" aria-labelledby="watch-h" hidden=move || !chosen()>
             <h2 id="watch-h">"Session "<span data-testid="watched">{watched}</span></h2>
+            <a class="button subtle" href=move || format!("/ops/sessions?s={}", watched())>"Open the session detail"</a>
             <Transition fallback=|| view! { <p class="loading">"Loading the activity…"</p> }>
                 {loaded(chosen, activity, |log| view! { <ActivityLog log/> })}
             </Transition>

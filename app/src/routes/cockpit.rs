@@ -130,6 +130,18 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAc
         }
     };
     let keyed = controls.clone();
+    // A gamepad (Gamepad API) is read every 100 ms: buttons or a stick out
+    // of its dead zone are input, like keys.
+    #[cfg(feature = "hydrate")]
+    if active {
+        let poll = move || {
+            if crate::console::gamepad_touched() {
+                operate();
+            }
+        };
+        let handle = set_interval_with_handle(poll, std::time::Duration::from_millis(100)).ok();
+        on_cleanup(move || handle.into_iter().for_each(|h| h.clear()));
+    }
     window_keys(move |ev| {
         if typing_in_field(&ev) || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
             return;
@@ -171,7 +183,10 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAc
             {ended.then(|| view! { <p class="muted">"This session has ended."</p> })}
         </div>
         {(latched && !ended).then(|| view! {
-            <p class="notice-line" role="status">"PROTECTIVE_STOP is latched: it is cleared, with a reason, on the session detail."</p>
+            <p class="notice-line" role="status">
+                "PROTECTIVE_STOP is latched: it is cleared, with a reason, on the "
+                <a href=format!("/ops/sessions?s={}", s.id) data-testid="detail-link">"session detail"</a>"."
+            </p>
         })}
         {(!ended).then(|| view! {
             <div class="control-area" data-testid="control-area" tabindex="0" aria-disabled=(!active).to_string()

@@ -13,6 +13,7 @@ mod overview;
 mod roster;
 mod session_dispatch;
 mod session_rating;
+mod session_timeline;
 mod session_view;
 mod signin;
 pub(crate) mod wallboard;

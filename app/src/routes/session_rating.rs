@@ -1,6 +1,6 @@
 //! The session detail's rating (rule L10): the client's stars and feedback
-//! once given; until then, after COMPLETED, the form to give them (the
-//! org's admins act for the client until the client role exists).
+//! once given; until then, after COMPLETED, the form to give them, for the
+//! session's client or an admin of the org.
 
 use crate::components::ErrorNotice;
 use crate::functions::{load_session_rating, RateSession};
@@ -15,6 +15,11 @@ pub fn RatingPanel(
     record: Resource<Result<SessionRecord, crate::error::AppError>>,
 ) -> impl IntoView {
     let rate = ServerAction::<RateSession>::new();
+    // The guard around the screen has resolved who is asking.
+    let me = StoredValue::new(expect_context::<crate::components::Session>().user.get_untracked().and_then(Result::ok).flatten());
+    let may_rate = move |s: &SessionRecord| {
+        me.with_value(|me| me.as_ref().is_some_and(|u| u.role().is_some_and(|role| crate::rating::may_rate(role, &u.user_id, s))))
+    };
     let rating = Resource::new(move || (session_id(), rate.version().get()), |(id, _)| load_session_rating(id));
     view! {
         <section class="panel" aria-labelledby="rating-h">
@@ -27,7 +32,7 @@ pub fn RatingPanel(
                     match (rating.await, record.await) {
                         (Err(e), _) | (_, Err(e)) => view! { <ErrorNotice error=e/> }.into_any(),
                         (Ok(Some(given)), _) => view! { <Given given/> }.into_any(),
-                        (Ok(None), Ok(s)) if s.lifecycle == LifecycleState::Completed => view! {
+                        (Ok(None), Ok(s)) if s.lifecycle == LifecycleState::Completed && may_rate(&s) => view! {
                             <ActionForm action=rate attr:class="rate-form" attr:data-testid="rate-form">
                                 <input type="hidden" name="session_id" value=s.id.clone()/>
                                 <label for="rate-stars">"Stars for "{s.operator_name.clone().unwrap_or_else(|| "the operator".into())}</label>
@@ -41,6 +46,9 @@ pub fn RatingPanel(
                         }.into_any(),
                         (Ok(None), Ok(s)) if s.lifecycle == LifecycleState::Cancelled => view! {
                             <p class="empty">"A cancelled session is not rated."</p>
+                        }.into_any(),
+                        (Ok(None), Ok(s)) if s.lifecycle == LifecycleState::Completed => view! {
+                            <p class="empty">"Not rated yet: the session's client rates its operator."</p>
                         }.into_any(),
                         (Ok(None), Ok(_)) => view! { <p class="empty">"The operator is rated once the session completes."</p> }.into_any(),
                     }

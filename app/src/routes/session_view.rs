@@ -2,39 +2,63 @@
 //! the activity log and the call's dispatch decisions, live with the org's
 //! events; the one place a latched PROTECTIVE_STOP is cleared (rule W11).
 //! Who held the session when (rule L08) is read from the activity log.
+//! Open to the org's admins, the session's operator and its client (the
+//! server functions decide; anyone else reads "not found"). Admins follow
+//! the org's push channel; the others, who may not, look again every few
+//! seconds, and the dispatch decisions are the admins' alone.
 
 use crate::board::{divergence_tone, rtt_tone, state_hint, state_token, velocity_percent, velocity_tone};
 use crate::components::{loaded, ActivityLog, ErrorNotice};
-use crate::functions::{load_dispatch_decisions, load_session, load_session_activity, ClearProtectiveStop};
+use crate::functions::{load_dispatch_decisions, load_session, load_session_activity, load_state_history, ClearProtectiveStop};
 use crate::routes::chat_panel::ChatPanel;
 use crate::routes::session_dispatch::DispatchHistory;
 use crate::routes::session_rating::RatingPanel;
-use crate::models::SafetyState;
+use crate::routes::session_timeline::StateTimeline;
+use crate::models::{Role, SafetyState};
 use crate::live::use_live_board;
 use crate::rules::{format_age, rfc3339};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
+/// Non-admins look again this often.
+#[cfg(feature = "hydrate")]
+const REFRESH_MS: u64 = 4_000;
+
 #[component]
 pub fn SessionView() -> impl IntoView {
     let query = use_query_map();
     let id = move || query.read().get("s").unwrap_or_default();
     let chosen = move || !id().is_empty();
-    // Reloaded with the board, which the org's events keep current.
-    let live = use_live_board();
+    // The guard around this screen has resolved who is asking.
+    let me = expect_context::<crate::components::Session>().user.get_untracked().and_then(Result::ok).flatten();
+    let admin = me.as_ref().and_then(|u| u.role()) == Some(Role::Admin);
+    let my_id = StoredValue::new(me.map(|u| u.user_id).unwrap_or_default());
+    // Admins: reloaded with the board, which the org's events keep current.
+    let live = admin.then(use_live_board);
+    let tick = RwSignal::new(0_i64);
+    #[cfg(feature = "hydrate")]
+    if !admin {
+        let handle = set_interval_with_handle(move || tick.update(|t| *t += 1), std::time::Duration::from_millis(REFRESH_MS)).ok();
+        on_cleanup(move || handle.into_iter().for_each(|h| h.clear()));
+    }
+    let pulse = move || live.map_or_else(|| tick.get(), |l| l.data.get().and_then(Result::ok).map_or(0, |b| b.as_of_ms));
+    let now_ms = move || live.map_or(0, |l| l.now_ms.get_untracked());
     // Rule W11: the only place a latched PROTECTIVE_STOP is cleared.
     let clear = ServerAction::<ClearProtectiveStop>::new();
-    let version = move || (id(), live.data.get().map(|b| b.map(|b| b.as_of_ms).ok()), clear.version().get());
+    let version = move || (id(), pulse(), clear.version().get());
     let record = Resource::new(version, |(id, _, _)| load_session(id));
     let activity = Resource::new(version, |(id, _, _)| load_session_activity(id));
-    let decisions = Resource::new(version, |(id, _, _)| load_dispatch_decisions(id));
+    let history = Resource::new(version, |(id, _, _)| load_state_history(id));
+    let decisions = Resource::new(version, move |(id, _, _)| async move {
+        if admin { load_dispatch_decisions(id).await } else { Ok(Vec::new()) }
+    });
     view! {
         <Title text="Session"/>
         <section class="panel">
             <div class="toolbar">
                 <h1>"Session · "<span data-testid="session-id">{id}</span></h1>
-                <a class="button subtle" href="/ops/wallboard">"Wallboard"</a>
+                {admin.then(|| view! { <a class="button subtle" href="/ops/wallboard">"Wallboard"</a> })}
             </div>
             {move || id().is_empty().then(|| view! { <p class="empty">"Choose a session on the wallboard."</p> })}
             <Transition fallback=|| view! { <p class="loading">"Loading the session…"</p> }>
@@ -45,7 +69,9 @@ pub fn SessionView() -> impl IntoView {
                     match record.await {
                         Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
                         Ok(s) => {
-                            let now = s.ended_at.unwrap_or(live.now_ms.get_untracked().max(s.raised_at));
+                            let now = s.ended_at.unwrap_or(now_ms().max(s.raised_at));
+                            // The clear is the admins' and the operator in control's (rule W11).
+                            let may_clear = admin || my_id.with_value(|me| s.operator_id.as_deref() == Some(me.as_str()));
                             view! {
                                 <dl class="facts" data-testid="session-record">
                                     <dt>"State"</dt><dd><span class=format!("pill {}", state_token(s.state))>{s.state.as_str()}</span>" "{state_hint(s.state)}</dd>
@@ -63,7 +89,7 @@ pub fn SessionView() -> impl IntoView {
                                     <dt>"Divergence"</dt><dd class=divergence_tone(s.divergence_deg).class()>{s.divergence_deg.map_or("—".into(), |d| format!("{d:.1}°"))}</dd>
                                     <dt>"Velocity"</dt><dd class=velocity_tone(s.velocity_scale).class()>{s.velocity_scale.map_or("—".into(), velocity_percent)}</dd>
                                 </dl>
-                                {(s.state == SafetyState::ProtectiveStop && !s.lifecycle.is_terminal()).then(|| view! {
+                                {(may_clear && s.state == SafetyState::ProtectiveStop && !s.lifecycle.is_terminal()).then(|| view! {
                                     <ActionForm action=clear attr:class="clear-stop" attr:data-testid="clear-stop">
                                         <input type="hidden" name="session_id" value=s.id.clone()/>
                                         <label for="clear-reason">"Why may the stop be cleared? (kept in the audit log)"</label>
@@ -80,20 +106,26 @@ pub fn SessionView() -> impl IntoView {
         </section>
         <RatingPanel session_id=id record/>
         <ChatPanel session_id=id
-            refresh=move || live.data.get().and_then(Result::ok).map_or(0, |b| b.as_of_ms as u64)
+            refresh=move || pulse() as u64
             read_only=Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()))/>
         // Always rendered (no closure around it): a boundary created inside
         // a reactive closure gets another id on the server than in the browser.
+        <section class="panel" aria-labelledby="timeline-h">
+            <h2 id="timeline-h">"Timeline"</h2>
+            <Transition fallback=|| view! { <p class="loading">"Loading the timeline…"</p> }>
+                {loaded(chosen, history, |history| view! { <StateTimeline history/> })}
+            </Transition>
+        </section>
         <section class="panel" aria-labelledby="activity-h">
             <h2 id="activity-h">"Activity"</h2>
             <Transition fallback=|| view! { <p class="loading">"Loading the activity…"</p> }>
                 {loaded(chosen, activity, |log| view! { <ActivityLog log/> })}
             </Transition>
         </section>
-        <section class="panel" aria-labelledby="dispatch-h">
+        <section class="panel" aria-labelledby="dispatch-h" hidden=!admin>
             <h2 id="dispatch-h">"Dispatch"</h2>
             <Transition fallback=|| view! { <p class="loading">"Loading the dispatch decisions…"</p> }>
-                {loaded(chosen, decisions, |decisions| view! { <DispatchHistory decisions/> })}
+                {loaded(move || admin && chosen(), decisions, |decisions| view! { <DispatchHistory decisions/> })}
             </Transition>
         </section>
     }

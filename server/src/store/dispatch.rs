@@ -343,6 +343,11 @@ macro_rules! dispatch_store {
                 )
                 .bind(t.state.as_str()).bind(i64::from(t.rtt_ms)).bind(t.divergence_deg).bind(t.velocity_scale).bind(session_id)
                 .execute(&mut *tx).await?;
+                if t.state != safety {
+                    sqlx::query("INSERT INTO safety_transitions (org_id, session_id, at, from_state, to_state) VALUES ($1, $2, $3, $4, $5)")
+                        .bind(org_id).bind(session_id).bind(now).bind(safety.as_str()).bind(t.state.as_str())
+                        .execute(&mut *tx).await?;
+                }
                 let entered = t.state == SafetyState::ProtectiveStop && safety != SafetyState::ProtectiveStop;
                 if entered {
                     sqlx::query(

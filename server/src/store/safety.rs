@@ -29,6 +29,8 @@ pub trait SafetyStore: Send + Sync {
     /// Moves an open session to `to`; with `only_from`, only from that state.
     /// Writes `audit` with the change.
     async fn change_safety(&self, org_id: &str, session_id: &str, only_from: Option<SafetyState>, to: SafetyState, audit: &AuditEntry) -> StoreResult<SafetyChange>;
+    /// The session's safety-state changes, oldest first: (at, to).
+    async fn safety_history(&self, org_id: &str, session_id: &str) -> StoreResult<Vec<(i64, String)>>;
 }
 
 macro_rules! safety_store {
@@ -55,6 +57,9 @@ macro_rules! safety_store {
                 sqlx::query("UPDATE sessions SET safety_state = $1 WHERE org_id = $2 AND id = $3")
                     .bind(to.as_str()).bind(org_id).bind(session_id)
                     .execute(&mut *tx).await?;
+                sqlx::query("INSERT INTO safety_transitions (org_id, session_id, at, from_state, to_state) VALUES ($1, $2, $3, $4, $5)")
+                    .bind(org_id).bind(session_id).bind(e.at_ms).bind(safety.as_str()).bind(to.as_str())
+                    .execute(&mut *tx).await?;
                 sqlx::query(
                     "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -66,6 +71,11 @@ macro_rules! safety_store {
                     .bind(org_id).bind(session_id).fetch_one(&mut *tx).await?;
                 tx.commit().await?;
                 Ok(SafetyChange::Applied(row))
+            }
+
+            async fn safety_history(&self, org_id: &str, session_id: &str) -> StoreResult<Vec<(i64, String)>> {
+                Ok(sqlx::query_as("SELECT at, to_state FROM safety_transitions WHERE org_id = $1 AND session_id = $2 ORDER BY id")
+                    .bind(org_id).bind(session_id).fetch_all(&self.pool).await?)
             }
         }
     };

@@ -1,7 +1,9 @@
-//! Live screens (wallboard, overview, session view, roster): the screen's
-//! data, reloaded when the server pushes a change on the admin watch socket
-//! (`/ws?watch=org`), and polled as a fallback so a lost socket never
-//! freezes the screen. A clock ticks every second for elapsed times.
+//! Live screens (wallboard, overview, session view, roster, client): the
+//! screen's data, reloaded when the server pushes a change on a watch
+//! socket — the admins' `/ws?watch=org` (everything in the org), or
+//! `/ws?watch=mine` (only the sessions the person is a party to: their
+//! client's, or the one they operate) — and polled as a fallback so a lost
+//! socket never freezes the screen. A clock ticks every second.
 
 use crate::board::OpsBoard;
 use crate::error::AppError;
@@ -39,19 +41,50 @@ where
     T: Serialize + DeserializeOwned + Send + Sync + 'static,
     Fut: Future<Output = Result<T, AppError>> + Send + 'static,
 {
-    let version = RwSignal::new(0u64);
-    let data = Resource::new(move || version.get(), move |_| fetch());
-    let connected = RwSignal::new(false);
-    let now_ms = RwSignal::new(0i64);
+    let push = use_push(Watch::Org, poll_ms);
+    let data = Resource::new(move || push.version.get(), move |_| fetch());
+    Live { data, connected: push.connected, now_ms: push.now_ms }
+}
+
+/// Which watch socket a screen follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Watch {
+    /// The admins': every change in the org.
+    Org,
+    /// Changes to the sessions the person is a party to.
+    Mine,
+}
+
+impl Watch {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Watch::Org => "org",
+            Watch::Mine => "mine",
+        }
+    }
+}
+
+/// Bumped on every push (debounced) and every `poll_ms`.
+#[derive(Clone, Copy)]
+pub struct Push {
+    pub version: RwSignal<u64>,
+    pub connected: RwSignal<bool>,
+    pub now_ms: RwSignal<i64>,
+}
+
+/// A version to key a screen's resources on. Call once per screen.
+pub fn use_push(watch: Watch, poll_ms: u32) -> Push {
+    let push = Push { version: RwSignal::new(0u64), connected: RwSignal::new(false), now_ms: RwSignal::new(0i64) };
     // After hydration, not during it: a refetch or a changed clock while the
     // server's markup is being claimed left parts of the page inert.
     #[cfg(feature = "hydrate")]
     if let Some(owner) = Owner::current() {
-        gloo_timers::callback::Timeout::new(0, move || owner.with(|| browser::start(version, connected, now_ms, poll_ms))).forget();
+        let Push { version, connected, now_ms } = push;
+        gloo_timers::callback::Timeout::new(0, move || owner.with(|| browser::start(watch, version, connected, now_ms, poll_ms))).forget();
     }
     #[cfg(not(feature = "hydrate"))]
-    let _ = poll_ms;
-    Live { data, connected, now_ms }
+    let _ = (watch, poll_ms);
+    push
 }
 
 /// The org's board (wallboard, overview), live.
@@ -95,7 +128,7 @@ mod browser {
         }
     }
 
-    pub fn start(version: RwSignal<u64>, connected: RwSignal<bool>, now_ms: RwSignal<i64>, poll_ms: u32) {
+    pub fn start(watch: super::Watch, version: RwSignal<u64>, connected: RwSignal<bool>, now_ms: RwSignal<i64>, poll_ms: u32) {
         now_ms.set(now());
         let reloader = Rc::new(Reloader { version, pending: RefCell::new(None) });
         let tick = Interval::new(1_000, move || now_ms.set(now()));
@@ -114,7 +147,7 @@ mod browser {
             })
         };
         let stopped = Rc::new(std::cell::Cell::new(false));
-        connect(socket.clone(), stopped.clone(), reloader, connected, 1);
+        connect(watch, socket.clone(), stopped.clone(), reloader, connected, 1);
         // Browser-only state, held where the reactive owner can drop it.
         let held = StoredValue::new_local(Some((tick, poll, ping, socket, stopped)));
         on_cleanup(move || {
@@ -130,14 +163,14 @@ mod browser {
         });
     }
 
-    fn connect(socket: Rc<RefCell<Option<WebSocket>>>, stopped: Rc<std::cell::Cell<bool>>, reloader: Rc<Reloader>, connected: RwSignal<bool>, backoff_s: u32) {
+    fn connect(watch: super::Watch, socket: Rc<RefCell<Option<WebSocket>>>, stopped: Rc<std::cell::Cell<bool>>, reloader: Rc<Reloader>, connected: RwSignal<bool>, backoff_s: u32) {
         if stopped.get() {
             return;
         }
         let Some(location) = web_sys::window().map(|w| w.location()) else { return };
         let scheme = if location.protocol().as_deref() == Ok("https:") { "wss" } else { "ws" };
         let Ok(host) = location.host() else { return };
-        let Ok(ws) = WebSocket::new(&format!("{scheme}://{host}/ws?watch=org")) else { return };
+        let Ok(ws) = WebSocket::new(&format!("{scheme}://{host}/ws?watch={}", watch.as_str())) else { return };
 
         let on_open = {
             let reloader = reloader.clone();
@@ -172,7 +205,7 @@ mod browser {
                 socket.borrow_mut().take();
                 let (socket, stopped, reloader) = (socket.clone(), stopped.clone(), reloader.clone());
                 let next = (backoff_s * 2).min(30);
-                Timeout::new(backoff_s * 1_000, move || connect(socket, stopped, reloader, connected, next)).forget();
+                Timeout::new(backoff_s * 1_000, move || connect(watch, socket, stopped, reloader, connected, next)).forget();
             })
         };
         ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));

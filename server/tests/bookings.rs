@@ -162,3 +162,39 @@ both_backends_with!(l13_at_the_planned_end_the_session_completes_unless_extended
     assert_eq!(record(&admin, &app, &second).await.lifecycle, LifecycleState::Active, "the old end passed without effect");
     app.finish().await;
 });
+
+both_backends!(a_client_watch_socket_hears_only_the_clients_own_sessions, |app: TestApp| async move {
+    use app::events::OrgEvent;
+    use app::ring::RingMsg;
+    use common::{session_cookie, Tab};
+    let kofi_cookie = session_cookie(&app, KOFI).await;
+    assert_eq!(Tab::refused(&app, &kofi_cookie, "/ws?watch=org").await, 403, "the org's whole stream is the admins'");
+    let mut watch = Tab::open_path(&app, &kofi_cookie, "/ws?watch=mine").await;
+    // A session without a client: nothing of it reaches Kofi.
+    let other = attach_asha(&app, "uw-pick-01").await;
+    assert_eq!(watch.silent_for(500).await, None, "not Kofi's session");
+    app.engine().finish_session(ORG, &other, LifecycleState::Completed, "done").await.unwrap();
+    // A call in Kofi's booking: its moves and chat reach Kofi's screen.
+    let kofi = browser();
+    sign_in(&kofi, &app, KOFI).await;
+    let now = now_ms();
+    assert_eq!(book(&kofi, &app, "uk-pick-01", now - now.rem_euclid(MIN), 30, None).await.status(), StatusCode::OK);
+    let mine = attach_asha(&app, "uk-pick-01").await;
+    let started = watch
+        .until(|m| match m {
+            RingMsg::Org { event: OrgEvent::Lifecycle { session_id, lifecycle: LifecycleState::Active, .. } } => Some(session_id),
+            RingMsg::Org { event: OrgEvent::Lifecycle { session_id, .. } } if session_id != mine => panic!("another session's event: {session_id}"),
+            _ => None,
+        })
+        .await;
+    assert_eq!(started, mine);
+    let asha = browser();
+    sign_in(&asha, &app, OPERATOR).await;
+    assert_eq!(call(&asha, &app, "post_chat", &[("session_id", &mine), ("body", "Starting now.")]).await.status(), StatusCode::OK);
+    let said = watch.until(|m| match m {
+        RingMsg::Org { event: OrgEvent::Chat { session_id, message } } => Some((session_id, message.body)),
+        _ => None,
+    }).await;
+    assert_eq!(said, (mine.clone(), "Starting now.".to_string()));
+    app.finish().await;
+});

@@ -4,9 +4,8 @@
 //! it for sessions without a client and may book for any client.
 //! `?s=<id>` picks the session watched below the lists.
 //!
-//! Refreshed every few seconds: the org's push channel is the admins' (it
-//! carries every client's sessions), and a client-scoped topic is still to
-//! come.
+//! Live on `/ws?watch=mine`: pushes about the sessions this person is a
+//! party to (for an admin: the org's), with a slow poll as a fallback.
 
 use crate::booking::{utc_when, Booking, ClientSessions};
 use crate::components::{loaded, ActivityLog, ErrorNotice, RequireRole};
@@ -19,9 +18,8 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-/// How often the screen looks again.
-#[cfg(feature = "hydrate")]
-const REFRESH_MS: u64 = 4_000;
+/// The fallback poll when no push comes.
+const POLL_MS: u32 = 15_000;
 
 #[component]
 pub fn ClientPage() -> impl IntoView {
@@ -35,12 +33,7 @@ pub fn ClientPage() -> impl IntoView {
 
 #[component]
 fn ClientHome() -> impl IntoView {
-    let tick = RwSignal::new(0_u64);
-    #[cfg(feature = "hydrate")]
-    {
-        let handle = set_interval_with_handle(move || tick.update(|t| *t += 1), std::time::Duration::from_millis(REFRESH_MS)).ok();
-        on_cleanup(move || handle.into_iter().for_each(|h| h.clear()));
-    }
+    let tick = crate::live::use_push(crate::live::Watch::Mine, POLL_MS).version;
     let book = ServerAction::<BookRobot>::new();
     let cancel = ServerAction::<CancelBooking>::new();
     let version = move || (tick.get(), book.version().get(), cancel.version().get());

@@ -4,8 +4,8 @@
 //! Who held the session when (rule L08) is read from the activity log.
 //! Open to the org's admins, the session's operator and its client (the
 //! server functions decide; anyone else reads "not found"). Admins follow
-//! the org's push channel; the others, who may not, look again every few
-//! seconds, and the dispatch decisions are the admins' alone.
+//! the org's push channel, the others the pushes about their own sessions
+//! (`/ws?watch=mine`); the dispatch decisions are the admins' alone.
 
 use crate::board::{divergence_tone, rtt_tone, state_hint, state_token, velocity_percent, velocity_tone};
 use crate::components::{loaded, ActivityLog, ErrorNotice};
@@ -21,9 +21,6 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-/// Non-admins look again this often.
-#[cfg(feature = "hydrate")]
-const REFRESH_MS: u64 = 4_000;
 
 #[component]
 pub fn SessionView() -> impl IntoView {
@@ -36,13 +33,13 @@ pub fn SessionView() -> impl IntoView {
     let my_id = StoredValue::new(me.map(|u| u.user_id).unwrap_or_default());
     // Admins: reloaded with the board, which the org's events keep current.
     let live = admin.then(use_live_board);
-    let tick = RwSignal::new(0_i64);
-    #[cfg(feature = "hydrate")]
-    if !admin {
-        let handle = set_interval_with_handle(move || tick.update(|t| *t += 1), std::time::Duration::from_millis(REFRESH_MS)).ok();
-        on_cleanup(move || handle.into_iter().for_each(|h| h.clear()));
-    }
-    let pulse = move || live.map_or_else(|| tick.get(), |l| l.data.get().and_then(Result::ok).map_or(0, |b| b.as_of_ms));
+    // The others: pushes about the sessions they are a party to.
+    let mine = (!admin).then(|| crate::live::use_push(crate::live::Watch::Mine, crate::live::POLL_MS));
+    let pulse = move || match (live, mine) {
+        (Some(l), _) => l.data.get().and_then(Result::ok).map_or(0, |b| b.as_of_ms),
+        (None, Some(m)) => m.version.get() as i64,
+        (None, None) => 0,
+    };
     let now_ms = move || live.map_or(0, |l| l.now_ms.get_untracked());
     // Rule W11: the only place a latched PROTECTIVE_STOP is cleared.
     let clear = ServerAction::<ClearProtectiveStop>::new();

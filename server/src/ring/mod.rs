@@ -12,6 +12,8 @@
 //! A person holds at most `TABS_PER_PERSON` sockets, and sign-out closes
 //! them at once. (The `Origin` of the upgrade is checked by `http::origin`.)
 
+mod party;
+
 use crate::bus::{Delivery, Subscription};
 use crate::engine::{EngineError, OperatorPresence};
 use crate::http::{AppState, Principal};
@@ -41,7 +43,7 @@ pub fn my_presence(p: &OperatorPresence) -> MyPresence {
 
 #[derive(Deserialize)]
 pub struct WsParams {
-    /// `org`: an admin's live screen.
+    /// `org`: an admin's live screen; `mine`: the sessions one is a party to.
     watch: Option<String>,
 }
 
@@ -64,8 +66,8 @@ impl TabOwner {
     }
 }
 
-/// `GET /ws`: upgrades a signed-in operator's console tab, or an admin's
-/// watch tab with `?watch=org`.
+/// `GET /ws`: upgrades a signed-in operator's console tab, an admin's
+/// watch tab with `?watch=org`, or anyone's `?watch=mine` (their sessions).
 pub async fn ws_handler(ws: WebSocketUpgrade, State(state): State<AppState>, principal: Principal, Query(params): Query<WsParams>) -> Response {
     let Principal::User { token, user } = principal else {
         return (StatusCode::FORBIDDEN, "people only").into_response();
@@ -73,10 +75,12 @@ pub async fn ws_handler(ws: WebSocketUpgrade, State(state): State<AppState>, pri
     let Some(org) = user.selected_org.clone() else {
         return (StatusCode::FORBIDDEN, "choose an organisation first").into_response();
     };
-    let watch = match params.watch.as_deref() {
-        Some("org") if org.role == Role::Admin => true,
-        Some(_) => return (StatusCode::FORBIDDEN, "admins only").into_response(),
-        None if org.role.grants(Role::Operator) => false,
+    let socket = match params.watch.as_deref() {
+        Some("org" | "mine") if org.role == Role::Admin => Socket::OrgWatch,
+        Some("org") => return (StatusCode::FORBIDDEN, "admins only").into_response(),
+        Some("mine") => Socket::PartyWatch,
+        Some(_) => return (StatusCode::BAD_REQUEST, "watch is org or mine").into_response(),
+        None if org.role.grants(Role::Operator) => Socket::Console,
         None => return (StatusCode::FORBIDDEN, "operators only").into_response(),
     };
     // The socket ends when the sign-in expires, not at its next command.
@@ -101,11 +105,21 @@ pub async fn ws_handler(ws: WebSocketUpgrade, State(state): State<AppState>, pri
         .read_buffer_size(SOCKET_BUFFER_BYTES)
         .write_buffer_size(SOCKET_BUFFER_BYTES)
         .max_write_buffer_size(4 * MAX_FRAME_BYTES);
-    if watch {
-        ws.on_upgrade(move |socket| serve_watch(state, owner, socket))
-    } else {
-        ws.on_upgrade(move |socket| serve_console(state, owner, socket))
+    match socket {
+        Socket::OrgWatch => ws.on_upgrade(move |socket| serve_watch(state, owner, socket)),
+        Socket::PartyWatch => ws.on_upgrade(move |socket| party::serve_party_watch(state, owner, socket)),
+        Socket::Console => ws.on_upgrade(move |socket| serve_console(state, owner, socket)),
     }
+}
+
+/// What a `/ws` connection is.
+enum Socket {
+    /// An operator's console tab.
+    Console,
+    /// An admin's live screen: everything in the org.
+    OrgWatch,
+    /// Anyone's: the sessions they are a party to.
+    PartyWatch,
 }
 
 /// Writes queued messages to the socket; ends when the queue closes or the

@@ -116,7 +116,7 @@ both_backends!(l01_an_admin_can_steer_any_session_of_the_org_and_a_pending_call_
     app.finish().await;
 });
 
-both_backends_with!(a_pending_call_nobody_takes_is_cancelled_after_the_pending_timeout_and_counted_abandoned, |c: &mut server::config::Config| c.pending_timeout_ms = 400, |app: TestApp| async move {
+both_backends_with!(l02_a_pending_call_nobody_takes_is_cancelled_after_the_pending_timeout_and_counted_abandoned, |c: &mut server::config::Config| c.pending_timeout_ms = 400, |app: TestApp| async move {
     let admin = browser();
     sign_in(&admin, &app, common::ADMIN).await;
     let (queued, body) = app.raise("uw-weld-01").await; // welding: nobody ready holds it

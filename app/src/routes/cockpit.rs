@@ -35,10 +35,14 @@ fn Cockpit() -> impl IntoView {
     let extend = ServerAction::<ExtendSession>::new();
     let console = expect_context::<crate::console::Console>();
     // Each completed move or stop reloads the record and the log, and so
-    // does a change of the operator's presence: the session ended elsewhere
-    // (by an admin, the edge agent or the inactivity chain) moves them on.
+    // does a change of the operator's presence (the session ended
+    // elsewhere: an admin, the edge agent, the inactivity chain) and every
+    // push about the session (telemetry, a stop, a clear, an extension).
     let presence_since = move || console.presence.get().map(|p| p.since_ms);
-    let version = move || (session_id(), steer.version().get(), estop.version().get(), extend.version().get(), presence_since());
+    let pushed = crate::live::use_push(crate::live::Watch::Mine, crate::live::POLL_MS);
+    let version = move || {
+        (session_id(), steer.version().get(), estop.version().get(), extend.version().get(), presence_since(), pushed.version.get())
+    };
     let record = Resource::new(version, |(id, ..)| load_session(id));
     let activity = Resource::new(version, |(id, ..)| load_session_activity(id));
     let ended = Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()));
@@ -50,7 +54,7 @@ fn Cockpit() -> impl IntoView {
                 <a class="button subtle" href="/operator">"Ready screen"</a>
             </div>
             <Transition fallback=|| view! { <p class="loading">"Loading the session…"</p> }>
-                {loaded(|| true, record, move |s| view! { <SessionFacts s=s.clone()/><Controls s steer estop/> })}
+                {loaded(|| true, record, move |s| view! { <SessionFacts s=s.clone() now_ms=pushed.now_ms/><Controls s steer estop/> })}
             </Transition>
             {move || steer.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
             {move || estop.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
@@ -68,7 +72,14 @@ fn Cockpit() -> impl IntoView {
 }
 
 #[component]
-fn SessionFacts(s: SessionRecord) -> impl IntoView {
+fn SessionFacts(s: SessionRecord, now_ms: RwSignal<i64>) -> impl IntoView {
+    use crate::board::{divergence_tone, rtt_tone, velocity_percent, velocity_tone};
+    let started = s.started_at;
+    let ended = s.ended_at;
+    let elapsed = move || match started {
+        Some(at) => crate::rules::format_age(Some(at), ended.unwrap_or(now_ms.get().max(at))),
+        None => "—".into(),
+    };
     view! {
         <dl class="facts" data-testid="cockpit">
             <dt>"Robot"</dt><dd>{s.robot.clone()}" · "{s.robot_model.clone()}</dd>
@@ -78,7 +89,10 @@ fn SessionFacts(s: SessionRecord) -> impl IntoView {
             <dd><span class=format!("pill {}", state_token(s.state)) data-testid="cockpit-safety">{s.state.as_str()}</span>" "{state_hint(s.state)}</dd>
             <dt>"Operator"</dt><dd>{s.operator_name.clone().unwrap_or_else(|| "—".into())}</dd>
             <dt>"Attached"</dt><dd>{s.started_at.map(utc_clock).unwrap_or_else(|| "—".into())}</dd>
-            <dt>"RTT"</dt><dd>{s.rtt_ms.map(|r| format!("{r} ms")).unwrap_or_else(|| "—".into())}</dd>
+            <dt>"Up"</dt><dd data-testid="cockpit-elapsed">{elapsed}</dd>
+            <dt>"RTT"</dt><dd class=rtt_tone(s.rtt_ms).class()>{s.rtt_ms.map(|r| format!("{r} ms")).unwrap_or_else(|| "—".into())}</dd>
+            <dt>"Divergence"</dt><dd class=divergence_tone(s.divergence_deg).class()>{s.divergence_deg.map_or("—".into(), |d| format!("{d:.1}°"))}</dd>
+            <dt>"Velocity"</dt><dd class=velocity_tone(s.velocity_scale).class()>{s.velocity_scale.map_or("—".into(), velocity_percent)}</dd>
             <dt>"Planned end"</dt><dd data-testid="cockpit-planned-end">{s.planned_end_at.map(crate::booking::utc_when).unwrap_or_else(|| "—".into())}</dd>
             <dt>"Client"</dt><dd>{s.client_name.clone().unwrap_or_else(|| "—".into())}</dd>
         </dl>
@@ -230,6 +244,17 @@ fn ExtendControl(session_id: String, extend: ServerAction<ExtendSession>, #[prop
             </p>
         })
     };
+    let first = crate::booking::EXTENSION_CHOICES_MIN[0];
+    window_keys(move |ev| {
+        if typing_in_field(&ev) || ev.ctrl_key() || ev.meta_key() || ev.alt_key() || ended.get_untracked() {
+            return;
+        }
+        if ev.key().eq_ignore_ascii_case("x") && !extend.pending().get_untracked() {
+            ev.prevent_default();
+            console.planned_end_soon.set(None);
+            extend.dispatch(ExtendSession { session_id: id.get_value(), minutes: first });
+        }
+    });
     view! {
         <div class="extend" role="group" aria-label="Extend the session" hidden=move || ended.get()>
             <span class="muted">"Extend by"</span>
@@ -240,7 +265,7 @@ fn ExtendControl(session_id: String, extend: ServerAction<ExtendSession>, #[prop
                         console.planned_end_soon.set(None);
                         extend.dispatch(ExtendSession { session_id: id.get_value(), minutes });
                     }>
-                    {format!("+{minutes} min")}
+                    {if minutes == first { format!("+{minutes} min (X)") } else { format!("+{minutes} min") }}
                 </button>
             }).collect_view()}
         </div>

@@ -57,6 +57,14 @@ test('L08 L09 L10 L13: a call in the client\'s booking; client and operator chat
   await expect(first.page).toHaveURL(new RegExp(`/cockpit/${session}$`));
   await hydrated(first.page);
   await expect(first.page.getByTestId('cockpit')).toContainText('Kofi Mensah');
+  // The cockpit follows the robot's telemetry live (no reload).
+  const telemetry = await request.post(`/v1/sessions/${session}/telemetry`, {
+    headers: { Authorization: 'Bearer cct_demo_uk-mm-01' },
+    data: { state: 'ARMED', rttMs: 170, divergenceDeg: 2.5, velocityScale: 0.8 },
+  });
+  expect(telemetry.status()).toBe(200);
+  await expect(first.page.getByTestId('cockpit-safety')).toHaveText('ARMED');
+  await expect(first.page.getByTestId('cockpit')).toContainText('80%');
 
   // The session is Kofi's: the client screen lists it, and Kofi watches it.
   await kofi.goto(`/client?s=${session}`);

@@ -106,8 +106,11 @@ pub async fn ws_handler(ws: WebSocketUpgrade, State(state): State<AppState>, pri
         .write_buffer_size(SOCKET_BUFFER_BYTES)
         .max_write_buffer_size(4 * MAX_FRAME_BYTES);
     match socket {
-        Socket::OrgWatch => ws.on_upgrade(move |socket| serve_watch(state, owner, socket)),
-        Socket::PartyWatch => ws.on_upgrade(move |socket| party::serve_party_watch(state, owner, socket)),
+        Socket::OrgWatch => ws.on_upgrade(move |socket| serve_watch(state, owner, socket, None)),
+        Socket::PartyWatch => {
+            let parties = party::Parties::new(&owner.user_id, &owner.org_id);
+            ws.on_upgrade(move |socket| serve_watch(state, owner, socket, Some(parties)))
+        }
         Socket::Console => ws.on_upgrade(move |socket| serve_console(state, owner, socket)),
     }
 }
@@ -264,7 +267,9 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     let _ = writer.await;
 }
 
-async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket) {
+/// A watch tab: the org's events (`parties`: only those about the
+/// person's own sessions), for live screens to reload on.
+async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut parties: Option<party::Parties>) {
     let (sink, mut stream) = socket.split();
     let (tx, writer) = spawn_writer(sink);
     let mut topic = state.engine.subscribe(&Topic::org(&owner.org_id));
@@ -285,7 +290,14 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket) {
                 break;
             }
             Heard::Gone { .. } | Heard::Delivery(Delivery::Closed) => break,
-            Heard::Delivery(Delivery::Event(Event::Org(event))) => RingMsg::Org { event },
+            Heard::Delivery(Delivery::Event(Event::Org(event))) => {
+                if let Some(parties) = parties.as_mut() {
+                    if !parties.concerns(&state, &event).await {
+                        continue;
+                    }
+                }
+                RingMsg::Org { event }
+            }
             Heard::Delivery(Delivery::Event(Event::Operator(_))) => continue,
             Heard::Delivery(Delivery::Resync) => RingMsg::Resync,
         };

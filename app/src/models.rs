@@ -125,6 +125,9 @@ pub struct Robot {
     pub status: RegistryStatus,
     /// Unix ms of the last edge-agent heartbeat, if any.
     pub last_heartbeat_ms: Option<i64>,
+    /// Unix ms the bearer token was last rotated, if ever.
+    #[serde(default)]
+    pub token_rotated_ms: Option<i64>,
 }
 
 /// An operator of the org's directory.

@@ -105,10 +105,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings()).await?;
     let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
     let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone()));
-    let backend: SharedBackend =
-        Arc::new(ServerBackend::new(store.clone(), engine.clone(), sessions.clone(), bookings, throttle.clone(), tabs.clone(), cookie));
-    let backend_for_metrics = backend.clone();
     let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone()).await?;
+    let services = crate::backend::Services { sessions: sessions.clone(), bookings, robots: robots.clone() };
+    let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), engine.clone(), services, throttle.clone(), tabs.clone(), cookie));
+    let backend_for_metrics = backend.clone();
     let state = AppState {
         leptos_options,
         backend,

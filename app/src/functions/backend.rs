@@ -31,6 +31,12 @@ pub trait Backend: Send + Sync + 'static {
     async fn handover_candidates(&self, org_id: &str, session_id: &str) -> Result<Vec<crate::dispatch::Candidate>, AppError>;
     /// Offers a live session to `to`: `by` is the operator in control, `None` an admin.
     async fn hand_over(&self, org_id: &str, session_id: &str, by: Option<&str>, to: &str) -> Result<crate::models::Offer, AppError>;
+    /// Edits a robot's model, site, PoP and reqCert (checked here too).
+    async fn edit_robot(&self, org_id: &str, actor: &str, robot_id: &str, fields: crate::directory::RobotFields) -> Result<Robot, AppError>;
+    /// Retires a robot (refused while it has a live session).
+    async fn retire_robot(&self, org_id: &str, actor: &str, robot_id: &str) -> Result<(), AppError>;
+    /// A new bearer token, shown once; the old one stops working.
+    async fn rotate_robot_token(&self, org_id: &str, actor: &str, robot_id: &str) -> Result<String, AppError>;
     /// Extends a live session (rule L13): `operator` when the operator in
     /// control asks; `None` for an admin or the session's client.
     async fn extend_session(&self, org_id: &str, session_id: &str, operator: Option<&str>, actor: &str, minutes: i64) -> Result<SessionRecord, AppError>;

@@ -10,9 +10,11 @@ pub mod backend;
 #[cfg(feature = "ssr")]
 mod guard;
 mod clients;
+mod directory;
 mod sessions;
 
 pub use clients::*;
+pub use directory::*;
 pub use sessions::*;
 
 /// The signed-in user, or `None` when nobody is signed in.

@@ -1,5 +1,5 @@
 use crate::components::{ErrorNotice, RequireRole, Session};
-use crate::functions::{load_directory, load_robot};
+use crate::functions::{load_directory, load_robot, EditRobot, RetireRobot, RotateRobotToken};
 use crate::models::{Directory, Operator, RegistryStatus, Robot, Role};
 use crate::rules::{matches_query, utc_clock};
 use leptos::prelude::*;
@@ -168,7 +168,20 @@ fn RegistryTag(status: RegistryStatus) -> impl IntoView {
 fn RobotDetail(robot_id: String) -> impl IntoView {
     let session = expect_context::<Session>();
     let id = robot_id.clone();
-    let robot = Resource::new(move || (id.clone(), session.select_org.version().get()), |(id, _)| load_robot(id));
+    let edit = ServerAction::<EditRobot>::new();
+    let rotate = ServerAction::<RotateRobotToken>::new();
+    let retire = ServerAction::<RetireRobot>::new();
+    let robot = Resource::new(
+        move || (id.clone(), session.select_org.version().get(), edit.version().get(), rotate.version().get()),
+        |(id, ..)| load_robot(id),
+    );
+    // Retired: back to the list, which no longer holds it.
+    let navigate = leptos_router::hooks::use_navigate();
+    Effect::new(move |_| {
+        if matches!(retire.value().get(), Some(Ok(()))) {
+            navigate("/admin/directory", Default::default());
+        }
+    });
     view! {
         <section class="panel detail" aria-live="polite">
             <div class="toolbar">
@@ -179,7 +192,7 @@ fn RobotDetail(robot_id: String) -> impl IntoView {
                 {move || Suspend::new(async move {
                     match robot.await {
                         Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                        Ok(r) => view! {
+                        Ok(r) => { let r2 = r.clone(); view! {
                             <dl class="facts">
                                 <dt>"Model"</dt><dd>{r.model}</dd>
                                 <dt>"Site"</dt><dd>{r.site}</dd>
@@ -189,11 +202,82 @@ fn RobotDetail(robot_id: String) -> impl IntoView {
                                 <dt>"Registry"</dt><dd><RegistryTag status=r.status/></dd>
                                 <dt>"Last heartbeat"</dt>
                                 <dd>{r.last_heartbeat_ms.map(utc_clock).unwrap_or_else(|| "never".to_string())}</dd>
+                                <dt>"Token rotated"</dt>
+                                <dd data-testid="token-rotated">{r.token_rotated_ms.map(crate::booking::utc_when).unwrap_or_else(|| "never".to_string())}</dd>
                             </dl>
-                        }.into_any(),
+                            <RobotAdmin r=r2 edit rotate retire/>
+                        }.into_any() }
                     }
                 })}
             </Suspense>
         </section>
+    }
+}
+
+/// The admin's changes to one robot: edit (the derived skill shows as the
+/// reqCert is typed), rotate the token (shown once, with a copy button),
+/// retire (asks once more; refused while the robot is in a session).
+#[component]
+fn RobotAdmin(r: Robot, edit: ServerAction<EditRobot>, rotate: ServerAction<RotateRobotToken>, retire: ServerAction<RetireRobot>) -> impl IntoView {
+    let req_cert = RwSignal::new(r.req_cert.clone());
+    let skill = move || match crate::directory::derived_skill(&req_cert.get()) {
+        Ok(skill) => format!("skill: {skill}"),
+        Err(why) => why,
+    };
+    let confirming = RwSignal::new(false);
+    let id = StoredValue::new(r.id.clone());
+    let copy = move |token: String| {
+        #[cfg(feature = "hydrate")]
+        if let Some(window) = leptos::web_sys::window() {
+            let _ = window.navigator().clipboard().write_text(&token);
+        }
+        #[cfg(not(feature = "hydrate"))]
+        drop(token);
+    };
+    view! {
+        <ActionForm action=edit attr:class="booking-form" attr:data-testid="robot-edit">
+            <input type="hidden" name="robot_id" value=r.id.clone()/>
+            <label for="robot-model">"Model"</label>
+            <input id="robot-model" name="model" required value=r.model.clone()/>
+            <label for="robot-site">"Site"</label>
+            <input id="robot-site" name="site" required value=r.site.clone()/>
+            <label for="robot-pop">"PoP"</label>
+            <input id="robot-pop" name="pop" required value=r.pop.clone()/>
+            <label for="robot-req-cert">"Required cert"</label>
+            <input id="robot-req-cert" name="req_cert" required value=r.req_cert.clone() data-testid="robot-req-cert"
+                on:input=move |ev| req_cert.set(event_target_value(&ev))/>
+            <span></span><span class="muted" data-testid="robot-skill" aria-live="polite">{skill}</span>
+            <button type="submit" class="button primary" data-testid="robot-save">"Save"</button>
+        </ActionForm>
+        {move || edit.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
+        <div class="actions">
+            <button type="button" class="button" data-testid="rotate-token" disabled=move || rotate.pending().get()
+                on:click=move |_| { rotate.dispatch(RotateRobotToken { robot_id: id.get_value() }); }>
+                "Rotate token"
+            </button>
+            <button type="button" class="button danger" data-testid="retire-robot" disabled=move || retire.pending().get()
+                on:click=move |_| {
+                    if confirming.get_untracked() {
+                        confirming.set(false);
+                        retire.dispatch(RetireRobot { robot_id: id.get_value() });
+                    } else {
+                        confirming.set(true);
+                    }
+                }>
+                {move || if confirming.get() { "Confirm: retire for good" } else { "Retire" }}
+            </button>
+        </div>
+        {move || match rotate.value().get() {
+            Some(Ok(token)) => Some(view! {
+                <p class="notice-line" role="status">
+                    "New token, shown once (the old one no longer works): "
+                    <code data-testid="new-token">{token.clone()}</code>" "
+                    <button type="button" class="button subtle" on:click=move |_| copy(token.clone())>"Copy"</button>
+                </p>
+            }.into_any()),
+            Some(Err(e)) => Some(view! { <ErrorNotice error=e/> }.into_any()),
+            None => None,
+        }}
+        {move || retire.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
     }
 }

@@ -67,6 +67,7 @@ pub(super) fn robot_view(r: RobotRecord, now: i64) -> Robot {
         pop: r.pop,
         req_cert: r.req_cert,
         last_heartbeat_ms: r.last_heartbeat_at,
+        token_rotated_ms: r.token_rotated_at,
     }
 }
 
@@ -87,5 +88,15 @@ pub(super) fn operator_view(o: OperatorRecord, scores: &Scores) -> Operator {
         role: o.role,
         region: o.region,
         certifications: o.certifications,
+    }
+}
+
+/// What the robot registry refused, for a person.
+pub(super) fn directory_refused(e: crate::services::registry::DirectoryError) -> AppError {
+    use crate::services::registry::DirectoryError as D;
+    match e {
+        D::NotFound => AppError::NotFound("The robot".into()),
+        D::LiveSession(_) => AppError::Conflict(e.to_string()),
+        D::Store(e) => internal(e),
     }
 }

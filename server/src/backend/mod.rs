@@ -3,7 +3,7 @@
 
 mod answers;
 
-use answers::{booking_refused, internal, membership, operator_view, refused, robot_view, safety_answer, scores_of, Scores};
+use answers::{booking_refused, directory_refused, internal, membership, operator_view, refused, robot_view, safety_answer, scores_of, Scores};
 use crate::auth::{new_token, token_hash};
 use crate::clock::now_ms;
 use crate::services::passwords::{PasswordChecker, HASHING_THREADS, WAITING_CHECKS};
@@ -30,6 +30,13 @@ fn dummy_hash() -> String {
     HASH.get_or_init(|| crate::auth::hash_password(&new_token())).clone()
 }
 
+/// The services the backend hands people's changes to.
+pub struct Services {
+    pub sessions: Arc<crate::services::SessionService>,
+    pub bookings: Arc<crate::services::BookingService>,
+    pub robots: Arc<crate::services::RobotRegistry>,
+}
+
 pub struct ServerBackend {
     store: SharedStore,
     /// Presences live in the engine.
@@ -37,6 +44,8 @@ pub struct ServerBackend {
     /// Safety changes made by people (E-stop, clear).
     sessions: Arc<crate::services::SessionService>,
     bookings: Arc<crate::services::BookingService>,
+    /// Directory changes of robots (edit, retire, rotate).
+    robots: Arc<crate::services::RobotRegistry>,
     throttle: Arc<SignInThrottle>,
     passwords: PasswordChecker,
     tabs: Arc<OpenTabs>,
@@ -47,14 +56,14 @@ impl ServerBackend {
     pub fn new(
         store: SharedStore,
         engine: Arc<crate::engine::Engine>,
-        sessions: Arc<crate::services::SessionService>,
-        bookings: Arc<crate::services::BookingService>,
+        services: Services,
         throttle: Arc<SignInThrottle>,
         tabs: Arc<OpenTabs>,
         cookie: SessionCookie,
     ) -> Self {
         let passwords = PasswordChecker::new(HASHING_THREADS, WAITING_CHECKS);
-        ServerBackend { store, engine, sessions, bookings, throttle, passwords, tabs, cookie }
+        let Services { sessions, bookings, robots } = services;
+        ServerBackend { store, engine, sessions, bookings, robots, throttle, passwords, tabs, cookie }
     }
 
     /// The org's operator scores (rule L10), by operator.
@@ -199,6 +208,24 @@ impl Backend for ServerBackend {
 
     async fn hand_over(&self, org_id: &str, session_id: &str, by: Option<&str>, to: &str) -> Result<app::models::Offer, AppError> {
         self.engine.hand_over(org_id, session_id, by, to).await.map_err(refused)
+    }
+
+    async fn edit_robot(&self, org_id: &str, actor: &str, robot_id: &str, fields: app::directory::RobotFields) -> Result<Robot, AppError> {
+        let pops = self.robots.link_pops().await.map_err(internal)?;
+        if let Some(why) = app::directory::robot_fields_problem(robot_id, &fields, &pops) {
+            return Err(AppError::Invalid(why));
+        }
+        let fields = crate::store::RobotFields { model: fields.model, site: fields.site, pop: fields.pop, req_cert: fields.req_cert };
+        let robot = self.robots.edit(org_id, robot_id, &fields, actor).await.map_err(directory_refused)?;
+        Ok(robot_view(robot, now_ms()))
+    }
+
+    async fn retire_robot(&self, org_id: &str, actor: &str, robot_id: &str) -> Result<(), AppError> {
+        self.robots.retire(org_id, robot_id, actor).await.map_err(directory_refused)
+    }
+
+    async fn rotate_robot_token(&self, org_id: &str, actor: &str, robot_id: &str) -> Result<String, AppError> {
+        self.robots.rotate_token(org_id, robot_id, actor).await.map_err(directory_refused)
     }
 
     async fn extend_session(&self, org_id: &str, session_id: &str, operator: Option<&str>, actor: &str, minutes: i64) -> Result<SessionRecord, AppError> {

@@ -4,7 +4,7 @@
 
 use crate::bus::SharedBus;
 use crate::clock::now_ms;
-use crate::store::{NewRobot, RobotRecord, SharedStore, StoreResult};
+use crate::store::{NewRobot, RobotChange, RobotFields, RobotRecord, SharedStore, StoreError, StoreResult};
 use app::events::{Event, OrgEvent, Topic};
 use app::models::RegistryStatus;
 use app::rules::{registry_status, ROBOT_HEARTBEAT_TIMEOUT_MS};
@@ -12,6 +12,26 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::sync::{Arc, RwLock};
 use tokio::sync::mpsc;
+
+/// Why a directory change of a robot was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DirectoryError {
+    #[error("robot not found")]
+    NotFound,
+    #[error("the robot is in session {0}: end it first")]
+    LiveSession(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<RobotChange> for DirectoryError {
+    fn from(change: RobotChange) -> Self {
+        match change {
+            RobotChange::LiveSession(session_id) => DirectoryError::LiveSession(session_id),
+            RobotChange::NotFound | RobotChange::Done(..) => DirectoryError::NotFound,
+        }
+    }
+}
 
 #[derive(Default)]
 struct Robots {
@@ -134,9 +154,68 @@ impl RobotRegistry {
             pop: robot.pop,
             req_cert: robot.req_cert,
             last_heartbeat_at: None,
+            token_rotated_at: None,
         };
         self.robots.write().expect("robots lock").remember(record, robot.token_hash);
         Ok(true)
+    }
+
+    /// Edits a robot's model, site, PoP and reqCert (checked by the
+    /// caller); the next call it raises is dispatched on the new values.
+    pub async fn edit(&self, org_id: &str, robot_id: &str, fields: &RobotFields, actor: &str) -> Result<RobotRecord, DirectoryError> {
+        match self.store.edit_robot(org_id, robot_id, fields, actor, now_ms()).await? {
+            RobotChange::Done(robot, entry) => {
+                let mut robots = self.robots.write().expect("robots lock");
+                if let Some(hash) = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned() {
+                    let heartbeat = robots.by_token.get(&hash).and_then(|r| r.last_heartbeat_at);
+                    robots.remember(RobotRecord { last_heartbeat_at: heartbeat, ..robot.clone() }, hash);
+                }
+                drop(robots);
+                self.publish_audit(org_id, entry);
+                Ok(robot)
+            }
+            other => Err(DirectoryError::from(other)),
+        }
+    }
+
+    /// Retires a robot: refused while it has a live session; its token
+    /// stops working at once and it leaves the fleet.
+    pub async fn retire(&self, org_id: &str, robot_id: &str, actor: &str) -> Result<(), DirectoryError> {
+        match self.store.retire_robot(org_id, robot_id, actor, now_ms()).await? {
+            RobotChange::Done(_, entry) => {
+                let mut robots = self.robots.write().expect("robots lock");
+                if let Some(hash) = robots.by_id.remove(&(org_id.to_string(), robot_id.to_string())) {
+                    robots.by_token.remove(&hash);
+                }
+                drop(robots);
+                self.publish_audit(org_id, entry);
+                Ok(())
+            }
+            other => Err(DirectoryError::from(other)),
+        }
+    }
+
+    /// A new bearer token for the robot, returned once; the old one stops
+    /// working at once.
+    pub async fn rotate_token(&self, org_id: &str, robot_id: &str, actor: &str) -> Result<String, DirectoryError> {
+        let token = crate::auth::new_token();
+        let hash = crate::auth::token_hash(&token);
+        match self.store.rotate_robot_token(org_id, robot_id, &hash, actor, now_ms()).await? {
+            RobotChange::Done(robot, entry) => {
+                let mut robots = self.robots.write().expect("robots lock");
+                let key = (org_id.to_string(), robot_id.to_string());
+                let heartbeat = robots.by_id.remove(&key).and_then(|old| robots.by_token.remove(&old)).and_then(|r| r.last_heartbeat_at);
+                robots.remember(RobotRecord { last_heartbeat_at: heartbeat, ..robot }, hash);
+                drop(robots);
+                self.publish_audit(org_id, entry);
+                Ok(token)
+            }
+            other => Err(DirectoryError::from(other)),
+        }
+    }
+
+    fn publish_audit(&self, org_id: &str, entry: app::events::AuditEntry) {
+        self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Audit { entry }));
     }
 
     fn publish(&self, org_id: &str, robot_id: &str, status: RegistryStatus, at_ms: i64) {

@@ -222,7 +222,7 @@ macro_rules! dispatch_store {
         #[async_trait]
         impl DispatchStore for $store {
             async fn robot_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<super::RobotRecord>> {
-                Ok(sqlx::query_as(&format!("{ROBOT_SELECT} WHERE token_hash = $1"))
+                Ok(sqlx::query_as(&format!("{ROBOT_SELECT} WHERE token_hash = $1 AND retired_at IS NULL"))
                     .bind(token_hash).fetch_optional(&self.pool).await?)
             }
 

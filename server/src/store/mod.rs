@@ -5,6 +5,7 @@
 mod board;
 mod booking;
 mod chat;
+mod directory;
 mod dispatch;
 mod journal;
 mod rating;
@@ -15,6 +16,7 @@ pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
 pub use booking::{BookingRow, BookingStore, NewBooking};
 pub use dispatch::{ActivityRow, DispatchStore};
 pub use chat::{ChatRow, ChatStore};
+pub use directory::{DirectoryStore, RobotChange, RobotFields};
 pub use rating::{RatingRow, RatingStore, ScoreRow};
 pub use safety::{SafetyChange, SafetyStore};
 pub use journal::{
@@ -57,6 +59,9 @@ pub struct RobotRecord {
     pub pop: String,
     pub req_cert: String,
     pub last_heartbeat_at: Option<i64>,
+    /// When the bearer token was last rotated (selected where shown).
+    #[sqlx(default)]
+    pub token_rotated_at: Option<i64>,
 }
 
 #[derive(Clone, Debug)]
@@ -140,7 +145,7 @@ pub struct NewRobot {
 /// Everything persisted. The ACD's calls, offers and queue are in
 /// `DispatchStore` (store/dispatch.rs).
 #[async_trait]
-pub trait Store: DispatchStore + BoardStore + BookingStore + SafetyStore + ChatStore + RatingStore + Send + Sync + 'static {
+pub trait Store: DispatchStore + BoardStore + BookingStore + DirectoryStore + SafetyStore + ChatStore + RatingStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`, for logs and /healthz.
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.

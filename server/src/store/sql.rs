@@ -253,15 +253,16 @@ macro_rules! sql_store {
 
             async fn robots(&self, org_id: &str) -> StoreResult<Vec<RobotRecord>> {
                 Ok(sqlx::query_as::<_, RobotRecord>(
-                    "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at FROM robots \
-                     WHERE org_id = $1 ORDER BY id",
+                    "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at, token_rotated_at FROM robots \
+                     WHERE org_id = $1 AND retired_at IS NULL ORDER BY id",
                 )
                 .bind(org_id).fetch_all(&self.pool).await?)
             }
 
             async fn robots_with_token(&self, org_id: &str) -> StoreResult<Vec<(RobotRecord, String)>> {
                 let rows = sqlx::query(
-                    "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at, token_hash FROM robots WHERE org_id = $1 ORDER BY id",
+                    "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at, token_hash FROM robots \
+                     WHERE org_id = $1 AND retired_at IS NULL ORDER BY id",
                 )
                 .bind(org_id).fetch_all(&self.pool).await?;
                 rows.into_iter()
@@ -274,8 +275,8 @@ macro_rules! sql_store {
 
             async fn robot(&self, org_id: &str, robot_id: &str) -> StoreResult<Option<RobotRecord>> {
                 Ok(sqlx::query_as::<_, RobotRecord>(
-                    "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at FROM robots \
-                     WHERE org_id = $1 AND id = $2",
+                    "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at, token_rotated_at FROM robots \
+                     WHERE org_id = $1 AND id = $2 AND retired_at IS NULL",
                 )
                 .bind(org_id).bind(robot_id).fetch_optional(&self.pool).await?)
             }

@@ -1,0 +1,129 @@
+//! Directory administration of robots (issue: directory administration):
+//! edit, retire, rotate the token. Each change is written with its audit
+//! record (who, what, when, before → after) in one transaction.
+
+use super::dispatch::StoreDb;
+use super::sql::{PgStore, SqliteStore};
+use super::{RobotRecord, StoreResult};
+use app::events::AuditEntry;
+use async_trait::async_trait;
+
+/// A robot's editable fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RobotFields {
+    pub model: String,
+    pub site: String,
+    pub pop: String,
+    pub req_cert: String,
+}
+
+#[derive(Clone, Debug)]
+pub enum RobotChange {
+    /// Done: the robot as it is now, and the audit record written.
+    Done(RobotRecord, AuditEntry),
+    /// Unknown, another org's, or retired.
+    NotFound,
+    /// Retiring is refused while the robot has a live session.
+    LiveSession(String),
+}
+
+#[async_trait]
+pub trait DirectoryStore: Send + Sync {
+    async fn edit_robot(&self, org_id: &str, robot_id: &str, fields: &RobotFields, actor: &str, at: i64) -> StoreResult<RobotChange>;
+    async fn retire_robot(&self, org_id: &str, robot_id: &str, actor: &str, at: i64) -> StoreResult<RobotChange>;
+    async fn rotate_robot_token(&self, org_id: &str, robot_id: &str, token_hash: &str, actor: &str, at: i64) -> StoreResult<RobotChange>;
+}
+
+const LIVE_ROBOT: &str = "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at, token_rotated_at FROM robots \
+     WHERE org_id = $1 AND id = $2 AND retired_at IS NULL";
+
+fn audit(actor: &str, action: &str, robot_id: &str, detail: String, at: i64) -> AuditEntry {
+    AuditEntry {
+        at_ms: at,
+        actor_kind: "user".into(),
+        actor_id: Some(actor.to_string()),
+        action: action.to_string(),
+        session_id: None,
+        robot_id: Some(robot_id.to_string()),
+        detail: Some(detail),
+    }
+}
+
+/// `model: UR5e → UR10e; pop: …` for the fields that changed.
+fn changes(before: &RobotRecord, after: &RobotFields) -> String {
+    let pairs = [("model", &before.model, &after.model), ("site", &before.site, &after.site), ("pop", &before.pop, &after.pop), ("reqCert", &before.req_cert, &after.req_cert)];
+    let changed: Vec<String> = pairs.iter().filter(|(_, b, a)| b != a).map(|(name, b, a)| format!("{name}: {b} → {a}")).collect();
+    if changed.is_empty() { "no change".into() } else { changed.join("; ") }
+}
+
+macro_rules! directory_store {
+    ($store:ident) => {
+        impl $store {
+            async fn write_audit(tx: &mut sqlx::Transaction<'_, <Self as StoreDb>::Db>, org_id: &str, e: &AuditEntry) -> StoreResult<()> {
+                sqlx::query(
+                    "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                )
+                .bind(org_id).bind(e.at_ms).bind(&e.actor_kind).bind(&e.actor_id).bind(&e.action)
+                .bind(&e.session_id).bind(&e.robot_id).bind(&e.detail)
+                .execute(&mut **tx).await?;
+                Ok(())
+            }
+        }
+
+        #[async_trait]
+        impl DirectoryStore for $store {
+            async fn edit_robot(&self, org_id: &str, robot_id: &str, f: &RobotFields, actor: &str, at: i64) -> StoreResult<RobotChange> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let Some(before) = sqlx::query_as::<_, RobotRecord>(LIVE_ROBOT).bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await? else {
+                    return Ok(RobotChange::NotFound);
+                };
+                sqlx::query("UPDATE robots SET model = $1, site = $2, pop = $3, req_cert = $4 WHERE org_id = $5 AND id = $6")
+                    .bind(&f.model).bind(&f.site).bind(&f.pop).bind(&f.req_cert).bind(org_id).bind(robot_id)
+                    .execute(&mut *tx).await?;
+                let entry = audit(actor, "robot_edited", robot_id, changes(&before, f), at);
+                Self::write_audit(&mut tx, org_id, &entry).await?;
+                let after = RobotRecord { model: f.model.clone(), site: f.site.clone(), pop: f.pop.clone(), req_cert: f.req_cert.clone(), ..before };
+                tx.commit().await?;
+                Ok(RobotChange::Done(after, entry))
+            }
+
+            async fn retire_robot(&self, org_id: &str, robot_id: &str, actor: &str, at: i64) -> StoreResult<RobotChange> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let Some(before) = sqlx::query_as::<_, RobotRecord>(LIVE_ROBOT).bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await? else {
+                    return Ok(RobotChange::NotFound);
+                };
+                let live: Option<String> = sqlx::query_scalar(
+                    "SELECT id FROM sessions WHERE org_id = $1 AND robot_id = $2 AND lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED')",
+                )
+                .bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await?;
+                if let Some(session_id) = live {
+                    return Ok(RobotChange::LiveSession(session_id));
+                }
+                sqlx::query("UPDATE robots SET retired_at = $1 WHERE org_id = $2 AND id = $3")
+                    .bind(at).bind(org_id).bind(robot_id).execute(&mut *tx).await?;
+                let entry = audit(actor, "robot_retired", robot_id, format!("{} at {} retired", before.model, before.site), at);
+                Self::write_audit(&mut tx, org_id, &entry).await?;
+                tx.commit().await?;
+                Ok(RobotChange::Done(before, entry))
+            }
+
+            async fn rotate_robot_token(&self, org_id: &str, robot_id: &str, token_hash: &str, actor: &str, at: i64) -> StoreResult<RobotChange> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let Some(before) = sqlx::query_as::<_, RobotRecord>(LIVE_ROBOT).bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await? else {
+                    return Ok(RobotChange::NotFound);
+                };
+                sqlx::query("UPDATE robots SET token_hash = $1, token_rotated_at = $2 WHERE org_id = $3 AND id = $4")
+                    .bind(token_hash).bind(at).bind(org_id).bind(robot_id).execute(&mut *tx).await?;
+                // The token itself is never written anywhere, the audit included.
+                let entry = audit(actor, "robot_token_rotated", robot_id, "bearer token rotated: the old one no longer works".into(), at);
+                Self::write_audit(&mut tx, org_id, &entry).await?;
+                tx.commit().await?;
+                Ok(RobotChange::Done(RobotRecord { token_rotated_at: Some(at), ..before }, entry))
+            }
+        }
+    };
+}
+
+directory_store!(SqliteStore);
+directory_store!(PgStore);

@@ -104,7 +104,7 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
                 <span class="org-name">{o.org_name.clone()}" · "{o.role.as_str()}</span>
             }))}
             {role.is_some_and(|r| r.grants(Role::Operator)).then(|| view! { <crate::console::ConsoleLink/> })}
-            <span class="who" title=user.email.clone()>{user.display_name.clone()}</span>
+            <a class="who" href="/account" title=format!("{} · change your password", user.email)>{user.display_name.clone()}</a>
             <ActionForm action=session.sign_out>
                 <button type="submit" class="button subtle">"Sign out"</button>
             </ActionForm>

@@ -98,6 +98,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/operator") view=routes::OperatorHome ssr=SsrMode::Async/>
                     <Route path=path!("/cockpit/:id") view=routes::CockpitPage ssr=SsrMode::Async/>
                     <Route path=path!("/client") view=routes::ClientPage ssr=SsrMode::Async/>
+                    <Route path=path!("/account") view=routes::AccountPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

@@ -207,9 +207,36 @@ pub mod rfc3339_ms {
     }
 }
 
+/// A new password is at least this long.
+pub const MIN_PASSWORD_CHARS: usize = 12;
+pub const MAX_PASSWORD_CHARS: usize = 256;
+
+/// What is wrong with a new password and its confirmation, if anything.
+pub fn new_password_problem(new: &str, confirm: &str) -> Option<String> {
+    let length = new.chars().count();
+    if length < MIN_PASSWORD_CHARS {
+        return Some(format!("The new password must be at least {MIN_PASSWORD_CHARS} characters."));
+    }
+    if length > MAX_PASSWORD_CHARS {
+        return Some(format!("The new password must be at most {MAX_PASSWORD_CHARS} characters."));
+    }
+    if new != confirm {
+        return Some("The two new passwords differ.".into());
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_password_is_long_enough_and_typed_twice_the_same() {
+        assert!(new_password_problem("short", "short").is_some());
+        assert!(new_password_problem("long enough pass", "long enough pasS").is_some());
+        assert_eq!(new_password_problem("long enough pass", "long enough pass"), None);
+        assert!(new_password_problem(&"x".repeat(MAX_PASSWORD_CHARS + 1), &"x".repeat(MAX_PASSWORD_CHARS + 1)).is_some());
+    }
 
     #[test]
     fn durations_read_to_the_second() {

@@ -102,3 +102,39 @@ both_backends!(o02_a_retired_robot_leaves_the_fleet_and_its_token_stops_but_not_
     assert_eq!(record.status(), StatusCode::OK);
     app.finish().await;
 });
+
+both_backends!(a_person_changes_their_password_and_every_other_sign_in_ends, |app: TestApp| async move {
+    use common::{session_cookie, Tab};
+    let here = browser();
+    sign_in(&here, &app, OPERATOR).await;
+    let elsewhere_cookie = session_cookie(&app, OPERATOR).await;
+    let mut elsewhere_tab = Tab::open(&app, &elsewhere_cookie).await;
+    let change = |current: &'static str, new: &'static str, confirm: &'static str| {
+        let (here, app) = (here.clone(), &app);
+        async move { call(&here, app, "change_password", &[("current", current), ("new", new), ("confirm", confirm)]).await.status() }
+    };
+    assert_eq!(change("clutchcall-demo", "too short", "too short").await, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(change("clutchcall-demo", "a long new password", "a long new passworD").await, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(change("not my password", "a long new password", "a long new password").await, StatusCode::FORBIDDEN);
+    assert_eq!(change("clutchcall-demo", "a long new password", "a long new password").await, StatusCode::OK);
+    // This sign-in goes on; the other one ended, its socket closed at once.
+    let me: Option<app::models::CurrentUser> = call(&here, &app, "signed_in_user", &[]).await.json().await.unwrap();
+    assert!(me.is_some());
+    assert!(elsewhere_tab.closed_within(std::time::Duration::from_secs(5)).await, "the other browser's socket closed");
+    let other = common::http()
+        .post(app.url("/api/signed_in_user"))
+        .header(reqwest::header::COOKIE, &elsewhere_cookie)
+        .header("origin", app.url(""))
+        .send()
+        .await
+        .unwrap();
+    let other: Option<app::models::CurrentUser> = other.json().await.unwrap();
+    assert!(other.is_none(), "the other sign-in ended");
+    // The old password no longer opens; the new one does (from another
+    // address: this one has used its burst of sign-in attempts).
+    let fresh = common::browser_from([127, 0, 0, 9]);
+    assert_eq!(call(&fresh, &app, "sign_in", &[("email", OPERATOR), ("password", "clutchcall-demo")]).await.status(), StatusCode::UNAUTHORIZED);
+    let signed = call(&fresh, &app, "sign_in", &[("email", OPERATOR), ("password", "a long new password")]).await;
+    assert!(signed.status().is_success() || signed.status().is_redirection(), "{}", signed.status());
+    app.finish().await;
+});

@@ -17,6 +17,9 @@ pub trait Backend: Send + Sync + 'static {
     async fn session_user(&self, token: &str) -> Result<Option<CurrentUser>, AppError>;
     /// Ends the sign-in, and closes its open sockets at once.
     async fn sign_out(&self, token: &str) -> Result<(), AppError>;
+    /// Changes the signed-in person's password (the current one checked,
+    /// attempts limited like sign-ins); every other sign-in of theirs ends.
+    async fn change_password(&self, token: &str, current: &str, new: &str, client: Option<IpAddr>) -> Result<(), AppError>;
     /// Switches the session's org; the user must belong to it.
     async fn select_org(&self, token: &str, org_id: &str) -> Result<CurrentUser, AppError>;
     async fn directory(&self, org_id: &str) -> Result<Directory, AppError>;

@@ -60,6 +60,17 @@ pub async fn sign_out() -> Result<(), AppError> {
     Ok(())
 }
 
+/// Changes the caller's own password: the current one is required, the new
+/// one is given twice; every other sign-in of theirs ends.
+#[server(endpoint = "change_password")]
+pub async fn change_password(current: String, new: String, confirm: String) -> Result<(), AppError> {
+    if let Some(why) = crate::rules::new_password_problem(&new, &confirm) {
+        return Err(guard::fail(AppError::Invalid(why)));
+    }
+    let (token, _) = guard::signed_in().await.map_err(guard::fail)?;
+    guard::backend()?.change_password(&token, &current, &new, guard::client_address()).await.map_err(guard::fail)
+}
+
 /// Switches the org the user works in and opens its landing screen.
 #[server(endpoint = "select_org")]
 pub async fn select_org(org_id: String) -> Result<(), AppError> {

@@ -1,5 +1,6 @@
 //! One module a screen.
 
+mod account;
 mod chat_panel;
 mod client;
 mod cockpit;
@@ -18,6 +19,7 @@ mod session_view;
 mod signin;
 pub(crate) mod wallboard;
 
+pub use account::AccountPage;
 pub use client::ClientPage;
 pub use cockpit::CockpitPage;
 pub use directory::{AdminArea, DirectoryPage};

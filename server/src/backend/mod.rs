@@ -158,6 +158,30 @@ impl Backend for ServerBackend {
         Ok(())
     }
 
+    async fn change_password(&self, token: &str, current: &str, new: &str, client: Option<IpAddr>) -> Result<(), AppError> {
+        let hash = token_hash(token);
+        let session = self.store.web_session(&hash).await.map_err(internal)?.ok_or(AppError::Unauthenticated)?;
+        let user = self.store.user_by_id(&session.user_id).await.map_err(internal)?.ok_or(AppError::Unauthenticated)?;
+        let client = client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        // Guessing the current password here is limited like signing in.
+        if let Err(wait) = self.throttle.admit(client, &user.email) {
+            return Err(AppError::TooManyAttempts(wait.as_secs().max(1)));
+        }
+        let right = self.passwords.verify(current.to_string(), user.password_hash.clone()).await.map_err(|_| AppError::Busy)?;
+        if !right {
+            return Err(AppError::Forbidden("The current password is not right.".into()));
+        }
+        let new = new.to_string();
+        // argon2 is deliberately slow: off the async threads.
+        let phc = tokio::task::spawn_blocking(move || crate::auth::hash_password(&new)).await.map_err(|_| AppError::Busy)?;
+        let ended = self.store.change_password(&user.id, &phc, &hash).await.map_err(internal)?;
+        for sign_in in &ended {
+            self.tabs.sign_in_ended(sign_in);
+        }
+        tracing::info!(user = %user.id, ended = ended.len(), "password changed; other sign-ins ended");
+        Ok(())
+    }
+
     async fn select_org(&self, token: &str, org_id: &str) -> Result<CurrentUser, AppError> {
         let hash = token_hash(token);
         let session = self.store.web_session(&hash).await.map_err(internal)?.ok_or(AppError::Unauthenticated)?;

@@ -170,6 +170,9 @@ pub trait Store: DispatchStore + BoardStore + BookingStore + DirectoryStore + Sa
     async fn signed_in_role(&self, token_hash: &str, org_id: &str, now: i64) -> StoreResult<Option<Role>>;
     async fn set_web_session_org(&self, token_hash: &str, org_id: &str) -> StoreResult<()>;
     async fn delete_web_session(&self, token_hash: &str) -> StoreResult<()>;
+    /// Sets the user's password and ends every other sign-in of theirs (all
+    /// but `keep`), in one transaction; returns the ended sign-ins.
+    async fn change_password(&self, user_id: &str, password_hash: &str, keep: &str) -> StoreResult<Vec<String>>;
     /// Removes sessions past their expiry; returns how many.
     async fn delete_expired_web_sessions(&self, now: i64) -> StoreResult<u64>;
 

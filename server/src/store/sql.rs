@@ -245,6 +245,18 @@ macro_rules! sql_store {
                 Ok(())
             }
 
+            async fn change_password(&self, user_id: &str, password_hash: &str, keep: &str) -> StoreResult<Vec<String>> {
+                let mut tx = <Self as super::dispatch::StoreDb>::begin_write(&self.pool).await?;
+                sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
+                    .bind(password_hash).bind(user_id).execute(&mut *tx).await?;
+                let ended: Vec<String> = sqlx::query_scalar("SELECT token_hash FROM web_sessions WHERE user_id = $1 AND token_hash <> $2")
+                    .bind(user_id).bind(keep).fetch_all(&mut *tx).await?;
+                sqlx::query("DELETE FROM web_sessions WHERE user_id = $1 AND token_hash <> $2")
+                    .bind(user_id).bind(keep).execute(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(ended)
+            }
+
             async fn delete_expired_web_sessions(&self, now: i64) -> StoreResult<u64> {
                 let done = sqlx::query("DELETE FROM web_sessions WHERE expires_at <= $1")
                     .bind(now).execute(&self.pool).await?;

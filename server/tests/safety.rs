@@ -10,8 +10,6 @@ use app::models::{SafetyState, SessionRecord};
 use common::{browser, call, sign_in, TestApp, ADMIN, OPERATOR};
 use reqwest::{Method, StatusCode};
 
-const ORG: &str = "org-northstar";
-
 async fn attach_asha(app: &TestApp) -> String {
     common::attach_asha(app, "uk-pick-01").await
 }

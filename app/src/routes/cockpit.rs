@@ -46,6 +46,9 @@ fn Cockpit() -> impl IntoView {
     let record = Resource::new(version, |(id, ..)| load_session(id));
     let activity = Resource::new(version, |(id, ..)| load_session_activity(id));
     let ended = Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()));
+    // Kept here, not in the controls: a push re-renders them, and a first
+    // press of Complete must survive that.
+    let confirming = RwSignal::new(false);
     view! {
         <section class="panel">
             <div class="toolbar">
@@ -54,7 +57,7 @@ fn Cockpit() -> impl IntoView {
                 <a class="button subtle" href="/operator">"Ready screen"</a>
             </div>
             <Transition fallback=|| view! { <p class="loading">"Loading the session…"</p> }>
-                {loaded(|| true, record, move |s| view! { <SessionFacts s=s.clone() now_ms=pushed.now_ms/><Controls s steer estop/> })}
+                {loaded(|| true, record, move |s| view! { <SessionFacts s=s.clone() now_ms=pushed.now_ms/><Controls s steer estop confirming/> })}
             </Transition>
             {move || steer.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
             {move || estop.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
@@ -102,7 +105,7 @@ fn SessionFacts(s: SessionRecord, now_ms: RwSignal<i64>) -> impl IntoView {
 /// Pause/Resume (key P) and Complete (key C, then C again to confirm):
 /// only the moves seed 001 allows from the session's state are shown.
 #[component]
-fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAction<EstopSession>) -> impl IntoView {
+fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAction<EstopSession>, confirming: RwSignal<bool>) -> impl IntoView {
     let id = s.id.clone();
     let latched = s.state == SafetyState::ProtectiveStop;
     let stop_id = StoredValue::new(s.id.clone());
@@ -114,7 +117,6 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAc
     };
     let controls = steer_controls(s.lifecycle);
     let ended = s.lifecycle.is_terminal();
-    let confirming = RwSignal::new(false);
     let pending = steer.pending();
     let send = StoredValue::new(move |to: LifecycleState| {
         if !pending.get_untracked() {

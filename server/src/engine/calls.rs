@@ -1,5 +1,5 @@
-//! Calls on the desk: raising, placing (offer or queue), answering,
-//! ending, and serving the queues when someone frees up.
+//! Calls on the desk: raising, placing (offer or queue), answering and
+//! ending (serving the queues and recovery: `queues.rs`).
 
 use super::desk::{Call, Desk, Live};
 use super::inactivity::LiveRobot;
@@ -354,53 +354,6 @@ impl Desk {
             Event::Org(OrgEvent::Lifecycle { session_id: session_id.to_string(), robot_id, lifecycle: to, operator_id: None, queued: false, at_ms: now }),
         ));
         Ok(true)
-    }
-
-    /// Offers queued calls, oldest first, to whoever can now take them.
-    /// "No call stays queued while a ready certified operator could take it."
-    pub fn serve_queues(&mut self, now: i64) {
-        if !std::mem::take(&mut self.dirty) || self.queued.is_empty() {
-            return;
-        }
-        let waiting: Vec<(i64, String)> = self.queued.iter().cloned().collect();
-        for (_, session_id) in waiting {
-            let Some(call) = self.calls.get(&session_id) else { continue };
-            if !self.index.serves_skill(&call.skill) {
-                continue;
-            }
-            self.place(&session_id, Trigger::OperatorReady, now, false);
-        }
-        self.dirty = false;
-    }
-
-    /// After a (re)start: offers whose window passed while nobody watched
-    /// are closed and their calls re-dispatched; calls a crash left with
-    /// neither an offer nor a queue place are queued again.
-    pub fn recover(&mut self, now: i64) {
-        let stale: Vec<(String, String)> = self
-            .offers
-            .iter()
-            .filter(|(_, o)| o.expires_at <= now)
-            .map(|(op, o)| (op.clone(), o.session_id.clone()))
-            .collect();
-        for (operator_id, session_id) in stale {
-            self.close_offer(&operator_id, OfferStatus::Expired, now);
-            // Nobody has heard from them since the restart.
-            self.presence_event(&operator_id, PresenceEvent::Lapsed, None, now);
-            self.place(&session_id, Trigger::Recovered, now, true);
-        }
-        let orphans: Vec<String> =
-            self.calls.iter().filter(|(_, c)| c.offered_to.is_none() && !c.queued).map(|(id, _)| id.clone()).collect();
-        if !orphans.is_empty() {
-            tracing::warn!(org = %self.org_id, orphans = orphans.len(), "pending calls without an offer were put back in the queue");
-        }
-        for session_id in orphans {
-            let call = self.calls.get_mut(&session_id).expect("listed");
-            call.queued = true;
-            let (skill, raised_at) = (call.skill.clone(), call.raised_at);
-            self.enqueue_key(&skill, raised_at, &session_id);
-            self.fx.writes.push(Write::Queue { session_id, at: now });
-        }
     }
 
     /// Tells the org's screens where a pending or live session stands.

@@ -16,6 +16,7 @@ mod desk_tests;
 mod dispatcher;
 mod handover;
 mod planned_end;
+mod queues;
 mod inactivity;
 mod load;
 pub mod ready;

@@ -2,6 +2,7 @@
 //! default) and PostgreSQL (scale-out) over the same SQL text; each backend
 //! keeps its own migrations under `server/migrations/<backend>/`.
 
+mod apply;
 mod board;
 mod booking;
 mod chat;

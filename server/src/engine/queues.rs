@@ -1,0 +1,57 @@
+//! Serving the queues: queued calls offered, oldest first, to whoever can
+//! now take them; and recovery after a (re)start, when offers whose window
+//! passed while nobody watched are closed and orphaned calls queued again.
+
+use super::desk::Desk;
+use crate::store::Write;
+use app::dispatch::{OfferStatus, Trigger};
+use app::presence::PresenceEvent;
+
+impl Desk {
+    /// Offers queued calls, oldest first, to whoever can now take them.
+    /// "No call stays queued while a ready certified operator could take it."
+    pub fn serve_queues(&mut self, now: i64) {
+        if !std::mem::take(&mut self.dirty) || self.queued.is_empty() {
+            return;
+        }
+        let waiting: Vec<(i64, String)> = self.queued.iter().cloned().collect();
+        for (_, session_id) in waiting {
+            let Some(call) = self.calls.get(&session_id) else { continue };
+            if !self.index.serves_skill(&call.skill) {
+                continue;
+            }
+            self.place(&session_id, Trigger::OperatorReady, now, false);
+        }
+        self.dirty = false;
+    }
+
+    /// After a (re)start: offers whose window passed while nobody watched
+    /// are closed and their calls re-dispatched; calls a crash left with
+    /// neither an offer nor a queue place are queued again.
+    pub fn recover(&mut self, now: i64) {
+        let stale: Vec<(String, String)> = self
+            .offers
+            .iter()
+            .filter(|(_, o)| o.expires_at <= now)
+            .map(|(op, o)| (op.clone(), o.session_id.clone()))
+            .collect();
+        for (operator_id, session_id) in stale {
+            self.close_offer(&operator_id, OfferStatus::Expired, now);
+            // Nobody has heard from them since the restart.
+            self.presence_event(&operator_id, PresenceEvent::Lapsed, None, now);
+            self.place(&session_id, Trigger::Recovered, now, true);
+        }
+        let orphans: Vec<String> =
+            self.calls.iter().filter(|(_, c)| c.offered_to.is_none() && !c.queued).map(|(id, _)| id.clone()).collect();
+        if !orphans.is_empty() {
+            tracing::warn!(org = %self.org_id, orphans = orphans.len(), "pending calls without an offer were put back in the queue");
+        }
+        for session_id in orphans {
+            let call = self.calls.get_mut(&session_id).expect("listed");
+            call.queued = true;
+            let (skill, raised_at) = (call.skill.clone(), call.raised_at);
+            self.enqueue_key(&skill, raised_at, &session_id);
+            self.fx.writes.push(Write::Queue { session_id, at: now });
+        }
+    }
+}

@@ -154,6 +154,11 @@ both_backends_with!(l13_at_the_planned_end_the_session_completes_unless_extended
     assert_eq!(ended.lifecycle, LifecycleState::Completed);
     let log: SessionActivity = call(&admin, &app, "load_session_activity", &[("session_id", &session)]).await.json().await.unwrap();
     assert_eq!(log.entries.last().unwrap().detail, Some(format!("COMPLETED · {PLANNED_END_REACHED}")));
+    // Admins act as the client of sessions without one: their client screen lists it.
+    let theirs = call(&admin, &app, "load_client_sessions", &[]).await;
+    assert_eq!(theirs.status(), StatusCode::OK);
+    let theirs: ClientSessions = theirs.json().await.unwrap();
+    assert!(theirs.past.iter().any(|p| p.session.id == session), "the admins' sessions without a client");
 
     // Extended at once, it runs past the old end.
     let second = attach_asha(&app, "uw-pick-01").await;

@@ -17,6 +17,7 @@ pub mod inactivity;
 pub mod lifecycle;
 pub mod live;
 pub mod models;
+pub mod people;
 pub mod presence;
 pub mod rating;
 pub mod ring;

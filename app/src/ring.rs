@@ -119,6 +119,8 @@ pub enum RingError {
     /// socket closes.
     SignedOut,
     NoOperatorProfile,
+    /// An admin made the operator profile inactive.
+    InactiveProfile,
     DispatchedElsewhere,
     Unavailable,
     OfferNotOpen,
@@ -136,6 +138,7 @@ impl RingError {
             RingError::Unreadable => "Unreadable message.",
             RingError::SignedOut => "Your sign-in has ended: sign in again.",
             RingError::NoOperatorProfile => "Cannot take calls here: you have no operator profile in this organisation.",
+            RingError::InactiveProfile => "Cannot take calls: your operator profile is inactive. An admin of the organisation can make it active again.",
             RingError::DispatchedElsewhere => "Cannot take calls here: this organisation is served by another server.",
             RingError::Unavailable => "Cannot take calls right now: try again in a moment.",
             RingError::OfferNotOpen => "That offer is no longer open: it was answered, withdrawn or expired.",

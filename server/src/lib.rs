@@ -106,6 +106,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
     let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone()));
     let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone()).await?;
+    let origins = PublicOrigins::new(config.public_origin.as_deref(), addr);
+    let people = Arc::new(crate::services::PeopleService::new(store.clone(), bus.clone(), engine.clone(), tabs.clone(), origins.primary()));
     let services = crate::backend::Services { sessions: sessions.clone(), bookings, robots: robots.clone() };
     let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), engine.clone(), services, throttle.clone(), tabs.clone(), cookie));
     let backend_for_metrics = backend.clone();
@@ -117,7 +119,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         sessions: sessions.clone(),
         sign_ins: Arc::new(SignIns::new(store.clone())),
         tabs,
-        origins: PublicOrigins::new(config.public_origin.as_deref(), addr),
+        origins,
+        people,
         robot_limits: Arc::new(http::RobotRateLimit::new()),
         presence_ttl_ms: config.presence_ttl_ms,
     };

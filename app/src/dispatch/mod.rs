@@ -107,6 +107,28 @@ impl LinkFloors {
     }
 }
 
+/// Longest note of a link-health path.
+pub const MAX_FLOOR_NOTE_CHARS: usize = 120;
+
+/// What is wrong with a link-health path an admin enters (rule W16): region
+/// and PoP are short names, the floor a plausible RTT.
+pub fn floor_problem(f: &LinkFloor) -> Option<String> {
+    let name_ok = |s: &str| !s.is_empty() && s.chars().count() <= crate::rules::MAX_POP_CHARS && !s.chars().any(char::is_whitespace);
+    if !name_ok(&f.region) {
+        return Some(format!("region must be 1–{} characters without spaces", crate::rules::MAX_POP_CHARS));
+    }
+    if !name_ok(&f.pop) {
+        return Some(format!("PoP must be 1–{} characters without spaces", crate::rules::MAX_POP_CHARS));
+    }
+    if f.floor_ms > MAX_RTT_MS {
+        return Some(format!("floor must be 0–{MAX_RTT_MS} ms"));
+    }
+    if f.note.as_deref().is_some_and(|n| n.chars().count() > MAX_FLOOR_NOTE_CHARS) {
+        return Some(format!("note must be at most {MAX_FLOOR_NOTE_CHARS} characters"));
+    }
+    None
+}
+
 /// With no floor for the path, a measurement below this is not believed
 /// (a console reporting 0 ms would otherwise win every call).
 pub const MIN_UNFLOORED_RTT_MS: u32 = 5;

@@ -83,3 +83,26 @@ pub trait Backend: Send + Sync + 'static {
 }
 
 pub type SharedBackend = Arc<dyn Backend>;
+
+/// Directory administration of people, link floors and robot registration
+/// (admins), and taking up an invitation (anyone holding the link).
+#[async_trait::async_trait]
+pub trait DirectoryAdmin: Send + Sync + 'static {
+    async fn people(&self, org_id: &str) -> Result<crate::people::PeopleAdmin, AppError>;
+    async fn invite(&self, org_id: &str, actor: &str, person: crate::people::PersonFields) -> Result<crate::people::InviteLink, AppError>;
+    async fn preview_import(&self, org_id: &str, csv: &str) -> Result<crate::people::ImportPreview, AppError>;
+    async fn import(&self, org_id: &str, actor: &str, csv: &str) -> Result<crate::people::ImportResult, AppError>;
+    async fn set_role(&self, org_id: &str, actor: &str, user_id: &str, role: crate::models::Role) -> Result<(), AppError>;
+    async fn remove_member(&self, org_id: &str, actor: &str, user_id: &str) -> Result<(), AppError>;
+    async fn edit_profile(&self, org_id: &str, actor: &str, user_id: &str, fields: crate::people::ProfileFields) -> Result<(), AppError>;
+    async fn set_floor(&self, org_id: &str, actor: &str, floor: crate::models::LinkFloor) -> Result<(), AppError>;
+    async fn remove_floor(&self, org_id: &str, actor: &str, region: &str, pop: &str) -> Result<(), AppError>;
+    async fn register_robot(&self, org_id: &str, actor: &str, id: &str, fields: crate::directory::RobotFields) -> Result<crate::people::RegisteredRobot, AppError>;
+    /// What the link can do for `signed_in` (the person whose browser opened it).
+    async fn invitation(&self, token: &str, signed_in: Option<&CurrentUser>) -> Result<crate::people::InvitationView, AppError>;
+    /// Sets the password (`Some`) of an account without one, or joins the
+    /// signed-in account (`None`); returns the org's id.
+    async fn accept_invitation(&self, token: &str, password: Option<&str>, signed_in: Option<&CurrentUser>) -> Result<String, AppError>;
+}
+
+pub type SharedDirectoryAdmin = Arc<dyn DirectoryAdmin>;

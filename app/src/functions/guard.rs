@@ -9,6 +9,10 @@ pub fn backend() -> Result<SharedBackend, AppError> {
     use_context::<SharedBackend>().ok_or_else(|| AppError::Internal("backend missing".into()))
 }
 
+pub fn directory_admin() -> Result<super::backend::SharedDirectoryAdmin, AppError> {
+    use_context::<super::backend::SharedDirectoryAdmin>().ok_or_else(|| AppError::Internal("directory administration missing".into()))
+}
+
 /// The request's sign-in tokens: usually one; several when cookies
 /// share the name, and then the first live sign-in counts.
 pub fn session_tokens() -> Vec<String> {

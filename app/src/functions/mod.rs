@@ -11,10 +11,12 @@ pub mod backend;
 mod guard;
 mod clients;
 mod directory;
+mod people;
 mod sessions;
 
 pub use clients::*;
 pub use directory::*;
+pub use people::*;
 pub use sessions::*;
 
 /// The signed-in user, or `None` when nobody is signed in.

@@ -10,12 +10,12 @@ mod telemetry;
 
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 
-use crate::auth::{new_token, token_hash};
 use crate::engine::CallOutcome;
 use crate::http::{AppState, Principal};
-use crate::store::{NewRobot, RobotRecord};
+use crate::services::registry::DirectoryError;
+use crate::store::RobotRecord;
 use app::models::{LifecycleState, Offer, Role, SafetyState, SessionRecord};
-use app::rules::{rfc3339, robot_fields_problem, skill_of};
+use app::rules::rfc3339;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
@@ -64,7 +64,7 @@ pub enum Caller {
     /// An edge agent, by its bearer token.
     Robot(RobotRecord),
     /// A signed-in admin, in the org selected in their session.
-    Admin { org_id: String },
+    Admin { org_id: String, admin_id: String },
 }
 
 impl FromRequestParts<AppState> for Caller {
@@ -73,12 +73,14 @@ impl FromRequestParts<AppState> for Caller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match Principal::from_request_parts(parts, state).await? {
             Principal::Robot(robot) => Ok(Caller::Robot(robot)),
-            principal => {
+            principal @ Principal::User { .. } => {
+                let Principal::User { ref user, .. } = principal else { unreachable!("matched above") };
+                let admin_id = user.user_id.clone();
                 let org = principal.selected_org().ok_or_else(|| ApiError::Forbidden("choose an organisation first".into()))?;
                 if org.role != Role::Admin {
                     return Err(ApiError::Forbidden("only admins may act for robots".into()));
                 }
-                Ok(Caller::Admin { org_id: org.org_id.clone() })
+                Ok(Caller::Admin { org_id: org.org_id.clone(), admin_id })
             }
         }
     }
@@ -88,7 +90,7 @@ impl Caller {
     pub(super) fn org_id(&self) -> &str {
         match self {
             Caller::Robot(robot) => &robot.org_id,
-            Caller::Admin { org_id } => org_id,
+            Caller::Admin { org_id, .. } => org_id,
         }
     }
 
@@ -102,7 +104,7 @@ impl Caller {
                 Some(_) => Err(ApiError::Forbidden(format!("this token acts only for robot {}", own.id))),
                 None => Err(ApiError::not_found("robot", robot_id)),
             },
-            Caller::Admin { org_id } => state.robots.robot(org_id, robot_id).await?.ok_or_else(|| ApiError::not_found("robot", robot_id)),
+            Caller::Admin { org_id, .. } => state.robots.robot(org_id, robot_id).await?.ok_or_else(|| ApiError::not_found("robot", robot_id)),
         }
     }
 
@@ -306,27 +308,16 @@ pub struct RegisteredRobot {
     security(("admin_session" = []))
 )]
 async fn register_robot(State(state): State<AppState>, caller: Caller, ApiJson(body): ApiJson<NewRobotBody>) -> Result<Response, ApiError> {
-    let Caller::Admin { org_id } = caller else {
+    let Caller::Admin { org_id, admin_id } = caller else {
         return Err(ApiError::Forbidden("only admins register robots".into()));
     };
-    let pops = state.robots.link_pops().await?;
-    if let Some(problem) = robot_fields_problem(&body.id, &body.model, &body.site, &body.pop, &body.req_cert, &pops) {
-        return Err(ApiError::Invalid(problem));
-    }
-    let skill = skill_of(&body.req_cert).map_err(|_| ApiError::Invalid("reqCert names no skill".into()))?.to_string();
-    let token = new_token();
-    let robot = NewRobot {
-        id: body.id.clone(),
-        org_id,
-        model: body.model.trim().into(),
-        site: body.site.trim().into(),
-        pop: body.pop.trim().into(),
-        req_cert: body.req_cert.trim().into(),
-        token_hash: token_hash(&token),
-    };
-    if !state.robots.register(robot).await? {
-        return Err(ApiError::Conflict { code: "robot_exists", message: format!("robot {} already exists", body.id) });
-    }
+    let fields = app::directory::RobotFields { model: body.model, site: body.site, pop: body.pop, req_cert: body.req_cert };
+    let (skill, token) = state.robots.enroll(&org_id, &body.id, fields, &admin_id).await.map_err(|e| match e {
+        DirectoryError::Exists(id) => ApiError::Conflict { code: "robot_exists", message: format!("robot {id} already exists") },
+        DirectoryError::Invalid(problem) => ApiError::Invalid(problem),
+        DirectoryError::Store(e) => e.into(),
+        other => ApiError::Invalid(other.to_string()),
+    })?;
     Ok((StatusCode::CREATED, Json(RegisteredRobot { id: body.id, skill, token })).into_response())
 }
 

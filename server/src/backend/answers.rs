@@ -16,7 +16,7 @@ pub(super) fn refused(e: crate::engine::EngineError) -> AppError {
     use crate::engine::EngineError as E;
     match e {
         E::NotFound(what) => AppError::NotFound(format!("The {what}")),
-        E::NotAttached => AppError::Forbidden(e.to_string()),
+        E::NotAttached | E::Inactive => AppError::Forbidden(e.to_string()),
         E::SessionEnded
         | E::Paused
         | E::IllegalTransition { .. }
@@ -96,7 +96,8 @@ pub(super) fn directory_refused(e: crate::services::registry::DirectoryError) ->
     use crate::services::registry::DirectoryError as D;
     match e {
         D::NotFound => AppError::NotFound("The robot".into()),
-        D::LiveSession(_) => AppError::Conflict(e.to_string()),
+        D::LiveSession(_) | D::Exists(_) => AppError::Conflict(e.to_string()),
+        D::Invalid(why) => AppError::Invalid(why),
         D::Store(e) => internal(e),
     }
 }

@@ -2,6 +2,8 @@
 //! functions may ask for, answered from the store.
 
 mod answers;
+mod people;
+pub use people::PeopleBackend;
 
 use answers::{booking_refused, directory_refused, internal, membership, operator_view, refused, robot_view, safety_answer, scores_of, Scores};
 use crate::auth::{new_token, token_hash};
@@ -235,7 +237,7 @@ impl Backend for ServerBackend {
     }
 
     async fn edit_robot(&self, org_id: &str, actor: &str, robot_id: &str, fields: app::directory::RobotFields) -> Result<Robot, AppError> {
-        let pops = self.robots.link_pops().await.map_err(internal)?;
+        let pops = self.robots.link_pops(org_id).await.map_err(internal)?;
         if let Some(why) = app::directory::robot_fields_problem(robot_id, &fields, &pops) {
             return Err(AppError::Invalid(why));
         }

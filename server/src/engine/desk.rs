@@ -36,6 +36,8 @@ pub(super) struct Operator {
     pub tabs: u32,
     /// Bumped when a tab opens, so an older lapse timer is ignored.
     pub generation: u64,
+    /// Made inactive (or removed) in the directory: never dispatched to.
+    pub inactive: bool,
 }
 
 /// A PENDING call.
@@ -160,7 +162,7 @@ impl Desk {
     pub(super) fn reindex(&mut self, operator_id: &str) {
         let Some(op) = self.operators.get(operator_id) else { return };
         let p = &op.presence;
-        let tier = if self.offers.contains_key(operator_id) {
+        let tier = if self.offers.contains_key(operator_id) || op.inactive {
             None
         } else if in_live_pool(p.state, p.live_ready) {
             Some(Tier::Live)
@@ -227,6 +229,9 @@ impl Desk {
     /// the batch.
     pub fn ready(&mut self, operator_id: &str, live: bool, now: i64) -> Result<(), EngineError> {
         let op = self.operator_mut(operator_id)?;
+        if op.inactive {
+            return Err(EngineError::Inactive);
+        }
         if op.presence.state == PresenceState::OnCall {
             return Ok(());
         }

@@ -24,6 +24,7 @@ fn operator(id: &str, region: &str, certs: &[&str]) -> OperatorRecord {
         role: Role::Operator,
         region: region.into(),
         certifications: certs.iter().map(|c| c.to_string()).collect(),
+        active: true,
     }
 }
 

@@ -49,6 +49,10 @@ pub enum Command {
     TabOpened { operator_id: String, reply: Reply<(OperatorPresence, Option<Offer>)> },
     TabClosed { operator_id: String, last_seen: i64 },
     LoadOperator { record: OperatorRecord },
+    /// The operator left the org: never dispatched to again.
+    DropOperator { operator_id: String },
+    /// The org's link floors changed.
+    SetFloors { floors: app::dispatch::LinkFloors },
     Presences { reply: oneshot::Sender<Vec<OperatorPresence>> },
     /// Look at the queues again (another org freed an operator).
     Poke,
@@ -89,7 +93,7 @@ impl Command {
             Command::TabOpened { reply, .. } => drop(reply.send(Err(error()))),
             Command::Presences { reply } => drop(reply.send(Vec::new())),
             Command::Console { reply, .. } => drop(reply.send(None)),
-            Command::TabClosed { .. } | Command::LoadOperator { .. } | Command::Poke => {}
+            Command::TabClosed { .. } | Command::LoadOperator { .. } | Command::DropOperator { .. } | Command::SetFloors { .. } | Command::Poke => {}
         }
     }
 }
@@ -143,7 +147,15 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
             return Applied::Done;
         }
         Command::LoadOperator { record } => {
-            desk.load_operator(record);
+            desk.update_operator(record, now);
+            return Applied::Done;
+        }
+        Command::DropOperator { operator_id } => {
+            desk.drop_operator(&operator_id, now);
+            return Applied::Done;
+        }
+        Command::SetFloors { floors } => {
+            desk.set_floors(floors);
             return Applied::Done;
         }
         Command::Poke => {
@@ -228,6 +240,10 @@ fn poke(shared: &Shared, orgs: Vec<String>) {
 /// Loads the org and commits recovery, retrying until the database answers.
 async fn load(shared: &Shared, desk: &mut Desk) {
     loop {
+        match shared.store.org_link_floors(&desk.org_id).await {
+            Ok(floors) => desk.set_floors(app::dispatch::LinkFloors::new(floors)),
+            Err(e) => tracing::error!(org = %desk.org_id, error = %e, "could not load the org's link floors; using the defaults"),
+        }
         match shared.store.org_snapshot(&desk.org_id).await {
             Ok(snapshot) => {
                 let now = shared.clock.now_ms();

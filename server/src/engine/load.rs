@@ -150,6 +150,7 @@ impl Desk {
                 op.presence.name = record.display_name;
                 op.presence.region = record.region;
                 op.presence.skills = skills;
+                op.inactive = !record.active;
             }
             None => {
                 self.operators.insert(
@@ -169,6 +170,7 @@ impl Desk {
                         },
                         tabs: 0,
                         generation: 0,
+                        inactive: !record.active,
                     },
                 );
             }

@@ -13,6 +13,7 @@ mod calls;
 mod desk;
 #[cfg(test)]
 mod desk_tests;
+mod directory;
 mod dispatcher;
 mod handover;
 mod planned_end;
@@ -123,6 +124,22 @@ impl Engine {
             }
             other => other,
         }
+    }
+
+    /// An operator's directory entry changed (profile, role, activity or
+    /// membership): the next dispatch decision uses the new one.
+    pub async fn reload_operator(&self, org_id: &str, user_id: &str) -> Result<(), EngineError> {
+        let command = match self.shared.store.operator(org_id, user_id).await? {
+            Some(record) => Command::LoadOperator { record },
+            None => Command::DropOperator { operator_id: user_id.to_string() },
+        };
+        self.desk(org_id).send(command).await.map_err(|_| EngineError::Unavailable)
+    }
+
+    /// The org's link floors changed: the next decision uses the new ones.
+    pub async fn reload_floors(&self, org_id: &str) -> Result<(), EngineError> {
+        let floors = LinkFloors::new(self.shared.store.org_link_floors(org_id).await?);
+        self.desk(org_id).send(Command::SetFloors { floors }).await.map_err(|_| EngineError::Unavailable)
     }
 
     /// Raises a distress call for `robot` (rules A01–A05, A11, A13, D09).

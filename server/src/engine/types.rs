@@ -28,6 +28,8 @@ pub enum EngineError {
     NoSkill(String),
     #[error("no open offer for this operator on this session")]
     NoOpenOffer,
+    #[error("this operator profile is inactive: an admin of the organisation can make it active again")]
+    Inactive,
     #[error("the RTT report is not plausible")]
     ImplausibleRtt,
     #[error("the session has already ended")]

@@ -2,6 +2,7 @@
 //! the `/v1` API, the ring channel and operational endpoints. Handlers
 //! stay thin: they reach the engine and the services, never the store.
 
+mod export;
 mod origin;
 mod principal;
 pub mod robot_rate;
@@ -24,7 +25,6 @@ use leptos_axum::{file_and_error_handler_with_context, generate_route_list, Lept
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
@@ -33,6 +33,22 @@ use tower_http::trace::TraceLayer;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest body a page or server function accepts.
 pub const APP_BODY_LIMIT: usize = 16 * 1024;
+/// The people CSV of an import (5,000 rows is about 400 KiB).
+pub const IMPORT_BODY_LIMIT: usize = 4 * 1024 * 1024;
+/// The server functions that carry a CSV.
+const IMPORT_PATHS: [&str; 2] = ["/api/preview_people_import", "/api/import_people"];
+
+/// Bodies are limited to `APP_BODY_LIMIT`, a CSV import's to
+/// `IMPORT_BODY_LIMIT`: a declared length over it is refused unread, and a
+/// body that runs past it stops being read.
+async fn body_limit(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let limit = if IMPORT_PATHS.contains(&request.uri().path()) { IMPORT_BODY_LIMIT } else { APP_BODY_LIMIT };
+    let declared = request.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > limit) {
+        return (StatusCode::PAYLOAD_TOO_LARGE, "The request body is too large.").into_response();
+    }
+    next.run(request.map(|body| axum::body::Body::new(http_body_util::Limited::new(body, limit)))).await
+}
 
 /// Everything a request handler may need.
 #[derive(Clone)]
@@ -42,6 +58,8 @@ pub struct AppState {
     pub engine: Arc<Engine>,
     pub robots: Arc<RobotRegistry>,
     pub sessions: Arc<SessionService>,
+    /// People and link floors of each org's directory.
+    pub people: Arc<crate::services::PeopleService>,
     pub sign_ins: Arc<SignIns>,
     /// Each person's open sockets (a cap, and closed at sign-out).
     pub tabs: Arc<OpenTabs>,
@@ -75,7 +93,11 @@ pub fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
 pub fn router(state: AppState) -> Router {
     let routes = route_list();
     let backend = state.backend.clone();
-    let provide_backend = move || provide_context::<SharedBackend>(backend.clone());
+    let admin: app::functions::backend::SharedDirectoryAdmin = Arc::new(crate::backend::PeopleBackend::new(state.people.clone(), state.robots.clone()));
+    let provide_backend = move || {
+        provide_context::<SharedBackend>(backend.clone());
+        provide_context(admin.clone());
+    };
     let options = state.leptos_options.clone();
 
     Router::new()
@@ -84,8 +106,9 @@ pub fn router(state: AppState) -> Router {
         // Pages and server functions (`/api/*`) read no body over 16 KiB: a
         // 1.5 MB "email" is refused before anything reads it. (`/v1` has its
         // own 64 KiB limit with JSON errors; layers wrap the routes above.)
-        .layer(RequestBodyLimitLayer::new(APP_BODY_LIMIT))
+        .layer(axum::middleware::from_fn(body_limit))
         .route("/healthz", get(healthz))
+        .route("/admin/directory/people.csv", get(export::people_csv))
         .nest("/v1", crate::api::router())
         .route("/ws", get(crate::ring::ws_handler))
         .layer(axum::middleware::from_fn_with_state(state.origins.clone(), origin::check_origin))

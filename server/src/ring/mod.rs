@@ -349,6 +349,7 @@ async fn handle(state: &AppState, owner: &TabOwner, msg: ConsoleMsg) -> Option<R
         Err(EngineError::NoOpenOffer) => Some(RingMsg::error(RingError::OfferNotOpen)),
         Err(EngineError::ImplausibleRtt) => Some(RingMsg::error(RingError::ImplausibleRtt)),
         Err(EngineError::Paused) => Some(RingMsg::error(RingError::SessionPaused)),
+        Err(EngineError::Inactive) => Some(RingMsg::error(RingError::InactiveProfile)),
         Err(e) => {
             tracing::warn!(error = %e, "console message failed");
             Some(RingMsg::error(RingError::Failed))

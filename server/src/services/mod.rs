@@ -4,6 +4,7 @@
 
 pub mod bookings;
 pub mod passwords;
+pub mod people;
 pub mod registry;
 pub mod sessions;
 pub mod signins;
@@ -12,6 +13,7 @@ pub mod throttle;
 
 pub use bookings::BookingService;
 pub use passwords::PasswordChecker;
+pub use people::PeopleService;
 pub use registry::RobotRegistry;
 pub use sessions::SessionService;
 pub use signins::SignIns;

@@ -20,6 +20,10 @@ pub enum DirectoryError {
     NotFound,
     #[error("the robot is in session {0}: end it first")]
     LiveSession(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("robot {0} already exists")]
+    Exists(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -134,14 +138,51 @@ impl RobotRegistry {
         Ok(now)
     }
 
-    /// Registers a robot; false when the id is taken.
-    /// The PoPs of the link-health table: where a robot may be reached.
-    pub async fn link_pops(&self) -> StoreResult<Vec<String>> {
-        let floors = self.store.link_floors().await?;
+    /// The PoPs of the org's link-health table: where its robots may be reached.
+    pub async fn link_pops(&self, org_id: &str) -> StoreResult<Vec<String>> {
+        let floors = self.store.org_link_floors(org_id).await?;
         let pops: BTreeSet<String> = floors.into_iter().map(|f| f.pop).collect();
         Ok(pops.into_iter().collect())
     }
 
+    /// Registers robot `id` for an admin (`POST /v1/robots` and the
+    /// directory page): checked, audited, and its bearer token returned
+    /// once with the derived skill.
+    pub async fn enroll(&self, org_id: &str, id: &str, fields: app::directory::RobotFields, actor: &str) -> Result<(String, String), DirectoryError> {
+        let fields = fields.trimmed();
+        let pops = self.link_pops(org_id).await?;
+        if let Some(problem) = app::directory::robot_fields_problem(id, &fields, &pops) {
+            return Err(DirectoryError::Invalid(problem));
+        }
+        let skill = app::directory::derived_skill(&fields.req_cert).map_err(|why| DirectoryError::Invalid(format!("reqCert {why}")))?;
+        let token = crate::auth::new_token();
+        let robot = NewRobot {
+            id: id.to_string(),
+            org_id: org_id.to_string(),
+            model: fields.model.clone(),
+            site: fields.site.clone(),
+            pop: fields.pop.clone(),
+            req_cert: fields.req_cert.clone(),
+            token_hash: crate::auth::token_hash(&token),
+        };
+        if !self.register(robot).await? {
+            return Err(DirectoryError::Exists(id.to_string()));
+        }
+        let entry = app::events::AuditEntry {
+            at_ms: now_ms(),
+            actor_kind: "user".into(),
+            actor_id: Some(actor.to_string()),
+            action: "robot_registered".into(),
+            session_id: None,
+            robot_id: Some(id.to_string()),
+            detail: Some(format!("{} at {} via {}, reqCert {}", fields.model, fields.site, fields.pop, fields.req_cert)),
+        };
+        self.store.record_audit(org_id, &entry).await?;
+        self.publish_audit(org_id, entry);
+        Ok((skill, token))
+    }
+
+    /// Registers a robot; false when the id is taken.
     pub async fn register(&self, robot: NewRobot) -> StoreResult<bool> {
         if !self.store.insert_robot(&robot).await? {
             return Ok(false);

@@ -59,7 +59,7 @@ fn changes(before: &RobotRecord, after: &RobotFields) -> String {
 macro_rules! directory_store {
     ($store:ident) => {
         impl $store {
-            async fn write_audit(tx: &mut sqlx::Transaction<'_, <Self as StoreDb>::Db>, org_id: &str, e: &AuditEntry) -> StoreResult<()> {
+            pub(super) async fn write_audit(tx: &mut sqlx::Transaction<'_, <Self as StoreDb>::Db>, org_id: &str, e: &AuditEntry) -> StoreResult<()> {
                 sqlx::query(
                     "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",

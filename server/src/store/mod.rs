@@ -8,7 +8,9 @@ mod booking;
 mod chat;
 mod directory;
 mod dispatch;
+mod floors;
 mod journal;
+mod people;
 mod rating;
 mod safety;
 mod sql;
@@ -18,6 +20,8 @@ pub use booking::{BookingRow, BookingStore, NewBooking};
 pub use dispatch::{ActivityRow, DispatchStore};
 pub use chat::{ChatRow, ChatStore};
 pub use directory::{DirectoryStore, RobotChange, RobotFields};
+pub use floors::{FloorChange, FloorStore};
+pub use people::{AcceptOutcome, Acceptance, InvitationRecord, InviteOutcome, MemberChange, MemberRecord, NewInvitation, PeopleStore, PendingInvitation, ProfileEdit};
 pub use rating::{RatingRow, RatingStore, ScoreRow};
 pub use safety::{SafetyChange, SafetyStore};
 pub use journal::{
@@ -74,6 +78,8 @@ pub struct OperatorRecord {
     pub role: Role,
     pub region: String,
     pub certifications: Vec<String>,
+    /// An inactive operator is never dispatched to.
+    pub active: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -146,7 +152,7 @@ pub struct NewRobot {
 /// Everything persisted. The ACD's calls, offers and queue are in
 /// `DispatchStore` (store/dispatch.rs).
 #[async_trait]
-pub trait Store: DispatchStore + BoardStore + BookingStore + DirectoryStore + SafetyStore + ChatStore + RatingStore + Send + Sync + 'static {
+pub trait Store: DispatchStore + BoardStore + BookingStore + DirectoryStore + PeopleStore + FloorStore + SafetyStore + ChatStore + RatingStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`, for logs and /healthz.
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.

@@ -53,7 +53,7 @@ impl PgStore {
     }
 }
 
-fn role_of(text: &str) -> StoreResult<Role> {
+pub(super) fn role_of(text: &str) -> StoreResult<Role> {
     Role::parse(text).ok_or_else(|| StoreError::Database(sqlx::Error::Decode(format!("unknown role {text:?}").into())))
 }
 
@@ -75,6 +75,7 @@ struct OperatorRow {
     external_id: Option<String>,
     role: String,
     region: String,
+    active: i64,
 }
 
 impl OperatorRow {
@@ -87,14 +88,16 @@ impl OperatorRow {
             external_id: self.external_id,
             region: self.region,
             certifications,
+            active: self.active != 0,
         })
     }
 }
 
-const OPERATOR_COLUMNS: &str = "SELECT u.id, u.display_name, u.email, u.external_id, m.role, p.region \
+// A client's membership never operates, whatever profile it kept.
+const OPERATOR_COLUMNS: &str = "SELECT u.id, u.display_name, u.email, u.external_id, m.role, p.region, p.active \
      FROM operator_profiles p \
      JOIN users u ON u.id = p.user_id \
-     JOIN memberships m ON m.org_id = p.org_id AND m.user_id = p.user_id";
+     JOIN memberships m ON m.org_id = p.org_id AND m.user_id = p.user_id AND m.role <> 'client'";
 
 macro_rules! sql_store {
     ($store:ident, $name:literal) => {
@@ -166,6 +169,13 @@ macro_rules! sql_store {
                     .bind(&f.region).bind(&f.pop).bind(i64::from(f.floor_ms)).bind(&f.note)
                     .execute(&mut *tx).await?;
                 }
+                // Every org starts from the default floors, then edits its own.
+                sqlx::query(
+                    "INSERT INTO org_link_floors (org_id, region, pop, floor_ms, note) \
+                     SELECT o.id, f.region, f.pop, f.floor_ms, f.note FROM orgs o CROSS JOIN link_floors f \
+                     WHERE NOT EXISTS (SELECT 1 FROM org_link_floors e WHERE e.org_id = o.id)",
+                )
+                .execute(&mut *tx).await?;
                 tx.commit().await?;
                 Ok(())
             }

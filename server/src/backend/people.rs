@@ -1,0 +1,126 @@
+//! The browser's door to directory administration of people, link floors
+//! and robot registration: `app`'s `DirectoryAdmin` over the people service
+//! and the robot registry.
+
+use super::answers::{directory_refused, internal};
+use crate::clock::now_ms;
+use crate::services::people::PeopleError;
+use crate::services::{PeopleService, RobotRegistry};
+use crate::store::{Acceptance, ProfileEdit};
+use app::error::AppError;
+use app::functions::backend::DirectoryAdmin;
+use app::models::{CurrentUser, LinkFloor, Role};
+use app::people::{
+    ImportPreview, ImportResult, InvitationState, InvitationView, InviteLink, Member, PeopleAdmin, PendingInvite, PersonFields, ProfileFields,
+    RegisteredRobot,
+};
+use std::sync::Arc;
+
+pub struct PeopleBackend {
+    people: Arc<PeopleService>,
+    robots: Arc<RobotRegistry>,
+}
+
+impl PeopleBackend {
+    pub fn new(people: Arc<PeopleService>, robots: Arc<RobotRegistry>) -> PeopleBackend {
+        PeopleBackend { people, robots }
+    }
+}
+
+fn refused(e: PeopleError) -> AppError {
+    match e {
+        PeopleError::Invalid(why) => AppError::Invalid(why),
+        PeopleError::Conflict(why) => AppError::Conflict(why),
+        PeopleError::NotFound(what) => AppError::NotFound(format!("The {what}")),
+        PeopleError::Lines(lines) => {
+            let first: Vec<String> = lines.iter().take(5).map(|l| format!("line {}: {}", l.line, l.problem)).collect();
+            AppError::Invalid(format!("Nothing was imported; fix these lines first: {}", first.join("; ")))
+        }
+        PeopleError::Store(e) => internal(e),
+    }
+}
+
+#[async_trait::async_trait]
+impl DirectoryAdmin for PeopleBackend {
+    async fn people(&self, org_id: &str) -> Result<PeopleAdmin, AppError> {
+        let members = self.people.members(org_id).await.map_err(refused)?;
+        let invitations = self.people.pending_invitations(org_id).await.map_err(refused)?;
+        Ok(PeopleAdmin {
+            members: members.into_iter().map(|m| Member { user_id: m.user_id, person: m.person, active: m.active, has_password: m.has_password }).collect(),
+            invitations: invitations.into_iter().map(|i| PendingInvite { email: i.email, role: i.role, expires_ms: i.expires_at }).collect(),
+            regions: self.people.regions(org_id).await.map_err(refused)?,
+            cert_options: self.people.cert_options(org_id).await.map_err(refused)?,
+            floors: self.people.floors(org_id).await.map_err(refused)?,
+        })
+    }
+
+    async fn invite(&self, org_id: &str, actor: &str, person: PersonFields) -> Result<InviteLink, AppError> {
+        let link = self.people.invite(org_id, actor, person).await.map_err(refused)?;
+        Ok(InviteLink { email: link.email, url: link.url, expires_ms: link.expires_at })
+    }
+
+    async fn preview_import(&self, org_id: &str, csv: &str) -> Result<ImportPreview, AppError> {
+        self.people.preview_import(org_id, csv).await.map_err(refused)
+    }
+
+    async fn import(&self, org_id: &str, actor: &str, csv: &str) -> Result<ImportResult, AppError> {
+        let done = self.people.import(org_id, actor, csv).await.map_err(refused)?;
+        Ok(ImportResult { imported: done.imported, links_csv: done.links_csv })
+    }
+
+    async fn set_role(&self, org_id: &str, actor: &str, user_id: &str, role: Role) -> Result<(), AppError> {
+        self.people.set_role(org_id, actor, user_id, role).await.map_err(refused)
+    }
+
+    async fn remove_member(&self, org_id: &str, actor: &str, user_id: &str) -> Result<(), AppError> {
+        self.people.remove(org_id, actor, user_id).await.map_err(refused)
+    }
+
+    async fn edit_profile(&self, org_id: &str, actor: &str, user_id: &str, f: ProfileFields) -> Result<(), AppError> {
+        let edit = ProfileEdit { display_name: f.display_name, external_id: f.external_id, region: f.region, certifications: f.certifications, active: f.active };
+        self.people.edit_profile(org_id, actor, user_id, edit).await.map_err(refused)
+    }
+
+    async fn set_floor(&self, org_id: &str, actor: &str, floor: LinkFloor) -> Result<(), AppError> {
+        self.people.set_floor(org_id, actor, floor).await.map_err(refused)
+    }
+
+    async fn remove_floor(&self, org_id: &str, actor: &str, region: &str, pop: &str) -> Result<(), AppError> {
+        self.people.remove_floor(org_id, actor, region, pop).await.map_err(refused)
+    }
+
+    async fn register_robot(&self, org_id: &str, actor: &str, id: &str, fields: app::directory::RobotFields) -> Result<RegisteredRobot, AppError> {
+        let (skill, token) = self.robots.enroll(org_id, id, fields, actor).await.map_err(directory_refused)?;
+        Ok(RegisteredRobot { id: id.to_string(), skill, token })
+    }
+
+    async fn invitation(&self, token: &str, signed_in: Option<&CurrentUser>) -> Result<InvitationView, AppError> {
+        let record = self.people.invitation(token).await.map_err(refused)?.ok_or_else(|| AppError::NotFound("The invitation".into()))?;
+        let state = if record.used_at.is_some() || record.expires_at <= now_ms() {
+            InvitationState::Gone
+        } else {
+            match signed_in {
+                Some(user) if user.email == record.email => InvitationState::Join,
+                Some(_) => InvitationState::OtherAccount,
+                None if record.password_hash.as_deref().is_none_or(str::is_empty) => InvitationState::SetPassword,
+                None => InvitationState::SignInFirst,
+            }
+        };
+        Ok(InvitationView { org_name: record.org_name, email: record.email, role: record.role, state })
+    }
+
+    async fn accept_invitation(&self, token: &str, password: Option<&str>, signed_in: Option<&CurrentUser>) -> Result<String, AppError> {
+        let who = match (password, signed_in) {
+            (_, Some(user)) => Acceptance::SignedIn(user.user_id.clone()),
+            (Some(password), None) => {
+                let password = password.to_string();
+                // argon2 is deliberately slow: off the async threads.
+                let phc = tokio::task::spawn_blocking(move || crate::auth::hash_password(&password)).await.map_err(|_| AppError::Busy)?;
+                Acceptance::SetPassword(phc)
+            }
+            (None, None) => return Err(AppError::Invalid("Choose a password.".into())),
+        };
+        let (org_id, _) = self.people.accept(token, who).await.map_err(refused)?;
+        Ok(org_id)
+    }
+}

@@ -1,0 +1,104 @@
+//! Each org's link-health floors (region → PoP, rules D02 and W16):
+//! edited by its admins, audited, starting from the defaults.
+
+use super::dispatch::StoreDb;
+use super::sql::{PgStore, SqliteStore};
+use super::{Store, StoreResult};
+use app::events::AuditEntry;
+use app::models::LinkFloor;
+use async_trait::async_trait;
+
+#[derive(Clone, Debug)]
+pub enum FloorChange {
+    Done(AuditEntry),
+    NotFound,
+    /// An org keeps at least one path.
+    LastPath,
+}
+
+#[async_trait]
+pub trait FloorStore: Send + Sync {
+    /// The org's floors by region and PoP; the defaults until it has its own.
+    async fn org_link_floors(&self, org_id: &str) -> StoreResult<Vec<LinkFloor>>;
+    /// Adds or changes one path.
+    async fn set_link_floor(&self, org_id: &str, floor: &LinkFloor, actor: &str, at: i64) -> StoreResult<FloorChange>;
+    async fn remove_link_floor(&self, org_id: &str, region: &str, pop: &str, actor: &str, at: i64) -> StoreResult<FloorChange>;
+}
+
+type FloorRow = (String, String, i64, Option<String>);
+
+fn floor(row: FloorRow) -> LinkFloor {
+    let (region, pop, floor_ms, note) = row;
+    LinkFloor { region, pop, floor_ms: u32::try_from(floor_ms).unwrap_or(u32::MAX), note }
+}
+
+fn audit(actor: &str, action: &str, detail: String, at: i64) -> AuditEntry {
+    AuditEntry { at_ms: at, actor_kind: "user".into(), actor_id: Some(actor.to_string()), action: action.into(), session_id: None, robot_id: None, detail: Some(detail) }
+}
+
+macro_rules! floor_store {
+    ($store:ident) => {
+        impl $store {
+            /// An org edits a copy of the defaults, made on its first edit.
+            async fn own_floors(tx: &mut sqlx::Transaction<'_, <Self as StoreDb>::Db>, org_id: &str) -> StoreResult<Vec<FloorRow>> {
+                let own = || sqlx::query_as::<_, FloorRow>("SELECT region, pop, floor_ms, note FROM org_link_floors WHERE org_id = $1 ORDER BY region, pop").bind(org_id);
+                let rows = own().fetch_all(&mut **tx).await?;
+                if !rows.is_empty() {
+                    return Ok(rows);
+                }
+                sqlx::query("INSERT INTO org_link_floors (org_id, region, pop, floor_ms, note) SELECT $1, region, pop, floor_ms, note FROM link_floors")
+                    .bind(org_id).execute(&mut **tx).await?;
+                Ok(own().fetch_all(&mut **tx).await?)
+            }
+        }
+
+        #[async_trait]
+        impl FloorStore for $store {
+            async fn org_link_floors(&self, org_id: &str) -> StoreResult<Vec<LinkFloor>> {
+                let own: Vec<FloorRow> = sqlx::query_as("SELECT region, pop, floor_ms, note FROM org_link_floors WHERE org_id = $1 ORDER BY region, pop")
+                    .bind(org_id).fetch_all(&self.pool).await?;
+                if own.is_empty() {
+                    return self.link_floors().await;
+                }
+                Ok(own.into_iter().map(floor).collect())
+            }
+
+            async fn set_link_floor(&self, org_id: &str, f: &LinkFloor, actor: &str, at: i64) -> StoreResult<FloorChange> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let before = Self::own_floors(&mut tx, org_id).await?.into_iter().find(|(r, p, _, _)| *r == f.region && *p == f.pop);
+                sqlx::query(
+                    "INSERT INTO org_link_floors (org_id, region, pop, floor_ms, note) VALUES ($1, $2, $3, $4, $5) \
+                     ON CONFLICT (org_id, region, pop) DO UPDATE SET floor_ms = excluded.floor_ms, note = excluded.note",
+                )
+                .bind(org_id).bind(&f.region).bind(&f.pop).bind(i64::from(f.floor_ms)).bind(&f.note).execute(&mut *tx).await?;
+                let detail = match before {
+                    Some((_, _, ms, note)) => format!("{} → {}: {ms} ms → {} ms (note: {} → {})", f.region, f.pop, f.floor_ms, note.unwrap_or_default(), f.note.clone().unwrap_or_default()),
+                    None => format!("{} → {}: new path, {} ms", f.region, f.pop, f.floor_ms),
+                };
+                let entry = audit(actor, "link_floor_set", detail, at);
+                Self::write_audit(&mut tx, org_id, &entry).await?;
+                tx.commit().await?;
+                Ok(FloorChange::Done(entry))
+            }
+
+            async fn remove_link_floor(&self, org_id: &str, region: &str, pop: &str, actor: &str, at: i64) -> StoreResult<FloorChange> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let rows = Self::own_floors(&mut tx, org_id).await?;
+                let Some((_, _, ms, _)) = rows.iter().find(|(r, p, _, _)| r == region && p == pop).cloned() else {
+                    return Ok(FloorChange::NotFound);
+                };
+                if rows.len() == 1 {
+                    return Ok(FloorChange::LastPath);
+                }
+                sqlx::query("DELETE FROM org_link_floors WHERE org_id = $1 AND region = $2 AND pop = $3").bind(org_id).bind(region).bind(pop).execute(&mut *tx).await?;
+                let entry = audit(actor, "link_floor_removed", format!("{region} → {pop} ({ms} ms) removed"), at);
+                Self::write_audit(&mut tx, org_id, &entry).await?;
+                tx.commit().await?;
+                Ok(FloorChange::Done(entry))
+            }
+        }
+    };
+}
+
+floor_store!(SqliteStore);
+floor_store!(PgStore);

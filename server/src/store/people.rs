@@ -1,0 +1,413 @@
+//! Directory administration of people: invitations (one-time links),
+//! CSV imports, roles, profiles and removals. Each change is written with
+//! its audit record in one transaction; an import is one transaction, so
+//! it lands whole or not at all.
+
+use super::dispatch::StoreDb;
+use super::sql::{PgStore, SqliteStore};
+use super::StoreResult;
+use app::events::AuditEntry;
+use app::models::Role;
+use app::people::PersonFields;
+use async_trait::async_trait;
+
+/// An invitation to write: the person and the hash of their link's token.
+#[derive(Clone, Debug)]
+pub struct NewInvitation {
+    pub token_hash: String,
+    pub person: PersonFields,
+    pub expires_at: i64,
+}
+
+#[derive(Clone, Debug)]
+pub enum InviteOutcome {
+    Invited(AuditEntry),
+    /// The email is already a member of this org (nothing written).
+    AlreadyMember(String),
+}
+
+/// An invitation as its link finds it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct InvitationRecord {
+    pub org_id: String,
+    pub org_name: String,
+    pub email: String,
+    pub role: String,
+    pub expires_at: i64,
+    pub used_at: Option<i64>,
+    /// The account the email belongs to, if any, and whether it has a password.
+    pub user_id: Option<String>,
+    pub password_hash: Option<String>,
+}
+
+/// Who takes up an invitation.
+#[derive(Clone, Debug)]
+pub enum Acceptance {
+    /// A person without a password sets one (the link proves the email).
+    SetPassword(String),
+    /// A signed-in person whose account has the invitation's email.
+    SignedIn(String),
+}
+
+#[derive(Clone, Debug)]
+pub enum AcceptOutcome {
+    Joined { org_id: String, user_id: String, entry: AuditEntry },
+    /// Unknown, used or expired.
+    Gone,
+    /// The account has a password: sign in as it first.
+    SignInFirst,
+    /// Signed in as someone else.
+    OtherAccount,
+}
+
+#[derive(Clone, Debug)]
+pub enum MemberChange {
+    /// Done; the sign-ins that had the org selected and lost it (a removal).
+    Done(AuditEntry, Vec<String>),
+    NotFound,
+    /// The org's last admin cannot lose the role.
+    LastAdmin,
+}
+
+/// A member of an org, with their operator profile when they have one.
+#[derive(Clone, Debug)]
+pub struct MemberRecord {
+    pub user_id: String,
+    pub person: PersonFields,
+    pub active: bool,
+    /// False until an invited or imported person sets a password.
+    pub has_password: bool,
+}
+
+#[derive(sqlx::FromRow)]
+struct MemberRow {
+    id: String,
+    email: String,
+    display_name: String,
+    external_id: Option<String>,
+    role: String,
+    region: Option<String>,
+    active: Option<i64>,
+    has_password: i64,
+}
+
+/// A profile's editable fields.
+#[derive(Clone, Debug)]
+pub struct ProfileEdit {
+    pub display_name: String,
+    pub external_id: Option<String>,
+    pub region: Option<String>,
+    pub certifications: Vec<String>,
+    pub active: bool,
+}
+
+/// An invitation not taken up yet, for the admin's list.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct PendingInvitation {
+    pub email: String,
+    pub role: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+}
+
+#[async_trait]
+pub trait PeopleStore: Send + Sync {
+    /// The org's members (every role), by name.
+    async fn members(&self, org_id: &str) -> StoreResult<Vec<MemberRecord>>;
+    async fn invite(&self, org_id: &str, invitation: &NewInvitation, actor: &str, at: i64) -> StoreResult<InviteOutcome>;
+    /// All or nothing: the emails already members when any is.
+    async fn import_people(&self, org_id: &str, invitations: &[NewInvitation], actor: &str, at: i64) -> StoreResult<Result<AuditEntry, Vec<String>>>;
+    async fn invitation(&self, token_hash: &str) -> StoreResult<Option<InvitationRecord>>;
+    async fn accept_invitation(&self, token_hash: &str, who: &Acceptance, at: i64) -> StoreResult<AcceptOutcome>;
+    async fn pending_invitations(&self, org_id: &str, now: i64) -> StoreResult<Vec<PendingInvitation>>;
+    /// `default_region`: the profile a new operator gets when they had none.
+    async fn set_member_role(&self, org_id: &str, user_id: &str, role: Role, default_region: &str, actor: &str, at: i64) -> StoreResult<MemberChange>;
+    async fn remove_member(&self, org_id: &str, user_id: &str, actor: &str, at: i64) -> StoreResult<MemberChange>;
+    async fn edit_profile(&self, org_id: &str, user_id: &str, edit: &ProfileEdit, actor: &str, at: i64) -> StoreResult<MemberChange>;
+}
+
+fn audit(actor: &str, action: &str, detail: String, at: i64) -> AuditEntry {
+    AuditEntry { at_ms: at, actor_kind: "user".into(), actor_id: Some(actor.to_string()), action: action.into(), session_id: None, robot_id: None, detail: Some(detail) }
+}
+
+fn new_user_id() -> String {
+    format!("u-{}", uuid::Uuid::now_v7().simple())
+}
+
+const MEMBERS: &str = "SELECT u.id, u.email, u.display_name, u.external_id, m.role, p.region, p.active, \
+     CAST(CASE WHEN u.password_hash = '' THEN 0 ELSE 1 END AS BIGINT) AS has_password \
+     FROM memberships m JOIN users u ON u.id = m.user_id \
+     LEFT JOIN operator_profiles p ON p.org_id = m.org_id AND p.user_id = m.user_id \
+     WHERE m.org_id = $1";
+
+macro_rules! people_store {
+    ($store:ident) => {
+        type Tx<'a> = sqlx::Transaction<'a, <$store as StoreDb>::Db>;
+
+        impl $store {
+            /// Membership, profile and certifications, each left as it is when present.
+            async fn join(tx: &mut Tx<'_>, org_id: &str, user_id: &str, p: &PersonFields, at: i64) -> StoreResult<()> {
+                sqlx::query("INSERT INTO memberships (org_id, user_id, role, joined_at) VALUES ($1, $2, $3, $4) ON CONFLICT (org_id, user_id) DO NOTHING")
+                    .bind(org_id).bind(user_id).bind(p.role.as_str()).bind(at).execute(&mut **tx).await?;
+                if let (true, Some(region)) = (p.operates(), p.region.as_deref()) {
+                    Self::ensure_profile(tx, org_id, user_id, region).await?;
+                    for cert in &p.certifications {
+                        sqlx::query("INSERT INTO operator_certifications (org_id, user_id, certification) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+                            .bind(org_id).bind(user_id).bind(cert).execute(&mut **tx).await?;
+                    }
+                }
+                Ok(())
+            }
+
+            async fn ensure_profile(tx: &mut Tx<'_>, org_id: &str, user_id: &str, region: &str) -> StoreResult<()> {
+                sqlx::query("INSERT INTO operator_profiles (org_id, user_id, region) VALUES ($1, $2, $3) ON CONFLICT (org_id, user_id) DO NOTHING")
+                    .bind(org_id).bind(user_id).bind(region).execute(&mut **tx).await?;
+                Ok(())
+            }
+
+            /// Writes one invitation; `Some(email)` when already a member.
+            /// A new email gets its account (no password) and membership
+            /// now; an existing account joins when it opens the link.
+            async fn invite_in(tx: &mut Tx<'_>, org_id: &str, inv: &NewInvitation, actor: &str, at: i64) -> StoreResult<Option<String>> {
+                let p = &inv.person;
+                let existing: Option<String> = sqlx::query_scalar("SELECT id FROM users WHERE email = $1").bind(&p.email).fetch_optional(&mut **tx).await?;
+                match existing {
+                    Some(user_id) => {
+                        let member: Option<String> = sqlx::query_scalar("SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2")
+                            .bind(org_id).bind(&user_id).fetch_optional(&mut **tx).await?;
+                        if member.is_some() {
+                            return Ok(Some(p.email.clone()));
+                        }
+                    }
+                    None => {
+                        let user_id = new_user_id();
+                        sqlx::query("INSERT INTO users (id, email, display_name, external_id, password_hash, created_at) VALUES ($1, $2, $3, $4, '', $5)")
+                            .bind(&user_id).bind(&p.email).bind(&p.display_name).bind(&p.external_id).bind(at).execute(&mut **tx).await?;
+                        Self::join(tx, org_id, &user_id, p, at).await?;
+                    }
+                }
+                sqlx::query(
+                    "INSERT INTO invitations (token_hash, org_id, email, role, display_name, external_id, region, certifications, invited_by, created_at, expires_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                )
+                .bind(&inv.token_hash).bind(org_id).bind(&p.email).bind(p.role.as_str()).bind(&p.display_name).bind(&p.external_id)
+                .bind(&p.region).bind(p.certifications.join(";")).bind(actor).bind(at).bind(inv.expires_at)
+                .execute(&mut **tx).await?;
+                Ok(None)
+            }
+
+            async fn admins(tx: &mut Tx<'_>, org_id: &str) -> StoreResult<Vec<String>> {
+                Ok(sqlx::query_scalar("SELECT user_id FROM memberships WHERE org_id = $1 AND role = 'admin'").bind(org_id).fetch_all(&mut **tx).await?)
+            }
+
+            async fn role_in(tx: &mut Tx<'_>, org_id: &str, user_id: &str) -> StoreResult<Option<String>> {
+                Ok(sqlx::query_scalar("SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2").bind(org_id).bind(user_id).fetch_optional(&mut **tx).await?)
+            }
+        }
+
+        #[async_trait]
+        impl PeopleStore for $store {
+            async fn members(&self, org_id: &str) -> StoreResult<Vec<MemberRecord>> {
+                let rows: Vec<MemberRow> = sqlx::query_as(&format!("{MEMBERS} ORDER BY u.display_name, u.id")).bind(org_id).fetch_all(&self.pool).await?;
+                let certs: Vec<(String, String)> = sqlx::query_as("SELECT user_id, certification FROM operator_certifications WHERE org_id = $1 ORDER BY certification")
+                    .bind(org_id).fetch_all(&self.pool).await?;
+                let mut by_user: std::collections::HashMap<String, Vec<String>> = Default::default();
+                for (user_id, cert) in certs {
+                    by_user.entry(user_id).or_default().push(cert);
+                }
+                rows.into_iter()
+                    .map(|r| {
+                        let role = crate::store::sql::role_of(&r.role)?;
+                        Ok(MemberRecord {
+                            person: PersonFields {
+                                certifications: by_user.remove(&r.id).unwrap_or_default(),
+                                email: r.email,
+                                display_name: r.display_name,
+                                external_id: r.external_id,
+                                region: r.region,
+                                role,
+                            },
+                            user_id: r.id,
+                            active: r.active.unwrap_or(1) != 0,
+                            has_password: r.has_password != 0,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn invite(&self, org_id: &str, inv: &NewInvitation, actor: &str, at: i64) -> StoreResult<InviteOutcome> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                if let Some(email) = Self::invite_in(&mut tx, org_id, inv, actor, at).await? {
+                    return Ok(InviteOutcome::AlreadyMember(email));
+                }
+                let entry = audit(actor, "member_invited", format!("{} invited as {}", inv.person.email, inv.person.role.as_str()), at);
+                Self::write_audit(&mut tx, org_id, &entry).await?;
+                tx.commit().await?;
+                Ok(InviteOutcome::Invited(entry))
+            }
+
+            async fn import_people(&self, org_id: &str, invitations: &[NewInvitation], actor: &str, at: i64) -> StoreResult<Result<AuditEntry, Vec<String>>> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let mut members = Vec::new();
+                for inv in invitations {
+                    if let Some(email) = Self::invite_in(&mut tx, org_id, inv, actor, at).await? {
+                        members.push(email);
+                    }
+                }
+                if !members.is_empty() {
+                    // Dropping the transaction rolls every row back.
+                    return Ok(Err(members));
+                }
+                let entry = audit(actor, "people_imported", format!("{} people imported from CSV", invitations.len()), at);
+                Self::write_audit(&mut tx, org_id, &entry).await?;
+                tx.commit().await?;
+                Ok(Ok(entry))
+            }
+
+            async fn invitation(&self, token_hash: &str) -> StoreResult<Option<InvitationRecord>> {
+                Ok(sqlx::query_as(
+                    "SELECT i.org_id, o.name AS org_name, i.email, i.role, i.expires_at, i.used_at, u.id AS user_id, u.password_hash \
+                     FROM invitations i JOIN orgs o ON o.id = i.org_id LEFT JOIN users u ON u.email = i.email WHERE i.token_hash = $1",
+                )
+                .bind(token_hash).fetch_optional(&self.pool).await?)
+            }
+
+            async fn accept_invitation(&self, token_hash: &str, who: &Acceptance, at: i64) -> StoreResult<AcceptOutcome> {
+                #[derive(sqlx::FromRow)]
+                struct Row { org_id: String, email: String, role: String, display_name: String, external_id: Option<String>, region: Option<String>, certifications: String }
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let Some(inv) = sqlx::query_as::<_, Row>(
+                    "SELECT org_id, email, role, display_name, external_id, region, certifications FROM invitations \
+                     WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2",
+                )
+                .bind(token_hash).bind(at).fetch_optional(&mut *tx).await? else {
+                    return Ok(AcceptOutcome::Gone);
+                };
+                let account: Option<(String, String)> = sqlx::query_as("SELECT id, password_hash FROM users WHERE email = $1").bind(&inv.email).fetch_optional(&mut *tx).await?;
+                let user_id = match (who, account) {
+                    (Acceptance::SetPassword(hash), Some((id, old))) if old.is_empty() => {
+                        sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2").bind(hash).bind(&id).execute(&mut *tx).await?;
+                        id
+                    }
+                    (Acceptance::SetPassword(_), Some(_)) => return Ok(AcceptOutcome::SignInFirst),
+                    (Acceptance::SignedIn(me), Some((id, _))) if *me == id => id,
+                    (Acceptance::SignedIn(_), _) => return Ok(AcceptOutcome::OtherAccount),
+                    (Acceptance::SetPassword(hash), None) => {
+                        // The account was never created (or was removed): make it now.
+                        let id = new_user_id();
+                        sqlx::query("INSERT INTO users (id, email, display_name, external_id, password_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
+                            .bind(&id).bind(&inv.email).bind(&inv.display_name).bind(&inv.external_id).bind(hash).bind(at).execute(&mut *tx).await?;
+                        id
+                    }
+                };
+                let person = PersonFields {
+                    email: inv.email.clone(),
+                    display_name: inv.display_name,
+                    external_id: inv.external_id,
+                    region: inv.region,
+                    certifications: app::people::split_certifications(&inv.certifications),
+                    role: crate::store::sql::role_of(&inv.role)?,
+                };
+                Self::join(&mut tx, &inv.org_id, &user_id, &person, at).await?;
+                sqlx::query("UPDATE invitations SET used_at = $1 WHERE token_hash = $2").bind(at).bind(token_hash).execute(&mut *tx).await?;
+                let entry = AuditEntry { actor_id: Some(user_id.clone()), ..audit(&user_id, "member_joined", format!("{} joined as {}", inv.email, inv.role), at) };
+                Self::write_audit(&mut tx, &inv.org_id, &entry).await?;
+                tx.commit().await?;
+                Ok(AcceptOutcome::Joined { org_id: inv.org_id, user_id, entry })
+            }
+
+            async fn pending_invitations(&self, org_id: &str, now: i64) -> StoreResult<Vec<PendingInvitation>> {
+                Ok(sqlx::query_as(
+                    "SELECT email, role, created_at, expires_at FROM invitations WHERE org_id = $1 AND used_at IS NULL AND expires_at > $2 \
+                     ORDER BY created_at DESC, email LIMIT 200",
+                )
+                .bind(org_id).bind(now).fetch_all(&self.pool).await?)
+            }
+
+            async fn set_member_role(&self, org_id: &str, user_id: &str, role: Role, default_region: &str, actor: &str, at: i64) -> StoreResult<MemberChange> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let Some(before) = Self::role_in(&mut tx, org_id, user_id).await? else { return Ok(MemberChange::NotFound) };
+                if app::people::leaves_no_admin(&Self::admins(&mut tx, org_id).await?, user_id, Some(role)) {
+                    return Ok(MemberChange::LastAdmin);
+                }
+                sqlx::query("UPDATE memberships SET role = $1 WHERE org_id = $2 AND user_id = $3").bind(role.as_str()).bind(org_id).bind(user_id).execute(&mut *tx).await?;
+                if role != Role::Client {
+                    Self::ensure_profile(&mut tx, org_id, user_id, default_region).await?;
+                }
+                let entry = audit(actor, "member_role_changed", format!("{user_id}: {before} → {}", role.as_str()), at);
+                Self::write_audit(&mut tx, org_id, &entry).await?;
+                tx.commit().await?;
+                Ok(MemberChange::Done(entry, Vec::new()))
+            }
+
+            async fn remove_member(&self, org_id: &str, user_id: &str, actor: &str, at: i64) -> StoreResult<MemberChange> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let Some(before) = Self::role_in(&mut tx, org_id, user_id).await? else { return Ok(MemberChange::NotFound) };
+                if app::people::leaves_no_admin(&Self::admins(&mut tx, org_id).await?, user_id, None) {
+                    return Ok(MemberChange::LastAdmin);
+                }
+                for table in ["operator_certifications", "operator_profiles", "memberships"] {
+                    sqlx::query(&format!("DELETE FROM {table} WHERE org_id = $1 AND user_id = $2")).bind(org_id).bind(user_id).execute(&mut *tx).await?;
+                }
+                // A sign-in that had this org selected selects nothing now.
+                let ended: Vec<String> = sqlx::query_scalar("SELECT token_hash FROM web_sessions WHERE org_id = $1 AND user_id = $2")
+                    .bind(org_id).bind(user_id).fetch_all(&mut *tx).await?;
+                sqlx::query("UPDATE web_sessions SET org_id = NULL WHERE org_id = $1 AND user_id = $2").bind(org_id).bind(user_id).execute(&mut *tx).await?;
+                let entry = audit(actor, "member_removed", format!("{user_id} ({before}) removed"), at);
+                Self::write_audit(&mut tx, org_id, &entry).await?;
+                tx.commit().await?;
+                Ok(MemberChange::Done(entry, ended))
+            }
+
+            async fn edit_profile(&self, org_id: &str, user_id: &str, e: &ProfileEdit, actor: &str, at: i64) -> StoreResult<MemberChange> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let Some(row) = sqlx::query_as::<_, MemberRow>(&format!("{MEMBERS} AND m.user_id = $2")).bind(org_id).bind(user_id).fetch_optional(&mut *tx).await? else {
+                    return Ok(MemberChange::NotFound);
+                };
+                let before_certs: Vec<String> = sqlx::query_scalar("SELECT certification FROM operator_certifications WHERE org_id = $1 AND user_id = $2 ORDER BY certification")
+                    .bind(org_id).bind(user_id).fetch_all(&mut *tx).await?;
+                sqlx::query("UPDATE users SET display_name = $1, external_id = $2 WHERE id = $3").bind(&e.display_name).bind(&e.external_id).bind(user_id).execute(&mut *tx).await?;
+                let mut changed = Vec::new();
+                let mut note = |name: &str, before: String, after: String| {
+                    if before != after {
+                        changed.push(format!("{name}: {before} → {after}"));
+                    }
+                };
+                note("display name", row.display_name.clone(), e.display_name.clone());
+                note("external id", row.external_id.clone().unwrap_or_default(), e.external_id.clone().unwrap_or_default());
+                if row.role != "client" {
+                    let region = e.region.clone().or(row.region.clone()).unwrap_or_default();
+                    Self::ensure_profile(&mut tx, org_id, user_id, &region).await?;
+                    sqlx::query("UPDATE operator_profiles SET region = $1, active = $2 WHERE org_id = $3 AND user_id = $4")
+                        .bind(&region).bind(i64::from(e.active)).bind(org_id).bind(user_id).execute(&mut *tx).await?;
+                    sqlx::query("DELETE FROM operator_certifications WHERE org_id = $1 AND user_id = $2").bind(org_id).bind(user_id).execute(&mut *tx).await?;
+                    for cert in &e.certifications {
+                        sqlx::query("INSERT INTO operator_certifications (org_id, user_id, certification) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+                            .bind(org_id).bind(user_id).bind(cert).execute(&mut *tx).await?;
+                    }
+                    note("region", row.region.clone().unwrap_or_default(), region);
+                    let mut after_certs = e.certifications.clone();
+                    after_certs.sort();
+                    note("certifications", before_certs.join("; "), after_certs.join("; "));
+                    let was_active = row.active.unwrap_or(1) != 0;
+                    note("active", was_active.to_string(), e.active.to_string());
+                }
+                let detail = if changed.is_empty() { format!("{user_id}: no change") } else { format!("{user_id}: {}", changed.join("; ")) };
+                let entry = audit(actor, "member_edited", detail, at);
+                Self::write_audit(&mut tx, org_id, &entry).await?;
+                tx.commit().await?;
+                Ok(MemberChange::Done(entry, Vec::new()))
+            }
+        }
+    };
+}
+
+mod sqlite {
+    use super::*;
+    people_store!(SqliteStore);
+}
+
+mod postgres {
+    use super::*;
+    people_store!(PgStore);
+}

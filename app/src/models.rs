@@ -128,6 +128,9 @@ pub struct Robot {
     /// Unix ms the bearer token was last rotated, if ever.
     #[serde(default)]
     pub token_rotated_ms: Option<i64>,
+    /// The robot's live session (PENDING, ACTIVE or PAUSED), if any.
+    #[serde(default)]
+    pub live_session: Option<String>,
 }
 
 /// An operator of the org's directory.

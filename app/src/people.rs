@@ -280,6 +280,20 @@ pub struct InvitationView {
     pub state: InvitationState,
 }
 
+/// A `data:` URL that downloads `csv` (percent-encoded: every byte but
+/// the unreserved ones).
+pub fn csv_data_url(csv: &str) -> String {
+    let mut url = String::from("data:text/csv;charset=utf-8,");
+    for byte in csv.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
+            url.push(byte as char);
+        } else {
+            url.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    url
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,6 +341,11 @@ mod tests {
         assert!(preview.problems[2].problem.contains("already a member"));
         let empty = preview_import(vec![], &regions(), &Default::default());
         assert_eq!(empty.problems[0].line, 1);
+    }
+
+    #[test]
+    fn the_links_csv_downloads_as_a_data_url() {
+        assert_eq!(csv_data_url("a,b\nç"), "data:text/csv;charset=utf-8,a%2Cb%0A%C3%A7");
     }
 
     #[test]

@@ -5,8 +5,11 @@
 #[cfg(feature = "ssr")]
 use super::guard;
 use crate::error::AppError;
+#[cfg(feature = "ssr")]
 use crate::models::{LinkFloor, Role};
-use crate::people::{ImportPreview, ImportResult, InvitationView, InviteLink, PeopleAdmin, PersonFields, ProfileFields, RegisteredRobot};
+#[cfg(feature = "ssr")]
+use crate::people::{PersonFields, ProfileFields};
+use crate::people::{ImportPreview, ImportResult, InvitationView, InviteLink, PeopleAdmin, RegisteredRobot};
 use leptos::prelude::*;
 
 #[cfg(feature = "ssr")]
@@ -22,6 +25,7 @@ pub async fn load_people() -> Result<PeopleAdmin, AppError> {
     admin.people(&org_id).await.map_err(guard::fail)
 }
 
+#[cfg(feature = "ssr")]
 fn role_of(role: &str) -> Result<Role, AppError> {
     Role::parse(role.trim()).ok_or_else(|| AppError::Invalid("role must be admin, operator or client".into()))
 }

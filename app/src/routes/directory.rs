@@ -1,5 +1,5 @@
 use crate::components::{ErrorNotice, RequireRole, Session};
-use crate::functions::{load_directory, load_robot, EditRobot, RetireRobot, RotateRobotToken};
+use crate::functions::{load_directory, load_robot, EditRobot, RegisterRobot, RetireRobot, RotateRobotToken};
 use crate::models::{Directory, Operator, RegistryStatus, Robot, Role};
 use crate::rules::{matches_query, utc_clock};
 use leptos::prelude::*;
@@ -17,7 +17,8 @@ pub fn AdminArea(children: ChildrenFn) -> impl IntoView {
 pub fn DirectoryPage() -> impl IntoView {
     let session = expect_context::<Session>();
     // Keyed on org switches: the directory is always the selected org's.
-    let directory = Resource::new(move || session.select_org.version().get(), |_| load_directory());
+    let register = ServerAction::<RegisterRobot>::new();
+    let directory = Resource::new(move || (session.select_org.version().get(), register.version().get()), |_| load_directory());
     let filter = RwSignal::new(String::new());
     let query = use_query_map();
     let selected_robot = move || query.read().get("robot").filter(|id| !id.is_empty());
@@ -37,6 +38,7 @@ pub fn DirectoryPage() -> impl IntoView {
             <button type="button" class="button subtle" on:click=move |_| directory.refetch()>"Refresh"</button>
         </div>
         {move || selected_robot().map(|robot_id| view! { <RobotDetail robot_id/> })}
+        <super::robot_register::RegisterRobotPanel register/>
         <Transition fallback=|| view! { <p class="loading">"Loading directory…"</p> }>
             {move || Suspend::new(async move {
                 match directory.await {
@@ -54,16 +56,35 @@ pub fn DirectoryPage() -> impl IntoView {
 #[component]
 fn DirectoryTables(dir: Directory, filter: RwSignal<String>) -> impl IntoView {
     let Directory { org_name, robots, operators, as_of_ms } = dir;
+    let choices = |pick: fn(&Robot) -> String| {
+        let mut values: Vec<String> = robots.iter().map(pick).collect();
+        values.sort();
+        values.dedup();
+        values
+    };
+    let (skills, pops) = (choices(|r| r.skill.clone()), choices(|r| r.pop.clone()));
     let robots = StoredValue::new(robots);
     let operators = StoredValue::new(operators);
+    let (status, skill, pop) = (RwSignal::new(String::new()), RwSignal::new(String::new()), RwSignal::new(String::new()));
     let shown_robots = move || {
         let q = filter.get();
+        let (status, skill, pop) = (status.get(), skill.get(), pop.get());
         robots.with_value(|all| {
             all.iter()
                 .filter(|r| matches_query(&q, &[&r.id, &r.model, &r.site, &r.pop, &r.req_cert]))
+                .filter(|r| status.is_empty() || r.status.as_str() == status)
+                .filter(|r| skill.is_empty() || r.skill == skill)
+                .filter(|r| pop.is_empty() || r.pop == pop)
                 .cloned()
                 .collect::<Vec<_>>()
         })
+    };
+    let select = |id: &'static str, label: &'static str, all: &'static str, values: Vec<String>, signal: RwSignal<String>| view! {
+        <label class="visually-hidden" for=id>{label}</label>
+        <select id=id on:change=move |ev| signal.set(event_target_value(&ev))>
+            <option value="">{all}</option>
+            {values.into_iter().map(|v| view! { <option value=v.clone()>{v.clone()}</option> }).collect_view()}
+        </select>
     };
     let shown_operators = move || {
         let q = filter.get();
@@ -83,7 +104,12 @@ fn DirectoryTables(dir: Directory, filter: RwSignal<String>) -> impl IntoView {
     view! {
         <p class="as-of">{org_name}" · "{online}" of "{total}" robots online · as of "{utc_clock(as_of_ms)}</p>
         <section class="panel">
-            <h2>"Robots"</h2>
+            <div class="toolbar">
+                <h2>"Robots"</h2>
+                {select("robot-status", "Registry status", "Any status", vec!["online".into(), "offline".into()], status)}
+                {select("robot-skill", "Skill", "Any skill", skills, skill)}
+                {select("robot-pop", "PoP", "Any PoP", pops, pop)}
+            </div>
             {move || {
                 let rows = shown_robots();
                 if total == 0 {
@@ -91,7 +117,7 @@ fn DirectoryTables(dir: Directory, filter: RwSignal<String>) -> impl IntoView {
                 } else if rows.is_empty() {
                     view! { <p class="empty">"No robot matches the filter."</p> }.into_any()
                 } else {
-                    view! { <RobotTable rows/> }.into_any()
+                    view! { <RobotTable rows as_of_ms/> }.into_any()
                 }
             }}
         </section>
@@ -112,10 +138,10 @@ fn DirectoryTables(dir: Directory, filter: RwSignal<String>) -> impl IntoView {
 }
 
 #[component]
-fn RobotTable(rows: Vec<Robot>) -> impl IntoView {
+fn RobotTable(rows: Vec<Robot>, as_of_ms: i64) -> impl IntoView {
     view! {
         <table class="grid" data-testid="robots">
-            <thead><tr><th>"Robot"</th><th>"Model"</th><th>"Site"</th><th>"PoP"</th><th>"Required cert"</th><th>"Skill"</th><th>"Registry"</th></tr></thead>
+            <thead><tr><th>"Robot"</th><th>"Model"</th><th>"Site"</th><th>"PoP"</th><th>"Required cert"</th><th>"Skill"</th><th>"Registry"</th><th>"Last heartbeat"</th><th>"Live session"</th></tr></thead>
             <tbody>
                 {rows.into_iter().map(|r| view! {
                     <tr>
@@ -126,6 +152,8 @@ fn RobotTable(rows: Vec<Robot>) -> impl IntoView {
                         <td>{r.req_cert}</td>
                         <td>{r.skill}</td>
                         <td><RegistryTag status=r.status/></td>
+                        <td>{r.last_heartbeat_ms.map(|at| format!("{} ago", crate::rules::format_age(Some(at), as_of_ms))).unwrap_or_else(|| "never".into())}</td>
+                        <td>{r.live_session.map(|id| view! { <a href=format!("/ops/sessions?s={id}")>{id.clone()}</a> })}</td>
                     </tr>
                 }).collect_view()}
             </tbody>

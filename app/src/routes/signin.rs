@@ -29,6 +29,9 @@ pub fn SignIn() -> impl IntoView {
         </Transition>
         <section class="signin">
             <h1>"Sign in to ClutchCall"</h1>
+            {move || query.read().get("welcome").map(|_| view! {
+                <p class="notice-line" role="status" data-testid="welcome">"Your password is set. Sign in with it."</p>
+            })}
             <ActionForm action=session.sign_in attr:class="stack">
                 <input type="hidden" name="next" prop:value=next/>
                 <label for="email">"Email"</label>

@@ -68,6 +68,7 @@ pub(super) fn robot_view(r: RobotRecord, now: i64) -> Robot {
         req_cert: r.req_cert,
         last_heartbeat_ms: r.last_heartbeat_at,
         token_rotated_ms: r.token_rotated_at,
+        live_session: None,
     }
 }
 

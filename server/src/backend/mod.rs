@@ -5,6 +5,7 @@ mod answers;
 mod people;
 pub use people::PeopleBackend;
 
+use std::collections::HashMap;
 use answers::{booking_refused, directory_refused, internal, membership, operator_view, refused, robot_view, safety_answer, scores_of, Scores};
 use crate::auth::{new_token, token_hash};
 use crate::clock::now_ms;
@@ -202,9 +203,16 @@ impl Backend for ServerBackend {
         let robots = self.store.robots(org_id).await.map_err(internal)?;
         let operators = self.store.operators(org_id).await.map_err(internal)?;
         let scores = self.scores(org_id).await?;
+        let live: HashMap<String, String> = self.store.live_sessions(org_id).await.map_err(internal)?.into_iter().map(|s| (s.robot_id, s.id)).collect();
         Ok(Directory {
             org_name,
-            robots: robots.into_iter().map(|r| robot_view(r, now)).collect(),
+            robots: robots
+                .into_iter()
+                .map(|r| {
+                    let live_session = live.get(&r.id).cloned();
+                    Robot { live_session, ..robot_view(r, now) }
+                })
+                .collect(),
             operators: operators.into_iter().map(|o| operator_view(o, &scores)).collect(),
             as_of_ms: now,
         })

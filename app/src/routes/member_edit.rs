@@ -1,0 +1,53 @@
+//! One member's profile, edited by an admin (`/admin/people?member=<id>`):
+//! display name, external agent id, region (one of the org's), the
+//! certifications (each with the skill it gives, rule A08) and whether the
+//! operator is active. The next dispatch decision uses the change.
+
+use super::people::CertificationChoices;
+use crate::components::ErrorNotice;
+use crate::functions::EditMember;
+use crate::models::Role;
+use crate::people::{Member, PeopleAdmin};
+use leptos::prelude::*;
+
+#[component]
+pub(super) fn MemberEdit(member: Member, admin: PeopleAdmin, edit: ServerAction<EditMember>) -> impl IntoView {
+    let p = member.person;
+    let operates = p.role != Role::Client;
+    let region = p.region.clone().unwrap_or_default();
+    view! {
+        <section class="panel detail" aria-labelledby="member-h">
+            <div class="toolbar">
+                <h2 id="member-h">{p.display_name.clone()}" · "{p.email.clone()}</h2>
+                <a class="button subtle" href="/admin/people">"Close"</a>
+            </div>
+            <ActionForm action=edit attr:class="booking-form" attr:data-testid="member-edit">
+                <input type="hidden" name="user_id" value=member.user_id.clone()/>
+                <label for="m-name">"Display name"</label>
+                <input id="m-name" name="display_name" required maxlength="80" value=p.display_name.clone()/>
+                <label for="m-ext">"External agent id"</label>
+                <input id="m-ext" name="external_id" maxlength="64" value=p.external_id.clone().unwrap_or_default()/>
+                {operates.then(|| view! {
+                    <label for="m-region">"Region"</label>
+                    <select id="m-region" name="region">
+                        {admin.regions.iter().map(|r| view! { <option value=r.clone() selected=*r == region>{r.clone()}</option> }).collect_view()}
+                    </select>
+                    <span></span>
+                    <CertificationChoices options=admin.cert_options.clone() held=p.certifications.clone() prefix="m"/>
+                    <span></span>
+                    <label for="m-active" class="check">
+                        <input type="checkbox" id="m-active" name="active" value="on" checked=member.active/>
+                        "Active (offered calls)"
+                    </label>
+                })}
+                {(!operates).then(|| view! { <input type="hidden" name="active" value="on"/> })}
+                <button type="submit" class="button primary" data-testid="member-save" disabled=move || edit.pending().get()>"Save"</button>
+            </ActionForm>
+            {move || match edit.value().get() {
+                Some(Ok(())) => Some(view! { <p class="notice-line" role="status">"Saved: the next dispatch decision uses it."</p> }.into_any()),
+                Some(Err(error)) => Some(view! { <ErrorNotice error/> }.into_any()),
+                None => None,
+            }}
+        </section>
+    }
+}

@@ -1,0 +1,334 @@
+//! `/admin/people`: the org's members and invitations. Invite one person
+//! (the link is shown once), import many from CSV (previewed line by line,
+//! all or nothing; the links download once), export, change roles, edit a
+//! profile (`?member=<id>`), remove a member.
+
+use super::member_edit::MemberEdit;
+use crate::components::{ErrorNotice, Session};
+use crate::functions::{load_people, ImportPeople, InvitePerson, PreviewPeopleImport, RemoveMember, SetMemberRole, EditMember};
+use crate::models::Role;
+use crate::people::{Member, PeopleAdmin, CSV_HEADER};
+use crate::rules::matches_query;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+/// The actions that change the people list: the list refetches after each.
+#[derive(Clone, Copy)]
+pub(super) struct PeopleActions {
+    pub invite: ServerAction<InvitePerson>,
+    pub import: ServerAction<ImportPeople>,
+    pub role: ServerAction<SetMemberRole>,
+    pub remove: ServerAction<RemoveMember>,
+    pub edit: ServerAction<EditMember>,
+}
+
+#[component]
+pub fn PeoplePage() -> impl IntoView {
+    let session = expect_context::<Session>();
+    let actions = PeopleActions {
+        invite: ServerAction::new(),
+        import: ServerAction::new(),
+        role: ServerAction::new(),
+        remove: ServerAction::new(),
+        edit: ServerAction::new(),
+    };
+    let people = Resource::new(
+        move || {
+            (
+                session.select_org.version().get(),
+                actions.invite.version().get(),
+                actions.import.version().get(),
+                actions.role.version().get(),
+                actions.remove.version().get(),
+                actions.edit.version().get(),
+            )
+        },
+        |_| load_people(),
+    );
+    let filter = RwSignal::new(String::new());
+    let query = use_query_map();
+    let selected = move || query.read().get("member").filter(|id| !id.is_empty());
+    view! {
+        <Title text="People"/>
+        <div class="toolbar">
+            <h1>"People"</h1>
+            <label class="visually-hidden" for="people-filter">"Filter"</label>
+            <input id="people-filter" type="search" placeholder="Filter by name, email, region, certification, role"
+                prop:value=filter on:input=move |ev| filter.set(event_target_value(&ev))/>
+            <a class="button subtle" href="/admin/directory/people.csv" download="people.csv" rel="external" data-testid="export-people">"Export CSV"</a>
+            <a class="button subtle" href="/admin/floors">"Link floors"</a>
+            <button type="button" class="button subtle" on:click=move |_| people.refetch()>"Refresh"</button>
+        </div>
+        <Transition fallback=|| view! { <p class="loading">"Loading people…"</p> }>
+            {move || Suspend::new(async move {
+                match people.await {
+                    Err(e) => view! {
+                        <ErrorNotice error=e/>
+                        <button type="button" class="button" on:click=move |_| people.refetch()>"Try again"</button>
+                    }.into_any(),
+                    Ok(admin) => {
+                        let admin = StoredValue::new(admin);
+                        view! {
+                            {move || selected().map(|id| {
+                                let member = admin.with_value(|a| a.members.iter().find(|m| m.user_id == id).cloned());
+                                match member {
+                                    Some(member) => view! { <MemberEdit member admin=admin.get_value() edit=actions.edit/> }.into_any(),
+                                    None => view! { <p class="error" role="alert">"That member is not in this organisation."</p> }.into_any(),
+                                }
+                            })}
+                            <MembersPanel admin filter actions/>
+                            <InvitePanel admin actions/>
+                            <ImportPanel actions/>
+                        }.into_any()
+                    }
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn MembersPanel(admin: StoredValue<PeopleAdmin>, filter: RwSignal<String>, actions: PeopleActions) -> impl IntoView {
+    let shown = move || {
+        let q = filter.get();
+        admin.with_value(|a| {
+            a.members
+                .iter()
+                .filter(|m| {
+                    let p = &m.person;
+                    let certs = p.certifications.join(" ");
+                    matches_query(&q, &[&p.display_name, &p.email, p.region.as_deref().unwrap_or_default(), &certs, p.role.as_str()])
+                })
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    };
+    let invitations = admin.with_value(|a| a.invitations.clone());
+    view! {
+        <section class="panel" aria-labelledby="members-h">
+            <h2 id="members-h">"Members"</h2>
+            {move || {
+                let rows = shown();
+                if rows.is_empty() {
+                    view! { <p class="empty">"No member matches the filter."</p> }.into_any()
+                } else {
+                    view! { <MemberTable rows actions/> }.into_any()
+                }
+            }}
+            {move || actions.role.value().get().and_then(Result::err).map(|error| view! { <ErrorNotice error/> })}
+            {move || actions.remove.value().get().and_then(Result::err).map(|error| view! { <ErrorNotice error/> })}
+            {(!invitations.is_empty()).then(|| view! {
+                <h3>"Invitations not taken up"</h3>
+                <ul class="plain" data-testid="pending-invitations">
+                    {invitations.into_iter().map(|i| view! {
+                        <li>{i.email}" · "{i.role}" · link valid until "{crate::booking::utc_when(i.expires_ms)}</li>
+                    }).collect_view()}
+                </ul>
+            })}
+        </section>
+    }
+}
+
+#[component]
+fn MemberTable(rows: Vec<Member>, actions: PeopleActions) -> impl IntoView {
+    view! {
+        <table class="grid" data-testid="members">
+            <thead><tr><th>"Name"</th><th>"Email"</th><th>"Role"</th><th>"Region"</th><th>"Certifications"</th><th>"Status"</th><th></th></tr></thead>
+            <tbody>
+                {rows.into_iter().map(|m| view! { <MemberRow m actions/> }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+#[component]
+fn MemberRow(m: Member, actions: PeopleActions) -> impl IntoView {
+    let confirming = RwSignal::new(false);
+    let id = StoredValue::new(m.user_id.clone());
+    let status = match (m.has_password, m.active) {
+        (false, _) => ("tag tone-warn", "invited"),
+        (true, true) => ("tag tone-ok", "active"),
+        (true, false) => ("tag tone-muted", "inactive"),
+    };
+    let p = m.person;
+    let role = p.role;
+    view! {
+        <tr>
+            <td><a href=format!("?member={}", m.user_id)>{p.display_name.clone()}</a></td>
+            <td>{p.email.clone()}</td>
+            <td>
+                <ActionForm action=actions.role attr:class="inline-form">
+                    <input type="hidden" name="user_id" value=m.user_id.clone()/>
+                    <label class="visually-hidden" for=format!("role-{}", m.user_id)>"Role"</label>
+                    <select id=format!("role-{}", m.user_id) name="role">
+                        {[Role::Admin, Role::Operator, Role::Client].into_iter().map(|r| view! {
+                            <option value=r.as_str() selected=r == role>{r.as_str()}</option>
+                        }).collect_view()}
+                    </select>
+                    <button type="submit" class="button subtle">"Set"</button>
+                </ActionForm>
+            </td>
+            <td>{p.region.clone().unwrap_or_default()}</td>
+            <td>{p.certifications.join(", ")}</td>
+            <td><span class=status.0>{status.1}</span></td>
+            <td>
+                <button type="button" class="button subtle danger" disabled=move || actions.remove.pending().get()
+                    on:click=move |_| {
+                        if confirming.get_untracked() {
+                            confirming.set(false);
+                            actions.remove.dispatch(RemoveMember { user_id: id.get_value() });
+                        } else {
+                            confirming.set(true);
+                        }
+                    }>
+                    {move || if confirming.get() { "Confirm removal" } else { "Remove" }}
+                </button>
+            </td>
+        </tr>
+    }
+}
+
+/// Certification checkboxes, named for the server function's list.
+#[component]
+pub(super) fn CertificationChoices(options: Vec<String>, held: Vec<String>, prefix: &'static str) -> impl IntoView {
+    let mut all = options;
+    for cert in &held {
+        if !all.contains(cert) {
+            all.push(cert.clone());
+        }
+    }
+    all.sort();
+    view! {
+        <fieldset class="cert-choices">
+            <legend>"Certifications"</legend>
+            {all.into_iter().enumerate().map(|(i, cert)| {
+                let id = format!("{prefix}-cert-{i}");
+                let label_for = id.clone();
+                let checked = held.contains(&cert);
+                let skill = crate::directory::derived_skill(&cert).unwrap_or_default();
+                view! {
+                    <label for=label_for class="check">
+                        <input type="checkbox" id=id name=format!("certifications[{i}]") value=cert.clone() checked=checked/>
+                        {cert.clone()}" "<span class="muted">"(skill: "{skill}")"</span>
+                    </label>
+                }
+            }).collect_view()}
+        </fieldset>
+    }
+}
+
+#[component]
+fn InvitePanel(admin: StoredValue<PeopleAdmin>, actions: PeopleActions) -> impl IntoView {
+    let (regions, options) = admin.with_value(|a| (a.regions.clone(), a.cert_options.clone()));
+    view! {
+        <section class="panel" aria-labelledby="invite-h">
+            <h2 id="invite-h">"Invite"</h2>
+            <ActionForm action=actions.invite attr:class="booking-form" attr:data-testid="invite-form">
+                <label for="inv-email">"Email"</label>
+                <input id="inv-email" name="email" type="email" required/>
+                <label for="inv-name">"Display name"</label>
+                <input id="inv-name" name="display_name" required maxlength="80"/>
+                <label for="inv-ext">"External agent id"</label>
+                <input id="inv-ext" name="external_id" maxlength="64"/>
+                <label for="inv-role">"Role"</label>
+                <select id="inv-role" name="role">
+                    <option value="operator" selected>"operator"</option>
+                    <option value="admin">"admin"</option>
+                    <option value="client">"client"</option>
+                </select>
+                <label for="inv-region">"Region"</label>
+                <select id="inv-region" name="region">
+                    {regions.into_iter().map(|r| view! { <option value=r.clone()>{r.clone()}</option> }).collect_view()}
+                </select>
+                <span></span>
+                <CertificationChoices options held=Vec::new() prefix="inv"/>
+                <button type="submit" class="button primary" data-testid="invite-submit" disabled=move || actions.invite.pending().get()>"Invite"</button>
+            </ActionForm>
+            {move || match actions.invite.value().get() {
+                Some(Ok(link)) => Some(view! {
+                    <p class="notice-line" role="status">
+                        "Set-password link for "{link.email.clone()}", shown once, valid until "{crate::booking::utc_when(link.expires_ms)}": "
+                        <code data-testid="invite-link">{link.url.clone()}</code>
+                    </p>
+                }.into_any()),
+                Some(Err(error)) => Some(view! { <ErrorNotice error/> }.into_any()),
+                None => None,
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn ImportPanel(actions: PeopleActions) -> impl IntoView {
+    let preview = ServerAction::<PreviewPeopleImport>::new();
+    let csv = RwSignal::new(String::new());
+    // A new text needs a new preview before it can be imported.
+    let previewed = RwSignal::new(String::new());
+    let ready = move || {
+        matches!(preview.value().get(), Some(Ok(p)) if p.problems.is_empty() && !p.people.is_empty()) && previewed.get() == csv.get()
+    };
+    let load_file = move |ev: leptos::ev::Event| {
+        #[cfg(feature = "hydrate")]
+        {
+            use wasm_bindgen::JsCast;
+            let input: Option<leptos::web_sys::HtmlInputElement> = ev.target().and_then(|t| t.dyn_into().ok());
+            if let Some(file) = input.and_then(|i| i.files()).and_then(|f| f.get(0)) {
+                leptos::task::spawn_local(async move {
+                    if let Ok(text) = wasm_bindgen_futures::JsFuture::from(file.text()).await {
+                        csv.set(text.as_string().unwrap_or_default());
+                    }
+                });
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        drop(ev);
+    };
+    view! {
+        <section class="panel" aria-labelledby="import-h">
+            <h2 id="import-h">"Import from CSV"</h2>
+            <p class="muted">"Columns: "<code>{CSV_HEADER.join(",")}</code>". Certifications separated by ';'. Nothing is imported unless every line is right."</p>
+            <label for="import-file">"CSV file"</label>
+            <input id="import-file" type="file" accept=".csv,text/csv" on:change=load_file/>
+            <label for="import-csv">"or paste it"</label>
+            <textarea id="import-csv" name="csv" rows="6" data-testid="import-csv" prop:value=csv on:input=move |ev| csv.set(event_target_value(&ev))></textarea>
+            <div class="actions">
+                <button type="button" class="button" data-testid="import-preview" disabled=move || preview.pending().get() || csv.with(String::is_empty)
+                    on:click=move |_| { previewed.set(csv.get_untracked()); preview.dispatch(PreviewPeopleImport { csv: csv.get_untracked() }); }>
+                    "Preview"
+                </button>
+                <button type="button" class="button primary" data-testid="import-run" disabled=move || !ready() || actions.import.pending().get()
+                    on:click=move |_| { actions.import.dispatch(ImportPeople { csv: csv.get_untracked() }); }>
+                    "Import"
+                </button>
+            </div>
+            {move || match preview.value().get() {
+                Some(Ok(p)) if p.problems.is_empty() => Some(view! {
+                    <p class="notice-line" role="status" data-testid="import-ok">{format!("{} people ready to import.", p.people.len())}</p>
+                }.into_any()),
+                Some(Ok(p)) => Some(view! {
+                    <p class="error" role="alert">{format!("{} line(s) to fix; nothing will be imported until they are:", p.problems.len())}</p>
+                    <table class="grid" data-testid="import-problems">
+                        <thead><tr><th>"Line"</th><th>"Problem"</th></tr></thead>
+                        <tbody>{p.problems.into_iter().map(|l| view! { <tr><td>{l.line}</td><td>{l.problem}</td></tr> }).collect_view()}</tbody>
+                    </table>
+                }.into_any()),
+                Some(Err(error)) => Some(view! { <ErrorNotice error/> }.into_any()),
+                None => None,
+            }}
+            {move || match actions.import.value().get() {
+                Some(Ok(done)) => {
+                    let href = crate::people::csv_data_url(&done.links_csv);
+                    Some(view! {
+                        <p class="notice-line" role="status" data-testid="import-done">
+                            {format!("Imported {} people. Their set-password links are offered once: ", done.imported)}
+                            <a class="button" href=href download="set-password-links.csv">"Download links (CSV)"</a>
+                        </p>
+                    }.into_any())
+                }
+                Some(Err(error)) => Some(view! { <ErrorNotice error/> }.into_any()),
+                None => None,
+            }}
+        </section>
+    }
+}

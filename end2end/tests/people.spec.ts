@@ -1,0 +1,95 @@
+import { expect, test } from '@playwright/test';
+import { adminContext, hydrated, signIn } from './helpers';
+
+// A skill nobody else holds: the invited operator takes no other test's
+// calls, and no other operator takes hers.
+const CERT = 'laser-cutting · tier-1';
+
+test('an admin registers a robot and invites an operator, who sets a password, signs in, presses Ready and is rung by that robot', async ({ browser, request }) => {
+  const admin = await adminContext(browser);
+  const page = await admin.newPage();
+  await page.goto('/admin/directory');
+  await hydrated(page);
+  await page.getByTestId('register-toggle').click();
+  const form = page.getByTestId('robot-register');
+  await form.getByLabel('Robot id').fill('ue-laser-01');
+  await form.getByLabel('Model').fill('Trumpf TruLaser');
+  await form.getByLabel('Site').fill('Ashburn FC-2');
+  await form.getByLabel('PoP').fill('us-east');
+  await form.getByLabel('Required cert').fill(CERT);
+  await expect(page.getByTestId('register-skill')).toHaveText('skill: laser-cutting');
+  await page.getByTestId('register-submit').click();
+  const token = ((await page.getByTestId('registered-token').textContent()) ?? '').trim();
+  expect(token.length).toBeGreaterThan(20);
+  await expect(page.getByTestId('robots')).toContainText('ue-laser-01');
+
+  await page.goto('/admin/people');
+  await hydrated(page);
+  const invite = page.getByTestId('invite-form');
+  await invite.getByLabel('Email').fill('nia.clarke@northstar.example');
+  await invite.getByLabel('Display name').fill('Nia Clarke');
+  await invite.getByLabel('Region').selectOption('Austin');
+  await invite.getByLabel(new RegExp(CERT)).check();
+  await page.getByTestId('invite-submit').click();
+  const link = ((await page.getByTestId('invite-link').textContent()) ?? '').trim();
+  expect(link).toContain('/invite/');
+  await expect(page.getByTestId('members')).toContainText('Nia Clarke');
+  await expect(page.getByTestId('members')).toContainText('invited');
+  await page.screenshot({ path: 'test-results/people-invite.png', fullPage: true });
+  await admin.close();
+
+  // Nia, in a browser of her own.
+  const nia = await browser.newContext();
+  const tab = await nia.newPage();
+  await tab.goto(link);
+  await hydrated(tab);
+  await expect(tab.getByTestId('invitation')).toContainText('nia.clarke@northstar.example');
+  await tab.getByLabel('Password', { exact: true }).fill('nia-has-a-long-password');
+  await tab.getByLabel('Password again').fill('nia-has-a-long-password');
+  await tab.getByTestId('set-password').click();
+  await expect(tab).toHaveURL(/\/signin\?welcome=1$/);
+  await expect(tab.getByTestId('welcome')).toBeVisible();
+  await signIn(tab, 'nia.clarke@northstar.example', 'nia-has-a-long-password');
+  await expect(tab).toHaveURL(/\/operator$/);
+  await tab.getByTestId('go-ready').click();
+  await expect(tab.getByTestId('presence')).toHaveText('ready');
+
+  const call = await request.post('/v1/sessions', { headers: { Authorization: `Bearer ${token}` }, data: { robotId: 'ue-laser-01' } });
+  expect(call.status()).toBe(201);
+  await expect(tab.getByTestId('offer')).toBeVisible();
+  await expect(tab.getByTestId('offer-robot')).toHaveText('ue-laser-01');
+  // The link was for one use.
+  const again = await browser.newContext();
+  const used = await again.newPage();
+  await used.goto(link);
+  await expect(used.getByRole('alert')).toContainText('used or has expired');
+  await again.close();
+  await nia.close();
+});
+
+test('a CSV import names the lines to fix, then imports all of them and offers their links once', async ({ browser }) => {
+  const admin = await adminContext(browser);
+  const page = await admin.newPage();
+  await page.goto('/admin/people');
+  await hydrated(page);
+  const header = 'email,display name,external id,region,certifications,role\n';
+  await page.getByTestId('import-csv').fill(`${header}ivy@import.example,Ivy,IM-1,Austin,${CERT},operator\nrex@import.example,Rex,,Atlantis,,operator\n`);
+  await page.getByTestId('import-preview').click();
+  await expect(page.getByTestId('import-problems')).toContainText('Atlantis');
+  await expect(page.getByTestId('import-problems').locator('tbody tr td').first()).toHaveText('3');
+  await expect(page.getByTestId('import-run')).toBeDisabled();
+  await page.getByTestId('import-csv').fill(`${header}ivy@import.example,Ivy,IM-1,Austin,${CERT},operator\nrex@import.example,Rex,,BLR,,client\n`);
+  await expect(page.getByTestId('import-run')).toBeDisabled(); // a changed text needs a new preview
+  await page.getByTestId('import-preview').click();
+  await expect(page.getByTestId('import-ok')).toHaveText('2 people ready to import.');
+  await page.getByTestId('import-run').click();
+  await expect(page.getByTestId('import-done')).toContainText('Imported 2 people');
+  const download = page.waitForEvent('download');
+  await page.getByRole('link', { name: 'Download links (CSV)' }).click();
+  const file = await (await download).path();
+  const text = require('node:fs').readFileSync(file, 'utf8');
+  expect(text).toContain('ivy@import.example');
+  expect(text).toContain('/invite/');
+  await expect(page.getByTestId('members')).toContainText('Ivy');
+  await admin.close();
+});

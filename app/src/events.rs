@@ -95,6 +95,9 @@ pub enum OrgEvent {
     PlannedEnd { session_id: String, planned_end_ms: i64 },
     /// A booking of one of the org's robots was made or cancelled.
     Bookings { robot_id: String },
+    /// The relay's counts of the org's session channels (every second
+    /// while any is open, rule W15).
+    Relay { stats: Vec<crate::relay::RelayStat>, at_ms: i64 },
 }
 
 /// What travels on the bus.

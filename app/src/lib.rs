@@ -20,6 +20,7 @@ pub mod models;
 pub mod people;
 pub mod presence;
 pub mod rating;
+pub mod relay;
 pub mod ring;
 pub mod roster;
 pub mod routes;

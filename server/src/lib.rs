@@ -8,9 +8,11 @@ pub mod backend;
 pub mod bus;
 pub mod clock;
 pub mod config;
+pub mod datasets;
 pub mod engine;
 pub mod http;
 pub mod metrics;
+pub mod relay;
 pub mod ring;
 pub mod seed;
 pub mod services;
@@ -111,6 +113,12 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let services = crate::backend::Services { sessions: sessions.clone(), bookings, robots: robots.clone() };
     let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), engine.clone(), services, throttle.clone(), tabs.clone(), cookie));
     let backend_for_metrics = backend.clone();
+    // The relay records ACTIVE sessions; COMPLETED recordings become episodes.
+    let (finished, recordings) = tokio::sync::mpsc::unbounded_channel();
+    let recorder = Arc::new(relay::recording::Recorder::start(config.data_dir.join("recordings"), finished)?);
+    let (relay, relay_job) = relay::Relay::start(bus.clone(), clock::Clock::system(), recorder);
+    let datasets = Arc::new(datasets::DatasetService::new(store.clone(), bus.clone(), config.data_dir.join("datasets")));
+    let episodes_job = tokio::spawn(datasets.clone().make_episodes(recordings));
     let state = AppState {
         leptos_options,
         backend,
@@ -121,6 +129,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         tabs,
         origins,
         people,
+        relay,
+        datasets,
         robot_limits: Arc::new(http::RobotRateLimit::new()),
         presence_ttl_ms: config.presence_ttl_ms,
     };
@@ -142,7 +152,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             })
             .await
     });
-    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_throttle(throttle))];
+    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_throttle(throttle)), relay_job, episodes_job];
     let metrics_addr = match config.metrics_addr {
         Some(at) => match metrics::serve(at, backend_for_metrics, store.clone()).await {
             Ok((bound, task)) => {

@@ -60,6 +60,10 @@ pub struct AppState {
     pub sessions: Arc<SessionService>,
     /// People and link floors of each org's directory.
     pub people: Arc<crate::services::PeopleService>,
+    /// The teleop relay (data plane) and its recordings.
+    pub relay: Arc<crate::relay::Relay>,
+    /// Episodes and their LeRobot exports.
+    pub datasets: Arc<crate::datasets::DatasetService>,
     pub sign_ins: Arc<SignIns>,
     /// Each person's open sockets (a cap, and closed at sign-out).
     pub tabs: Arc<OpenTabs>,
@@ -111,6 +115,7 @@ pub fn router(state: AppState) -> Router {
         .route("/admin/directory/people.csv", get(export::people_csv))
         .nest("/v1", crate::api::router())
         .route("/ws", get(crate::ring::ws_handler))
+        .route("/relay/{session_id}", get(crate::relay::relay_handler))
         .layer(axum::middleware::from_fn_with_state(state.origins.clone(), origin::check_origin))
         .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIMEOUT))
         .layer(TraceLayer::new_for_http())

@@ -69,7 +69,7 @@ impl Parties {
                 Some(session_id) => self.is_party(state, session_id, false).await,
                 None => false,
             },
-            OrgEvent::Presence { .. } | OrgEvent::RobotStatus { .. } | OrgEvent::Bookings { .. } => false,
+            OrgEvent::Presence { .. } | OrgEvent::RobotStatus { .. } | OrgEvent::Bookings { .. } | OrgEvent::Relay { .. } => false,
         }
     }
 }

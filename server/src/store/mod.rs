@@ -6,6 +6,7 @@ mod apply;
 mod board;
 mod booking;
 mod chat;
+mod datasets;
 mod directory;
 mod dispatch;
 mod floors;
@@ -17,6 +18,7 @@ mod sql;
 
 pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
 pub use booking::{BookingRow, BookingStore, NewBooking};
+pub use datasets::{DatasetStore, EpisodeRow, NewEpisode};
 pub use dispatch::{ActivityRow, DispatchStore};
 pub use chat::{ChatRow, ChatStore};
 pub use directory::{DirectoryStore, RobotChange, RobotFields};
@@ -152,7 +154,7 @@ pub struct NewRobot {
 /// Everything persisted. The ACD's calls, offers and queue are in
 /// `DispatchStore` (store/dispatch.rs).
 #[async_trait]
-pub trait Store: DispatchStore + BoardStore + BookingStore + DirectoryStore + PeopleStore + FloorStore + SafetyStore + ChatStore + RatingStore + Send + Sync + 'static {
+pub trait Store: DispatchStore + BoardStore + BookingStore + DirectoryStore + DatasetStore + PeopleStore + FloorStore + SafetyStore + ChatStore + RatingStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`, for logs and /healthz.
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.

@@ -1,0 +1,186 @@
+//! The teleop relay's shared part (seed 000 "Session state versus the relay
+//! data plane", rule W15): the messages of a session's channel, the camera
+//! frame's binary layout, the per-session counts the relay publishes, and
+//! whether a held session's frames flow or stalled.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// An attached session with no robot frame for this long is stalled.
+pub const STALL_AFTER_MS: i64 = 2_000;
+/// The relay publishes its counts this often.
+pub const STATS_EVERY_MS: i64 = 1_000;
+
+/// A text message on a session's relay channel (JSON).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RelayMsg {
+    /// Robot state, edge agent → cockpit: the joint vector and optional
+    /// named values, stamped by the robot (Unix ms).
+    State {
+        t_ms: i64,
+        joints: Vec<f32>,
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        fields: BTreeMap<String, f64>,
+    },
+    /// An operator action, cockpit → edge agent: the commanded vector.
+    Action { t_ms: i64, values: Vec<f32> },
+    /// The relay tells each side who else is on the channel.
+    Peers { robot: bool, cockpits: u32 },
+    /// The relay refused a message (the channel stays open).
+    Refused { reason: String },
+}
+
+/// The binary form of a camera frame, edge agent → cockpit:
+/// `CAM1`, the name's length (1 byte), the name (UTF-8), the robot's
+/// timestamp (i64 little-endian Unix ms), then the JPEG bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CameraFrame {
+    pub name: String,
+    pub t_ms: i64,
+    pub jpeg: Vec<u8>,
+}
+
+const CAMERA_MAGIC: &[u8; 4] = b"CAM1";
+/// Longest camera name (it becomes `observation.images.<name>`).
+pub const MAX_CAMERA_NAME: usize = 32;
+
+impl CameraFrame {
+    pub fn encode(&self) -> Vec<u8> {
+        let name = &self.name.as_bytes()[..self.name.len().min(MAX_CAMERA_NAME)];
+        let mut out = Vec::with_capacity(4 + 1 + name.len() + 8 + self.jpeg.len());
+        out.extend_from_slice(CAMERA_MAGIC);
+        out.push(name.len() as u8);
+        out.extend_from_slice(name);
+        out.extend_from_slice(&self.t_ms.to_le_bytes());
+        out.extend_from_slice(&self.jpeg);
+        out
+    }
+
+    /// The frame in `bytes`, or `None` when they are not one.
+    pub fn decode(bytes: &[u8]) -> Option<CameraFrame> {
+        let rest = bytes.strip_prefix(CAMERA_MAGIC)?;
+        let (&len, rest) = rest.split_first()?;
+        let len = usize::from(len);
+        if len == 0 || len > MAX_CAMERA_NAME || rest.len() < len + 8 {
+            return None;
+        }
+        let name = std::str::from_utf8(&rest[..len]).ok()?;
+        if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return None;
+        }
+        let t_ms = i64::from_le_bytes(rest[len..len + 8].try_into().ok()?);
+        Some(CameraFrame { name: name.to_string(), t_ms, jpeg: rest[len + 8..].to_vec() })
+    }
+}
+
+/// One direction of a channel, as counted by the relay.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FlowStat {
+    /// Frames per second over the last interval.
+    pub fps: f32,
+    pub bytes_per_s: u64,
+    pub frames: u64,
+    pub bytes: u64,
+    /// Frames a slow reader was not sent (dropped, never queued without bound).
+    pub dropped: u64,
+    /// Unix ms of the last frame in this direction.
+    pub last_frame_ms: Option<i64>,
+}
+
+/// A session's relay channel, as the wallboard's relay panel shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RelayStat {
+    pub session_id: String,
+    pub robot_id: String,
+    pub robot_connected: bool,
+    pub cockpits: u32,
+    /// Robot → cockpit (state and camera frames).
+    pub robot_frames: FlowStat,
+    /// Cockpit → robot (actions).
+    pub operator_frames: FlowStat,
+    /// Since when the channel has existed (Unix ms).
+    pub open_since_ms: i64,
+}
+
+/// Whether a held session's frames are moving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RelayHealth {
+    /// A robot frame arrived within `STALL_AFTER_MS`.
+    Flowing,
+    /// Attached, but no robot frame for `STALL_AFTER_MS` (or none yet, that long after attaching).
+    Stalled,
+    /// Attached moments ago; the first frames are not due yet.
+    Starting,
+}
+
+impl RelayHealth {
+    pub fn label(self) -> &'static str {
+        match self {
+            RelayHealth::Flowing => "flowing",
+            RelayHealth::Stalled => "stalled",
+            RelayHealth::Starting => "starting",
+        }
+    }
+}
+
+/// Rule W15: a session attached since `attached_since_ms` whose relay
+/// channel is `stat` (none: no channel) — flowing or stalled at `now_ms`.
+pub fn relay_health(stat: Option<&RelayStat>, attached_since_ms: i64, now_ms: i64) -> RelayHealth {
+    let last = stat.and_then(|s| s.robot_frames.last_frame_ms);
+    match last {
+        Some(at) if now_ms - at <= STALL_AFTER_MS => RelayHealth::Flowing,
+        Some(_) => RelayHealth::Stalled,
+        None if now_ms - attached_since_ms > STALL_AFTER_MS => RelayHealth::Stalled,
+        None => RelayHealth::Starting,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(last: Option<i64>) -> RelayStat {
+        RelayStat {
+            session_id: "s".into(),
+            robot_id: "r".into(),
+            robot_connected: true,
+            cockpits: 1,
+            robot_frames: FlowStat { last_frame_ms: last, ..FlowStat::default() },
+            operator_frames: FlowStat::default(),
+            open_since_ms: 0,
+        }
+    }
+
+    #[test]
+    fn w15_a_held_session_without_robot_frames_for_two_seconds_is_stalled() {
+        assert_eq!(relay_health(Some(&stat(Some(10_000))), 0, 11_000), RelayHealth::Flowing);
+        assert_eq!(relay_health(Some(&stat(Some(10_000))), 0, 12_000), RelayHealth::Flowing, "2 s exactly still flows");
+        assert_eq!(relay_health(Some(&stat(Some(10_000))), 0, 12_001), RelayHealth::Stalled);
+        assert_eq!(relay_health(None, 10_000, 11_000), RelayHealth::Starting);
+        assert_eq!(relay_health(None, 10_000, 12_001), RelayHealth::Stalled, "no channel at all");
+        assert_eq!(relay_health(Some(&stat(None)), 10_000, 13_000), RelayHealth::Stalled, "a channel but no frame");
+    }
+
+    #[test]
+    fn camera_frames_round_trip_and_garbage_is_refused() {
+        let frame = CameraFrame { name: "wrist".into(), t_ms: 1_764_000_000_123, jpeg: vec![0xFF, 0xD8, 1, 2, 3] };
+        assert_eq!(CameraFrame::decode(&frame.encode()), Some(frame));
+        assert_eq!(CameraFrame::decode(b"CAM1"), None);
+        assert_eq!(CameraFrame::decode(b"JPEG...."), None);
+        let mut bad_name = CameraFrame { name: "a b".into(), t_ms: 0, jpeg: vec![] }.encode();
+        assert_eq!(CameraFrame::decode(&bad_name), None);
+        bad_name[4] = 200;
+        assert_eq!(CameraFrame::decode(&bad_name), None);
+    }
+
+    #[test]
+    fn relay_messages_are_tagged_json() {
+        let state: RelayMsg = serde_json::from_str(r#"{"type":"state","t_ms":5,"joints":[0.1,0.2]}"#).unwrap();
+        assert_eq!(state, RelayMsg::State { t_ms: 5, joints: vec![0.1, 0.2], fields: BTreeMap::new() });
+        let action = serde_json::to_string(&RelayMsg::Action { t_ms: 7, values: vec![1.0] }).unwrap();
+        assert_eq!(action, r#"{"type":"action","t_ms":7,"values":[1.0]}"#);
+    }
+}

@@ -1,0 +1,218 @@
+//! One session's relay channel: the edge agent's socket, the cockpit
+//! sockets of the operator in control, and the counts of each direction.
+//! Sends never wait: each socket has a bounded queue and a full queue
+//! drops the frame (counted), so a slow reader costs frames, not memory.
+
+use super::recording::{Recorder, Sample};
+use app::relay::{FlowStat, RelayStat};
+use axum::extract::ws::Message;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Mutex;
+use tokio::sync::{mpsc, watch};
+
+/// Which end of the channel a socket is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Side {
+    Robot,
+    /// A cockpit tab of this operator.
+    Cockpit(String),
+}
+
+#[derive(Default)]
+struct Flow {
+    frames: AtomicU64,
+    bytes: AtomicU64,
+    dropped: AtomicU64,
+    last_ms: AtomicI64,
+    /// (frames, bytes, at) at the last count, for the rates.
+    previous: Mutex<(u64, u64, i64)>,
+}
+
+impl Flow {
+    fn count(&self, bytes: usize, now: i64) {
+        self.frames.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.last_ms.store(now, Ordering::Relaxed);
+    }
+
+    /// Rates since the last count; `advance` starts the next interval.
+    fn stat(&self, now: i64, advance: bool) -> FlowStat {
+        let (frames, bytes) = (self.frames.load(Ordering::Relaxed), self.bytes.load(Ordering::Relaxed));
+        let mut previous = self.previous.lock().expect("flow lock");
+        let (f0, b0, t0) = *previous;
+        let seconds = ((now - t0).max(1) as f32) / 1000.0;
+        if advance {
+            *previous = (frames, bytes, now);
+        }
+        let last = self.last_ms.load(Ordering::Relaxed);
+        FlowStat {
+            fps: (frames - f0) as f32 / seconds,
+            bytes_per_s: ((bytes - b0) as f32 / seconds) as u64,
+            frames,
+            bytes,
+            dropped: self.dropped.load(Ordering::Relaxed),
+            last_frame_ms: (last > 0).then_some(last),
+        }
+    }
+}
+
+struct Peer {
+    id: u64,
+    operator_id: String,
+    tx: mpsc::Sender<Message>,
+}
+
+pub struct Channel {
+    pub org_id: String,
+    pub session_id: String,
+    pub robot_id: String,
+    open_since_ms: i64,
+    robot: Mutex<Option<(u64, mpsc::Sender<Message>)>>,
+    cockpits: Mutex<Vec<Peer>>,
+    /// Who is in control: only their cockpits may join.
+    operator_id: Mutex<Option<String>>,
+    up: Flow,
+    down: Flow,
+    recording: AtomicBool,
+    next_peer: AtomicU64,
+    /// Sockets leave when this turns true (the session ended) or when the
+    /// operator they belong to lost control.
+    closed: watch::Sender<bool>,
+    /// When operator input last reached the engine (it is told once a second).
+    input_reported_ms: AtomicI64,
+}
+
+impl Channel {
+    pub fn new(org_id: &str, session_id: &str, robot_id: &str, operator_id: Option<&str>, now: i64) -> Channel {
+        Channel {
+            org_id: org_id.into(),
+            session_id: session_id.into(),
+            robot_id: robot_id.into(),
+            open_since_ms: now,
+            robot: Mutex::default(),
+            cockpits: Mutex::default(),
+            operator_id: Mutex::new(operator_id.map(str::to_string)),
+            up: Flow::default(),
+            down: Flow::default(),
+            recording: AtomicBool::new(false),
+            next_peer: AtomicU64::new(1),
+            closed: watch::channel(false).0,
+            input_reported_ms: AtomicI64::new(0),
+        }
+    }
+
+    /// Joins a socket; its id and a receiver that changes when it must leave.
+    pub fn join(&self, side: &Side, tx: mpsc::Sender<Message>) -> (u64, watch::Receiver<bool>) {
+        let id = self.next_peer.fetch_add(1, Ordering::Relaxed);
+        match side {
+            // A reconnecting edge agent replaces the old socket (whose sends then fail).
+            Side::Robot => *self.robot.lock().expect("relay lock") = Some((id, tx)),
+            Side::Cockpit(operator_id) => self.cockpits.lock().expect("relay lock").push(Peer { id, operator_id: operator_id.clone(), tx }),
+        }
+        (id, self.closed.subscribe())
+    }
+
+    pub fn leave(&self, side: &Side, id: u64) {
+        match side {
+            Side::Robot => {
+                let mut robot = self.robot.lock().expect("relay lock");
+                if robot.as_ref().is_some_and(|(current, _)| *current == id) {
+                    *robot = None;
+                }
+            }
+            Side::Cockpit(_) => self.cockpits.lock().expect("relay lock").retain(|p| p.id != id),
+        }
+    }
+
+    /// Whether `operator_id` is in control (may hold a cockpit socket).
+    pub fn controls(&self, operator_id: &str) -> bool {
+        self.operator_id.lock().expect("relay lock").as_deref() == Some(operator_id)
+    }
+
+    pub fn is_closed(&self) -> bool {
+        *self.closed.borrow()
+    }
+
+    pub fn close(&self) {
+        self.closed.send_replace(true);
+    }
+
+    /// A robot frame from the edge agent: counted, sent to each cockpit
+    /// that keeps up, recorded while ACTIVE.
+    pub fn from_robot(&self, message: Message, bytes: usize, sample: Option<Sample>, recorder: &Recorder, now: i64) {
+        self.up.count(bytes, now);
+        let cockpits = self.cockpits.lock().expect("relay lock");
+        for peer in cockpits.iter() {
+            if peer.tx.try_send(message.clone()).is_err() {
+                self.up.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        drop(cockpits);
+        if let Some(sample) = sample.filter(|_| self.recording.load(Ordering::Relaxed)) {
+            recorder.push(&self.org_id, &self.session_id, sample);
+        }
+    }
+
+    /// An operator action: counted, sent to the edge agent, recorded while
+    /// ACTIVE. True when the engine should hear of the input (once a second).
+    pub fn from_operator(&self, message: Message, bytes: usize, sample: Sample, recorder: &Recorder, now: i64) -> bool {
+        self.down.count(bytes, now);
+        let sent = self.robot.lock().expect("relay lock").as_ref().map(|(_, tx)| tx.try_send(message).is_ok());
+        if sent == Some(false) {
+            self.down.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.recording.load(Ordering::Relaxed) {
+            recorder.push(&self.org_id, &self.session_id, sample);
+        }
+        let last = self.input_reported_ms.load(Ordering::Relaxed);
+        now - last >= 1_000 && self.input_reported_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    }
+
+    /// Tells every socket who is on the channel.
+    pub fn announce(&self) {
+        let robot = self.robot.lock().expect("relay lock").as_ref().map(|(_, tx)| tx.clone());
+        let cockpits: Vec<mpsc::Sender<Message>> = self.cockpits.lock().expect("relay lock").iter().map(|p| p.tx.clone()).collect();
+        let peers = app::relay::RelayMsg::Peers { robot: robot.is_some(), cockpits: cockpits.len() as u32 };
+        let text = serde_json::to_string(&peers).unwrap_or_default();
+        for tx in robot.iter().chain(cockpits.iter()) {
+            let _ = tx.try_send(Message::Text(text.clone().into()));
+        }
+    }
+
+    /// Control moved (a handover): cockpits of anyone else leave, and the
+    /// recording notes the switch.
+    pub fn set_operator(&self, operator_id: Option<&str>, recorder: &Recorder, now: i64) {
+        let mut current = self.operator_id.lock().expect("relay lock");
+        if current.as_deref() == operator_id {
+            return;
+        }
+        *current = operator_id.map(str::to_string);
+        drop(current);
+        // Dropping their senders ends their writers; their readers see the socket close.
+        self.cockpits.lock().expect("relay lock").retain(|p| Some(p.operator_id.as_str()) == operator_id);
+        // Wakes every socket to check it still belongs here.
+        self.closed.send_modify(|_| {});
+        recorder.push(&self.org_id, &self.session_id, Sample::Switch { t_ms: now, operator_id: operator_id.map(str::to_string) });
+        self.announce();
+    }
+
+    /// ACTIVE records; PAUSED (and before the start) does not.
+    pub fn set_recording(&self, on: bool, recorder: &Recorder, now: i64) {
+        if self.recording.swap(on, Ordering::Relaxed) != on {
+            recorder.push(&self.org_id, &self.session_id, if on { Sample::Resume { t_ms: now } } else { Sample::Pause { t_ms: now } });
+        }
+    }
+
+    /// The counts now; `advance` (the periodic count) starts the next rate interval.
+    pub fn stat(&self, now: i64, advance: bool) -> RelayStat {
+        RelayStat {
+            session_id: self.session_id.clone(),
+            robot_id: self.robot_id.clone(),
+            robot_connected: self.robot.lock().expect("relay lock").is_some(),
+            cockpits: self.cockpits.lock().expect("relay lock").len() as u32,
+            robot_frames: self.up.stat(now, advance),
+            operator_frames: self.down.stat(now, advance),
+            open_since_ms: self.open_since_ms,
+        }
+    }
+}

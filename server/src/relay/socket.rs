@@ -1,0 +1,140 @@
+//! `GET /relay/{session}`: a socket on the session's relay channel. The
+//! edge agent joins with its robot's bearer token (its own session only),
+//! the cockpit with the cookie of the operator in control; nobody else,
+//! and nobody from another org (404, as if the session did not exist).
+
+use super::channel::{Channel, Side};
+use super::recording::Sample;
+use crate::http::{AppState, Principal};
+use app::models::LifecycleState;
+use app::relay::{CameraFrame, RelayMsg};
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use futures::{SinkExt, StreamExt};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Frames a socket may have waiting; past it the newest are dropped.
+const SOCKET_QUEUE: usize = 64;
+/// The largest frame (a camera JPEG).
+const MAX_FRAME_BYTES: usize = 512 * 1024;
+/// Longest joint or action vector.
+const MAX_VECTOR: usize = 64;
+
+pub async fn relay_handler(ws: WebSocketUpgrade, State(state): State<AppState>, Path(session_id): Path<String>, principal: Principal) -> Response {
+    let (org_id, side, robot_id) = match &principal {
+        Principal::Robot(robot) => (robot.org_id.clone(), Side::Robot, robot.id.clone()),
+        Principal::User { user, .. } => match &user.selected_org {
+            Some(org) => (org.org_id.clone(), Side::Cockpit(user.user_id.clone()), String::new()),
+            None => return (StatusCode::FORBIDDEN, "choose an organisation first").into_response(),
+        },
+    };
+    let session = match state.sessions.session(&org_id, &session_id).await {
+        Ok(Some(session)) => session,
+        Ok(None) => return (StatusCode::NOT_FOUND, "session not found").into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "relay: session lookup failed");
+            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        }
+    };
+    let allowed = match &side {
+        Side::Robot => session.robot == robot_id,
+        Side::Cockpit(user_id) => session.operator_id.as_deref() == Some(user_id.as_str()),
+    };
+    if !allowed {
+        return (StatusCode::NOT_FOUND, "session not found").into_response();
+    }
+    if !matches!(session.lifecycle, LifecycleState::Active | LifecycleState::Paused) {
+        return (StatusCode::CONFLICT, "the session is not live: the relay carries ACTIVE and PAUSED sessions").into_response();
+    }
+    let channel = state.relay.channel(&org_id, &session.id, &session.robot, session.operator_id.as_deref(), session.lifecycle == LifecycleState::Active);
+    ws.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| serve(state, channel, side, socket))
+}
+
+async fn serve(state: AppState, channel: Arc<Channel>, side: Side, socket: WebSocket) {
+    let (mut sink, mut stream) = socket.split();
+    let (tx, mut rx) = mpsc::channel::<Message>(SOCKET_QUEUE);
+    let (id, mut closed) = channel.join(&side, tx.clone());
+    channel.announce();
+    let writer = tokio::spawn(async move {
+        while let Some(message) = rx.recv().await {
+            if sink.send(message).await.is_err() {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    loop {
+        tokio::select! {
+            changed = closed.changed() => if changed.is_err() || *closed.borrow() { break },
+            message = stream.next() => {
+                let Some(Ok(message)) = message else { break };
+                if !handle(&state, &channel, &side, &tx, message).await {
+                    break;
+                }
+            }
+        }
+        // A handover took control away: this cockpit leaves.
+        if let Side::Cockpit(operator_id) = &side {
+            if !channel.controls(operator_id) || channel.is_closed() {
+                break;
+            }
+        }
+    }
+    channel.leave(&side, id);
+    channel.announce();
+    drop(tx);
+    // The writer ends with the queue (its last frames sent), or is stopped.
+    let mut writer = writer;
+    if tokio::time::timeout(std::time::Duration::from_secs(1), &mut writer).await.is_err() {
+        writer.abort();
+    }
+}
+
+/// One message from a socket; false when the socket should close.
+/// Recordings are stamped with the relay's clock, so robot and operator
+/// samples share one timeline whatever their own clocks say.
+async fn handle(state: &AppState, channel: &Channel, side: &Side, own: &mpsc::Sender<Message>, message: Message) -> bool {
+    let now = state.engine.clock().now_ms();
+    let recorder = &state.relay.recorder;
+    let bytes = match &message {
+        Message::Text(text) => text.len(),
+        Message::Binary(data) => data.len(),
+        Message::Close(_) => return false,
+        Message::Ping(_) | Message::Pong(_) => return true,
+    };
+    match (side, &message) {
+        (Side::Robot, Message::Text(text)) => match serde_json::from_str::<RelayMsg>(text) {
+            Ok(RelayMsg::State { joints, fields, .. }) if joints.len() <= MAX_VECTOR && fields.len() <= MAX_VECTOR => {
+                channel.from_robot(message, bytes, Some(Sample::State { t_ms: now, joints, fields }), recorder, now);
+            }
+            _ => refuse(own, "the edge agent sends `state` messages (at most 64 joints) and camera frames"),
+        },
+        (Side::Robot, Message::Binary(data)) => match CameraFrame::decode(data) {
+            Some(frame) => channel.from_robot(message, bytes, Some(Sample::Camera { t_ms: now, name: frame.name, jpeg: frame.jpeg }), recorder, now),
+            None => refuse(own, "a binary message must be a CAM1 camera frame"),
+        },
+        (Side::Cockpit(operator_id), Message::Text(text)) => match serde_json::from_str::<RelayMsg>(text) {
+            Ok(RelayMsg::Action { values, .. }) if values.len() <= MAX_VECTOR => {
+                if channel.from_operator(message, bytes, Sample::Action { t_ms: now, values }, recorder, now) {
+                    // Operator input resets the session's inactivity chain.
+                    if let Err(e) = state.engine.operator_input(&channel.org_id, operator_id, &channel.session_id).await {
+                        tracing::debug!(error = %e, "relay input not taken by the engine");
+                    }
+                }
+            }
+            _ => refuse(own, "the cockpit sends `action` messages (at most 64 values)"),
+        },
+        (Side::Cockpit(_), Message::Binary(_)) => refuse(own, "the cockpit sends no binary messages"),
+        _ => {}
+    }
+    true
+}
+
+/// Tells the sender its message was not relayed (the socket stays open).
+fn refuse(own: &mpsc::Sender<Message>, reason: &str) {
+    let text = serde_json::to_string(&RelayMsg::Refused { reason: reason.to_string() }).unwrap_or_default();
+    let _ = own.try_send(Message::Text(text.into()));
+}

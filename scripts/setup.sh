@@ -11,6 +11,7 @@ CARGO_LEPTOS_VERSION="0.3.10"
 WASM_BINDGEN_VERSION="0.2.130"   # must equal the `=` pin in Cargo.toml
 BINARYEN_VERSION="132.0.0"
 PLAYWRIGHT_VERSION="1.65.1"
+PYARROW_VERSION="26.0.1"
 SCHEMATHESIS_VERSION="4.32.5"
 # Tools that live outside the clone so CI's fresh clones reuse them.
 TOOLS_DIR="${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-tools}"
@@ -45,6 +46,12 @@ if [[ "$("$TOOLS_DIR/venv/bin/st" --version 2>/dev/null || true)" != *"$SCHEMATH
   mkdir -p "$TOOLS_DIR"
   python3 -m venv "$TOOLS_DIR/venv"
   "$TOOLS_DIR/venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+# pyarrow checks the LeRobot dataset exports (scripts/check_lerobot.py).
+if ! "$TOOLS_DIR/venv/bin/python" -c "import pyarrow; assert pyarrow.__version__ == '$PYARROW_VERSION'" 2>/dev/null; then
+  say "installing pyarrow $PYARROW_VERSION (PyPI) into $TOOLS_DIR/venv"
+  "$TOOLS_DIR/venv/bin/pip" install --quiet --disable-pip-version-check "pyarrow==$PYARROW_VERSION"
 fi
 
 need_apt=()

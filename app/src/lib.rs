@@ -7,6 +7,7 @@ pub mod booking;
 pub mod chat;
 pub mod components;
 pub mod console;
+pub mod datasets;
 pub mod directory;
 pub mod dispatch;
 pub mod error;

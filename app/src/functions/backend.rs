@@ -106,3 +106,12 @@ pub trait DirectoryAdmin: Send + Sync + 'static {
 }
 
 pub type SharedDirectoryAdmin = Arc<dyn DirectoryAdmin>;
+
+/// The datasets a person may see: admins all of the org's episodes, a
+/// client those of the sessions they booked.
+#[async_trait::async_trait]
+pub trait Datasets: Send + Sync + 'static {
+    async fn episodes(&self, org_id: &str, client_id: Option<&str>) -> Result<Vec<crate::datasets::Episode>, AppError>;
+}
+
+pub type SharedDatasets = Arc<dyn Datasets>;

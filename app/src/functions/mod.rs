@@ -10,11 +10,13 @@ pub mod backend;
 #[cfg(feature = "ssr")]
 mod guard;
 mod clients;
+mod datasets;
 mod directory;
 mod people;
 mod sessions;
 
 pub use clients::*;
+pub use datasets::*;
 pub use directory::*;
 pub use people::*;
 pub use sessions::*;

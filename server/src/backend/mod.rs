@@ -3,7 +3,7 @@
 
 mod answers;
 mod people;
-pub use people::PeopleBackend;
+pub use people::{DatasetsBackend, PeopleBackend};
 
 use std::collections::HashMap;
 use answers::{booking_refused, directory_refused, internal, membership, operator_view, refused, robot_view, safety_answer, scores_of, Scores};

@@ -124,3 +124,32 @@ impl DirectoryAdmin for PeopleBackend {
         Ok(org_id)
     }
 }
+
+/// The dataset browser's door: `app`'s `Datasets` over the dataset service.
+pub struct DatasetsBackend(pub Arc<crate::datasets::DatasetService>);
+
+#[async_trait::async_trait]
+impl app::functions::backend::Datasets for DatasetsBackend {
+    async fn episodes(&self, org_id: &str, client_id: Option<&str>) -> Result<Vec<app::datasets::Episode>, AppError> {
+        let rows = self.0.episodes(org_id, client_id).await.map_err(|e| {
+            tracing::error!(error = %e, "episodes could not be read");
+            AppError::Internal("database unavailable".into())
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|r| app::datasets::Episode {
+                environment: r.environment,
+                episode_index: r.episode_index,
+                session_id: r.session_id,
+                robot_id: r.robot_id,
+                operator_name: r.operator_name,
+                task: r.task,
+                fps: r.fps,
+                frames: r.frames,
+                duration_ms: r.duration_ms,
+                cameras: r.cameras.split(';').filter(|c| !c.is_empty()).map(str::to_string).collect(),
+                created_ms: r.created_at,
+            })
+            .collect())
+    }
+}

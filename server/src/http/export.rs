@@ -1,5 +1,5 @@
-//! `GET /admin/directory/people.csv`: the org's people in the import's
-//! format (admins of the selected org).
+//! Downloads: `GET /admin/directory/people.csv`, the org's people in the
+//! import's format (admins), and an environment's dataset as LeRobot.
 
 use super::principal::Principal;
 use super::AppState;
@@ -20,4 +20,39 @@ pub async fn people_csv(State(state): State<AppState>, principal: Principal) -> 
     })?;
     let disposition = format!("attachment; filename=\"people-{}.csv\"", org.org_id);
     Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()), (header::CONTENT_DISPOSITION, disposition), (header::CACHE_CONTROL, "no-store".into())], csv).into_response())
+}
+
+#[derive(serde::Deserialize)]
+pub struct ExportParams {
+    /// `v3.0` (default) or `v2.1`.
+    version: Option<String>,
+}
+
+/// `GET /datasets/{environment}/lerobot.tar?version=v3.0|v2.1`: the
+/// environment's episodes as a LeRobot dataset. Admins get all of the
+/// org's; a client only the episodes of sessions they booked; nobody else.
+pub async fn dataset_tar(
+    State(state): State<AppState>,
+    principal: Principal,
+    axum::extract::Path(environment): axum::extract::Path<String>,
+    axum::extract::Query(params): axum::extract::Query<ExportParams>,
+) -> Result<Response, ApiError> {
+    let Principal::User { user, .. } = &principal else {
+        return Err(ApiError::Forbidden("datasets are for people".into()));
+    };
+    let org = user.selected_org.as_ref().ok_or_else(|| ApiError::Forbidden("choose an organisation first".into()))?;
+    let client = match org.role {
+        Role::Admin => None,
+        Role::Client => Some(user.user_id.as_str()),
+        Role::Operator => return Err(ApiError::Forbidden("datasets belong to the clients who booked the sessions".into())),
+    };
+    let version = crate::datasets::lerobot::Version::parse(params.version.as_deref().unwrap_or("v3.0"))
+        .ok_or_else(|| ApiError::Invalid("version must be v3.0 or v2.1".into()))?;
+    let tar = state.datasets.export(&org.org_id, &environment, version, client).await.map_err(|e| {
+        tracing::error!(error = %e, "dataset export failed");
+        ApiError::Internal
+    })?;
+    let tar = tar.ok_or_else(|| ApiError::not_found("dataset", &environment))?;
+    let name = format!("attachment; filename=\"lerobot-{}-{}.tar\"", crate::datasets::slug(&environment), version.as_str());
+    Ok(([(header::CONTENT_TYPE, "application/x-tar".to_string()), (header::CONTENT_DISPOSITION, name), (header::CACHE_CONTROL, "no-store".into())], tar).into_response())
 }

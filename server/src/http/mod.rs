@@ -98,9 +98,11 @@ pub fn router(state: AppState) -> Router {
     let routes = route_list();
     let backend = state.backend.clone();
     let admin: app::functions::backend::SharedDirectoryAdmin = Arc::new(crate::backend::PeopleBackend::new(state.people.clone(), state.robots.clone()));
+    let datasets: app::functions::backend::SharedDatasets = Arc::new(crate::backend::DatasetsBackend(state.datasets.clone()));
     let provide_backend = move || {
         provide_context::<SharedBackend>(backend.clone());
         provide_context(admin.clone());
+        provide_context(datasets.clone());
     };
     let options = state.leptos_options.clone();
 
@@ -113,6 +115,7 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(body_limit))
         .route("/healthz", get(healthz))
         .route("/admin/directory/people.csv", get(export::people_csv))
+        .route("/datasets/{environment}/lerobot.tar", get(export::dataset_tar))
         .nest("/v1", crate::api::router())
         .route("/ws", get(crate::ring::ws_handler))
         .route("/relay/{session_id}", get(crate::relay::relay_handler))

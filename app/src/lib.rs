@@ -22,6 +22,7 @@ pub mod people;
 pub mod presence;
 pub mod rating;
 pub mod relay;
+pub mod teleop;
 pub mod ring;
 pub mod roster;
 pub mod routes;

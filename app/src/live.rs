@@ -24,6 +24,8 @@ pub struct Live<T: Send + Sync + 'static> {
     pub connected: RwSignal<bool>,
     /// Browser clock (Unix ms), ticking each second.
     pub now_ms: RwSignal<i64>,
+    /// The relay's latest counts (rule W15), pushed each second without a reload.
+    pub relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>,
 }
 
 impl<T: Send + Sync + 'static> Clone for Live<T> {
@@ -43,7 +45,7 @@ where
 {
     let push = use_push(Watch::Org, poll_ms);
     let data = Resource::new(move || push.version.get(), move |_| fetch());
-    Live { data, connected: push.connected, now_ms: push.now_ms }
+    Live { data, connected: push.connected, now_ms: push.now_ms, relay: push.relay }
 }
 
 /// Which watch socket a screen follows.
@@ -70,17 +72,18 @@ pub struct Push {
     pub version: RwSignal<u64>,
     pub connected: RwSignal<bool>,
     pub now_ms: RwSignal<i64>,
+    pub relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>,
 }
 
 /// A version to key a screen's resources on. Call once per screen.
 pub fn use_push(watch: Watch, poll_ms: u32) -> Push {
-    let push = Push { version: RwSignal::new(0u64), connected: RwSignal::new(false), now_ms: RwSignal::new(0i64) };
+    let push = Push { version: RwSignal::new(0u64), connected: RwSignal::new(false), now_ms: RwSignal::new(0i64), relay: RwSignal::new(None) };
     // After hydration, not during it: a refetch or a changed clock while the
     // server's markup is being claimed left parts of the page inert.
     #[cfg(feature = "hydrate")]
     if let Some(owner) = Owner::current() {
-        let Push { version, connected, now_ms } = push;
-        gloo_timers::callback::Timeout::new(0, move || owner.with(|| browser::start(watch, version, connected, now_ms, poll_ms))).forget();
+        let Push { version, connected, now_ms, relay } = push;
+        gloo_timers::callback::Timeout::new(0, move || owner.with(|| browser::start(watch, version, connected, now_ms, relay, poll_ms))).forget();
     }
     #[cfg(not(feature = "hydrate"))]
     let _ = (watch, poll_ms);
@@ -128,7 +131,7 @@ mod browser {
         }
     }
 
-    pub fn start(watch: super::Watch, version: RwSignal<u64>, connected: RwSignal<bool>, now_ms: RwSignal<i64>, poll_ms: u32) {
+    pub fn start(watch: super::Watch, version: RwSignal<u64>, connected: RwSignal<bool>, now_ms: RwSignal<i64>, relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>, poll_ms: u32) {
         now_ms.set(now());
         let reloader = Rc::new(Reloader { version, pending: RefCell::new(None) });
         let tick = Interval::new(1_000, move || now_ms.set(now()));
@@ -147,7 +150,7 @@ mod browser {
             })
         };
         let stopped = Rc::new(std::cell::Cell::new(false));
-        connect(watch, socket.clone(), stopped.clone(), reloader, connected, 1);
+        connect(watch, socket.clone(), stopped.clone(), reloader, connected, relay, 1);
         // Browser-only state, held where the reactive owner can drop it.
         let held = StoredValue::new_local(Some((tick, poll, ping, socket, stopped)));
         on_cleanup(move || {
@@ -163,7 +166,16 @@ mod browser {
         });
     }
 
-    fn connect(watch: super::Watch, socket: Rc<RefCell<Option<WebSocket>>>, stopped: Rc<std::cell::Cell<bool>>, reloader: Rc<Reloader>, connected: RwSignal<bool>, backoff_s: u32) {
+    #[allow(clippy::too_many_arguments)]
+    fn connect(
+        watch: super::Watch,
+        socket: Rc<RefCell<Option<WebSocket>>>,
+        stopped: Rc<std::cell::Cell<bool>>,
+        reloader: Rc<Reloader>,
+        connected: RwSignal<bool>,
+        relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>,
+        backoff_s: u32,
+    ) {
         if stopped.get() {
             return;
         }
@@ -190,8 +202,11 @@ mod browser {
             let reloader = reloader.clone();
             Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
                 let Some(text) = ev.data().as_string() else { return };
-                if matches!(serde_json::from_str::<RingMsg>(&text), Ok(RingMsg::Org { .. } | RingMsg::Resync)) {
-                    reloader.poke();
+                match serde_json::from_str::<RingMsg>(&text) {
+                    // The relay's counts change every second: applied, not reloaded.
+                    Ok(RingMsg::Org { event: crate::events::OrgEvent::Relay { stats, .. } }) => relay.set(Some(stats)),
+                    Ok(RingMsg::Org { .. } | RingMsg::Resync) => reloader.poke(),
+                    _ => {}
                 }
             })
         };
@@ -205,7 +220,7 @@ mod browser {
                 socket.borrow_mut().take();
                 let (socket, stopped, reloader) = (socket.clone(), stopped.clone(), reloader.clone());
                 let next = (backoff_s * 2).min(30);
-                Timeout::new(backoff_s * 1_000, move || connect(watch, socket, stopped, reloader, connected, next)).forget();
+                Timeout::new(backoff_s * 1_000, move || connect(watch, socket, stopped, reloader, connected, relay, next)).forget();
             })
         };
         ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));

@@ -31,10 +31,6 @@ pub enum ConsoleMsg {
     Ping { nonce: u64 },
     /// RTT this console measured to a PoP.
     Rtt { pop: String, rtt_ms: u32 },
-    /// Operator input on the session they hold (keys, pointer, gamepad in
-    /// the cockpit): resets its inactivity chain (rule L07). Until the
-    /// teleop relay carries actions, this is the input.
-    Input { session_id: String },
 }
 
 /// The operator's own presence, as every tab shows it.

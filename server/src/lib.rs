@@ -110,15 +110,15 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone()).await?;
     let origins = PublicOrigins::new(config.public_origin.as_deref(), addr);
     let people = Arc::new(crate::services::PeopleService::new(store.clone(), bus.clone(), engine.clone(), tabs.clone(), origins.primary()));
-    let services = crate::backend::Services { sessions: sessions.clone(), bookings, robots: robots.clone() };
-    let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), engine.clone(), services, throttle.clone(), tabs.clone(), cookie));
-    let backend_for_metrics = backend.clone();
     // The relay records ACTIVE sessions; COMPLETED recordings become episodes.
     let (finished, recordings) = tokio::sync::mpsc::unbounded_channel();
     let recorder = Arc::new(relay::recording::Recorder::start(config.data_dir.join("recordings"), finished)?);
     let (relay, relay_job) = relay::Relay::start(bus.clone(), clock::Clock::system(), recorder);
     let datasets = Arc::new(datasets::DatasetService::new(store.clone(), bus.clone(), config.data_dir.join("datasets")));
     let episodes_job = tokio::spawn(datasets.clone().make_episodes(recordings));
+    let services = crate::backend::Services { sessions: sessions.clone(), bookings, robots: robots.clone(), relay: relay.clone() };
+    let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), engine.clone(), services, throttle.clone(), tabs.clone(), cookie));
+    let backend_for_metrics = backend.clone();
     let state = AppState {
         leptos_options,
         backend,

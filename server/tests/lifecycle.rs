@@ -179,25 +179,34 @@ both_backends_with!(l07_an_idle_session_is_checked_warned_over_the_ring_channel_
 });
 
 both_backends_with!(l03_l07_input_keeps_a_session_alive_and_a_paused_one_takes_no_input, short_chain, |app: TestApp| async move {
-    let mut tab = common::Tab::open(&app, &common::session_cookie(&app, OPERATOR).await).await;
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
     let session = attach_asha(&app, "uk-pick-01").await;
+    // Operator input reaches the server only through the relay, as actions.
+    let mut cockpit = common::relay(&app, &session, None, Some(&common::session_cookie(&app, OPERATOR).await)).await.unwrap();
+    let action = || Message::Text(serde_json::to_string(&app::relay::RelayMsg::Action { t_ms: 0, values: vec![0.1; 6] }).unwrap().into());
     // Input every 150 ms for 1.5 s (well past warning + stop): never warned.
     for _ in 0..10 {
-        tab.send(app::ring::ConsoleMsg::Input { session_id: session.clone() }).await;
+        cockpit.send(action()).await.unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(150)).await;
     }
     let record = app.running().sessions.session(ORG, &session).await.unwrap().unwrap();
     assert_eq!(record.lifecycle, LifecycleState::Active, "input kept it alive");
     // Paused: the chain stops, and input is refused (rule L03).
     app.engine().steer_session(ORG, &session, LifecycleState::Paused, Some("u-asha")).await.unwrap();
-    tab.send(app::ring::ConsoleMsg::Input { session_id: session.clone() }).await;
-    let refused = tab
-        .until(|m| match m {
-            app::ring::RingMsg::Error { code, .. } => Some(code),
-            _ => None,
-        })
-        .await;
-    assert_eq!(refused, app::ring::RingError::SessionPaused);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    cockpit.send(action()).await.unwrap();
+    let refused = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        while let Some(Ok(Message::Text(text))) = cockpit.next().await {
+            if let Ok(app::relay::RelayMsg::Refused { reason }) = serde_json::from_str(&text) {
+                return reason;
+            }
+        }
+        String::new()
+    })
+    .await
+    .expect("the refusal comes");
+    assert!(refused.contains("paused"), "{refused}");
     tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
     let record = app.running().sessions.session(ORG, &session).await.unwrap().unwrap();
     assert_eq!(record.lifecycle, LifecycleState::Paused, "a paused session runs no chain");

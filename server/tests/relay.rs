@@ -11,33 +11,13 @@ use app::events::OrgEvent;
 use app::models::LifecycleState;
 use app::relay::{relay_health, CameraFrame, RelayHealth, RelayMsg, RelayStat};
 use app::ring::RingMsg;
-use common::{attach_asha, scalar, session_cookie, Tab, TestApp, ADMIN, HARBOR_OPERATOR};
+use common::{attach_asha, relay, scalar, session_cookie, RelaySocket as Socket, Tab, TestApp, ADMIN, HARBOR_OPERATOR};
 use futures::{SinkExt, StreamExt};
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 const ORG: &str = "org-northstar";
-type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-/// A relay socket as the edge agent (`robot`) or a cookie holder.
-async fn relay(app: &TestApp, session: &str, robot: Option<&str>, cookie: Option<&str>) -> Result<Socket, u16> {
-    let mut request = format!("{}/relay/{session}", app.base.replace("http://", "ws://")).into_client_request().unwrap();
-    if let Some(robot) = robot {
-        let token = server::seed::demo_robot_token(robot);
-        request.headers_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
-    }
-    if let Some(cookie) = cookie {
-        request.headers_mut().insert("cookie", cookie.parse().unwrap());
-        request.headers_mut().insert("origin", app.base.parse().unwrap());
-    }
-    match tokio_tungstenite::connect_async(request).await {
-        Ok((ws, _)) => Ok(ws),
-        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => Err(response.status().as_u16()),
-        Err(e) => panic!("relay upgrade failed: {e}"),
-    }
-}
-
 /// The next data message (peer notices skipped), within 5 s.
 async fn next_data(ws: &mut Socket) -> Message {
     loop {
@@ -46,6 +26,21 @@ async fn next_data(ws: &mut Socket) -> Message {
             Message::Text(text) if matches!(serde_json::from_str(text), Ok(RelayMsg::Peers { .. })) => continue,
             Message::Ping(_) | Message::Pong(_) => continue,
             _ => return message,
+        }
+    }
+}
+
+/// Waits until the relay tells `ws` that both sides are on the channel
+/// (a socket joins just after its upgrade answers).
+async fn both_joined(ws: &mut Socket) {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("peers within 5 s").expect("open").expect("frame");
+        if let Message::Text(text) = &message {
+            if let Ok(RelayMsg::Peers { robot: true, cockpits }) = serde_json::from_str(text) {
+                if cockpits >= 1 {
+                    return;
+                }
+            }
         }
     }
 }
@@ -105,6 +100,8 @@ both_backends!(w15_frames_pass_both_ways_are_counted_and_a_silent_robot_shows_st
     let mut watch = Tab::open_path(&app, &session_cookie(&app, ADMIN).await, "/ws?watch=org").await;
     let mut robot = relay(&app, &session, Some("uk-pick-01"), None).await.expect("the robot joins its session");
     let mut cockpit = relay(&app, &session, None, Some(&asha)).await.expect("the operator in control joins");
+    both_joined(&mut cockpit).await;
+    both_joined(&mut robot).await;
 
     robot.send(state(0.5)).await.unwrap();
     match next_data(&mut cockpit).await {

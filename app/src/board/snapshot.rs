@@ -22,6 +22,9 @@ pub struct OpsBoard {
     pub queue: Vec<QueueDepth>,
     /// Calls raised since midnight UTC.
     pub today: AnswerSpeed,
+    /// The relay's counts of the org's session channels (rule W15).
+    #[serde(default)]
+    pub relay: Vec<crate::relay::RelayStat>,
     pub as_of_ms: i64,
 }
 

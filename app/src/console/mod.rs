@@ -93,13 +93,13 @@ impl Console {
         }
     }
 
-    /// Operator input on the session they hold (resets its inactivity
-    /// chain; lifts a warning).
-    pub fn input(&self, session_id: &str) {
+    /// Operator input on the session they hold lifts its inactivity
+    /// warning here; the input itself travels as actions on the relay,
+    /// which resets the server's chain.
+    pub fn input_seen(&self, session_id: &str) {
         if self.inactivity.get_untracked().is_some_and(|(s, _)| s == session_id) {
             self.inactivity.set(None);
         }
-        self.send(ConsoleMsg::Input { session_id: session_id.to_string() });
     }
 
     pub fn decline(&self) {
@@ -213,15 +213,16 @@ pub fn gamepad_input(any_button_pressed: bool, axes: &[f64]) -> bool {
     any_button_pressed || axes.iter().any(|a| a.abs() > GAMEPAD_DEAD_ZONE)
 }
 
-/// Whether any connected gamepad (Gamepad API) gives input now.
+/// The axes of the first connected gamepad (Gamepad API) that gives
+/// input now (a button held or a stick out of its dead zone).
 #[cfg(feature = "hydrate")]
-pub fn gamepad_touched() -> bool {
+pub fn gamepad_axes() -> Option<Vec<f64>> {
     use wasm_bindgen::JsCast;
-    let Some(Ok(pads)) = web_sys::window().map(|w| w.navigator().get_gamepads()) else { return false };
-    pads.iter().filter_map(|p| p.dyn_into::<web_sys::Gamepad>().ok()).any(|pad| {
+    let pads = web_sys::window()?.navigator().get_gamepads().ok()?;
+    pads.iter().filter_map(|p| p.dyn_into::<web_sys::Gamepad>().ok()).find_map(|pad| {
         let pressed = pad.buttons().iter().filter_map(|b| b.dyn_into::<web_sys::GamepadButton>().ok()).any(|b| b.pressed());
         let axes: Vec<f64> = pad.axes().iter().filter_map(|a| a.as_f64()).collect();
-        gamepad_input(pressed, &axes)
+        gamepad_input(pressed, &axes).then_some(axes)
     })
 }
 
@@ -240,3 +241,4 @@ mod gamepad_tests {
 
 #[cfg(feature = "hydrate")]
 mod link;
+pub mod relay;

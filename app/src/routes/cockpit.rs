@@ -34,6 +34,8 @@ fn Cockpit() -> impl IntoView {
     let estop = ServerAction::<EstopSession>::new();
     let extend = ServerAction::<ExtendSession>::new();
     let console = expect_context::<crate::console::Console>();
+    // The data plane: robot state and camera in, actions out.
+    provide_context(crate::console::relay::use_cockpit_relay(session_id()));
     // Each completed move or stop reloads the record and the log, and so
     // does a change of the operator's presence (the session ended
     // elsewhere: an admin, the edge agent, the inactivity chain) and every
@@ -61,6 +63,7 @@ fn Cockpit() -> impl IntoView {
             </Transition>
             {move || steer.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
             {move || estop.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
+            <super::teleop_panel::TeleopPanel now_ms=pushed.now_ms/>
             <ExtendControl session_id=session_id() extend ended/>
             <HandoverPanel session_id=session_id() ended/>
         </section>
@@ -131,28 +134,29 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAc
         confirming.set(false);
         send.with_value(|send| send(control.to));
     };
-    // Operator input (rule L07): keys anywhere in the cockpit and the
-    // pointer in the control area, at most one message a second; none while
-    // PAUSED (rule L03), whose control area is disabled.
+    // Operator input (rule L07): drive keys anywhere in the cockpit, the
+    // pointer in the control area and the gamepad, sent as actions on the
+    // relay (which resets the inactivity chain); none while PAUSED (rule
+    // L03), whose control area is disabled.
     let console = expect_context::<crate::console::Console>();
+    let relay = expect_context::<crate::console::relay::CockpitRelay>();
     let active = s.lifecycle == LifecycleState::Active;
     let input_session = StoredValue::new(s.id.clone());
-    let last_input_ms = StoredValue::new(i64::MIN);
-    let operate = move || {
-        let now = console.now_ms.get_untracked();
-        if active && now.saturating_sub(last_input_ms.get_value()) >= 1_000 {
-            last_input_ms.set_value(now);
-            input_session.with_value(|id| console.input(id));
+    let operate_with = move |action: [f32; crate::teleop::ACTION_DIM]| {
+        if active {
+            relay.send_action(&action);
+            input_session.with_value(|id| console.input_seen(id));
         }
     };
+    let operate = move || operate_with([0.0; crate::teleop::ACTION_DIM]);
     let keyed = controls.clone();
     // A gamepad (Gamepad API) is read every 100 ms: buttons or a stick out
     // of its dead zone are input, like keys.
     #[cfg(feature = "hydrate")]
     if active {
         let poll = move || {
-            if crate::console::gamepad_touched() {
-                operate();
+            if let Some(axes) = crate::console::gamepad_axes() {
+                operate_with(crate::teleop::gamepad_action(&axes));
             }
         };
         let handle = set_interval_with_handle(poll, std::time::Duration::from_millis(100)).ok();
@@ -171,6 +175,9 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAc
             press(*control);
         } else if ev.key() == "Escape" {
             confirming.set(false);
+        } else if let Some(action) = crate::teleop::key_action(&ev.key()) {
+            ev.prevent_default();
+            operate_with(action);
         } else {
             operate();
         }
@@ -208,7 +215,7 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAc
             <div class="control-area" data-testid="control-area" tabindex="0" aria-disabled=(!active).to_string()
                 aria-label="Control area: keys and pointer here drive the robot"
                 on:pointerdown=move |_| operate() on:pointermove=move |_| operate()>
-                {if active { "Control area: keys and pointer here drive the robot." } else { "Paused: control input is off until you resume." }}
+                {if active { "Control area: arrows / WASD, PageUp / PageDown, the pointer here or a gamepad drive the robot." } else { "Paused: control input is off until you resume." }}
             </div>
         })}
         <InactivityWarning session_id=s.id.clone()/>

@@ -22,6 +22,7 @@ mod session_rating;
 mod session_timeline;
 mod session_view;
 mod signin;
+mod teleop_panel;
 pub(crate) mod wallboard;
 
 pub use account::AccountPage;

@@ -9,6 +9,7 @@ use crate::board::{
 use crate::components::ErrorNotice;
 use crate::live::{use_live_board, LiveBoard};
 use crate::models::{SafetyState, SessionRecord};
+use crate::relay::{relay_health, RelayHealth, RelayStat};
 use crate::rules::{format_age, utc_clock};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -90,7 +91,7 @@ fn Board(board: OpsBoard, live: LiveBoard, filter: Memo<BoardFilter>) -> impl In
             }}
         </section>
         <div class="board-panels">
-            <RelayPanel/>
+            <RelayPanel board live now/>
             <SafetyFeed board/>
             <LinkHealth board/>
         </div>
@@ -184,15 +185,73 @@ fn Card(session: SessionRecord, chip: Option<String>, now: impl Fn() -> i64 + Se
     }
 }
 
-/// Rule W15's place: the relay arrives with its own issue; until then the
-/// panel says so instead of showing numbers.
+/// Rule W15: the relay panel of the `robot` namespace. One row per
+/// attached session: whether frames flow or stalled (no robot frame for
+/// 2 s), frames per second each way, and how long since the last frame —
+/// what tells a held session that stopped delivering from a healthy one.
 #[component]
-fn RelayPanel() -> impl IntoView {
+fn RelayPanel(board: StoredValue<OpsBoard>, live: LiveBoard, now: impl Fn() -> i64 + Send + Sync + Copy + 'static) -> impl IntoView {
+    let rows = move || {
+        let stats = live.relay.get().unwrap_or_else(|| board.with_value(|b| b.relay.clone()));
+        board.with_value(|b| {
+            let mut rows: Vec<(app_session::Row, Option<RelayStat>)> = b
+                .live
+                .iter()
+                .filter(|s| s.operator_id.is_some())
+                .map(|s| (app_session::Row { id: s.id.clone(), robot: s.robot.clone(), since: s.started_at.unwrap_or(s.raised_at) }, stats.iter().find(|r| r.session_id == s.id).cloned()))
+                .collect();
+            rows.sort_by(|a, b| a.0.robot.cmp(&b.0.robot));
+            rows
+        })
+    };
     view! {
         <section class="panel" aria-labelledby="relay-h">
             <h2 id="relay-h">"Relay · robot namespace"</h2>
-            <p class="empty" data-testid="relay-empty">"No relay data yet: the teleop relay is not connected to this deployment, so whether frames flow is unknown."</p>
+            {move || {
+                let rows = rows();
+                if rows.is_empty() {
+                    return view! { <p class="empty" data-testid="relay-empty">"No attached session: nothing to relay."</p> }.into_any();
+                }
+                let now = now();
+                view! {
+                    <table class="grid relay" data-testid="relay">
+                        <thead><tr><th>"Robot"</th><th>"Frames"</th><th>"Robot → cockpit"</th><th>"Cockpit → robot"</th><th>"Last frame"</th></tr></thead>
+                        <tbody>
+                            {rows.into_iter().map(|(row, stat)| {
+                                let health = relay_health(stat.as_ref(), row.since, now);
+                                let tone = match health {
+                                    RelayHealth::Flowing => "tag tone-ok",
+                                    RelayHealth::Stalled => "tag tone-alarm",
+                                    RelayHealth::Starting => "tag tone-muted",
+                                };
+                                let (up, down) = stat.as_ref().map_or(("—".to_string(), "—".to_string()), |s| {
+                                    (format!("{:.0} fps · {} B/s", s.robot_frames.fps, s.robot_frames.bytes_per_s), format!("{:.0} fps", s.operator_frames.fps))
+                                });
+                                let last = stat.as_ref().and_then(|s| s.robot_frames.last_frame_ms).map_or("never".to_string(), |at| format!("{} ago", format_age(Some(at), now)));
+                                view! {
+                                    <tr data-testid=format!("relay-{}", row.robot)>
+                                        <td><a href=format!("/ops/sessions?s={}", row.id)>{row.robot.clone()}</a></td>
+                                        <td><span class=tone data-testid="relay-health">{health.label()}</span></td>
+                                        <td>{up}</td>
+                                        <td>{down}</td>
+                                        <td>{last}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
         </section>
+    }
+}
+
+mod app_session {
+    /// An attached session as the relay panel lists it.
+    pub struct Row {
+        pub id: String,
+        pub robot: String,
+        pub since: i64,
     }
 }
 

@@ -38,6 +38,7 @@ pub struct Services {
     pub sessions: Arc<crate::services::SessionService>,
     pub bookings: Arc<crate::services::BookingService>,
     pub robots: Arc<crate::services::RobotRegistry>,
+    pub relay: Arc<crate::relay::Relay>,
 }
 
 pub struct ServerBackend {
@@ -49,6 +50,8 @@ pub struct ServerBackend {
     bookings: Arc<crate::services::BookingService>,
     /// Directory changes of robots (edit, retire, rotate).
     robots: Arc<crate::services::RobotRegistry>,
+    /// The relay's counts, for the wallboard's relay panel.
+    relay: Arc<crate::relay::Relay>,
     throttle: Arc<SignInThrottle>,
     passwords: PasswordChecker,
     tabs: Arc<OpenTabs>,
@@ -65,8 +68,8 @@ impl ServerBackend {
         cookie: SessionCookie,
     ) -> Self {
         let passwords = PasswordChecker::new(HASHING_THREADS, WAITING_CHECKS);
-        let Services { sessions, bookings, robots } = services;
-        ServerBackend { store, engine, sessions, bookings, robots, throttle, passwords, tabs, cookie }
+        let Services { sessions, bookings, robots, relay } = services;
+        ServerBackend { store, engine, sessions, bookings, robots, relay, throttle, passwords, tabs, cookie }
     }
 
     /// The org's operator scores (rule L10), by operator.
@@ -374,7 +377,7 @@ impl Backend for ServerBackend {
             s.operators(org_id),
             s.recent_audit(org_id, now - app::board::ESTOP_WINDOW_MS, 200),
             s.queue_depths(org_id),
-            s.link_floors(),
+            s.org_link_floors(org_id),
             s.answer_speed(org_id, app::board::utc_midnight(now)),
             s.operator_scores(org_id),
         )
@@ -404,6 +407,7 @@ impl Backend for ServerBackend {
                 .map(|q| QueueDepth { skill: q.skill, waiting: q.waiting.max(0) as usize, oldest_raised_at_ms: q.oldest_raised_at })
                 .collect(),
             today,
+            relay: self.relay.stats(org_id),
             as_of_ms: now,
         })
     }

@@ -10,6 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 use tokio::sync::{mpsc, watch};
 
+/// Operator input reaches the engine's inactivity chain at most this often.
+pub const INPUT_REPORT_MS: i64 = 250;
+
 /// Which end of the channel a socket is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Side {
@@ -78,7 +81,7 @@ pub struct Channel {
     /// Sockets leave when this turns true (the session ended) or when the
     /// operator they belong to lost control.
     closed: watch::Sender<bool>,
-    /// When operator input last reached the engine (it is told once a second).
+    /// When operator input last reached the engine (at most every `INPUT_REPORT_MS`).
     input_reported_ms: AtomicI64,
 }
 
@@ -129,6 +132,11 @@ impl Channel {
         self.operator_id.lock().expect("relay lock").as_deref() == Some(operator_id)
     }
 
+    /// ACTIVE (recorded, taking control input), as opposed to PAUSED.
+    pub fn is_active(&self) -> bool {
+        self.recording.load(Ordering::Relaxed)
+    }
+
     pub fn is_closed(&self) -> bool {
         *self.closed.borrow()
     }
@@ -154,7 +162,8 @@ impl Channel {
     }
 
     /// An operator action: counted, sent to the edge agent, recorded while
-    /// ACTIVE. True when the engine should hear of the input (once a second).
+    /// ACTIVE. True when the engine should hear of the input (at most every
+    /// `INPUT_REPORT_MS`: a 30 Hz stream of actions is not 30 engine commands).
     pub fn from_operator(&self, message: Message, bytes: usize, sample: Sample, recorder: &Recorder, now: i64) -> bool {
         self.down.count(bytes, now);
         let sent = self.robot.lock().expect("relay lock").as_ref().map(|(_, tx)| tx.try_send(message).is_ok());
@@ -165,7 +174,7 @@ impl Channel {
             recorder.push(&self.org_id, &self.session_id, sample);
         }
         let last = self.input_reported_ms.load(Ordering::Relaxed);
-        now - last >= 1_000 && self.input_reported_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        now - last >= INPUT_REPORT_MS && self.input_reported_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
     }
 
     /// Tells every socket who is on the channel.

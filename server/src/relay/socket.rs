@@ -117,6 +117,8 @@ async fn handle(state: &AppState, channel: &Channel, side: &Side, own: &mpsc::Se
             None => refuse(own, "a binary message must be a CAM1 camera frame"),
         },
         (Side::Cockpit(operator_id), Message::Text(text)) => match serde_json::from_str::<RelayMsg>(text) {
+            // Rule L03: a PAUSED session takes no control input.
+            Ok(RelayMsg::Action { .. }) if !channel.is_active() => refuse(own, "The session is paused: it accepts no control input until it resumes."),
             Ok(RelayMsg::Action { values, .. }) if values.len() <= MAX_VECTOR => {
                 if channel.from_operator(message, bytes, Sample::Action { t_ms: now, values }, recorder, now) {
                     // Operator input resets the session's inactivity chain.

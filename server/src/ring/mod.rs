@@ -342,7 +342,6 @@ async fn handle(state: &AppState, owner: &TabOwner, msg: ConsoleMsg) -> Option<R
         // copied into every decision and presence event.
         ConsoleMsg::Rtt { pop, .. } if !state.robots.has_pop(org_id, &pop) => return Some(RingMsg::error(RingError::UnknownPop)),
         ConsoleMsg::Rtt { pop, rtt_ms } => engine.report_rtt(org_id, operator_id, &pop, rtt_ms).await.map(|_| None),
-        ConsoleMsg::Input { session_id } => engine.operator_input(org_id, operator_id, &session_id).await.map(|_| None),
     };
     match result {
         Ok(reply) => reply,

@@ -432,3 +432,26 @@ impl Tab {
         drop(self.ws);
     }
 }
+
+/// A socket on a session's teleop relay channel (`/relay/{session}`).
+pub type RelaySocket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A relay socket as the edge agent (`robot`) or a cookie holder.
+pub async fn relay(app: &TestApp, session: &str, robot: Option<&str>, cookie: Option<&str>) -> Result<RelaySocket, u16> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut request = format!("{}/relay/{session}", app.base.replace("http://", "ws://")).into_client_request().unwrap();
+    if let Some(robot) = robot {
+        let token = server::seed::demo_robot_token(robot);
+        request.headers_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+    }
+    if let Some(cookie) = cookie {
+        request.headers_mut().insert("cookie", cookie.parse().unwrap());
+        request.headers_mut().insert("origin", app.base.parse().unwrap());
+    }
+    match tokio_tungstenite::connect_async(request).await {
+        Ok((ws, _)) => Ok(ws),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => Err(response.status().as_u16()),
+        Err(e) => panic!("relay upgrade failed: {e}"),
+    }
+}
+

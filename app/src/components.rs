@@ -87,6 +87,7 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
             })}
             {role.is_some_and(|r| r.grants(Role::Operator)).then(|| view! { <a href="/operator">"Ready"</a> })}
             {role.is_some_and(|r| r.grants(Role::Client)).then(|| view! { <a href="/client">"Bookings"</a> })}
+            {role.is_some_and(|r| r.grants(Role::Client)).then(|| view! { <a href="/datasets">"Datasets"</a> })}
         </nav>
         <div class="account">
             {several_orgs.then(|| view! {

@@ -104,6 +104,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/client") view=routes::ClientPage ssr=SsrMode::Async/>
                     <Route path=path!("/account") view=routes::AccountPage ssr=SsrMode::Async/>
                     <Route path=path!("/invite/:token") view=routes::InvitePage ssr=SsrMode::Async/>
+                    <Route path=path!("/datasets") view=routes::DatasetsPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/people") view=|| view! { <AdminArea><routes::PeoplePage/></AdminArea> } ssr=SsrMode::Async/>
                     <Route path=path!("/admin/floors") view=|| view! { <AdminArea><routes::FloorsPage/></AdminArea> } ssr=SsrMode::Async/>
                 </Routes>

@@ -70,6 +70,16 @@ const FLOORS: &[(&str, &str, u32, Option<&str>)] = &[
 ];
 
 /// Builds the demo seed (hashing every password, so it takes a moment).
+/// The demo org's robot ids (the simulator plays their edge agents).
+pub fn demo_robot_ids() -> Vec<&'static str> {
+    ROBOTS.iter().filter(|r| r.1 == DEMO_ORG_ID).map(|r| r.0).collect()
+}
+
+/// The demo org's operators' emails (the simulator can play their consoles).
+pub fn demo_operator_emails() -> Vec<&'static str> {
+    PEOPLE.iter().filter(|p| p.4 == DEMO_ORG_ID && p.5 == Role::Operator).map(|p| p.2).collect()
+}
+
 pub fn demo_seed() -> Seed {
     let password_hash = |_: &str| hash_password(DEMO_PASSWORD);
     let mut seed = Seed {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Command 1: install what is missing, build, and serve ClutchCall on
-# http://127.0.0.1:3000 with SQLite in ./data and the demo org.
+# http://127.0.0.1:3000 with SQLite in ./data and the demo org, with the
+# fleet simulator playing the demo org's robots and the operators nobody
+# signs in as (CLUTCHCALL_SIM=0 turns it off).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -11,4 +13,20 @@ export PATH="$HOME/.cargo/bin:${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-to
 # fails): the wasm is a quarter smaller. Debug builds stay unerased so that
 # `cargo test -p server` and `cargo leptos build` share compiled dependencies.
 export RUSTFLAGS="${RUSTFLAGS:-} --cfg erase_components"
-exec cargo leptos serve --release
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+cargo leptos build --release
+if [[ "${CLUTCHCALL_SIM:-1}" != "0" ]]; then
+  cargo build --release -p clutchcall-sim
+fi
+
+ADDR="${CLUTCHCALL_ADDR:-127.0.0.1:3000}"
+"$TARGET_DIR/release/server" &
+SERVER=$!
+SIM=""
+if [[ "${CLUTCHCALL_SIM:-1}" != "0" ]]; then
+  # Asha and Dana are left to people (the README signs in as them).
+  "$TARGET_DIR/release/clutchcall-sim" --base "http://$ADDR" &
+  SIM=$!
+fi
+trap 'kill $SERVER $SIM 2>/dev/null || true' EXIT INT TERM
+wait "$SERVER"

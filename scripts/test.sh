@@ -29,6 +29,9 @@ cargo test -p app --features ssr
 step "unit + integration tests: server (SQLite and PostgreSQL)"
 cargo test -p server
 
+step "the fleet simulator against a real server (server/sim)"
+cargo test -p clutchcall-sim
+
 step "the load tools still build (server/bench)"
 cargo build -p clutchcall-bench --bins
 

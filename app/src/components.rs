@@ -117,6 +117,17 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
 /// Listens to the window's key presses for as long as the calling view
 /// lives: the listener is the window's, so it must go with the view (a
 /// re-render builds a new one), or it would act on the old controls.
+/// Puts `text` on the clipboard (a shown-once token or link); nothing
+/// before hydration.
+pub fn copy_to_clipboard(text: &str) {
+    #[cfg(feature = "hydrate")]
+    if let Some(window) = leptos::web_sys::window() {
+        let _ = window.navigator().clipboard().write_text(text);
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = text;
+}
+
 pub fn window_keys(handler: impl Fn(leptos::web_sys::KeyboardEvent) + 'static) {
     let keys = window_event_listener(leptos::ev::keydown, handler);
     #[cfg(feature = "hydrate")]

@@ -254,14 +254,6 @@ fn RobotAdmin(r: Robot, edit: ServerAction<EditRobot>, rotate: ServerAction<Rota
     };
     let confirming = RwSignal::new(false);
     let id = StoredValue::new(r.id.clone());
-    let copy = move |token: String| {
-        #[cfg(feature = "hydrate")]
-        if let Some(window) = leptos::web_sys::window() {
-            let _ = window.navigator().clipboard().write_text(&token);
-        }
-        #[cfg(not(feature = "hydrate"))]
-        drop(token);
-    };
     view! {
         <ActionForm action=edit attr:class="booking-form" attr:data-testid="robot-edit">
             <input type="hidden" name="robot_id" value=r.id.clone()/>
@@ -300,7 +292,7 @@ fn RobotAdmin(r: Robot, edit: ServerAction<EditRobot>, rotate: ServerAction<Rota
                 <p class="notice-line" role="status">
                     "New token, shown once (the old one no longer works): "
                     <code data-testid="new-token">{token.clone()}</code>" "
-                    <button type="button" class="button subtle" on:click=move |_| copy(token.clone())>"Copy"</button>
+                    <button type="button" class="button subtle" on:click=move |_| crate::components::copy_to_clipboard(&token)>"Copy"</button>
                 </p>
             }.into_any()),
             Some(Err(e)) => Some(view! { <ErrorNotice error=e/> }.into_any()),

@@ -246,12 +246,16 @@ fn InvitePanel(admin: StoredValue<PeopleAdmin>, actions: PeopleActions) -> impl 
                 <button type="submit" class="button primary" data-testid="invite-submit" disabled=move || actions.invite.pending().get()>"Invite"</button>
             </ActionForm>
             {move || match actions.invite.value().get() {
-                Some(Ok(link)) => Some(view! {
-                    <p class="notice-line" role="status">
-                        "Set-password link for "{link.email.clone()}", shown once, valid until "{crate::booking::utc_when(link.expires_ms)}": "
-                        <code data-testid="invite-link">{link.url.clone()}</code>
-                    </p>
-                }.into_any()),
+                Some(Ok(link)) => {
+                    let url = link.url.clone();
+                    Some(view! {
+                        <p class="notice-line" role="status">
+                            "Set-password link for "{link.email.clone()}", shown once, valid until "{crate::booking::utc_when(link.expires_ms)}": "
+                            <code data-testid="invite-link">{link.url.clone()}</code>" "
+                            <button type="button" class="button subtle" on:click=move |_| crate::components::copy_to_clipboard(&url)>"Copy"</button>
+                        </p>
+                    }.into_any())
+                }
                 Some(Err(error)) => Some(view! { <ErrorNotice error/> }.into_any()),
                 None => None,
             }}

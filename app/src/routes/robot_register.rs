@@ -15,14 +15,6 @@ pub(super) fn RegisterRobotPanel(register: ServerAction<RegisterRobot>) -> impl 
         Err(_) if req_cert.with(String::is_empty) => String::new(),
         Err(why) => why,
     };
-    let copy = move |token: String| {
-        #[cfg(feature = "hydrate")]
-        if let Some(window) = leptos::web_sys::window() {
-            let _ = window.navigator().clipboard().write_text(&token);
-        }
-        #[cfg(not(feature = "hydrate"))]
-        drop(token);
-    };
     view! {
         <section class="panel" aria-labelledby="register-h">
             <div class="toolbar">
@@ -56,7 +48,7 @@ pub(super) fn RegisterRobotPanel(register: ServerAction<RegisterRobot>) -> impl 
                         <p class="notice-line" role="status">
                             {format!("Registered {} (skill {}). Its bearer token, shown once: ", robot.id, robot.skill)}
                             <code data-testid="registered-token">{robot.token.clone()}</code>" "
-                            <button type="button" class="button subtle" on:click=move |_| copy(token.clone())>"Copy"</button>
+                            <button type="button" class="button subtle" on:click=move |_| crate::components::copy_to_clipboard(&token)>"Copy"</button>
                         </p>
                     }.into_any())
                 }

@@ -157,7 +157,7 @@ impl Channel {
         }
         drop(cockpits);
         if let Some(sample) = sample.filter(|_| self.recording.load(Ordering::Relaxed)) {
-            recorder.push(&self.org_id, &self.session_id, sample);
+            recorder.push(&self.session_id, sample);
         }
     }
 
@@ -171,7 +171,7 @@ impl Channel {
             self.down.dropped.fetch_add(1, Ordering::Relaxed);
         }
         if self.recording.load(Ordering::Relaxed) {
-            recorder.push(&self.org_id, &self.session_id, sample);
+            recorder.push(&self.session_id, sample);
         }
         let last = self.input_reported_ms.load(Ordering::Relaxed);
         now - last >= INPUT_REPORT_MS && self.input_reported_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
@@ -201,14 +201,14 @@ impl Channel {
         self.cockpits.lock().expect("relay lock").retain(|p| Some(p.operator_id.as_str()) == operator_id);
         // Wakes every socket to check it still belongs here.
         self.closed.send_modify(|_| {});
-        recorder.push(&self.org_id, &self.session_id, Sample::Switch { t_ms: now, operator_id: operator_id.map(str::to_string) });
+        recorder.push(&self.session_id, Sample::Switch { t_ms: now, operator_id: operator_id.map(str::to_string) });
         self.announce();
     }
 
     /// ACTIVE records; PAUSED (and before the start) does not.
     pub fn set_recording(&self, on: bool, recorder: &Recorder, now: i64) {
         if self.recording.swap(on, Ordering::Relaxed) != on {
-            recorder.push(&self.org_id, &self.session_id, if on { Sample::Resume { t_ms: now } } else { Sample::Pause { t_ms: now } });
+            recorder.push(&self.session_id, if on { Sample::Resume { t_ms: now } } else { Sample::Pause { t_ms: now } });
         }
     }
 

@@ -95,7 +95,7 @@ impl Recorder {
         &self.dir
     }
 
-    pub fn push(&self, _org_id: &str, session_id: &str, sample: Sample) {
+    pub fn push(&self, session_id: &str, sample: Sample) {
         let mut waiting = self.waiting.lock().expect("recorder lock");
         let samples = waiting.entry(session_id.to_string()).or_default();
         if samples.len() >= MAX_WAITING {

@@ -1,0 +1,211 @@
+//! The relay's load mode: N live sessions (default 200), each with an edge
+//! agent and a cockpit on `/relay/{session}`, frames at R Hz (default 30)
+//! each way for S seconds; prints the added latency per direction (send →
+//! receive, p50 / p99 / max). The floor, in the same run and with the same
+//! clients: a bare WebSocket forwarder (pairs two sockets per path and
+//! forwards, dropping on a full queue like the relay) — what any relay
+//! costs on this machine. Figures go in BENCHMARKS.md.
+//!
+//! cargo run -p clutchcall-bench --release --bin relay-bench -- --sessions 200 --hz 30 --seconds 10
+
+use axum::extract::ws::{Message as AxumMessage, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use clutchcall_bench::{ms, number, parse_flags, percentile, ScratchDb};
+use futures::{SinkExt, StreamExt};
+use server::seed::{load_operator_email, load_org, load_robot_token, LOAD_ORG_ID, LOAD_PASSWORD};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+const USAGE: &str = "usage: relay-bench [--sessions N] [--hz R] [--seconds S]";
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// µs since the run began, split so it survives an f32 vector.
+fn stamp(origin: Instant) -> (f32, f32) {
+    let us = origin.elapsed().as_micros() as u64;
+    ((us / 1_000_000) as f32, (us % 1_000_000) as f32)
+}
+
+fn unstamp(seconds: f32, micros: f32) -> u64 {
+    seconds as u64 * 1_000_000 + micros as u64
+}
+
+/// Sends at `hz` until `until`; each frame carries its send time.
+async fn sender(mut sink: futures::stream::SplitSink<Socket, Message>, robot: bool, hz: u64, origin: Instant, until: Instant) {
+    let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / hz));
+    while Instant::now() < until {
+        tick.tick().await;
+        let (s, us) = stamp(origin);
+        let msg = if robot {
+            app::relay::RelayMsg::State { t_ms: 0, joints: vec![s, us, 0.1, 0.2, 0.3, 0.4], fields: Default::default() }
+        } else {
+            app::relay::RelayMsg::Action { t_ms: 0, values: vec![s, us, 0.0, 0.0, 0.0, 0.0] }
+        };
+        if sink.send(Message::Text(serde_json::to_string(&msg).expect("json").into())).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Receives until the stream ends or `until`; the latencies in µs.
+async fn receiver(mut stream: futures::stream::SplitStream<Socket>, origin: Instant, until: Instant) -> Vec<u64> {
+    let mut latencies = Vec::new();
+    loop {
+        let Ok(Some(Ok(Message::Text(text)))) = tokio::time::timeout_at(until.into(), stream.next()).await else {
+            if Instant::now() >= until {
+                return latencies;
+            }
+            continue;
+        };
+        let now = origin.elapsed().as_micros() as u64;
+        match serde_json::from_str::<app::relay::RelayMsg>(&text) {
+            Ok(app::relay::RelayMsg::State { joints, .. }) if joints.len() >= 2 => latencies.push(now.saturating_sub(unstamp(joints[0], joints[1]))),
+            Ok(app::relay::RelayMsg::Action { values, .. }) if values.len() >= 2 => latencies.push(now.saturating_sub(unstamp(values[0], values[1]))),
+            _ => {}
+        }
+    }
+}
+
+async fn connect(url: &str, headers: &[(&'static str, String)]) -> anyhow::Result<Socket> {
+    let mut request = url.into_client_request()?;
+    for (name, value) in headers {
+        request.headers_mut().insert(*name, value.parse()?);
+    }
+    Ok(tokio_tungstenite::connect_async(request).await?.0)
+}
+
+/// Drives the pairs for `seconds`; (robot → cockpit, cockpit → robot) latencies.
+async fn drive(pairs: Vec<(Socket, Socket)>, hz: u64, seconds: u64) -> (Vec<Duration>, Vec<Duration>) {
+    let origin = Instant::now();
+    let until = origin + Duration::from_secs(seconds);
+    let (mut up, mut down) = (Vec::new(), Vec::new());
+    let mut tasks = Vec::new();
+    for (robot, cockpit) in pairs {
+        let (robot_sink, robot_stream) = robot.split();
+        let (cockpit_sink, cockpit_stream) = cockpit.split();
+        tokio::spawn(sender(robot_sink, true, hz, origin, until));
+        tokio::spawn(sender(cockpit_sink, false, hz, origin, until));
+        tasks.push((tokio::spawn(receiver(cockpit_stream, origin, until + Duration::from_secs(1))), tokio::spawn(receiver(robot_stream, origin, until + Duration::from_secs(1)))));
+    }
+    for (at_cockpit, at_robot) in tasks {
+        up.extend(at_cockpit.await.unwrap_or_default().into_iter().map(Duration::from_micros));
+        down.extend(at_robot.await.unwrap_or_default().into_iter().map(Duration::from_micros));
+    }
+    up.sort();
+    down.sort();
+    (up, down)
+}
+
+fn report(label: &str, direction: &str, sorted: &[Duration], expected: usize) {
+    if sorted.is_empty() {
+        println!("{label:>10} {direction:>16}: no frames");
+        return;
+    }
+    println!(
+        "{label:>10} {direction:>16}: {} of {} frames · p50 {:.2} ms · p99 {:.2} ms · max {:.2} ms",
+        sorted.len(),
+        expected,
+        ms(percentile(sorted, 0.50)),
+        ms(percentile(sorted, 0.99)),
+        ms(*sorted.last().expect("non-empty"))
+    );
+}
+
+/// The floor: a bare forwarder. `/relay/{id}?side=robot|cockpit`.
+#[derive(Clone, Default)]
+struct Forwarder(Arc<Mutex<HashMap<(String, bool), mpsc::Sender<AxumMessage>>>>);
+
+async fn floor_socket(ws: WebSocketUpgrade, State(hub): State<Forwarder>, Path(id): Path<String>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let robot = q.get("side").is_some_and(|s| s == "robot");
+    ws.on_upgrade(move |socket: WebSocket| async move {
+        let (mut sink, mut stream) = socket.split();
+        let (tx, mut rx) = mpsc::channel::<AxumMessage>(64);
+        hub.0.lock().expect("hub").insert((id.clone(), robot), tx);
+        let writer = tokio::spawn(async move {
+            while let Some(m) = rx.recv().await {
+                if sink.send(m).await.is_err() {
+                    break;
+                }
+            }
+        });
+        while let Some(Ok(message)) = stream.next().await {
+            if matches!(message, AxumMessage::Text(_)) {
+                let peer = hub.0.lock().expect("hub").get(&(id.clone(), !robot)).cloned();
+                if let Some(peer) = peer {
+                    let _ = peer.try_send(message);
+                }
+            }
+        }
+        writer.abort();
+    })
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let flags = parse_flags(&[("sessions", "200"), ("hz", "30"), ("seconds", "10")]).map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
+    let n = number(&flags, "sessions").map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
+    let hz = number(&flags, "hz").map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?.max(1) as u64;
+    let seconds = number(&flags, "seconds").map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?.max(1) as u64;
+    let expected = n * hz as usize * seconds as usize;
+
+    // ClutchCall: n attached sessions.
+    let db = ScratchDb::create("sqlite").await?;
+    let mut config = db.config.clone();
+    config.sign_ins_per_address_per_minute = 1_000_000;
+    let running = server::start(config).await?;
+    running.store.seed(&load_org(n, n)).await?;
+    let base = format!("http://{}", running.addr);
+    let http = reqwest::Client::builder().cookie_store(false).build()?;
+    let mut cookies = HashMap::new();
+    for i in 0..n {
+        let res = http.post(format!("{base}/api/sign_in")).header("origin", &base).form(&[("email", load_operator_email(i).as_str()), ("password", LOAD_PASSWORD)]).send().await?;
+        let cookie = res.headers().get("set-cookie").and_then(|c| c.to_str().ok()).and_then(|c| c.split(';').next()).map(str::to_string);
+        cookies.insert(format!("u-load-{i:03}"), cookie.ok_or_else(|| anyhow::anyhow!("sign-in {i} refused"))?);
+        running.engine.operator_ready(LOAD_ORG_ID, &format!("u-load-{i:03}"), true).await?;
+    }
+    let mut pairs = Vec::with_capacity(n);
+    let ws_base = base.replacen("http", "ws", 1);
+    for i in 0..n {
+        let robot = running.store.robot(LOAD_ORG_ID, &format!("lr-{i:03}")).await?.ok_or_else(|| anyhow::anyhow!("robot {i}"))?;
+        let (session, operator) = match running.engine.raise_call(&robot).await? {
+            server::engine::CallOutcome::Matched { session_id, operator, .. } => (session_id, operator.id),
+            other => anyhow::bail!("call {i} was not matched: {other:?}"),
+        };
+        running.engine.answer(LOAD_ORG_ID, &operator, &session).await?;
+        let url = format!("{ws_base}/relay/{session}");
+        let edge = connect(&url, &[("authorization", format!("Bearer {}", load_robot_token(i)))]).await?;
+        let cockpit = connect(&url, &[("cookie", cookies[&operator].clone()), ("origin", base.clone())]).await?;
+        pairs.push((edge, cockpit));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    println!("{n} sessions × {hz} Hz each way for {seconds} s ({expected} frames each way)");
+    let (up, down) = drive(pairs, hz, seconds).await;
+    report("relay", "robot → cockpit", &up, expected);
+    report("relay", "cockpit → robot", &down, expected);
+    running.stop().await?;
+    db.finish().await?;
+
+    // The floor: the same clients on a bare forwarder.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let app = axum::Router::new().route("/relay/{id}", axum::routing::get(floor_socket)).with_state(Forwarder::default());
+    let floor = tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut pairs = Vec::with_capacity(n);
+    for i in 0..n {
+        let url = format!("ws://{addr}/relay/s{i}");
+        let edge = connect(&format!("{url}?side=robot"), &[]).await?;
+        let cockpit = connect(&format!("{url}?side=cockpit"), &[]).await?;
+        pairs.push((edge, cockpit));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (up, down) = drive(pairs, hz, seconds).await;
+    report("floor", "robot → cockpit", &up, expected);
+    report("floor", "cockpit → robot", &down, expected);
+    floor.abort();
+    Ok(())
+}

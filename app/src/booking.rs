@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 /// The session length when no booking sets the end (`CLUTCHCALL_SESSION_MIN`).
 pub const DEFAULT_SESSION_MIN: i64 = 30;
+/// Longest task description of a booking (the dataset episodes' task).
+pub const MAX_TASK_CHARS: usize = 200;
 /// The operator is told this long before the planned end.
 pub const PLANNED_END_NOTICE_MS: i64 = 2 * 60_000;
 /// Why the platform completes a session at its planned end.

@@ -53,10 +53,6 @@ async fn people(admin: &reqwest::Client, app: &TestApp) -> PeopleAdmin {
     res.json().await.unwrap()
 }
 
-fn user_id(people: &PeopleAdmin, email: &str) -> String {
-    people.members.iter().find(|m| m.person.email == email).unwrap_or_else(|| panic!("{email} is a member")).user_id.clone()
-}
-
 both_backends!(an_invited_operator_sets_a_password_signs_in_and_is_rung_by_a_robot_registered_in_the_browser, |app: TestApp| async move {
     let admin = admin(&app).await;
     let res = invite(&admin, &app, "Nia.Clarke@Northstar.example", "operator", &["welding · tier-3"]).await;

@@ -46,7 +46,9 @@ pub trait Backend: Send + Sync + 'static {
     /// Bookings not over yet: one client's, or (`None`) the org's.
     async fn bookings(&self, org_id: &str, client_id: Option<&str>) -> Result<Vec<crate::booking::Booking>, AppError>;
     /// Books a robot for a client; `user_id` is who books.
-    async fn book(&self, org_id: &str, user_id: &str, client_id: &str, robot_id: &str, starts_at_ms: i64, ends_at_ms: i64) -> Result<crate::booking::Booking, AppError>;
+    /// `task`: what the client wants done (the episode's task string).
+    #[allow(clippy::too_many_arguments)]
+    async fn book(&self, org_id: &str, user_id: &str, client_id: &str, robot_id: &str, starts_at_ms: i64, ends_at_ms: i64, task: Option<&str>) -> Result<crate::booking::Booking, AppError>;
     /// Cancels a booking (only `client_id`'s when given).
     async fn cancel_booking(&self, org_id: &str, booking_id: &str, client_id: Option<&str>) -> Result<(), AppError>;
     /// Robots and clients for the booking form (`client_id`: only that client).

@@ -36,7 +36,7 @@ pub async fn load_booking_options() -> Result<BookingOptions, AppError> {
 /// Books a robot from `starts_at` (`2026-11-30T14:00`, UTC) for `minutes`:
 /// a client for themself; an admin for `client_id`.
 #[server(endpoint = "book_robot")]
-pub async fn book_robot(robot_id: String, starts_at: String, minutes: i64, client_id: Option<String>) -> Result<Booking, AppError> {
+pub async fn book_robot(robot_id: String, starts_at: String, minutes: i64, client_id: Option<String>, task: Option<String>) -> Result<Booking, AppError> {
     let Some(start) = crate::booking::parse_utc_minute(&starts_at) else {
         return Err(guard::fail(AppError::Invalid("Give the start as a date and time (UTC).".into())));
     };
@@ -50,7 +50,11 @@ pub async fn book_robot(robot_id: String, starts_at: String, minutes: i64, clien
         (None, None) => return Err(guard::fail(AppError::Invalid("Choose the client the booking is for.".into()))),
     };
     let end = start.saturating_add(minutes.saturating_mul(60_000));
-    backend.book(&org.org_id, &user.user_id, &client, &robot_id, start, end).await.map_err(guard::fail)
+    let task = task.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+    if task.as_ref().is_some_and(|t| t.chars().count() > crate::booking::MAX_TASK_CHARS) {
+        return Err(guard::fail(AppError::Invalid(format!("Describe the task in at most {} characters.", crate::booking::MAX_TASK_CHARS))));
+    }
+    backend.book(&org.org_id, &user.user_id, &client, &robot_id, start, end, task.as_deref()).await.map_err(guard::fail)
 }
 
 /// Cancels a booking: a client only their own.

@@ -180,6 +180,8 @@ fn BookingForm(o: crate::booking::BookingOptions, book: ServerAction<BookRobot>)
             <input id="book-start" type="datetime-local" name="starts_at" required data-testid="book-start"/>
             <label for="book-minutes">"Minutes"</label>
             <input id="book-minutes" type="number" name="minutes" min="1" max="720" value="60" required data-testid="book-minutes"/>
+            <label for="book-task">"Task"</label>
+            <input id="book-task" name="task" maxlength="200" placeholder="What the robot should do (the dataset's task)"/>
             {match for_others {
                 true => view! {
                     <label for="book-client">"For client"</label>

@@ -273,8 +273,8 @@ impl Backend for ServerBackend {
         self.bookings.upcoming(org_id, client_id).await.map_err(booking_refused)
     }
 
-    async fn book(&self, org_id: &str, user_id: &str, client_id: &str, robot_id: &str, starts_at_ms: i64, ends_at_ms: i64) -> Result<app::booking::Booking, AppError> {
-        let booker = crate::services::bookings::Booker { user_id, client_id };
+    async fn book(&self, org_id: &str, user_id: &str, client_id: &str, robot_id: &str, starts_at_ms: i64, ends_at_ms: i64, task: Option<&str>) -> Result<app::booking::Booking, AppError> {
+        let booker = crate::services::bookings::Booker { user_id, client_id, task };
         self.bookings.book(org_id, booker, robot_id, starts_at_ms, ends_at_ms).await.map_err(booking_refused)
     }
 

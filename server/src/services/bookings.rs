@@ -30,6 +30,8 @@ pub struct BookingService {
 pub struct Booker<'a> {
     pub user_id: &'a str,
     pub client_id: &'a str,
+    /// What the client wants done: the episodes' task.
+    pub task: Option<&'a str>,
 }
 
 impl BookingService {
@@ -79,6 +81,7 @@ impl BookingService {
             ends_at,
             created_by: booker.user_id.to_string(),
             created_at: now,
+            task: booker.task.map(str::to_string),
         };
         self.store.insert_booking(&booking).await?;
         self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Bookings { robot_id: robot_id.to_string() }));

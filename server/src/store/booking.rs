@@ -39,6 +39,7 @@ pub struct NewBooking {
     pub ends_at: i64,
     pub created_by: String,
     pub created_at: i64,
+    pub task: Option<String>,
 }
 
 #[async_trait]
@@ -82,11 +83,11 @@ macro_rules! booking_store {
 
             async fn insert_booking(&self, b: &NewBooking) -> StoreResult<()> {
                 sqlx::query(
-                    "INSERT INTO bookings (id, org_id, robot_id, client_id, starts_at, ends_at, created_by, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    "INSERT INTO bookings (id, org_id, robot_id, client_id, starts_at, ends_at, created_by, created_at, task) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                 )
                 .bind(&b.id).bind(&b.org_id).bind(&b.robot_id).bind(&b.client_id).bind(b.starts_at).bind(b.ends_at)
-                .bind(&b.created_by).bind(b.created_at)
+                .bind(&b.created_by).bind(b.created_at).bind(&b.task)
                 .execute(&self.pool).await?;
                 Ok(())
             }

@@ -15,18 +15,17 @@ export PATH="$HOME/.cargo/bin:${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-to
 export RUSTFLAGS="${RUSTFLAGS:-} --cfg erase_components"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 cargo leptos build --release
-if [[ "${CLUTCHCALL_SIM:-1}" != "0" ]]; then
-  cargo build --release -p clutchcall-sim
-fi
 
 ADDR="${CLUTCHCALL_ADDR:-127.0.0.1:3000}"
 "$TARGET_DIR/release/server" &
 SERVER=$!
 SIM=""
 if [[ "${CLUTCHCALL_SIM:-1}" != "0" ]]; then
+  # The server serves while the simulator builds (on a cold machine its
+  # first build takes about five minutes; later runs start it at once).
   # Asha and Dana are left to people (the README signs in as them).
-  "$TARGET_DIR/release/clutchcall-sim" --base "http://$ADDR" &
+  ( cargo build --release -p clutchcall-sim --quiet && exec "$TARGET_DIR/release/clutchcall-sim" --base "http://$ADDR" ) &
   SIM=$!
 fi
-trap 'kill $SERVER $SIM 2>/dev/null || true' EXIT INT TERM
+trap 'kill $SERVER $SIM 2>/dev/null; pkill -P $$ 2>/dev/null || true' EXIT INT TERM
 wait "$SERVER"

@@ -162,7 +162,11 @@ both_backends!(w01_w02_w05_w07_w11_w12_w14_w15_w16_the_wallboard_renders_every_f
     let attached = &html[html.find("data-testid=\"attached\"").expect("W03: the header count")..];
     let attached: String = attached[attached.find('>').unwrap() + 1..attached.find("</span>").unwrap()].chars().filter(char::is_ascii_digit).collect();
     assert_eq!(attached, "1", "W03: N attached is the number of live sessions");
-    assert!(html.contains("No relay data yet"), "W15's place: no numbers without a relay");
+    // W15: the held session has no relay channel: its row never says flowing.
+    let relay = &html[html.find("data-testid=\"relay\"").expect("W15: the relay panel lists the attached session")..];
+    let health = &relay[relay.find("data-testid=\"relay-health\"").expect("its relay health")..];
+    let health = &health[health.find('>').unwrap() + 1..health.find("</span>").unwrap()];
+    assert!(health == "starting" || health == "stalled", "W15: no frames is not flowing: {health}");
     assert!(html.contains("Manchester → UK (London)") && html.contains("Shortest glass reach"), "W16");
     let lower = html.to_lowercase();
     assert!(!lower.contains(">clear<") && !lower.contains("clear stop") && !lower.contains("name=\"clear"), "W12: no clear action");

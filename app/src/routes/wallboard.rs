@@ -225,7 +225,7 @@ fn RelayPanel(board: StoredValue<OpsBoard>, live: LiveBoard, now: impl Fn() -> i
                                     RelayHealth::Starting => "tag tone-muted",
                                 };
                                 let (up, down) = stat.as_ref().map_or(("—".to_string(), "—".to_string()), |s| {
-                                    (format!("{:.0} fps · {} B/s", s.robot_frames.fps, s.robot_frames.bytes_per_s), format!("{:.0} fps", s.operator_frames.fps))
+                                    (format!("{:.0} fps · {:.1} kB/s", s.robot_frames.fps, s.robot_frames.bytes_per_s as f64 / 1000.0), format!("{:.0} fps", s.operator_frames.fps))
                                 });
                                 let last = stat.as_ref().and_then(|s| s.robot_frames.last_frame_ms).map_or("never".to_string(), |at| format!("{} ago", format_age(Some(at), now)));
                                 view! {

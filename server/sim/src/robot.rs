@@ -28,33 +28,17 @@ pub struct Robot {
 impl Robot {
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let mut rng = StdRng::seed_from_u64(self.seed);
+        // Heartbeats go on whatever the robot is doing, sessions included.
+        let heartbeats = tokio::spawn(heartbeat(self.base.clone(), self.id.clone(), self.token.clone(), self.http.clone(), rng.r#gen(), stop.clone()));
         // Spread the fleet's first calls over the first interval.
-        let first = self.call_every.mul_f64(rng.gen_range(0.05..0.6));
-        let mut next_call = tokio::time::Instant::now() + first;
-        let mut next_heartbeat = tokio::time::Instant::now();
-        // Some robots lose their heartbeat for a minute now and then.
-        let mut silent_until = tokio::time::Instant::now();
-        loop {
-            let now = tokio::time::Instant::now();
-            if now >= next_heartbeat {
-                if now >= silent_until {
-                    let _ = self.http.post(format!("{}/v1/robots/{}/heartbeat", self.base, self.id)).bearer_auth(&self.token).send().await;
-                    if rng.gen_bool(0.02) {
-                        silent_until = now + Duration::from_secs(60);
-                    }
-                }
-                next_heartbeat = now + HEARTBEAT_EVERY;
+        let mut wait = self.call_every.mul_f64(rng.gen_range(0.05..0.6));
+        while nap(wait, &mut stop).await {
+            if let Some(session) = self.raise().await {
+                self.live(&session, &mut rng, &mut stop).await;
             }
-            if now >= next_call {
-                if let Some(session) = self.raise().await {
-                    self.live(&session, &mut rng, &mut stop).await;
-                }
-                next_call = tokio::time::Instant::now() + self.call_every.mul_f64(rng.gen_range(0.5..1.5));
-            }
-            if !nap(Duration::from_millis(500), &mut stop).await {
-                return;
-            }
+            wait = self.call_every.mul_f64(rng.gen_range(0.5..1.5));
         }
+        heartbeats.abort();
     }
 
     /// Raises a distress call; the session's id.
@@ -107,6 +91,19 @@ impl Robot {
         };
         let body = serde_json::json!({ "state": state.as_str(), "rttMs": rtt, "divergenceDeg": divergence, "velocityScale": velocity });
         let _ = self.http.post(format!("{}/v1/sessions/{session}/telemetry", self.base)).bearer_auth(&self.token).json(&body).send().await;
+    }
+}
+
+/// A heartbeat every `HEARTBEAT_EVERY`; now and then (2%) none for a
+/// minute, so the registry shows the robot offline.
+async fn heartbeat(base: String, id: String, token: String, http: reqwest::Client, seed: u64, mut stop: watch::Receiver<bool>) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    loop {
+        let _ = http.post(format!("{base}/v1/robots/{id}/heartbeat")).bearer_auth(&token).send().await;
+        let pause = if rng.gen_bool(0.02) { Duration::from_secs(60) + HEARTBEAT_EVERY } else { HEARTBEAT_EVERY };
+        if !nap(pause, &mut stop).await {
+            return;
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Times a CSV import of N people (default 5,000) the way an admin's
 //! browser does it: `POST /api/import_people` on a server started
-//! in-process on a fresh database with the demo org, signed in as its admin.
+//! in-process on a fresh database (the demo org is seeded on loopback), signed in as its admin.
 //! The floor, in the same run and on the same body: `preview_people_import`,
 //! which reads and checks the same CSV but writes nothing. Figures go in
 //! BENCHMARKS.md (target: 5,000 rows in ≤ 5 s on SQLite).
@@ -29,7 +29,6 @@ async fn main() -> anyhow::Result<()> {
     let runs = number(&flags, "runs").map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?.max(1);
     let db = ScratchDb::create(&flags["db"]).await?;
     let running = server::start(db.config.clone()).await?;
-    running.store.seed(&server::seed::demo_seed()).await?;
     let base = format!("http://{}", running.addr);
     let admin = reqwest::Client::builder().cookie_store(true).timeout(Duration::from_secs(120)).build()?;
     let signed = admin

@@ -194,6 +194,10 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let app = axum::Router::new().route("/relay/{id}", axum::routing::get(floor_socket)).with_state(Forwarder::default());
+    // TCP_NODELAY as the server sets it, or Nagle's algorithm would be measured.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let floor = tokio::spawn(async move { axum::serve(listener, app).await });
     let mut pairs = Vec::with_capacity(n);
     for i in 0..n {

@@ -19,6 +19,9 @@ pub struct CockpitRelay {
     pub connected: RwSignal<bool>,
     /// The relay's last refusal (e.g. input while PAUSED).
     pub refused: RwSignal<Option<String>>,
+    /// Whether the session is live (ACTIVE or PAUSED): the socket is open
+    /// only then, and an ended session is not reconnected to.
+    pub live: RwSignal<bool>,
     #[cfg(feature = "hydrate")]
     socket: StoredValue<Option<web_sys::WebSocket>, LocalStorage>,
 }
@@ -64,6 +67,7 @@ pub fn use_cockpit_relay(session_id: String) -> CockpitRelay {
         robot_connected: RwSignal::new(false),
         connected: RwSignal::new(false),
         refused: RwSignal::new(None),
+        live: RwSignal::new(false),
         #[cfg(feature = "hydrate")]
         socket: StoredValue::new_local(None),
     };
@@ -72,15 +76,27 @@ pub fn use_cockpit_relay(session_id: String) -> CockpitRelay {
         let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop = stopped.clone();
         let socket = relay.socket;
-        on_cleanup(move || {
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let close = move || {
             socket.update_value(|ws| {
                 if let Some(ws) = ws.take() {
                     let _ = ws.close();
                 }
             });
+        };
+        on_cleanup(move || {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            close();
         });
-        browser::connect(relay, session_id, stopped, 1);
+        // Open while the session is live; closed (and not retried) once it ends.
+        Effect::new(move |_| {
+            if relay.live.get() {
+                if relay.socket.with_value(Option::is_none) {
+                    browser::connect(relay, session_id.clone(), stopped.clone(), 1);
+                }
+            } else {
+                close();
+            }
+        });
     }
     #[cfg(not(feature = "hydrate"))]
     let _ = session_id;
@@ -99,7 +115,7 @@ mod browser {
     use web_sys::{BinaryType, Blob, BlobPropertyBag, MessageEvent, Url, WebSocket};
 
     pub fn connect(relay: CockpitRelay, session_id: String, stopped: Arc<AtomicBool>, backoff_s: u32) {
-        if stopped.load(Ordering::Relaxed) {
+        if stopped.load(Ordering::Relaxed) || !relay.live.get_untracked() {
             return;
         }
         let Some(location) = web_sys::window().map(|w| w.location()) else { return };
@@ -129,9 +145,14 @@ mod browser {
         on_message.forget();
         let on_close = {
             let (session_id, stopped) = (session_id.clone(), stopped.clone());
-            Closure::<dyn FnMut()>::new(move || {
+            Closure::<dyn FnMut(web_sys::CloseEvent)>::new(move |ev: web_sys::CloseEvent| {
                 relay.connected.set(false);
                 relay.robot_connected.set(false);
+                relay.socket.set_value(None);
+                // 1000: the session ended or control moved; nothing to retry.
+                if ev.code() == 1000 {
+                    return;
+                }
                 let (session_id, stopped) = (session_id.clone(), stopped.clone());
                 let next = (backoff_s * 2).min(15);
                 gloo_timers::callback::Timeout::new(backoff_s * 1_000, move || connect(relay, session_id, stopped, next)).forget();

@@ -35,7 +35,8 @@ fn Cockpit() -> impl IntoView {
     let extend = ServerAction::<ExtendSession>::new();
     let console = expect_context::<crate::console::Console>();
     // The data plane: robot state and camera in, actions out.
-    provide_context(crate::console::relay::use_cockpit_relay(session_id()));
+    let relay = crate::console::relay::use_cockpit_relay(session_id());
+    provide_context(relay);
     // Each completed move or stop reloads the record and the log, and so
     // does a change of the operator's presence (the session ended
     // elsewhere: an admin, the edge agent, the inactivity chain) and every
@@ -48,6 +49,11 @@ fn Cockpit() -> impl IntoView {
     let record = Resource::new(version, |(id, ..)| load_session(id));
     let activity = Resource::new(version, |(id, ..)| load_session_activity(id));
     let ended = Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()));
+    // The relay socket is open while the session is live, never after.
+    Effect::new(move |_| {
+        let live = record.get().and_then(Result::ok).is_some_and(|s| matches!(s.lifecycle, LifecycleState::Active | LifecycleState::Paused));
+        relay.live.set(live);
+    });
     // Kept here, not in the controls: a push re-renders them, and a first
     // press of Complete must survive that.
     let confirming = RwSignal::new(false);

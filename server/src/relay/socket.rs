@@ -85,6 +85,10 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, socket: WebSo
     }
     channel.leave(&side, id);
     channel.announce();
+    // A normal close tells the cockpit not to come back (the session
+    // ended, or control moved); an abnormal one (a restart) it retries.
+    let frame = axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::NORMAL, reason: "the session ended or control moved".into() };
+    let _ = tx.try_send(Message::Close(Some(frame)));
     drop(tx);
     // The writer ends with the queue (its last frames sent), or is stopped.
     let mut writer = writer;

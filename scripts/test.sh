@@ -43,4 +43,4 @@ cargo leptos build
 
 step "browser tests: Playwright in Chromium"
 cd end2end
-CLUTCHCALL_BIN="$TARGET_DIR/debug/server" npx playwright test
+CLUTCHCALL_BIN="$TARGET_DIR/debug/server" CLUTCHCALL_SIM_BIN="$TARGET_DIR/debug/clutchcall-sim" npx playwright test

@@ -27,6 +27,8 @@ pub struct SimConfig {
     pub call_every: Duration,
     /// How long a simulated operator keeps a session before completing it.
     pub session_length: Duration,
+    /// Calls each robot raises at most (none: for as long as it runs).
+    pub max_calls: Option<u32>,
     pub seed: u64,
 }
 
@@ -50,6 +52,7 @@ impl SimConfig {
             operators,
             call_every: Duration::from_secs(45),
             session_length: Duration::from_secs(60),
+            max_calls: None,
             seed: 7,
         }
     }
@@ -60,7 +63,15 @@ pub async fn run(config: SimConfig, stop: watch::Receiver<bool>) {
     let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("http client");
     let mut tasks = Vec::new();
     for (i, (id, token)) in config.robots.iter().enumerate() {
-        let agent = robot::Robot { id: id.clone(), token: token.clone(), base: config.base.clone(), http: http.clone(), call_every: config.call_every, seed: config.seed.wrapping_add(i as u64) };
+        let agent = robot::Robot {
+            id: id.clone(),
+            token: token.clone(),
+            base: config.base.clone(),
+            http: http.clone(),
+            call_every: config.call_every,
+            max_calls: config.max_calls,
+            seed: config.seed.wrapping_add(i as u64),
+        };
         tasks.push(tokio::spawn(agent.run(stop.clone())));
     }
     for (i, (email, password)) in config.operators.iter().enumerate() {

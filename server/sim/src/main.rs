@@ -19,9 +19,15 @@ struct Flags {
     /// README signs in as.
     #[arg(long, env = "CLUTCHCALL_SIM_SKIP", value_delimiter = ',', default_value = "asha.rao@northstar.example")]
     skip: Vec<String>,
+    /// Only these robots (comma-separated ids); all of the demo org's by default.
+    #[arg(long, env = "CLUTCHCALL_SIM_ROBOTS", value_delimiter = ',')]
+    robots: Vec<String>,
     /// Each idle robot raises a call about this often, in seconds (jittered).
     #[arg(long, env = "CLUTCHCALL_SIM_CALL_EVERY_S", default_value_t = 45)]
     call_every_s: u64,
+    /// Calls each robot raises at most (unlimited when absent).
+    #[arg(long, env = "CLUTCHCALL_SIM_CALLS")]
+    calls: Option<u32>,
     /// How long a simulated operator keeps a session, in seconds (jittered).
     #[arg(long, env = "CLUTCHCALL_SIM_SESSION_S", default_value_t = 60)]
     session_s: u64,
@@ -32,7 +38,11 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into())).init();
     let flags = Flags::parse();
     let mut config = SimConfig::demo(&flags.base, flags.operators, &flags.skip);
+    if !flags.robots.is_empty() {
+        config.robots.retain(|(id, _)| flags.robots.contains(id));
+    }
     config.call_every = Duration::from_secs(flags.call_every_s.max(1));
+    config.max_calls = flags.calls;
     config.session_length = Duration::from_secs(flags.session_s.max(1));
     // Wait for the server (command 1 starts both at once).
     let http = reqwest::Client::new();

@@ -22,6 +22,7 @@ pub struct Robot {
     pub base: String,
     pub http: reqwest::Client,
     pub call_every: Duration,
+    pub max_calls: Option<u32>,
     pub seed: u64,
 }
 
@@ -32,8 +33,14 @@ impl Robot {
         let heartbeats = tokio::spawn(heartbeat(self.base.clone(), self.id.clone(), self.token.clone(), self.http.clone(), rng.r#gen(), stop.clone()));
         // Spread the fleet's first calls over the first interval.
         let mut wait = self.call_every.mul_f64(rng.gen_range(0.05..0.6));
+        let mut calls = 0;
         while nap(wait, &mut stop).await {
+            if self.max_calls.is_some_and(|max| calls >= max) {
+                wait = HEARTBEAT_EVERY;
+                continue;
+            }
             if let Some(session) = self.raise().await {
+                calls += 1;
                 self.live(&session, &mut rng, &mut stop).await;
             }
             wait = self.call_every.mul_f64(rng.gen_range(0.5..1.5));

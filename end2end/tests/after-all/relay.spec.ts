@@ -1,0 +1,56 @@
+import { expect, test } from '@playwright/test';
+import { spawn } from 'node:child_process';
+import * as path from 'node:path';
+import { adminContext, hydrated, signIn } from '../helpers';
+
+// A real edge agent: the simulator playing one robot (ue-pick-02, which no
+// other browser test uses). Carla (Austin, 96 ms to us-east) is its nearest
+// pick-place operator, so its call rings her.
+const CARLA = 'carla.mendes@northstar.example';
+const SIM = process.env.CLUTCHCALL_SIM_BIN ?? path.resolve(__dirname, '../../../target/debug/clutchcall-sim');
+
+test('W15 L12: the cockpit shows the joints and camera the robot sends on the relay, the wallboard shows it flowing, and the completed session is an episode', async ({ browser, baseURL }) => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signIn(page, CARLA);
+  await expect(page).toHaveURL(/\/operator$/);
+  await page.getByTestId('go-ready').click();
+  await expect(page.getByTestId('presence')).toHaveText('ready');
+
+  const sim = spawn(SIM, ['--base', baseURL!, '--operators', 'false', '--robots', 'ue-pick-02', '--call-every-s', '2', '--calls', '1'], { stdio: 'ignore' });
+  try {
+    await expect(page.getByTestId('offer-robot')).toHaveText('ue-pick-02', { timeout: 20_000 });
+    await page.keyboard.press('Enter');
+    await expect(page).toHaveURL(/\/cockpit\//);
+    await expect(page.getByTestId('cockpit-lifecycle')).toHaveText('ACTIVE');
+    // The edge agent joins when it sees its session attached (it polls each second).
+    await expect(page.getByTestId('relay-status')).toHaveText('robot connected', { timeout: 15_000 });
+    await expect(page.getByTestId('joint-plot').locator('path').first()).toHaveAttribute('d', /^M[\d.]+ [\d.]+ L/);
+    await expect(page.getByTestId('camera')).toBeVisible();
+    await page.keyboard.press('ArrowUp'); // a drive key: an action on the relay
+
+    const admin = await adminContext(browser);
+    const board = await admin.newPage();
+    await board.goto('/ops/wallboard');
+    await hydrated(board);
+    await expect(board.getByTestId('relay-ue-pick-02').getByTestId('relay-health')).toHaveText('flowing');
+    await page.screenshot({ path: 'test-results/cockpit-relay.png', fullPage: true });
+
+    await page.keyboard.press('c');
+    await page.keyboard.press('c');
+    await expect(page.getByTestId('cockpit-lifecycle')).toHaveText('COMPLETED');
+    sim.kill();
+
+    const datasets = await admin.newPage();
+    await expect(async () => {
+      await datasets.goto('/datasets');
+      await hydrated(datasets);
+      await expect(datasets.getByTestId('episodes').filter({ hasText: 'ue-pick-02' })).toHaveCount(1, { timeout: 1_000 });
+    }).toPass({ timeout: 15_000 });
+    await expect(datasets.getByTestId('dataset').filter({ hasText: 'ue-pick-02' }).getByTestId('download-v3')).toHaveAttribute('href', /lerobot\.tar\?version=v3\.0$/);
+    await admin.close();
+  } finally {
+    sim.kill();
+    await context.close();
+  }
+});

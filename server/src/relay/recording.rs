@@ -65,17 +65,29 @@ enum Job {
     Finish { org_id: String, session_id: String, keep: bool },
 }
 
-/// Samples waiting for the next batch write, by session.
+/// Samples waiting for the next batch write, by session, with their size.
 pub struct Recorder {
     dir: PathBuf,
-    waiting: Mutex<HashMap<String, Vec<Sample>>>,
+    waiting: Mutex<HashMap<String, (Vec<Sample>, usize)>>,
     writer: Mutex<std_mpsc::Sender<Job>>,
 }
 
-/// Samples a session may have waiting before the oldest are dropped (a
-/// stalled disk costs samples, not memory): ten seconds of 30 Hz state,
-/// actions and two cameras, with room to spare.
-const MAX_WAITING: usize = 8_192;
+/// Bytes of samples a session may have waiting before the oldest are
+/// dropped (a stalled disk costs samples, not memory): several seconds of
+/// 30 Hz state, actions and cameras.
+const MAX_WAITING_BYTES: usize = 32 * 1024 * 1024;
+
+impl Sample {
+    /// Roughly what the sample holds in memory.
+    fn size(&self) -> usize {
+        match self {
+            Sample::State { joints, fields, .. } => 64 + joints.len() * 4 + fields.len() * 48,
+            Sample::Action { values, .. } => 64 + values.len() * 4,
+            Sample::Camera { jpeg, name, .. } => 64 + jpeg.len() + name.len(),
+            Sample::Switch { .. } | Sample::Pause { .. } | Sample::Resume { .. } => 64,
+        }
+    }
+}
 
 impl Recorder {
     /// A recorder writing under `dir`; finished COMPLETED recordings go to `finished`.
@@ -97,16 +109,24 @@ impl Recorder {
 
     pub fn push(&self, session_id: &str, sample: Sample) {
         let mut waiting = self.waiting.lock().expect("recorder lock");
-        let samples = waiting.entry(session_id.to_string()).or_default();
-        if samples.len() >= MAX_WAITING {
-            samples.remove(0);
-        }
+        let (samples, bytes) = waiting.entry(session_id.to_string()).or_default();
+        *bytes += sample.size();
         samples.push(sample);
+        // Oldest first out, in one move rather than one shift per sample.
+        let mut excess = 0;
+        while *bytes > MAX_WAITING_BYTES && excess < samples.len() {
+            *bytes -= samples[excess].size();
+            excess += 1;
+        }
+        if excess > 0 {
+            samples.drain(..excess);
+        }
     }
 
     /// Hands every waiting sample to the writer (called every second).
     pub fn flush(&self) {
-        let batches: Vec<(String, Vec<Sample>)> = self.waiting.lock().expect("recorder lock").drain().filter(|(_, s)| !s.is_empty()).collect();
+        let batches: Vec<(String, Vec<Sample>)> =
+            self.waiting.lock().expect("recorder lock").drain().filter(|(_, (s, _))| !s.is_empty()).map(|(id, (s, _))| (id, s)).collect();
         let writer = self.writer.lock().expect("recorder lock");
         for (session_id, samples) in batches {
             let _ = writer.send(Job::Append { session_id, samples });
@@ -116,7 +136,7 @@ impl Recorder {
     /// The session ended: its last samples, then its file kept for an
     /// episode (`keep`, COMPLETED) or deleted (CANCELLED).
     pub fn finish(&self, org_id: &str, session_id: &str, keep: bool) {
-        let rest = self.waiting.lock().expect("recorder lock").remove(session_id).unwrap_or_default();
+        let rest = self.waiting.lock().expect("recorder lock").remove(session_id).map(|(s, _)| s).unwrap_or_default();
         let writer = self.writer.lock().expect("recorder lock");
         if !rest.is_empty() {
             let _ = writer.send(Job::Append { session_id: session_id.to_string(), samples: rest });
@@ -158,4 +178,25 @@ fn write_jobs(dir: &Path, jobs: std_mpsc::Receiver<Job>, finished: mpsc::Unbound
 pub fn read_samples(path: &Path) -> std::io::Result<Vec<Sample>> {
     let text = std::fs::read_to_string(path)?;
     Ok(text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stalled_writer_costs_the_oldest_samples_not_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let (finished, _) = mpsc::unbounded_channel();
+        let recorder = Recorder::start(dir.path().to_path_buf(), finished).unwrap();
+        for t_ms in 0..40 {
+            recorder.push("s", Sample::Camera { t_ms, name: "front".into(), jpeg: vec![0; 1 << 20] });
+        }
+        let waiting = recorder.waiting.lock().unwrap();
+        let (samples, bytes) = &waiting["s"];
+        assert!(*bytes <= MAX_WAITING_BYTES, "{bytes} bytes waiting");
+        let times: Vec<i64> = samples.iter().map(|s| match s { Sample::Camera { t_ms, .. } => *t_ms, _ => -1 }).collect();
+        assert_eq!(times.last(), Some(&39), "the newest kept");
+        assert!(times[0] > 0, "the oldest dropped");
+    }
 }

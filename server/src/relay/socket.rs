@@ -111,10 +111,10 @@ async fn handle(state: &AppState, channel: &Channel, side: &Side, own: &mpsc::Se
     };
     match (side, &message) {
         (Side::Robot, Message::Text(text)) => match serde_json::from_str::<RelayMsg>(text) {
-            Ok(RelayMsg::State { joints, fields, .. }) if joints.len() <= MAX_VECTOR && fields.len() <= MAX_VECTOR => {
+            Ok(RelayMsg::State { joints, fields, .. }) if (1..=MAX_VECTOR).contains(&joints.len()) && fields.len() <= MAX_VECTOR => {
                 channel.from_robot(message, bytes, Some(Sample::State { t_ms: now, joints, fields }), recorder, now);
             }
-            _ => refuse(own, "the edge agent sends `state` messages (at most 64 joints) and camera frames"),
+            _ => refuse(own, "the edge agent sends `state` messages (1 to 64 joints) and camera frames"),
         },
         (Side::Robot, Message::Binary(data)) => match CameraFrame::decode(data) {
             Some(frame) => channel.from_robot(message, bytes, Some(Sample::Camera { t_ms: now, name: frame.name, jpeg: frame.jpeg }), recorder, now),
@@ -123,7 +123,7 @@ async fn handle(state: &AppState, channel: &Channel, side: &Side, own: &mpsc::Se
         (Side::Cockpit(operator_id), Message::Text(text)) => match serde_json::from_str::<RelayMsg>(text) {
             // Rule L03: a PAUSED session takes no control input.
             Ok(RelayMsg::Action { .. }) if !channel.is_active() => refuse(own, "The session is paused: it accepts no control input until it resumes."),
-            Ok(RelayMsg::Action { values, .. }) if values.len() <= MAX_VECTOR => {
+            Ok(RelayMsg::Action { values, .. }) if (1..=MAX_VECTOR).contains(&values.len()) => {
                 if channel.from_operator(message, bytes, Sample::Action { t_ms: now, values }, recorder, now) {
                     // Operator input resets the session's inactivity chain.
                     if let Err(e) = state.engine.operator_input(&channel.org_id, operator_id, &channel.session_id).await {
@@ -131,7 +131,7 @@ async fn handle(state: &AppState, channel: &Channel, side: &Side, own: &mpsc::Se
                     }
                 }
             }
-            _ => refuse(own, "the cockpit sends `action` messages (at most 64 values)"),
+            _ => refuse(own, "the cockpit sends `action` messages (1 to 64 values)"),
         },
         (Side::Cockpit(_), Message::Binary(_)) => refuse(own, "the cockpit sends no binary messages"),
         _ => {}

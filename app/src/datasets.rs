@@ -20,6 +20,20 @@ pub struct Episode {
     pub created_ms: i64,
 }
 
+/// Why an operator sees no datasets.
+pub const NOT_YOURS: &str = "Datasets belong to the clients who booked the sessions.";
+
+/// Whose episodes a member may see (seed 001): an admin all of the org's
+/// (`Ok(None)`), a client those of the sessions they booked
+/// (`Ok(Some(their id))`), an operator none (`Err`).
+pub fn episode_scope(role: crate::models::Role, user_id: &str) -> Result<Option<&str>, &'static str> {
+    match role {
+        crate::models::Role::Admin => Ok(None),
+        crate::models::Role::Client => Ok(Some(user_id)),
+        crate::models::Role::Operator => Err(NOT_YOURS),
+    }
+}
+
 /// Episodes grouped by environment, environments by name, episodes by index.
 pub fn by_environment(mut episodes: Vec<Episode>) -> Vec<(String, Vec<Episode>)> {
     episodes.sort_by(|a, b| a.environment.cmp(&b.environment).then(a.episode_index.cmp(&b.episode_index)));
@@ -35,15 +49,7 @@ pub fn by_environment(mut episodes: Vec<Episode>) -> Vec<(String, Vec<Episode>)>
 
 /// The download link of an environment's dataset in a LeRobot version.
 pub fn download_href(environment: &str, version: &str) -> String {
-    let mut path = String::new();
-    for byte in environment.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
-            path.push(byte as char);
-        } else {
-            path.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    format!("/datasets/{path}/lerobot.tar?version={version}")
+    format!("/datasets/{}/lerobot.tar?version={version}", crate::rules::percent_encode(environment))
 }
 
 #[cfg(test)]

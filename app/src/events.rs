@@ -72,6 +72,21 @@ pub struct AuditEntry {
     pub detail: Option<String>,
 }
 
+impl AuditEntry {
+    /// A change a person made (`actor`), with its before → after in `detail`.
+    pub fn by_user(actor: &str, action: &str, detail: String, at_ms: i64) -> AuditEntry {
+        AuditEntry {
+            at_ms,
+            actor_kind: "user".into(),
+            actor_id: Some(actor.to_string()),
+            action: action.into(),
+            session_id: None,
+            robot_id: None,
+            detail: Some(detail),
+        }
+    }
+}
+
 /// For the org's live screens.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

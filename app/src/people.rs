@@ -35,12 +35,7 @@ impl PersonFields {
     /// certifications de-duplicated in order.
     pub fn normalised(self) -> PersonFields {
         let optional = |s: Option<String>| s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
-        let mut certifications: Vec<String> = Vec::new();
-        for cert in self.certifications.iter().map(|c| c.trim()).filter(|c| !c.is_empty()) {
-            if !certifications.iter().any(|c| c == cert) {
-                certifications.push(cert.to_string());
-            }
-        }
+        let certifications = normalised_certifications(&self.certifications);
         PersonFields {
             email: self.email.trim().to_lowercase(),
             display_name: self.display_name.trim().to_string(),
@@ -55,6 +50,17 @@ impl PersonFields {
     pub fn operates(&self) -> bool {
         self.role != Role::Client
     }
+}
+
+/// Certifications trimmed, blanks dropped, each once, in order.
+pub fn normalised_certifications(certifications: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for cert in certifications.iter().map(|c| c.trim()).filter(|c| !c.is_empty()) {
+        if !out.iter().any(|c| c == cert) {
+            out.push(cert.to_string());
+        }
+    }
+    out
 }
 
 /// What is wrong with a person's fields, as one sentence naming the field;
@@ -280,18 +286,9 @@ pub struct InvitationView {
     pub state: InvitationState,
 }
 
-/// A `data:` URL that downloads `csv` (percent-encoded: every byte but
-/// the unreserved ones).
+/// A `data:` URL that downloads `csv`.
 pub fn csv_data_url(csv: &str) -> String {
-    let mut url = String::from("data:text/csv;charset=utf-8,");
-    for byte in csv.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
-            url.push(byte as char);
-        } else {
-            url.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    url
+    format!("data:text/csv;charset=utf-8,{}", crate::rules::percent_encode(csv))
 }
 
 #[cfg(test)]

@@ -161,6 +161,20 @@ pub fn matches_query(query: &str, fields: &[&str]) -> bool {
     query.is_empty() || fields.join(" ").to_lowercase().contains(&query)
 }
 
+/// `s` percent-encoded, every byte but the URL-unreserved ones (for a path
+/// segment or a `data:` URL).
+pub fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for byte in s.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
 /// RFC 3339 UTC with milliseconds (`2026-11-29T16:34:40.123Z`), the API's
 /// timestamp format.
 pub fn rfc3339(ms: i64) -> String {

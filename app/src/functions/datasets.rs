@@ -10,14 +10,9 @@ use leptos::prelude::*;
 /// (sessions they booked); operators see none.
 #[server(endpoint = "load_datasets")]
 pub async fn load_datasets() -> Result<Vec<Episode>, AppError> {
-    use crate::models::Role;
     let (_, user) = guard::signed_in().await.map_err(guard::fail)?;
     let org = user.selected_org.clone().ok_or(AppError::NoOrgSelected).map_err(guard::fail)?;
-    let client = match org.role {
-        Role::Admin => None,
-        Role::Client => Some(user.user_id.as_str()),
-        Role::Operator => return Err(guard::fail(AppError::Forbidden("Datasets belong to the clients who booked the sessions.".into()))),
-    };
+    let client = crate::datasets::episode_scope(org.role, &user.user_id).map_err(|why| guard::fail(AppError::Forbidden(why.into())))?;
     let datasets = use_context::<super::backend::SharedDatasets>().ok_or_else(|| AppError::Internal("datasets missing".into()))?;
     datasets.episodes(&org.org_id, client).await.map_err(guard::fail)
 }

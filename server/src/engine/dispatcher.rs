@@ -240,11 +240,15 @@ fn poke(shared: &Shared, orgs: Vec<String>) {
 /// Loads the org and commits recovery, retrying until the database answers.
 async fn load(shared: &Shared, desk: &mut Desk) {
     loop {
-        match shared.store.org_link_floors(&desk.org_id).await {
-            Ok(floors) => desk.set_floors(app::dispatch::LinkFloors::new(floors)),
-            Err(e) => tracing::error!(org = %desk.org_id, error = %e, "could not load the org's link floors; using the defaults"),
-        }
-        match shared.store.org_snapshot(&desk.org_id).await {
+        // The org's own floors, read with the rest of its state (and retried with it).
+        let loaded = match shared.store.org_link_floors(&desk.org_id).await {
+            Ok(floors) => {
+                desk.set_floors(app::dispatch::LinkFloors::new(floors));
+                shared.store.org_snapshot(&desk.org_id).await
+            }
+            Err(e) => Err(e),
+        };
+        match loaded {
             Ok(snapshot) => {
                 let now = shared.clock.now_ms();
                 desk.load(snapshot, now);
@@ -271,7 +275,7 @@ async fn load(shared: &Shared, desk: &mut Desk) {
 pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>, started: oneshot::Sender<()>) {
     let mut started = Some(started);
     let Some(_lock) = take_lock(&shared, &org_id, &mut rx, &mut started).await else { return };
-    let mut desk = Desk::new(&org_id, shared.settings, shared.floors.clone(), shared.busy.clone());
+    let mut desk = Desk::new(&org_id, shared.settings, std::sync::Arc::default(), shared.busy.clone());
     load(&shared, &mut desk).await;
     if let Some(started) = started.take() {
         let _ = started.send(());

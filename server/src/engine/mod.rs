@@ -59,7 +59,6 @@ pub(crate) struct Shared {
     pub bus: SharedBus,
     pub clock: Clock,
     pub settings: Settings,
-    pub floors: Arc<LinkFloors>,
     pub busy: Arc<BusyOperators>,
     /// Every org's dispatcher, by org id.
     pub desks: Arc<Mutex<HashMap<String, mpsc::Sender<Command>>>>,
@@ -74,9 +73,8 @@ impl Engine {
     /// Starts a dispatcher for every org (each reloads its calls and
     /// re-dispatches what went stale while the server was down).
     pub async fn start(store: SharedStore, bus: SharedBus, clock: Clock, settings: Settings) -> Result<Arc<Engine>, EngineError> {
-        let floors = Arc::new(LinkFloors::new(store.link_floors().await?));
         let orgs = store.org_ids().await?;
-        let shared = Shared { store, bus, clock, settings, floors, busy: Arc::new(BusyOperators::default()), desks: Arc::default() };
+        let shared = Shared { store, bus, clock, settings, busy: Arc::new(BusyOperators::default()), desks: Arc::default() };
         let engine = Arc::new(Engine { shared, tasks: Mutex::default() });
         let started: Vec<oneshot::Receiver<()>> = orgs.iter().filter_map(|org_id| engine.spawn_desk(org_id)).collect();
         for loaded in started {

@@ -41,11 +41,7 @@ pub async fn dataset_tar(
         return Err(ApiError::Forbidden("datasets are for people".into()));
     };
     let org = user.selected_org.as_ref().ok_or_else(|| ApiError::Forbidden("choose an organisation first".into()))?;
-    let client = match org.role {
-        Role::Admin => None,
-        Role::Client => Some(user.user_id.as_str()),
-        Role::Operator => return Err(ApiError::Forbidden("datasets belong to the clients who booked the sessions".into())),
-    };
+    let client = app::datasets::episode_scope(org.role, &user.user_id).map_err(|why| ApiError::Forbidden(why.into()))?;
     let version = crate::datasets::lerobot::Version::parse(params.version.as_deref().unwrap_or("v3.0"))
         .ok_or_else(|| ApiError::Invalid("version must be v3.0 or v2.1".into()))?;
     let tar = state.datasets.export(&org.org_id, &environment, version, client).await.map_err(|e| {

@@ -201,7 +201,7 @@ impl PeopleService {
             display_name: edit.display_name.trim().to_string(),
             external_id: edit.external_id.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
             region: edit.region.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
-            certifications: PersonFields { certifications: edit.certifications, ..member.person.clone() }.normalised().certifications,
+            certifications: app::people::normalised_certifications(&edit.certifications),
             active: edit.active,
         };
         let regions = self.regions(org_id).await?;

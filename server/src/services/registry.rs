@@ -168,15 +168,8 @@ impl RobotRegistry {
         if !self.register(robot).await? {
             return Err(DirectoryError::Exists(id.to_string()));
         }
-        let entry = app::events::AuditEntry {
-            at_ms: now_ms(),
-            actor_kind: "user".into(),
-            actor_id: Some(actor.to_string()),
-            action: "robot_registered".into(),
-            session_id: None,
-            robot_id: Some(id.to_string()),
-            detail: Some(format!("{} at {} via {}, reqCert {}", fields.model, fields.site, fields.pop, fields.req_cert)),
-        };
+        let detail = format!("{} at {} via {}, reqCert {}", fields.model, fields.site, fields.pop, fields.req_cert);
+        let entry = app::events::AuditEntry { robot_id: Some(id.to_string()), ..app::events::AuditEntry::by_user(actor, "robot_registered", detail, now_ms()) };
         self.store.record_audit(org_id, &entry).await?;
         self.publish_audit(org_id, entry);
         Ok((skill, token))

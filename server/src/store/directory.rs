@@ -38,15 +38,7 @@ const LIVE_ROBOT: &str = "SELECT id, org_id, model, site, pop, req_cert, last_he
      WHERE org_id = $1 AND id = $2 AND retired_at IS NULL";
 
 fn audit(actor: &str, action: &str, robot_id: &str, detail: String, at: i64) -> AuditEntry {
-    AuditEntry {
-        at_ms: at,
-        actor_kind: "user".into(),
-        actor_id: Some(actor.to_string()),
-        action: action.to_string(),
-        session_id: None,
-        robot_id: Some(robot_id.to_string()),
-        detail: Some(detail),
-    }
+    AuditEntry { robot_id: Some(robot_id.to_string()), ..AuditEntry::by_user(actor, action, detail, at) }
 }
 
 /// `model: UR5e → UR10e; pop: …` for the fields that changed.

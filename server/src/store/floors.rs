@@ -32,10 +32,6 @@ fn floor(row: FloorRow) -> LinkFloor {
     LinkFloor { region, pop, floor_ms: u32::try_from(floor_ms).unwrap_or(u32::MAX), note }
 }
 
-fn audit(actor: &str, action: &str, detail: String, at: i64) -> AuditEntry {
-    AuditEntry { at_ms: at, actor_kind: "user".into(), actor_id: Some(actor.to_string()), action: action.into(), session_id: None, robot_id: None, detail: Some(detail) }
-}
-
 macro_rules! floor_store {
     ($store:ident) => {
         impl $store {
@@ -75,7 +71,7 @@ macro_rules! floor_store {
                     Some((_, _, ms, note)) => format!("{} → {}: {ms} ms → {} ms (note: {} → {})", f.region, f.pop, f.floor_ms, note.unwrap_or_default(), f.note.clone().unwrap_or_default()),
                     None => format!("{} → {}: new path, {} ms", f.region, f.pop, f.floor_ms),
                 };
-                let entry = audit(actor, "link_floor_set", detail, at);
+                let entry = AuditEntry::by_user(actor, "link_floor_set", detail, at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(FloorChange::Done(entry))
@@ -91,7 +87,7 @@ macro_rules! floor_store {
                     return Ok(FloorChange::LastPath);
                 }
                 sqlx::query("DELETE FROM org_link_floors WHERE org_id = $1 AND region = $2 AND pop = $3").bind(org_id).bind(region).bind(pop).execute(&mut *tx).await?;
-                let entry = audit(actor, "link_floor_removed", format!("{region} → {pop} ({ms} ms) removed"), at);
+                let entry = AuditEntry::by_user(actor, "link_floor_removed", format!("{region} → {pop} ({ms} ms) removed"), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(FloorChange::Done(entry))

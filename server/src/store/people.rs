@@ -126,10 +126,6 @@ pub trait PeopleStore: Send + Sync {
     async fn edit_profile(&self, org_id: &str, user_id: &str, edit: &ProfileEdit, actor: &str, at: i64) -> StoreResult<MemberChange>;
 }
 
-fn audit(actor: &str, action: &str, detail: String, at: i64) -> AuditEntry {
-    AuditEntry { at_ms: at, actor_kind: "user".into(), actor_id: Some(actor.to_string()), action: action.into(), session_id: None, robot_id: None, detail: Some(detail) }
-}
-
 fn new_user_id() -> String {
     format!("u-{}", uuid::Uuid::now_v7().simple())
 }
@@ -211,10 +207,7 @@ macro_rules! people_store {
                 let rows: Vec<MemberRow> = sqlx::query_as(&format!("{MEMBERS} ORDER BY u.display_name, u.id")).bind(org_id).fetch_all(&self.pool).await?;
                 let certs: Vec<(String, String)> = sqlx::query_as("SELECT user_id, certification FROM operator_certifications WHERE org_id = $1 ORDER BY certification")
                     .bind(org_id).fetch_all(&self.pool).await?;
-                let mut by_user: std::collections::HashMap<String, Vec<String>> = Default::default();
-                for (user_id, cert) in certs {
-                    by_user.entry(user_id).or_default().push(cert);
-                }
+                let mut by_user = crate::store::sql::certifications_by_user(certs);
                 rows.into_iter()
                     .map(|r| {
                         let role = crate::store::sql::role_of(&r.role)?;
@@ -240,7 +233,7 @@ macro_rules! people_store {
                 if let Some(email) = Self::invite_in(&mut tx, org_id, inv, actor, at).await? {
                     return Ok(InviteOutcome::AlreadyMember(email));
                 }
-                let entry = audit(actor, "member_invited", format!("{} invited as {}", inv.person.email, inv.person.role.as_str()), at);
+                let entry = AuditEntry::by_user(actor, "member_invited", format!("{} invited as {}", inv.person.email, inv.person.role.as_str()), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(InviteOutcome::Invited(entry))
@@ -258,7 +251,7 @@ macro_rules! people_store {
                     // Dropping the transaction rolls every row back.
                     return Ok(Err(members));
                 }
-                let entry = audit(actor, "people_imported", format!("{} people imported from CSV", invitations.len()), at);
+                let entry = AuditEntry::by_user(actor, "people_imported", format!("{} people imported from CSV", invitations.len()), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(Ok(entry))
@@ -310,7 +303,7 @@ macro_rules! people_store {
                 };
                 Self::join(&mut tx, &inv.org_id, &user_id, &person, at).await?;
                 sqlx::query("UPDATE invitations SET used_at = $1 WHERE token_hash = $2").bind(at).bind(token_hash).execute(&mut *tx).await?;
-                let entry = AuditEntry { actor_id: Some(user_id.clone()), ..audit(&user_id, "member_joined", format!("{} joined as {}", inv.email, inv.role), at) };
+                let entry = AuditEntry::by_user(&user_id, "member_joined", format!("{} joined as {}", inv.email, inv.role), at);
                 Self::write_audit(&mut tx, &inv.org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(AcceptOutcome::Joined { org_id: inv.org_id, user_id, entry })
@@ -334,7 +327,7 @@ macro_rules! people_store {
                 if role != Role::Client {
                     Self::ensure_profile(&mut tx, org_id, user_id, default_region).await?;
                 }
-                let entry = audit(actor, "member_role_changed", format!("{user_id}: {before} → {}", role.as_str()), at);
+                let entry = AuditEntry::by_user(actor, "member_role_changed", format!("{user_id}: {before} → {}", role.as_str()), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(MemberChange::Done(entry, Vec::new()))
@@ -353,7 +346,7 @@ macro_rules! people_store {
                 let ended: Vec<String> = sqlx::query_scalar("SELECT token_hash FROM web_sessions WHERE org_id = $1 AND user_id = $2")
                     .bind(org_id).bind(user_id).fetch_all(&mut *tx).await?;
                 sqlx::query("UPDATE web_sessions SET org_id = NULL WHERE org_id = $1 AND user_id = $2").bind(org_id).bind(user_id).execute(&mut *tx).await?;
-                let entry = audit(actor, "member_removed", format!("{user_id} ({before}) removed"), at);
+                let entry = AuditEntry::by_user(actor, "member_removed", format!("{user_id} ({before}) removed"), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(MemberChange::Done(entry, ended))
@@ -393,7 +386,7 @@ macro_rules! people_store {
                     note("active", was_active.to_string(), e.active.to_string());
                 }
                 let detail = if changed.is_empty() { format!("{user_id}: no change") } else { format!("{user_id}: {}", changed.join("; ")) };
-                let entry = audit(actor, "member_edited", detail, at);
+                let entry = AuditEntry::by_user(actor, "member_edited", detail, at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(MemberChange::Done(entry, Vec::new()))

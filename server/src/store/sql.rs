@@ -58,7 +58,7 @@ pub(super) fn role_of(text: &str) -> StoreResult<Role> {
 }
 
 /// Groups `(user_id, certification)` rows by user.
-fn certifications_by_user(rows: Vec<(String, String)>) -> HashMap<String, Vec<String>> {
+pub(super) fn certifications_by_user(rows: Vec<(String, String)>) -> HashMap<String, Vec<String>> {
     let mut by_user: HashMap<String, Vec<String>> = HashMap::new();
     for (user_id, cert) in rows {
         by_user.entry(user_id).or_default().push(cert);

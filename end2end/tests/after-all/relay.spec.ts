@@ -3,23 +3,47 @@ import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { adminContext, hydrated, signIn } from '../helpers';
 
-// A real edge agent: the simulator playing one robot (ue-pick-02, which no
-// other browser test uses). Carla (Austin, 96 ms to us-east) is its nearest
-// pick-place operator, so its call rings her.
-const CARLA = 'carla.mendes@northstar.example';
+// A real edge agent: the simulator playing a robot this test registers,
+// whose skill only this test's operator holds, so no other test's
+// operators take its call and it rings no one else.
 const SIM = process.env.CLUTCHCALL_SIM_BIN ?? path.resolve(__dirname, '../../../target/debug/clutchcall-sim');
+const CERT = 'relay-demo · tier-1';
+const EMAIL = 'rhea.relay@northstar.example';
+const PASSWORD = 'rhea-has-a-long-password';
 
 test('W15 L12: the cockpit shows the joints and camera the robot sends on the relay, the wallboard shows it flowing, and the completed session is an episode', async ({ browser, baseURL }) => {
+  test.setTimeout(60_000);
+  const admin = await adminContext(browser);
+  const api = admin.request;
+  const origin = { origin: baseURL! };
+  const robot = await api.post('/v1/robots', { data: { id: 'ue-relay-01', model: 'UR10e', site: 'Relay Bay', pop: 'us-east', reqCert: CERT } });
+  expect(robot.status()).toBe(201);
+  const { token } = await robot.json();
+  const invited = await api.post('/api/invite_person', {
+    headers: origin,
+    form: { email: EMAIL, display_name: 'Rhea Relay', region: 'Austin', role: 'operator', 'certifications[0]': CERT },
+  });
+  expect(invited.status()).toBe(200);
+  const link: string = (await invited.json()).url;
+  const set = await browser.newContext();
+  const accepted = await set.request.post('/api/accept_invitation', {
+    headers: origin,
+    form: { token: link.split('/').pop()!, password: PASSWORD, confirm: PASSWORD },
+    maxRedirects: 0,
+  });
+  expect(accepted.status()).toBeLessThan(400);
+  await set.close();
+
   const context = await browser.newContext();
   const page = await context.newPage();
-  await signIn(page, CARLA);
+  await signIn(page, EMAIL, PASSWORD);
   await expect(page).toHaveURL(/\/operator$/);
   await page.getByTestId('go-ready').click();
   await expect(page.getByTestId('presence')).toHaveText('ready');
 
-  const sim = spawn(SIM, ['--base', baseURL!, '--operators', 'false', '--robots', 'ue-pick-02', '--call-every-s', '2', '--calls', '1'], { stdio: 'ignore' });
+  const sim = spawn(SIM, ['--base', baseURL!, '--operators', 'false', '--robot', `ue-relay-01=${token}`, '--call-every-s', '2', '--calls', '1'], { stdio: 'ignore' });
   try {
-    await expect(page.getByTestId('offer-robot')).toHaveText('ue-pick-02', { timeout: 20_000 });
+    await expect(page.getByTestId('offer-robot')).toHaveText('ue-relay-01', { timeout: 15_000 });
     await page.keyboard.press('Enter');
     await expect(page).toHaveURL(/\/cockpit\//);
     await expect(page.getByTestId('cockpit-lifecycle')).toHaveText('ACTIVE');
@@ -29,11 +53,10 @@ test('W15 L12: the cockpit shows the joints and camera the robot sends on the re
     await expect(page.getByTestId('camera')).toBeVisible();
     await page.keyboard.press('ArrowUp'); // a drive key: an action on the relay
 
-    const admin = await adminContext(browser);
     const board = await admin.newPage();
     await board.goto('/ops/wallboard');
     await hydrated(board);
-    await expect(board.getByTestId('relay-ue-pick-02').getByTestId('relay-health')).toHaveText('flowing');
+    await expect(board.getByTestId('relay-ue-relay-01').getByTestId('relay-health')).toHaveText('flowing');
     await page.screenshot({ path: 'test-results/cockpit-relay.png', fullPage: true });
 
     await page.keyboard.press('c');
@@ -45,12 +68,12 @@ test('W15 L12: the cockpit shows the joints and camera the robot sends on the re
     await expect(async () => {
       await datasets.goto('/datasets');
       await hydrated(datasets);
-      await expect(datasets.getByTestId('episodes').filter({ hasText: 'ue-pick-02' })).toHaveCount(1, { timeout: 1_000 });
+      await expect(datasets.getByTestId('episodes').filter({ hasText: 'ue-relay-01' })).toHaveCount(1, { timeout: 1_000 });
     }).toPass({ timeout: 15_000 });
-    await expect(datasets.getByTestId('dataset').filter({ hasText: 'ue-pick-02' }).getByTestId('download-v3')).toHaveAttribute('href', /lerobot\.tar\?version=v3\.0$/);
-    await admin.close();
+    await expect(datasets.getByTestId('dataset').filter({ hasText: 'ue-relay-01' }).getByTestId('download-v3')).toHaveAttribute('href', /lerobot\.tar\?version=v3\.0$/);
   } finally {
     sim.kill();
     await context.close();
+    await admin.close();
   }
 });

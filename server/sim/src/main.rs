@@ -19,6 +19,10 @@ struct Flags {
     /// README signs in as.
     #[arg(long, env = "CLUTCHCALL_SIM_SKIP", value_delimiter = ',', default_value = "asha.rao@northstar.example")]
     skip: Vec<String>,
+    /// Robots to play with their own tokens, `id=token` (repeatable),
+    /// instead of the demo org's.
+    #[arg(long = "robot", value_name = "ID=TOKEN")]
+    robot_tokens: Vec<String>,
     /// Only these robots (comma-separated ids); all of the demo org's by default.
     #[arg(long, env = "CLUTCHCALL_SIM_ROBOTS", value_delimiter = ',')]
     robots: Vec<String>,
@@ -38,6 +42,13 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into())).init();
     let flags = Flags::parse();
     let mut config = SimConfig::demo(&flags.base, flags.operators, &flags.skip);
+    if !flags.robot_tokens.is_empty() {
+        config.robots = flags
+            .robot_tokens
+            .iter()
+            .map(|pair| pair.split_once('=').map(|(id, token)| (id.to_string(), token.to_string())).ok_or_else(|| anyhow::anyhow!("--robot takes ID=TOKEN, not {pair:?}")))
+            .collect::<anyhow::Result<_>>()?;
+    }
     if !flags.robots.is_empty() {
         config.robots.retain(|(id, _)| flags.robots.contains(id));
     }

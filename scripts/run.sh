@@ -12,9 +12,12 @@ export PATH="$HOME/.cargo/bin:${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-to
 # are type-erased in release builds (server and browser alike, or hydration
 # fails): the wasm is a quarter smaller. Debug builds stay unerased so that
 # `cargo test -p server` and `cargo leptos build` share compiled dependencies.
+# Every screen is a lazy route: --split cuts each into its own wasm chunk
+# (and is required: the wasm links the chunks' loader), and --precompress
+# writes the .gz/.br files the server sends to browsers that accept them.
 export RUSTFLAGS="${RUSTFLAGS:-} --cfg erase_components"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-cargo leptos build --release
+cargo leptos build --release --split --precompress
 
 ADDR="${CLUTCHCALL_ADDR:-127.0.0.1:3000}"
 "$TARGET_DIR/release/server" &

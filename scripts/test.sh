@@ -39,7 +39,7 @@ step "fuzz the /v1 API from its OpenAPI document (schemathesis)"
 bash scripts/fuzz-api.sh "$TARGET_DIR/debug/server"
 
 step "build the site for the browser tests (server + wasm, debug)"
-cargo leptos build
+cargo leptos build --split
 
 step "browser tests: Playwright in Chromium"
 cd end2end

@@ -32,12 +32,12 @@ pub mod session_cookie;
 pub mod timeline;
 
 use components::{Session, TopBar};
-use routes::AdminArea;
+use routes::screens;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    path, SsrMode,
+    path, Lazy, SsrMode,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -66,15 +66,6 @@ pub fn App() -> impl IntoView {
     provide_meta_context();
     provide_context(Session::new());
     provide_context(console::Console::new());
-    // Effects run only in the browser: this marks the moment the wasm took
-    // over the server-rendered page (browser tests wait for it).
-    Effect::new(|_| {
-        #[cfg(feature = "hydrate")]
-        if let Some(body) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.body()) {
-            let _ = body.set_attribute("data-hydrated", "true");
-        }
-    });
-
     view! {
         <Stylesheet id="leptos" href="/pkg/clutchcall.css"/>
         <Title formatter=|page: String| if page.is_empty() { "ClutchCall".to_string() } else { format!("{page} · ClutchCall") }/>
@@ -86,27 +77,23 @@ pub fn App() -> impl IntoView {
                     // Guarded screens render fully before the first byte is
                     // sent (SsrMode::Async), so a redirect or a 403 is always
                     // the real HTTP status, never a race with streaming.
-                    <Route path=path!("/") view=routes::Home ssr=SsrMode::Async/>
-                    <Route path=path!("/signin") view=routes::SignIn ssr=SsrMode::Async/>
-                    <Route path=path!("/orgs") view=routes::ChooseOrg ssr=SsrMode::Async/>
-                    // Admin screens are flat routes, each inside its own guard:
-                    // an `<Outlet/>` under the guard's Suspense was built twice
-                    // on the server (its closure runs at the dry run and again
-                    // at the render), and the browser then read the discarded
-                    // copy's data and failed to hydrate.
-                    <Route path=path!("/admin") view=|| view! { <AdminArea><routes::Overview/></AdminArea> } ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/directory") view=|| view! { <AdminArea><routes::DirectoryPage/></AdminArea> } ssr=SsrMode::Async/>
-                    <Route path=path!("/ops/wallboard") view=|| view! { <AdminArea><routes::Wallboard/></AdminArea> } ssr=SsrMode::Async/>
-                    <Route path=path!("/ops/roster") view=|| view! { <AdminArea><routes::Roster/></AdminArea> } ssr=SsrMode::Async/>
-                    <Route path=path!("/ops/sessions") view=|| view! { <components::RequireMember><routes::SessionView/></components::RequireMember> } ssr=SsrMode::Async/>
-                    <Route path=path!("/operator") view=routes::OperatorHome ssr=SsrMode::Async/>
-                    <Route path=path!("/cockpit/:id") view=routes::CockpitPage ssr=SsrMode::Async/>
-                    <Route path=path!("/client") view=routes::ClientPage ssr=SsrMode::Async/>
-                    <Route path=path!("/account") view=routes::AccountPage ssr=SsrMode::Async/>
-                    <Route path=path!("/invite/:token") view=routes::InvitePage ssr=SsrMode::Async/>
-                    <Route path=path!("/datasets") view=routes::DatasetsPage ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/people") view=|| view! { <AdminArea><routes::PeoplePage/></AdminArea> } ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/floors") view=|| view! { <AdminArea><routes::FloorsPage/></AdminArea> } ssr=SsrMode::Async/>
+                    // Every screen is a lazy route (see routes::screens).
+                    <Route path=path!("/") view={Lazy::<screens::HomeScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/signin") view={Lazy::<screens::SignInScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/orgs") view={Lazy::<screens::ChooseOrgScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/admin") view={Lazy::<screens::OverviewScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/directory") view={Lazy::<screens::DirectoryScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/people") view={Lazy::<screens::PeopleScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/floors") view={Lazy::<screens::FloorsScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/ops/wallboard") view={Lazy::<screens::WallboardScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/ops/roster") view={Lazy::<screens::RosterScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/ops/sessions") view={Lazy::<screens::SessionScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/operator") view={Lazy::<screens::OperatorScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/cockpit/:id") view={Lazy::<screens::CockpitScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/client") view={Lazy::<screens::ClientScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/account") view={Lazy::<screens::AccountScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/invite/:token") view={Lazy::<screens::InviteScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/datasets") view={Lazy::<screens::DatasetsScreen>::new()} ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

@@ -97,9 +97,64 @@ pub fn use_live_board() -> LiveBoard {
     use_live(load_ops_board, POLL_MS)
 }
 
+/// What a watch socket's message means to a live screen.
+#[derive(Debug, PartialEq)]
+pub enum WatchNotice {
+    /// The relay's counts (every second while channels are open): applied
+    /// as they are, never a reload.
+    Relay(Vec<crate::relay::RelayStat>),
+    /// Something in the org changed, or events were dropped: reload.
+    Changed,
+    /// Nothing a screen acts on (a pong, an error).
+    Nothing,
+}
+
+/// Reads only what a screen acts on: the message's type and, for an org
+/// event, the event's type and the relay's counts. (Decoding `RingMsg` in
+/// full here put a decoder for every event payload in the browser's wasm.)
+pub fn read_watch(text: &str) -> WatchNotice {
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    struct Message {
+        #[serde(rename = "type")]
+        kind: MessageKind,
+        #[serde(default)]
+        event: Option<Event>,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum MessageKind {
+        Org,
+        Resync,
+        #[serde(other)]
+        Other,
+    }
+    #[derive(Deserialize)]
+    struct Event {
+        #[serde(rename = "type")]
+        kind: EventKind,
+        #[serde(default)]
+        stats: Option<Vec<crate::relay::RelayStat>>,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum EventKind {
+        Relay,
+        #[serde(other)]
+        Other,
+    }
+
+    match serde_json::from_str::<Message>(text) {
+        Ok(Message { kind: MessageKind::Org, event: Some(Event { kind: EventKind::Relay, stats: Some(stats) }) }) => WatchNotice::Relay(stats),
+        Ok(Message { kind: MessageKind::Org | MessageKind::Resync, .. }) => WatchNotice::Changed,
+        _ => WatchNotice::Nothing,
+    }
+}
+
 #[cfg(feature = "hydrate")]
 mod browser {
-    use crate::ring::RingMsg;
+    use super::{read_watch, WatchNotice};
     use gloo_timers::callback::{Interval, Timeout};
     use leptos::prelude::*;
     use std::cell::RefCell;
@@ -202,11 +257,10 @@ mod browser {
             let reloader = reloader.clone();
             Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
                 let Some(text) = ev.data().as_string() else { return };
-                match serde_json::from_str::<RingMsg>(&text) {
-                    // The relay's counts change every second: applied, not reloaded.
-                    Ok(RingMsg::Org { event: crate::events::OrgEvent::Relay { stats, .. } }) => relay.set(Some(stats)),
-                    Ok(RingMsg::Org { .. } | RingMsg::Resync) => reloader.poke(),
-                    _ => {}
+                match read_watch(&text) {
+                    WatchNotice::Relay(stats) => relay.set(Some(stats)),
+                    WatchNotice::Changed => reloader.poke(),
+                    WatchNotice::Nothing => {}
                 }
             })
         };
@@ -227,5 +281,48 @@ mod browser {
         on_close.forget();
 
         *socket.borrow_mut() = Some(ws);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::OrgEvent;
+    use crate::models::LifecycleState;
+    use crate::relay::{FlowStat, RelayStat};
+    use crate::ring::{RingError, RingMsg};
+
+    fn wire(msg: &RingMsg) -> String {
+        serde_json::to_string(msg).unwrap()
+    }
+
+    #[test]
+    fn a_watch_applies_relay_counts_and_reloads_on_any_other_org_change() {
+        let stat = RelayStat {
+            session_id: "ses-1".into(),
+            robot_id: "uk-pal-01".into(),
+            robot_connected: true,
+            cockpits: 1,
+            robot_frames: FlowStat::default(),
+            operator_frames: FlowStat::default(),
+            open_since_ms: 5,
+        };
+        let relay = RingMsg::Org { event: OrgEvent::Relay { stats: vec![stat.clone()], at_ms: 9 } };
+        assert_eq!(read_watch(&wire(&relay)), WatchNotice::Relay(vec![stat]));
+
+        let lifecycle = OrgEvent::Lifecycle {
+            session_id: "ses-1".into(),
+            robot_id: "uk-pal-01".into(),
+            lifecycle: LifecycleState::Active,
+            operator_id: Some("u-asha".into()),
+            queued: false,
+            at_ms: 1,
+        };
+        assert_eq!(read_watch(&wire(&RingMsg::Org { event: lifecycle })), WatchNotice::Changed);
+        assert_eq!(read_watch(&wire(&RingMsg::Org { event: OrgEvent::Bookings { robot_id: "r".into() } })), WatchNotice::Changed);
+        assert_eq!(read_watch(&wire(&RingMsg::Resync)), WatchNotice::Changed, "dropped events: reload");
+        assert_eq!(read_watch(&wire(&RingMsg::Pong { nonce: 3 })), WatchNotice::Nothing);
+        assert_eq!(read_watch(&wire(&RingMsg::error(RingError::SignedOut))), WatchNotice::Nothing);
+        assert_eq!(read_watch("not json"), WatchNotice::Nothing);
     }
 }

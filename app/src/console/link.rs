@@ -45,6 +45,9 @@ fn js_sys_now() -> f64 {
     web_sys::window().and_then(|w| w.performance()).map(|p| p.time_origin() + p.now()).unwrap_or(0.0)
 }
 
+/// Opens the link. Lazy: its code (the socket, the ring messages' decoder,
+/// the ring tone) is a chunk of its own that only operators' tabs fetch.
+#[lazy]
 pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> LinkHandle {
     let inner = Rc::new(Inner {
         console,

@@ -124,11 +124,26 @@ pub fn ConsoleLink() -> impl IntoView {
     let console = expect_context::<Console>();
     #[cfg(feature = "hydrate")]
     {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
         let navigate = leptos_router::hooks::use_navigate();
-        let navigate = move |path: &str| navigate(path, Default::default());
-        let handle = link::start(console, Box::new(navigate));
-        console.link_handle.set_value(Some(handle));
+        let navigate: Box<dyn Fn(&str)> = Box::new(move |path: &str| navigate(path, Default::default()));
+        // The link's code is a lazily loaded chunk (only operators open
+        // it), so it starts once that arrives, unless unmounted meanwhile.
+        let unmounted = Arc::new(AtomicBool::new(false));
+        leptos::task::spawn_local({
+            let unmounted = unmounted.clone();
+            async move {
+                let handle = link::start(console, navigate).await;
+                if unmounted.load(Ordering::Relaxed) {
+                    handle.stop();
+                } else {
+                    console.link_handle.set_value(Some(handle));
+                }
+            }
+        });
         on_cleanup(move || {
+            unmounted.store(true, Ordering::Relaxed);
             console.link_handle.update_value(|h| {
                 if let Some(h) = h.take() {
                     h.stop();

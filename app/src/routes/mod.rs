@@ -18,6 +18,7 @@ mod overview;
 mod people;
 mod robot_register;
 mod roster;
+pub mod screens;
 mod session_dispatch;
 mod session_rating;
 mod session_timeline;

@@ -1,0 +1,104 @@
+import { Browser, expect, test } from '@playwright/test';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as zlib from 'zlib';
+
+// What each screen loads before it is interactive: every wasm and JS file
+// the browser fetches from /pkg between navigation and hydration (screens
+// are lazy routes, so that is the main module plus the screen's chunks).
+// Run by scripts/bench-wasm.sh against the release build; figures in
+// BENCHMARKS.md. Sizes are the site's own files: raw, gzip -9 of each file
+// (the budget's measure, as in earlier figures), and what Chromium actually
+// received (the server sends the `.br` that `--precompress` wrote).
+const BUDGET_GZIP = 350 * 1024;
+const SITE = process.env.BENCH_SITE ?? path.resolve(__dirname, '../../target/site');
+const PASSWORD = 'clutchcall-demo';
+
+type Who = 'nobody' | 'admin' | 'operator' | 'client';
+const USERS: Record<Exclude<Who, 'nobody'>, string> = {
+  admin: 'dana.okafor@northstar.example',
+  operator: 'priya.shah@northstar.example',
+  client: 'kofi.mensah@leeds-logistics.example',
+};
+const SCREENS: [string, Who][] = [
+  ['/signin', 'nobody'],
+  ['/invite/not-a-token', 'nobody'],
+  ['/', 'admin'],
+  ['/orgs', 'admin'],
+  ['/admin', 'admin'],
+  ['/admin/directory', 'admin'],
+  ['/admin/people', 'admin'],
+  ['/admin/floors', 'admin'],
+  ['/ops/wallboard', 'admin'],
+  ['/ops/roster', 'admin'],
+  ['/ops/sessions', 'admin'],
+  ['/datasets', 'admin'],
+  ['/account', 'admin'],
+  ['/operator', 'operator'],
+  ['/cockpit/no-such-session', 'operator'],
+  ['/client', 'client'],
+];
+
+async function storageFor(browser: Browser, who: Who) {
+  if (who === 'nobody') return undefined;
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto('/signin');
+  await expect(page.locator('body[data-hydrated="true"]')).toHaveCount(1);
+  await page.getByLabel('Email').fill(USERS[who]);
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page).not.toHaveURL(/\/signin/);
+  const state = await context.storageState();
+  await context.close();
+  return state;
+}
+
+const size = (file: string) => (fs.existsSync(file) ? fs.statSync(file).size : NaN);
+const gzipped = (file: string) => (fs.existsSync(file) ? zlib.gzipSync(fs.readFileSync(file), { level: 9 }).length : NaN);
+const kb = (n: number) => `${(n / 1024).toFixed(0)} KB`;
+
+test('what each screen loads before it is interactive', async ({ browser }) => {
+  test.setTimeout(600_000);
+  const states = new Map<Who, Awaited<ReturnType<typeof storageFor>>>();
+  for (const who of ['nobody', 'admin', 'operator', 'client'] as Who[]) states.set(who, await storageFor(browser, who));
+
+  const rows: { screen: string; files: number; raw: number; gzip: number; received: number }[] = [];
+  for (const [screen, who] of SCREENS) {
+    const context = await browser.newContext({ storageState: states.get(who) });
+    const page = await context.newPage();
+    // A screen fetches a couple of hundred chunks: keep every timing (the
+    // default buffer holds 250 entries).
+    await page.addInitScript(() => performance.setResourceTimingBufferSize(5_000));
+    page.on('pageerror', (e) => console.log(`${screen}: ${e.message}`));
+    page.on('console', (m) => m.type() === 'error' && console.log(`${screen}: ${m.text()}`));
+    await page.goto(screen);
+    // Hydration waits for the screen's chunks (hydrate_lazy), so by now
+    // everything the screen needs to be interactive has been fetched; the
+    // page's own resource timings list it (preloads included, once each).
+    await expect(page.locator('body[data-hydrated="true"]')).toHaveCount(1, { timeout: 60_000 });
+    const files: { file: string; received: number }[] = await page.evaluate(() => {
+      const seen = new Map<string, number>();
+      for (const e of performance.getEntriesByType('resource') as PerformanceResourceTiming[]) {
+        const path = new URL(e.name).pathname;
+        if (/^\/pkg\/.*\.(wasm|js)$/.test(path)) seen.set(path.slice('/pkg/'.length), Math.max(seen.get(path) ?? 0, e.encodedBodySize));
+      }
+      return [...seen].map(([file, received]) => ({ file, received }));
+    });
+    await context.close();
+    const raw = files.reduce((sum, f) => sum + size(path.join(SITE, 'pkg', f.file)), 0);
+    const gzip = files.reduce((sum, f) => sum + gzipped(path.join(SITE, 'pkg', f.file)), 0);
+    const received = files.reduce((sum, f) => sum + f.received, 0);
+    rows.push({ screen, files: files.length, raw, gzip, received });
+  }
+
+  console.log('| screen | files | raw | gzip | received (br) |');
+  console.log('|---|---|---|---|---|');
+  for (const r of rows) console.log(`| \`${r.screen}\` | ${r.files} | ${kb(r.raw)} | ${kb(r.gzip)} | ${kb(r.received)} |`);
+  const worst = rows.reduce((a, b) => (b.gzip > a.gzip ? b : a));
+  console.log(`heaviest: ${worst.screen}, ${kb(worst.gzip)} gzip in ${worst.files} files (budget ${kb(BUDGET_GZIP)})`);
+  for (const r of rows) {
+    expect(Number.isFinite(r.gzip), `${r.screen}: every fetched file is in ${SITE}`).toBe(true);
+    expect(r.gzip, `${r.screen} loads ${kb(r.gzip)} gzip before it is interactive`).toBeLessThanOrEqual(BUDGET_GZIP);
+  }
+});

@@ -249,6 +249,19 @@ where
     }
 }
 
+/// Loads one session's data only once a session is chosen (a non-empty
+/// id): with none, nothing is asked of the server, so no "not found" marks
+/// the page's HTTP status.
+pub async fn for_chosen_session<T, F>(session_id: String, load: impl FnOnce(String) -> F) -> Result<T, AppError>
+where
+    F: std::future::Future<Output = Result<T, AppError>>,
+{
+    if session_id.is_empty() {
+        return Err(AppError::NotFound("No session is chosen.".into()));
+    }
+    load(session_id).await
+}
+
 /// A session's activity log (rule L05), oldest first.
 #[component]
 pub fn ActivityLog(log: crate::lifecycle::SessionActivity) -> impl IntoView {

@@ -203,3 +203,14 @@ both_backends!(a_client_watch_socket_hears_only_the_clients_own_sessions, |app: 
     assert_eq!(said, (mine.clone(), "Starting now.".to_string()));
     app.finish().await;
 });
+
+// The client's screen with no session chosen asks nothing about "no
+// session": it answers 200 (it answered 404, because its session panels
+// loaded the session with an empty id and the not-found set the status).
+both_backends!(the_client_screen_without_a_chosen_session_is_not_a_404, |app: TestApp| async move {
+    let kofi = browser();
+    sign_in(&kofi, &app, KOFI).await;
+    let page = kofi.get(app.url("/client")).header("accept", "text/html").send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert!(page.text().await.unwrap().contains("Your sessions"), "the client's screen itself");
+});

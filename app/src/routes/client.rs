@@ -8,7 +8,7 @@
 //! party to (for an admin: the org's), with a slow poll as a fallback.
 
 use crate::booking::{utc_when, Booking, ClientSessions};
-use crate::components::{loaded, ActivityLog, ErrorNotice, RequireRole};
+use crate::components::{for_chosen_session, loaded, ActivityLog, ErrorNotice, RequireRole};
 use crate::functions::{load_booking_options, load_bookings, load_client_sessions, load_session, load_session_activity, BookRobot, CancelBooking};
 use crate::models::Role;
 use crate::routes::chat_panel::ChatPanel;
@@ -43,8 +43,8 @@ fn ClientHome() -> impl IntoView {
     let query = use_query_map();
     let watched = move || query.read().get("s").unwrap_or_default();
     let chosen = move || !watched().is_empty();
-    let record = Resource::new(move || (watched(), tick.get()), |(id, _)| load_session(id));
-    let activity = Resource::new(move || (watched(), tick.get()), |(id, _)| load_session_activity(id));
+    let record = Resource::new(move || (watched(), tick.get()), |(id, _)| for_chosen_session(id, load_session));
+    let activity = Resource::new(move || (watched(), tick.get()), |(id, _)| for_chosen_session(id, load_session_activity));
     view! {
         <section class="panel" aria-labelledby="sessions-h">
             <h1 id="sessions-h">"Your sessions"</h1>

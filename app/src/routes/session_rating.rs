@@ -20,7 +20,7 @@ pub fn RatingPanel(
     let may_rate = move |s: &SessionRecord| {
         me.with_value(|me| me.as_ref().is_some_and(|u| u.role().is_some_and(|role| crate::rating::may_rate(role, &u.user_id, s))))
     };
-    let rating = Resource::new(move || (session_id(), rate.version().get()), |(id, _)| load_session_rating(id));
+    let rating = Resource::new(move || (session_id(), rate.version().get()), |(id, _)| crate::components::for_chosen_session(id, load_session_rating));
     view! {
         <section class="panel" aria-labelledby="rating-h">
             <h2 id="rating-h">"Rating"</h2>

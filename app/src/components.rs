@@ -5,6 +5,7 @@ use crate::error::AppError;
 use crate::functions::{signed_in_user, SelectOrg, SignIn, SignOut};
 use crate::models::{CurrentUser, Role};
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 use leptos_router::components::Redirect;
 use leptos_router::hooks::use_location;
 
@@ -90,26 +91,42 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
             {role.is_some_and(|r| r.grants(Role::Client)).then(|| view! { <a href="/datasets">"Datasets"</a> })}
         </nav>
         <div class="account">
-            {several_orgs.then(|| view! {
-                <ActionForm action=session.select_org attr:class="org-switch">
-                    <label class="visually-hidden" for="org-switch">"Organisation"</label>
-                    <select id="org-switch" name="org_id">
-                        {orgs.into_iter().map(|o| {
-                            let is_selected = o.org_id == selected;
-                            view! { <option value=o.org_id.clone() selected=is_selected>{o.org_name.clone()}" · "{o.role.as_str()}</option> }
-                        }).collect_view()}
-                    </select>
-                    <button type="submit" class="button subtle">"Switch"</button>
-                </ActionForm>
+            // Plain forms that post to the server functions (so they work
+            // before the wasm has loaded), dispatching the actions once it
+            // has: an `ActionForm` here put its form decoding in every
+            // page's first chunk (30 KB gzip of the shell).
+            {several_orgs.then(|| {
+                let chosen = NodeRef::<leptos::html::Select>::new();
+                let switch = move |ev: leptos::ev::SubmitEvent| {
+                    ev.prevent_default();
+                    if let Some(select) = chosen.get() {
+                        session.select_org.dispatch(SelectOrg { org_id: select.value() });
+                    }
+                };
+                view! {
+                    <form class="org-switch" method="post" action=SelectOrg::url() on:submit=switch>
+                        <label class="visually-hidden" for="org-switch">"Organisation"</label>
+                        <select id="org-switch" name="org_id" node_ref=chosen>
+                            {orgs.into_iter().map(|o| {
+                                let is_selected = o.org_id == selected;
+                                view! { <option value=o.org_id.clone() selected=is_selected>{o.org_name.clone()}" · "{o.role.as_str()}</option> }
+                            }).collect_view()}
+                        </select>
+                        <button type="submit" class="button subtle">"Switch"</button>
+                    </form>
+                }
             })}
             {(!several_orgs).then(|| user.selected_org.as_ref().map(|o| view! {
                 <span class="org-name">{o.org_name.clone()}" · "{o.role.as_str()}</span>
             }))}
             {role.is_some_and(|r| r.grants(Role::Operator)).then(|| view! { <crate::console::ConsoleLink/> })}
             <a class="who" href="/account" title=format!("{} · change your password", user.email)>{user.display_name.clone()}</a>
-            <ActionForm action=session.sign_out>
+            <form method="post" action=SignOut::url() on:submit=move |ev: leptos::ev::SubmitEvent| {
+                ev.prevent_default();
+                session.sign_out.dispatch(SignOut {});
+            }>
                 <button type="submit" class="button subtle">"Sign out"</button>
-            </ActionForm>
+            </form>
         </div>
     }
 }

@@ -71,7 +71,7 @@ pub fn App() -> impl IntoView {
         <Title formatter=|page: String| if page.is_empty() { "ClutchCall".to_string() } else { format!("{page} · ClutchCall") }/>
         <Router>
             <TopBar/>
-            <console::OfferPanel/>
+            <console::OfferSlot/>
             <main class="page">
                 <Routes fallback=routes::NotFound>
                     // Guarded screens render fully before the first byte is

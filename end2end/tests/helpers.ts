@@ -4,9 +4,12 @@ export const PASSWORD = 'clutchcall-demo';
 export const ADMIN = 'dana.okafor@northstar.example';
 export const OPERATOR = 'asha.rao@northstar.example';
 
-/** Waits until the wasm has hydrated the server-rendered page. */
-export async function hydrated(page: Page) {
-  await expect(page.locator('body[data-hydrated="true"]')).toHaveCount(1);
+/** Waits until the wasm has hydrated the server-rendered page. The debug
+ * build's shell and a screen's lazy chunks are several MB of unoptimised
+ * wasm, which Chromium compiles before hydrating: with two workers and
+ * parallel tabs that can take longer than a plain expect's 10 s. */
+export async function hydrated(page: Page, timeout = 30_000) {
+  await expect(page.locator('body[data-hydrated="true"]')).toHaveCount(1, { timeout });
 }
 
 export async function signIn(page: Page, email: string, password = PASSWORD) {

@@ -30,7 +30,7 @@ test('the live screens hydrate cleanly under repeated parallel loads with events
   for (let round = 0; round < 8; round += 1) {
     await Promise.all(tabs.map(async (tab, i) => {
       await tab.goto(screens[(round + i) % screens.length]);
-      await hydrated(tab);
+      await hydrated(tab).catch((e) => { throw new Error(`${e}\nerrors so far: ${errors.join('\n')}`); });
       await expect(tab.locator('.error[role="alert"]')).toHaveCount(0);
     }));
   }

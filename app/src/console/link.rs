@@ -35,6 +35,9 @@ struct Inner {
     timers: RefCell<Vec<Interval>>,
     retry: RefCell<Option<Timeout>>,
     ticks: Cell<u32>,
+    /// The offer panel, mounted in the page's offer slot; dropping it
+    /// unmounts the panel.
+    panel: RefCell<Option<Box<dyn std::any::Any>>>,
 }
 
 fn browser_now() -> i64 {
@@ -64,6 +67,7 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> LinkHandle {
         timers: RefCell::new(Vec::new()),
         retry: RefCell::new(None),
         ticks: Cell::new(0),
+        panel: RefCell::new(None),
     });
     let tick = {
         let inner = Rc::downgrade(&inner);
@@ -91,8 +95,17 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> LinkHandle {
     };
     inner.timers.borrow_mut().extend([tick, heartbeat, ping]);
     inner.tick();
+    *inner.panel.borrow_mut() = mount_offer_panel(console);
     connect(&inner);
     LinkHandle { inner }
+}
+
+/// Mounts the offer panel in the page's offer slot (`OfferSlot`).
+fn mount_offer_panel(console: Console) -> Option<Box<dyn std::any::Any>> {
+    let slot = web_sys::window()?.document()?.get_element_by_id("offer-slot")?;
+    let slot = slot.dyn_into::<web_sys::HtmlElement>().ok()?;
+    let panel = leptos::mount::mount_to(slot, move || view! { <super::OfferPanel console/> });
+    Some(Box::new(panel))
 }
 
 impl LinkHandle {
@@ -103,6 +116,7 @@ impl LinkHandle {
     pub fn stop(&self) {
         self.inner.stopped.set(true);
         self.inner.timers.borrow_mut().clear();
+        self.inner.panel.borrow_mut().take();
         self.inner.retry.borrow_mut().take();
         if let Some(ws) = self.inner.socket.borrow_mut().take() {
             let _ = ws.close();

@@ -1,6 +1,7 @@
 //! The operator's console: one ring-channel WebSocket per tab, alive on
 //! every page of the tab (so presence keeps heartbeating in the cockpit),
-//! and the offer panel that rings wherever the operator is.
+//! and the offer panel that rings wherever the operator is (mounted in the
+//! page's offer slot by the link).
 
 use crate::models::Offer;
 use crate::ring::{seconds_left, ConsoleMsg, MyPresence};
@@ -166,11 +167,17 @@ pub fn ConsoleLink() -> impl IntoView {
     }
 }
 
-/// The ringing offer, shown over whatever page the operator is on.
-/// Enter accepts, Escape declines.
+/// Where the offer panel goes: over whatever page the operator is on. The
+/// console's link mounts the panel here when it starts, so the panel's code
+/// is in the link's chunk with the rest of what only operators need.
 #[component]
-pub fn OfferPanel() -> impl IntoView {
-    let console = expect_context::<Console>();
+pub fn OfferSlot() -> impl IntoView {
+    view! { <div id="offer-slot" class="offer-slot"></div> }
+}
+
+/// The ringing offer. Enter accepts, Escape declines.
+#[component]
+pub fn OfferPanel(console: Console) -> impl IntoView {
     let _keys = window_event_listener(leptos::ev::keydown, move |ev| {
         if console.offer.get_untracked().is_none() {
             return;

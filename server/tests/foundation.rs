@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{browser, call, sign_in, TestApp, ADMIN, HARBOR_OPERATOR, OPERATOR};
+use common::{browser, call, sign_in, Db, TestApp, ADMIN, HARBOR_OPERATOR, OPERATOR};
 use reqwest::StatusCode;
 use serde_json::Value;
 use sqlx::Connection;
@@ -291,4 +291,36 @@ async fn pages_answer_while_other_servers_start_in_the_same_process() {
     stop.store(true, Ordering::Relaxed);
     starts.join().unwrap();
     app.finish().await;
+}
+
+// The site's files (the wasm, its lazily loaded chunks, JS, CSS) are served
+// as files: a browser revalidating a cached chunk gets 304 (it got the app's
+// not-found page, the chunk failed to load and the page never hydrated), a
+// browser that accepts brotli gets the precompressed copy, and a missing
+// file is a plain 404. Static files do not touch the database: SQLite only.
+#[tokio::test]
+async fn site_files_revalidate_and_come_precompressed() {
+    let site = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(site.path().join("pkg")).unwrap();
+    std::fs::write(site.path().join("pkg/chunk_1.wasm"), b"\0asm a chunk").unwrap();
+    std::fs::write(site.path().join("pkg/chunk_1.wasm.br"), b"brotli bytes").unwrap();
+    let root = site.path().to_path_buf();
+    let app = TestApp::spawn_with(Db::Sqlite, move |config| config.site_root = root).await.unwrap();
+    let client = reqwest::Client::new();
+    let url = app.url("/pkg/chunk_1.wasm");
+
+    let first = client.get(&url).send().await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    let modified = first.headers()["last-modified"].clone();
+    assert_eq!(first.bytes().await.unwrap().as_ref(), b"\0asm a chunk");
+
+    let again = client.get(&url).header("if-modified-since", modified).send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED, "a revalidation is not a missing file");
+
+    let brotli = client.get(&url).header("accept-encoding", "br, gzip").send().await.unwrap();
+    assert_eq!(brotli.headers()["content-encoding"], "br");
+    assert_eq!(brotli.bytes().await.unwrap().as_ref(), b"brotli bytes");
+
+    let missing = client.get(app.url("/pkg/chunk_2.wasm")).send().await.unwrap();
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
 }

@@ -21,7 +21,7 @@ use axum::response::{IntoResponse, Json};
 use axum::routing::get;
 use axum::Router;
 use leptos::prelude::*;
-use leptos_axum::{file_and_error_handler_with_context, generate_route_list, LeptosRoutes};
+use leptos_axum::{file_and_error_handler_with_context, generate_route_list, site_pkg_dir_service, site_pkg_dir_service_route_path, LeptosRoutes};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -106,8 +106,17 @@ pub fn router(state: AppState) -> Router {
     };
     let options = state.leptos_options.clone();
 
+    // The wasm, its chunks, JS and CSS are served as files, precompressed
+    // when the build wrote .br/.gz. Not through the fallback: it answers
+    // anything but a 200 with the app's not-found page, so a browser
+    // revalidating a cached chunk (304) got a 404, the chunk failed to load
+    // and the page never hydrated.
+    let pkg_route = site_pkg_dir_service_route_path(&state.leptos_options);
+    let pkg_files = site_pkg_dir_service(&state.leptos_options);
+
     Router::new()
         .leptos_routes_with_context(&state, routes, provide_backend.clone(), move || shell(options.clone()))
+        .route_service(&pkg_route, pkg_files)
         .fallback(file_and_error_handler_with_context::<AppState, _>(provide_backend, shell))
         // Pages and server functions (`/api/*`) read no body over 16 KiB: a
         // 1.5 MB "email" is refused before anything reads it. (`/v1` has its

@@ -14,11 +14,7 @@ TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 cargo build --release -p clutchcall-bench --bin roster-seed
 data="$(mktemp -d)"
 "$TARGET_DIR/release/roster-seed" "$data" "$N"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-CLUTCHCALL_ADDR="127.0.0.1:$port" CLUTCHCALL_DATA_DIR="$data" CLUTCHCALL_DEMO=0 CLUTCHCALL_METRICS_ADDR=off \
-  RUST_LOG=warn LEPTOS_SITE_ROOT="$ROOT/target/site" "$TARGET_DIR/release/server" >"$data/server.log" 2>&1 &
-server=$!
-trap 'kill "$server" 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.2; done
+source "$ROOT/scripts/serve-scratch.sh"
+serve_scratch "$TARGET_DIR/release/server" "$data" CLUTCHCALL_DEMO=0 CLUTCHCALL_METRICS_ADDR=off
 cd end2end
 BENCH_URL="http://127.0.0.1:$port" npx playwright test --config bench/playwright.bench.config.ts

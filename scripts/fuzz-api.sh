@@ -8,16 +8,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-tools}"
 BIN="${1:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/server}"
 
+source "$ROOT/scripts/serve-scratch.sh"
 data="$(mktemp -d)"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-CLUTCHCALL_ADDR="127.0.0.1:$port" CLUTCHCALL_DATA_DIR="$data" CLUTCHCALL_DEMO=1 RUST_LOG=warn \
-  LEPTOS_SITE_ROOT="$ROOT/target/site" "$BIN" >"$data/server.log" 2>&1 &
-server=$!
-trap 'kill "$server" 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break
-  sleep 0.2
-done
+serve_scratch "$BIN" "$data" CLUTCHCALL_DEMO=1
 
 "$TOOLS_DIR/venv/bin/st" --config-file "$ROOT/scripts/schemathesis.toml" run \
   "http://127.0.0.1:$port/v1/openapi.json" \

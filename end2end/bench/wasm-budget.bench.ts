@@ -2,6 +2,7 @@ import { Browser, expect, test } from '@playwright/test';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as zlib from 'zlib';
+import { hydrated, signIn } from '../tests/helpers';
 
 // What each screen loads before it is interactive: every wasm and JS file
 // the browser fetches from /pkg between navigation and hydration (screens
@@ -12,7 +13,6 @@ import * as zlib from 'zlib';
 // received (the server sends the `.br` that `--precompress` wrote).
 const BUDGET_GZIP = 350 * 1024;
 const SITE = process.env.BENCH_SITE ?? path.resolve(__dirname, '../../target/site');
-const PASSWORD = 'clutchcall-demo';
 
 type Who = 'nobody' | 'admin' | 'operator' | 'client';
 const USERS: Record<Exclude<Who, 'nobody'>, string> = {
@@ -43,11 +43,7 @@ async function storageFor(browser: Browser, who: Who) {
   if (who === 'nobody') return undefined;
   const context = await browser.newContext();
   const page = await context.newPage();
-  await page.goto('/signin');
-  await expect(page.locator('body[data-hydrated="true"]')).toHaveCount(1);
-  await page.getByLabel('Email').fill(USERS[who]);
-  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signIn(page, USERS[who]);
   await expect(page).not.toHaveURL(/\/signin/);
   const state = await context.storageState();
   await context.close();
@@ -76,7 +72,7 @@ test('what each screen loads before it is interactive', async ({ browser }) => {
     // Hydration waits for the screen's chunks (hydrate_lazy), so by now
     // everything the screen needs to be interactive has been fetched; the
     // page's own resource timings list it (preloads included, once each).
-    await expect(page.locator('body[data-hydrated="true"]')).toHaveCount(1, { timeout: 60_000 });
+    await hydrated(page, 60_000);
     const files: { file: string; received: number }[] = await page.evaluate(() => {
       const seen = new Map<string, number>();
       for (const e of performance.getEntriesByType('resource') as PerformanceResourceTiming[]) {

@@ -121,13 +121,23 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
             }))}
             {role.is_some_and(|r| r.grants(Role::Operator)).then(|| view! { <crate::console::ConsoleLink/> })}
             <a class="who" href="/account" title=format!("{} · change your password", user.email)>{user.display_name.clone()}</a>
-            <form method="post" action=SignOut::url() on:submit=move |ev: leptos::ev::SubmitEvent| {
-                ev.prevent_default();
-                session.sign_out.dispatch(SignOut {});
-            }>
-                <button type="submit" class="button subtle">"Sign out"</button>
-            </form>
+            <SignOutForm/>
         </div>
+    }
+}
+
+/// "Sign out": a plain form posting to the server function (it works before
+/// the wasm has loaded), dispatching the session's action once it has.
+#[component]
+pub fn SignOutForm() -> impl IntoView {
+    let session = expect_context::<Session>();
+    view! {
+        <form method="post" action=SignOut::url() on:submit=move |ev: leptos::ev::SubmitEvent| {
+            ev.prevent_default();
+            session.sign_out.dispatch(SignOut {});
+        }>
+            <button type="submit" class="button subtle">"Sign out"</button>
+        </form>
     }
 }
 

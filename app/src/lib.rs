@@ -12,6 +12,7 @@ pub mod directory;
 pub mod dispatch;
 pub mod error;
 pub mod events;
+pub mod forms;
 pub mod functions;
 pub mod handover;
 pub mod inactivity;

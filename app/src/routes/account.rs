@@ -3,7 +3,9 @@
 //! other browsers' sockets close at once).
 
 use crate::components::{ErrorNotice, RequireMember};
+use crate::forms::Submitted;
 use crate::functions::ChangePassword;
+use leptos::server_fn::ServerFn;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -23,7 +25,10 @@ fn PasswordForm() -> impl IntoView {
     view! {
         <section class="panel" aria-labelledby="password-h">
             <h1 id="password-h">"Your password"</h1>
-            <ActionForm action=change attr:class="booking-form" attr:data-testid="password-form">
+            <form method="post" action=ChangePassword::url() class="booking-form" data-testid="password-form" on:submit=move |ev| {
+                let form = Submitted::take(&ev);
+                change.dispatch(ChangePassword { current: form.text("current"), new: form.text("new"), confirm: form.text("confirm") });
+            }>
                 <label for="pw-current">"Current password"</label>
                 <input id="pw-current" type="password" name="current" required autocomplete="current-password"/>
                 <label for="pw-new">"New password"</label>
@@ -31,7 +36,7 @@ fn PasswordForm() -> impl IntoView {
                 <label for="pw-confirm">"New password again"</label>
                 <input id="pw-confirm" type="password" name="confirm" required minlength="12" autocomplete="new-password"/>
                 <button type="submit" class="button primary" data-testid="password-submit">"Change password"</button>
-            </ActionForm>
+            </form>
             {move || match change.value().get() {
                 Some(Ok(())) => Some(view! {
                     <p class="notice-line" role="status" data-testid="password-changed">"Password changed: your other sign-ins have ended."</p>

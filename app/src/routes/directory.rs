@@ -3,6 +3,8 @@ use crate::functions::{load_directory, load_robot, EditRobot, RegisterRobot, Ret
 use crate::models::{Directory, Operator, RegistryStatus, Robot, Role};
 use crate::rules::{matches_query, utc_clock};
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
+use crate::forms::Submitted;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
@@ -255,7 +257,10 @@ fn RobotAdmin(r: Robot, edit: ServerAction<EditRobot>, rotate: ServerAction<Rota
     let confirming = RwSignal::new(false);
     let id = StoredValue::new(r.id.clone());
     view! {
-        <ActionForm action=edit attr:class="booking-form" attr:data-testid="robot-edit">
+        <form method="post" action=EditRobot::url() class="booking-form" data-testid="robot-edit" on:submit=move |ev| {
+            let form = Submitted::take(&ev);
+            edit.dispatch(EditRobot { robot_id: form.text("robot_id"), model: form.text("model"), site: form.text("site"), pop: form.text("pop"), req_cert: form.text("req_cert") });
+        }>
             <input type="hidden" name="robot_id" value=r.id.clone()/>
             <label for="robot-model">"Model"</label>
             <input id="robot-model" name="model" required value=r.model.clone()/>
@@ -268,7 +273,7 @@ fn RobotAdmin(r: Robot, edit: ServerAction<EditRobot>, rotate: ServerAction<Rota
                 on:input=move |ev| req_cert.set(event_target_value(&ev))/>
             <span></span><span class="muted" data-testid="robot-skill" aria-live="polite">{skill}</span>
             <button type="submit" class="button primary" data-testid="robot-save">"Save"</button>
-        </ActionForm>
+        </form>
         {move || edit.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
         <div class="actions">
             <button type="button" class="button" data-testid="rotate-token" disabled=move || rotate.pending().get()

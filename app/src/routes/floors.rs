@@ -5,6 +5,8 @@ use crate::components::{ErrorNotice, Session};
 use crate::functions::{load_people, RemoveLinkFloor, SetLinkFloor};
 use crate::models::LinkFloor;
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
+use crate::forms::Submitted;
 use leptos_meta::Title;
 
 #[component]
@@ -36,7 +38,7 @@ pub fn FloorsPage() -> impl IntoView {
             {move || set.value().get().and_then(Result::err).map(|error| view! { <ErrorNotice error/> })}
             {move || remove.value().get().and_then(Result::err).map(|error| view! { <ErrorNotice error/> })}
             <h3>"Add a path"</h3>
-            <ActionForm action=set attr:class="booking-form" attr:data-testid="floor-add">
+            <form method="post" action=SetLinkFloor::url() class="booking-form" data-testid="floor-add" on:submit=save_floor(set)>
                 <label for="f-region">"Operator region"</label>
                 <input id="f-region" name="region" required maxlength="32"/>
                 <label for="f-pop">"Robot PoP"</label>
@@ -46,8 +48,16 @@ pub fn FloorsPage() -> impl IntoView {
                 <label for="f-note">"Note"</label>
                 <input id="f-note" name="note" maxlength="120"/>
                 <button type="submit" class="button primary">"Add"</button>
-            </ActionForm>
+            </form>
         </section>
+    }
+}
+
+/// Adding a path and saving one post the same fields.
+fn save_floor(set: ServerAction<SetLinkFloor>) -> impl Fn(leptos::ev::SubmitEvent) + Copy + 'static {
+    move |ev| {
+        let form = Submitted::take(&ev);
+        set.dispatch(SetLinkFloor { region: form.text("region"), pop: form.text("pop"), floor_ms: form.text("floor_ms"), note: form.optional("note") });
     }
 }
 
@@ -66,7 +76,7 @@ fn FloorTable(rows: Vec<LinkFloor>, set: ServerAction<SetLinkFloor>, remove: Ser
                         <tr>
                             <td>{f.region.clone()}" → "{f.pop.clone()}</td>
                             <td>
-                                <ActionForm action=set attr:id=form_id attr:class="inline-form">
+                                <form method="post" action=SetLinkFloor::url() id=form_id class="inline-form" on:submit=save_floor(set)>
                                     <input type="hidden" name="region" value=f.region.clone()/>
                                     <input type="hidden" name="pop" value=f.pop.clone()/>
                                     <label class="visually-hidden" for=ms_id.clone()>"Floor (ms)"</label>
@@ -74,7 +84,7 @@ fn FloorTable(rows: Vec<LinkFloor>, set: ServerAction<SetLinkFloor>, remove: Ser
                                     <label class="visually-hidden" for=note_id.clone()>"Note"</label>
                                     <input id=note_id name="note" maxlength="120" value=note/>
                                     <button type="submit" class="button subtle">"Save"</button>
-                                </ActionForm>
+                                </form>
                             </td>
                             <td>
                                 <button type="button" class="button subtle danger" disabled=move || remove.pending().get()

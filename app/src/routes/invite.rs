@@ -3,7 +3,9 @@
 //! account opens it signed in and joins the org with one press.
 
 use crate::components::ErrorNotice;
+use crate::forms::Submitted;
 use crate::functions::{load_invitation, AcceptInvitation};
+use leptos::server_fn::ServerFn;
 use crate::people::{InvitationState, InvitationView};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -35,24 +37,28 @@ fn Invitation(view: InvitationView, token: String) -> impl IntoView {
     let accept = ServerAction::<AcceptInvitation>::new();
     let InvitationView { org_name, email, role, state } = view;
     let heading = format!("{org_name} invites {email} as {role}.");
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        let form = Submitted::take(&ev);
+        accept.dispatch(AcceptInvitation { token: form.text("token"), password: form.optional("password"), confirm: form.optional("confirm") });
+    };
     let body = match state {
         InvitationState::SetPassword => view! {
             <p>"Choose a password (at least 12 characters) to finish setting up your account."</p>
-            <ActionForm action=accept attr:class="stack" attr:data-testid="set-password-form">
+            <form method="post" action=AcceptInvitation::url() class="stack" data-testid="set-password-form" on:submit=submit>
                 <input type="hidden" name="token" value=token/>
                 <label for="invite-pw">"Password"</label>
                 <input id="invite-pw" type="password" name="password" required minlength="12" autocomplete="new-password" autofocus/>
                 <label for="invite-confirm">"Password again"</label>
                 <input id="invite-confirm" type="password" name="confirm" required minlength="12" autocomplete="new-password"/>
                 <button type="submit" class="button primary" data-testid="set-password" disabled=move || accept.pending().get()>"Set password"</button>
-            </ActionForm>
+            </form>
         }
         .into_any(),
         InvitationState::Join => view! {
-            <ActionForm action=accept attr:class="stack">
+            <form method="post" action=AcceptInvitation::url() class="stack" on:submit=submit>
                 <input type="hidden" name="token" value=token/>
                 <button type="submit" class="button primary" data-testid="join-org">{format!("Join {org_name}")}</button>
-            </ActionForm>
+            </form>
         }
         .into_any(),
         InvitationState::SignInFirst => {

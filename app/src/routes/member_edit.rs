@@ -9,6 +9,8 @@ use crate::functions::EditMember;
 use crate::models::Role;
 use crate::people::{Member, PeopleAdmin};
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
+use crate::forms::Submitted;
 
 #[component]
 pub(super) fn MemberEdit(member: Member, admin: PeopleAdmin, edit: ServerAction<EditMember>) -> impl IntoView {
@@ -21,7 +23,10 @@ pub(super) fn MemberEdit(member: Member, admin: PeopleAdmin, edit: ServerAction<
                 <h2 id="member-h">{p.display_name.clone()}" · "{p.email.clone()}</h2>
                 <a class="button subtle" href="/admin/people">"Close"</a>
             </div>
-            <ActionForm action=edit attr:class="booking-form" attr:data-testid="member-edit">
+            <form method="post" action=EditMember::url() class="booking-form" data-testid="member-edit" on:submit=move |ev| {
+                let form = Submitted::take(&ev);
+                edit.dispatch(EditMember { user_id: form.text("user_id"), display_name: form.text("display_name"), external_id: form.optional("external_id"), region: form.optional("region"), certifications: form.list("certifications"), active: form.optional("active") });
+            }>
                 <input type="hidden" name="user_id" value=member.user_id.clone()/>
                 <label for="m-name">"Display name"</label>
                 <input id="m-name" name="display_name" required maxlength="80" value=p.display_name.clone()/>
@@ -42,7 +47,7 @@ pub(super) fn MemberEdit(member: Member, admin: PeopleAdmin, edit: ServerAction<
                 })}
                 {(!operates).then(|| view! { <input type="hidden" name="active" value="on"/> })}
                 <button type="submit" class="button primary" data-testid="member-save" disabled=move || edit.pending().get()>"Save"</button>
-            </ActionForm>
+            </form>
             {move || match edit.value().get() {
                 Some(Ok(())) => Some(view! { <p class="notice-line" role="status">"Saved: the next dispatch decision uses it."</p> }.into_any()),
                 Some(Err(error)) => Some(view! { <ErrorNotice error/> }.into_any()),

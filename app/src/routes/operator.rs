@@ -1,4 +1,4 @@
-use crate::components::{ErrorNotice, RequireRole, Session};
+use crate::components::{ErrorNotice, RequireRole};
 use crate::console::{Console, Link};
 use crate::functions::my_operator_profile;
 use crate::models::{PresenceState, Role};
@@ -54,7 +54,6 @@ pub fn PresencePill() -> impl IntoView {
 #[component]
 fn ReadyScreen() -> impl IntoView {
     let console = expect_context::<Console>();
-    let session = expect_context::<Session>();
     let reason = RwSignal::new(COMMON_AUX_REASONS[0].to_string());
     let other = RwSignal::new(String::new());
     let aux_error = RwSignal::new(None::<String>);
@@ -114,9 +113,7 @@ fn ReadyScreen() -> impl IntoView {
                     })}
                     <button type="submit" class="button" disabled=move || !can_aux()>"Go aux"</button>
                 </form>
-                <ActionForm action=session.sign_out>
-                    <button type="submit" class="button subtle">"Sign out"</button>
-                </ActionForm>
+                <crate::components::SignOutForm/>
             </div>
             {move || aux_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
             <p class="shortcuts">"While a call rings: "<kbd>"Enter"</kbd>" accept · "<kbd>"Esc"</kbd>" decline. Pressing Ready also allows the ring sound and notifications."</p>

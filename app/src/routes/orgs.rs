@@ -1,4 +1,7 @@
 use crate::components::{ErrorNotice, Session};
+use crate::forms::Submitted;
+use crate::functions::SelectOrg;
+use leptos::server_fn::ServerFn;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::Redirect;
@@ -23,12 +26,15 @@ pub fn ChooseOrg() -> impl IntoView {
                             <ul class="org-list">
                                 {user.memberships.into_iter().map(|m| view! {
                                     <li>
-                                        <ActionForm action=session.select_org>
+                                        <form method="post" action=SelectOrg::url() on:submit=move |ev| {
+                                            let form = Submitted::take(&ev);
+                                            session.select_org.dispatch(SelectOrg { org_id: form.text("org_id") });
+                                        }>
                                             <input type="hidden" name="org_id" value=m.org_id.clone()/>
                                             <button type="submit" class="button">
                                                 {m.org_name.clone()}" · "{m.role.as_str()}
                                             </button>
-                                        </ActionForm>
+                                        </form>
                                     </li>
                                 }).collect_view()}
                             </ul>

@@ -5,6 +5,8 @@
 use crate::components::ErrorNotice;
 use crate::functions::RegisterRobot;
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
+use crate::forms::Submitted;
 
 #[component]
 pub(super) fn RegisterRobotPanel(register: ServerAction<RegisterRobot>) -> impl IntoView {
@@ -25,7 +27,10 @@ pub(super) fn RegisterRobotPanel(register: ServerAction<RegisterRobot>) -> impl 
                 </button>
             </div>
             <Show when=move || open.get()>
-                <ActionForm action=register attr:class="booking-form" attr:data-testid="robot-register">
+                <form method="post" action=RegisterRobot::url() class="booking-form" data-testid="robot-register" on:submit=move |ev| {
+                    let form = Submitted::take(&ev);
+                    register.dispatch(RegisterRobot { robot_id: form.text("robot_id"), model: form.text("model"), site: form.text("site"), pop: form.text("pop"), req_cert: form.text("req_cert") });
+                }>
                     <label for="reg-id">"Robot id"</label>
                     <input id="reg-id" name="robot_id" required maxlength="64" pattern="[a-z0-9-]+" placeholder="e.g. ue-weld-02"/>
                     <label for="reg-model">"Model"</label>
@@ -39,7 +44,7 @@ pub(super) fn RegisterRobotPanel(register: ServerAction<RegisterRobot>) -> impl 
                         on:input=move |ev| req_cert.set(event_target_value(&ev))/>
                     <span></span><span class="muted" aria-live="polite" data-testid="register-skill">{skill}</span>
                     <button type="submit" class="button primary" data-testid="register-submit" disabled=move || register.pending().get()>"Register"</button>
-                </ActionForm>
+                </form>
             </Show>
             {move || match register.value().get() {
                 Some(Ok(robot)) => {

@@ -8,6 +8,8 @@ use crate::models::{LifecycleState, SessionRecord};
 use crate::rating::SessionRating;
 use crate::rules::utc_clock;
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
+use crate::forms::Submitted;
 
 #[component]
 pub fn RatingPanel(
@@ -33,7 +35,10 @@ pub fn RatingPanel(
                         (Err(e), _) | (_, Err(e)) => view! { <ErrorNotice error=e/> }.into_any(),
                         (Ok(Some(given)), _) => view! { <Given given/> }.into_any(),
                         (Ok(None), Ok(s)) if s.lifecycle == LifecycleState::Completed && may_rate(&s) => view! {
-                            <ActionForm action=rate attr:class="rate-form" attr:data-testid="rate-form">
+                            <form method="post" action=RateSession::url() class="rate-form" data-testid="rate-form" on:submit=move |ev| {
+                                let form = Submitted::take(&ev);
+                                rate.dispatch(RateSession { session_id: form.text("session_id"), stars: form.number("stars"), feedback: form.text("feedback") });
+                            }>
                                 <input type="hidden" name="session_id" value=s.id.clone()/>
                                 <label for="rate-stars">"Stars for "{s.operator_name.clone().unwrap_or_else(|| "the operator".into())}</label>
                                 <select id="rate-stars" name="stars" data-testid="rate-stars">
@@ -42,7 +47,7 @@ pub fn RatingPanel(
                                 <label for="rate-feedback">"Feedback"</label>
                                 <textarea id="rate-feedback" name="feedback" maxlength="1000" rows="2" data-testid="rate-feedback"></textarea>
                                 <button type="submit" class="button" data-testid="rate-submit">"Rate"</button>
-                            </ActionForm>
+                            </form>
                         }.into_any(),
                         (Ok(None), Ok(s)) if s.lifecycle == LifecycleState::Cancelled => view! {
                             <p class="empty">"A cancelled session is not rated."</p>

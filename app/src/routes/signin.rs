@@ -1,4 +1,7 @@
 use crate::components::Session;
+use crate::forms::Submitted;
+use crate::functions::SignIn;
+use leptos::server_fn::ServerFn;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::Redirect;
@@ -32,7 +35,10 @@ pub fn SignIn() -> impl IntoView {
             {move || query.read().get("welcome").map(|_| view! {
                 <p class="notice-line" role="status" data-testid="welcome">"Your password is set. Sign in with it."</p>
             })}
-            <ActionForm action=session.sign_in attr:class="stack">
+            <form method="post" action=SignIn::url() class="stack" on:submit=move |ev| {
+                let form = Submitted::take(&ev);
+                session.sign_in.dispatch(SignIn { email: form.text("email"), password: form.text("password"), next: form.optional("next") });
+            }>
                 <input type="hidden" name="next" prop:value=next/>
                 <label for="email">"Email"</label>
                 <input id="email" name="email" type="email" autocomplete="username" required autofocus/>
@@ -58,7 +64,7 @@ pub fn SignIn() -> impl IntoView {
                     {move || if pending.get() { "Signing in…" } else { "Sign in" }}
                 </button>
                 {move || failure().map(|message| view! { <p class="error" role="alert">{message}</p> })}
-            </ActionForm>
+            </form>
         </section>
     }
 }

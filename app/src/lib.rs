@@ -8,6 +8,7 @@ pub mod chat;
 pub mod components;
 pub mod console;
 pub mod datasets;
+pub mod deferred;
 pub mod directory;
 pub mod dispatch;
 pub mod error;

@@ -12,6 +12,13 @@ pub fn hydrate() {
         // would run before a lazy screen has hydrated).
         let mounted = leptos::mount::hydrate_from_async(body.clone(), app::App).await;
         mounted.forget();
+        // The benchmark of what a page loads before it is interactive
+        // counts the files fetched before this mark (panels that load
+        // their code after it are not in the way of the first input).
+        if let Some(performance) = leptos::prelude::window().performance() {
+            let _ = performance.mark("hydrated");
+        }
         let _ = body.set_attribute("data-hydrated", "true");
+        app::deferred::page_is_interactive();
     });
 }

@@ -130,9 +130,11 @@ pub fn ConsoleLink() -> impl IntoView {
         let navigate = leptos_router::hooks::use_navigate();
         let navigate: Box<dyn Fn(&str)> = Box::new(move |path: &str| navigate(path, Default::default()));
         // The link's code is a lazily loaded chunk (only operators open
-        // it), so it starts once that arrives, unless unmounted meanwhile.
+        // it), fetched once the page is interactive (it is not needed for
+        // the page's first input); the link starts once that arrives,
+        // unless unmounted meanwhile.
         let unmounted = Arc::new(AtomicBool::new(false));
-        leptos::task::spawn_local({
+        let load = {
             let unmounted = unmounted.clone();
             async move {
                 let handle = link::start(console, navigate).await;
@@ -142,7 +144,8 @@ pub fn ConsoleLink() -> impl IntoView {
                     console.link_handle.set_value(Some(handle));
                 }
             }
-        });
+        };
+        crate::deferred::when_interactive(move || leptos::task::spawn_local(load));
         on_cleanup(move || {
             unmounted.store(true, Ordering::Relaxed);
             console.link_handle.update_value(|h| {

@@ -9,12 +9,15 @@
 
 use crate::booking::{utc_when, Booking, ClientSessions};
 use crate::components::{for_chosen_session, loaded, ActivityLog, ErrorNotice, RequireRole};
+use crate::deferred::Deferred;
+use crate::forms::Submitted;
 use crate::functions::{load_booking_options, load_bookings, load_client_sessions, load_session, load_session_activity, BookRobot, CancelBooking};
 use crate::models::Role;
 use crate::routes::chat_panel::ChatPanel;
 use crate::routes::session_rating::RatingPanel;
 use crate::rules::format_duration;
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
@@ -42,9 +45,6 @@ fn ClientHome() -> impl IntoView {
     let sessions = Resource::new(version, |_| load_client_sessions());
     let query = use_query_map();
     let watched = move || query.read().get("s").unwrap_or_default();
-    let chosen = move || !watched().is_empty();
-    let record = Resource::new(move || (watched(), tick.get()), |(id, _)| for_chosen_session(id, load_session));
-    let activity = Resource::new(move || (watched(), tick.get()), |(id, _)| for_chosen_session(id, load_session_activity));
     view! {
         <section class="panel" aria-labelledby="sessions-h">
             <h1 id="sessions-h">"Your sessions"</h1>
@@ -61,16 +61,10 @@ fn ClientHome() -> impl IntoView {
             {move || book.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
             {move || cancel.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
         </section>
-        <section class="panel" aria-labelledby="watch-h" hidden=move || !chosen()>
-            <h2 id="watch-h">"Session "<span data-testid="watched">{watched}</span></h2>
-            <a class="button subtle" href=move || format!("/ops/sessions?s={}", watched())>"Open the session detail"</a>
-            <Transition fallback=|| view! { <p class="loading">"Loading the activity…"</p> }>
-                {loaded(chosen, activity, |log| view! { <ActivityLog log/> })}
-            </Transition>
-        </section>
-        <ChatPanel session_id=watched refresh=move || tick.get()
-            read_only=Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()))/>
-        <RatingPanel session_id=watched record/>
+        // The chosen session's panels load their code once the page is
+        // interactive (crate::deferred).
+        <Deferred placeholder="Loading the session's activity and chat…"
+            view=move || watched_session(Signal::derive(watched), tick.into())/>
     }
 }
 
@@ -154,10 +148,13 @@ fn Bookings(list: Vec<Booking>, cancel: ServerAction<CancelBooking>) -> impl Int
                         <td>{b.robot_id.clone()}</td><td>{b.client_name.clone()}</td>
                         <td>{utc_when(b.starts_at_ms)}</td><td>{utc_when(b.ends_at_ms)}</td>
                         <td>
-                            <ActionForm action=cancel>
+                            <form method="post" action=CancelBooking::url() on:submit=move |ev| {
+                                let form = Submitted::take(&ev);
+                                cancel.dispatch(CancelBooking { booking_id: form.text("booking_id") });
+                            }>
                                 <input type="hidden" name="booking_id" value=b.id.clone()/>
                                 <button type="submit" class="button subtle">"Cancel"</button>
-                            </ActionForm>
+                            </form>
                         </td>
                     </tr>
                 }).collect_view()}
@@ -171,7 +168,16 @@ fn Bookings(list: Vec<Booking>, cancel: ServerAction<CancelBooking>) -> impl Int
 fn BookingForm(o: crate::booking::BookingOptions, book: ServerAction<BookRobot>) -> impl IntoView {
     let for_others = o.clients.len() > 1;
     view! {
-        <ActionForm action=book attr:class="booking-form" attr:data-testid="booking-form">
+        <form method="post" action=BookRobot::url() class="booking-form" data-testid="booking-form" on:submit=move |ev| {
+            let form = Submitted::take(&ev);
+            book.dispatch(BookRobot {
+                robot_id: form.text("robot_id"),
+                starts_at: form.text("starts_at"),
+                minutes: form.number("minutes"),
+                client_id: form.optional("client_id"),
+                task: form.optional("task"),
+            });
+        }>
             <label for="book-robot">"Robot"</label>
             <select id="book-robot" name="robot_id" required data-testid="book-robot">
                 {o.robots.into_iter().map(|(id, label)| view! { <option value=id.clone()>{id.clone()}" · "{label}</option> }).collect_view()}
@@ -192,6 +198,29 @@ fn BookingForm(o: crate::booking::BookingOptions, book: ServerAction<BookRobot>)
                 false => o.clients.into_iter().next().map(|(id, _)| view! { <input type="hidden" name="client_id" value=id/> }).into_any(),
             }}
             <button type="submit" class="button primary" data-testid="book-submit">"Book"</button>
-        </ActionForm>
+        </form>
     }
+}
+
+/// The session chosen with `?s=`: its activity, chat and rating, live with
+/// the client's pushes.
+#[lazy]
+fn watched_session(watched: Signal<String>, tick: Signal<u64>) -> AnyView {
+    let chosen = move || !watched.get().is_empty();
+    let record = Resource::new(move || (watched.get(), tick.get()), |(id, _)| for_chosen_session(id, load_session));
+    let activity = Resource::new(move || (watched.get(), tick.get()), |(id, _)| for_chosen_session(id, load_session_activity));
+    let session_id = move || watched.get();
+    view! {
+        <section class="panel" aria-labelledby="watch-h" hidden=move || !chosen()>
+            <h2 id="watch-h">"Session "<span data-testid="watched">{session_id}</span></h2>
+            <a class="button subtle" href=move || format!("/ops/sessions?s={}", watched.get())>"Open the session detail"</a>
+            <Transition fallback=|| view! { <p class="loading">"Loading the activity…"</p> }>
+                {loaded(chosen, activity, |log| view! { <ActivityLog log/> })}
+            </Transition>
+        </section>
+        <ChatPanel session_id refresh=move || tick.get()
+            read_only=Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()))/>
+        <RatingPanel session_id record/>
+    }
+    .into_any()
 }

@@ -3,6 +3,7 @@
 //! the session's activity log.
 
 use crate::components::{loaded, typing_in_field, window_keys, ActivityLog, ErrorNotice, RequireRole};
+use crate::deferred::Deferred;
 use crate::board::{state_hint, state_token};
 use crate::functions::{load_session, load_session_activity, EstopSession, ExtendSession, SteerSession};
 use crate::lifecycle::{steer_controls, SteerControl};
@@ -47,7 +48,6 @@ fn Cockpit() -> impl IntoView {
         (session_id(), steer.version().get(), estop.version().get(), extend.version().get(), presence_since(), pushed.version.get())
     };
     let record = Resource::new(version, |(id, ..)| load_session(id));
-    let activity = Resource::new(version, |(id, ..)| load_session_activity(id));
     let ended = Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()));
     // The relay socket is open while the session is live, never after.
     Effect::new(move |_| {
@@ -71,9 +71,28 @@ fn Cockpit() -> impl IntoView {
             {move || estop.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
             <super::teleop_panel::TeleopPanel now_ms=pushed.now_ms/>
             <ExtendControl session_id=session_id() extend ended/>
+        </section>
+        // Hand-over, chat and activity load their code once the page is
+        // interactive (crate::deferred).
+        <Deferred placeholder="Loading the hand-over, chat and activity…"
+            view=move || cockpit_panels(Signal::derive(version), Signal::derive(move || console.chat_version.get()), ended)/>
+    }
+}
+
+/// What reloads the cockpit's record: the session, each completed move,
+/// stop or extension, the operator's presence, a push about the session.
+type Revision = (String, usize, usize, usize, Option<i64>, u64);
+
+/// The cockpit's panels below the controls: hand-over, chat, activity.
+#[lazy]
+fn cockpit_panels(revision: Signal<Revision>, chat_version: Signal<u64>, ended: Signal<bool>) -> AnyView {
+    let session_id = move || revision.with(|r| r.0.clone());
+    let activity = Resource::new(move || revision.get(), |(id, ..)| load_session_activity(id));
+    view! {
+        <section class="panel" aria-label="Hand over">
             <HandoverPanel session_id=session_id() ended/>
         </section>
-        <ChatPanel session_id refresh=move || console.chat_version.get() read_only=ended/>
+        <ChatPanel session_id refresh=move || chat_version.get() read_only=ended/>
         <section class="panel" aria-labelledby="activity-h">
             <h2 id="activity-h">"Activity"</h2>
             <Transition fallback=|| view! { <p class="loading">"Loading the activity…"</p> }>
@@ -81,6 +100,7 @@ fn Cockpit() -> impl IntoView {
             </Transition>
         </section>
     }
+    .into_any()
 }
 
 #[component]

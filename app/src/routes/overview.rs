@@ -124,7 +124,9 @@ impl Raised {
 }
 
 /// Rule A14: the same `POST /v1/sessions` the edge agent makes, from the
-/// browser with the admin's session cookie.
+/// browser with the admin's session cookie. Lazy: the request and the
+/// answer's JSON reading are fetched with the first call raised.
+#[lazy]
 async fn raise_call(robot_id: String) -> Raised {
     #[cfg(feature = "hydrate")]
     {

@@ -5,11 +5,14 @@
 
 use super::member_edit::MemberEdit;
 use crate::components::{ErrorNotice, Session};
+use crate::deferred::Deferred;
 use crate::functions::{load_people, ImportPeople, InvitePerson, PreviewPeopleImport, RemoveMember, SetMemberRole, EditMember};
 use crate::models::Role;
 use crate::people::{Member, PeopleAdmin, CSV_HEADER};
 use crate::rules::matches_query;
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
+use crate::forms::Submitted;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
@@ -78,14 +81,29 @@ pub fn PeoplePage() -> impl IntoView {
                                 }
                             })}
                             <MembersPanel admin filter actions/>
-                            <InvitePanel admin actions/>
-                            <ImportPanel actions/>
                         }.into_any()
                     }
                 }
             })}
         </Transition>
+        // The invite and import forms load their code once the page is
+        // interactive (crate::deferred).
+        <Deferred placeholder="Loading the invite and import forms…" view=move || people_forms(people, actions)/>
     }
+}
+
+/// Invite one person, import many: below the members, built in the browser.
+#[lazy]
+fn people_forms(people: Resource<Result<PeopleAdmin, crate::error::AppError>>, actions: PeopleActions) -> AnyView {
+    view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                people.await.ok().map(|admin| view! { <InvitePanel admin=StoredValue::new(admin) actions/> })
+            })}
+        </Transition>
+        <ImportPanel actions/>
+    }
+    .into_any()
 }
 
 #[component]
@@ -158,7 +176,10 @@ fn MemberRow(m: Member, actions: PeopleActions) -> impl IntoView {
             <td><a href=format!("?member={}", m.user_id)>{p.display_name.clone()}</a></td>
             <td>{p.email.clone()}</td>
             <td>
-                <ActionForm action=actions.role attr:class="inline-form">
+                <form method="post" action=SetMemberRole::url() class="inline-form" on:submit=move |ev| {
+                    let form = Submitted::take(&ev);
+                    actions.role.dispatch(SetMemberRole { user_id: form.text("user_id"), role: form.text("role") });
+                }>
                     <input type="hidden" name="user_id" value=m.user_id.clone()/>
                     <label class="visually-hidden" for=format!("role-{}", m.user_id)>"Role"</label>
                     <select id=format!("role-{}", m.user_id) name="role">
@@ -167,7 +188,7 @@ fn MemberRow(m: Member, actions: PeopleActions) -> impl IntoView {
                         }).collect_view()}
                     </select>
                     <button type="submit" class="button subtle">"Set"</button>
-                </ActionForm>
+                </form>
             </td>
             <td>{p.region.clone().unwrap_or_default()}</td>
             <td>{p.certifications.join(", ")}</td>
@@ -224,7 +245,10 @@ fn InvitePanel(admin: StoredValue<PeopleAdmin>, actions: PeopleActions) -> impl 
     view! {
         <section class="panel" aria-labelledby="invite-h">
             <h2 id="invite-h">"Invite"</h2>
-            <ActionForm action=actions.invite attr:class="booking-form" attr:data-testid="invite-form">
+            <form method="post" action=InvitePerson::url() class="booking-form" data-testid="invite-form" on:submit=move |ev| {
+                let form = Submitted::take(&ev);
+                actions.invite.dispatch(InvitePerson { email: form.text("email"), display_name: form.text("display_name"), external_id: form.optional("external_id"), region: form.optional("region"), certifications: form.list("certifications"), role: form.text("role") });
+            }>
                 <label for="inv-email">"Email"</label>
                 <input id="inv-email" name="email" type="email" required/>
                 <label for="inv-name">"Display name"</label>
@@ -244,7 +268,7 @@ fn InvitePanel(admin: StoredValue<PeopleAdmin>, actions: PeopleActions) -> impl 
                 <span></span>
                 <CertificationChoices options held=Vec::new() prefix="inv"/>
                 <button type="submit" class="button primary" data-testid="invite-submit" disabled=move || actions.invite.pending().get()>"Invite"</button>
-            </ActionForm>
+            </form>
             {move || match actions.invite.value().get() {
                 Some(Ok(link)) => {
                     let url = link.url.clone();

@@ -9,6 +9,7 @@
 
 use crate::board::{divergence_tone, rtt_tone, state_hint, state_token, velocity_percent, velocity_tone};
 use crate::components::{loaded, ActivityLog, ErrorNotice};
+use crate::deferred::Deferred;
 use crate::functions::{load_dispatch_decisions, load_session, load_session_activity, load_state_history, ClearProtectiveStop};
 use crate::routes::chat_panel::ChatPanel;
 use crate::routes::session_dispatch::DispatchHistory;
@@ -18,6 +19,8 @@ use crate::models::{Role, SafetyState};
 use crate::live::use_live_board;
 use crate::rules::{format_age, rfc3339};
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
+use crate::forms::Submitted;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
@@ -26,7 +29,6 @@ use leptos_router::hooks::use_query_map;
 pub fn SessionView() -> impl IntoView {
     let query = use_query_map();
     let id = move || query.read().get("s").unwrap_or_default();
-    let chosen = move || !id().is_empty();
     // The guard around this screen has resolved who is asking.
     let me = expect_context::<crate::components::Session>().user.get_untracked().and_then(Result::ok).flatten();
     let admin = me.as_ref().and_then(|u| u.role()) == Some(Role::Admin);
@@ -45,11 +47,6 @@ pub fn SessionView() -> impl IntoView {
     let clear = ServerAction::<ClearProtectiveStop>::new();
     let version = move || (id(), pulse(), clear.version().get());
     let record = Resource::new(version, |(id, _, _)| load_session(id));
-    let activity = Resource::new(version, |(id, _, _)| load_session_activity(id));
-    let history = Resource::new(version, |(id, _, _)| load_state_history(id));
-    let decisions = Resource::new(version, move |(id, _, _)| async move {
-        if admin { load_dispatch_decisions(id).await } else { Ok(Vec::new()) }
-    });
     view! {
         <Title text="Session"/>
         <section class="panel">
@@ -87,12 +84,15 @@ pub fn SessionView() -> impl IntoView {
                                     <dt>"Velocity"</dt><dd class=velocity_tone(s.velocity_scale).class()>{s.velocity_scale.map_or("—".into(), velocity_percent)}</dd>
                                 </dl>
                                 {(may_clear && s.state == SafetyState::ProtectiveStop && !s.lifecycle.is_terminal()).then(|| view! {
-                                    <ActionForm action=clear attr:class="clear-stop" attr:data-testid="clear-stop">
+                                    <form method="post" action=ClearProtectiveStop::url() class="clear-stop" data-testid="clear-stop" on:submit=move |ev| {
+                                        let form = Submitted::take(&ev);
+                                        clear.dispatch(ClearProtectiveStop { session_id: form.text("session_id"), reason: form.text("reason") });
+                                    }>
                                         <input type="hidden" name="session_id" value=s.id.clone()/>
                                         <label for="clear-reason">"Why may the stop be cleared? (kept in the audit log)"</label>
                                         <textarea id="clear-reason" name="reason" required maxlength="500" rows="2" data-testid="clear-reason"></textarea>
                                         <button type="submit" class="button" data-testid="clear-submit">"Clear the stop"</button>
-                                    </ActionForm>
+                                    </form>
                                 })}
                             }.into_any()
                         }
@@ -101,12 +101,36 @@ pub fn SessionView() -> impl IntoView {
             </Transition>
             {move || clear.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
         </section>
-        <RatingPanel session_id=id record/>
-        <ChatPanel session_id=id
-            refresh=move || pulse() as u64
+        // The panels below the record load their code once the page is
+        // interactive (crate::deferred).
+        <Deferred placeholder="Loading the rating, chat, timeline and activity…"
+            view=move || session_panels(Signal::derive(id), Signal::derive(pulse), record, clear.version().into(), admin)/>
+    }
+}
+
+/// The detail's panels below the record: rating, chat, timeline, activity
+/// and (admins) the dispatch decisions, reloaded with the record.
+#[lazy]
+fn session_panels(
+    id: Signal<String>,
+    pulse: Signal<i64>,
+    record: Resource<Result<crate::models::SessionRecord, crate::error::AppError>>,
+    cleared: Signal<usize>,
+    admin: bool,
+) -> AnyView {
+    let session_id = move || id.get();
+    let chosen = move || !id.get().is_empty();
+    let version = move || (id.get(), pulse.get(), cleared.get());
+    let activity = Resource::new(version, |(id, _, _)| load_session_activity(id));
+    let history = Resource::new(version, |(id, _, _)| load_state_history(id));
+    let decisions = Resource::new(version, move |(id, _, _)| async move {
+        if admin { load_dispatch_decisions(id).await } else { Ok(Vec::new()) }
+    });
+    view! {
+        <RatingPanel session_id record/>
+        <ChatPanel session_id
+            refresh=move || pulse.get() as u64
             read_only=Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()))/>
-        // Always rendered (no closure around it): a boundary created inside
-        // a reactive closure gets another id on the server than in the browser.
         <section class="panel" aria-labelledby="timeline-h">
             <h2 id="timeline-h">"Timeline"</h2>
             <Transition fallback=|| view! { <p class="loading">"Loading the timeline…"</p> }>
@@ -126,4 +150,5 @@ pub fn SessionView() -> impl IntoView {
             </Transition>
         </section>
     }
+    .into_any()
 }

@@ -2,9 +2,9 @@ use crate::components::{ErrorNotice, RequireRole, Session};
 use crate::functions::{load_directory, load_robot, EditRobot, RegisterRobot, RetireRobot, RotateRobotToken};
 use crate::models::{Directory, Operator, RegistryStatus, Robot, Role};
 use crate::rules::{matches_query, utc_clock};
+use crate::forms::Submitted;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
-use crate::forms::Submitted;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 

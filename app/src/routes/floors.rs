@@ -4,9 +4,9 @@
 use crate::components::{ErrorNotice, Session};
 use crate::functions::{load_people, RemoveLinkFloor, SetLinkFloor};
 use crate::models::LinkFloor;
+use crate::forms::Submitted;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
-use crate::forms::Submitted;
 use leptos_meta::Title;
 
 #[component]

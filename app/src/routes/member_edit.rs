@@ -8,9 +8,9 @@ use crate::components::ErrorNotice;
 use crate::functions::EditMember;
 use crate::models::Role;
 use crate::people::{Member, PeopleAdmin};
+use crate::forms::Submitted;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
-use crate::forms::Submitted;
 
 #[component]
 pub(super) fn MemberEdit(member: Member, admin: PeopleAdmin, edit: ServerAction<EditMember>) -> impl IntoView {

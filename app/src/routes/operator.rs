@@ -1,4 +1,5 @@
 use crate::components::{ErrorNotice, RequireRole};
+use crate::deferred::Deferred;
 use crate::console::{Console, Link};
 use crate::functions::my_operator_profile;
 use crate::models::{PresenceState, Role};
@@ -15,7 +16,9 @@ pub fn OperatorHome() -> impl IntoView {
         <Title text="Ready"/>
         <RequireRole role=Role::Operator>
             <ReadyScreen/>
-            <OperatorProfile/>
+            // Below the controls: its code loads once the page is
+            // interactive (crate::deferred).
+            <Deferred placeholder="Loading your profile…" view=operator_profile/>
         </RequireRole>
     }
 }
@@ -121,8 +124,9 @@ fn ReadyScreen() -> impl IntoView {
     }
 }
 
-#[component]
-fn OperatorProfile() -> impl IntoView {
+/// Who the ACD sees: name, region, certifications and the skills they match.
+#[lazy]
+fn operator_profile() -> AnyView {
     let profile = Resource::new(|| (), |_| my_operator_profile());
     view! {
         <section class="panel">
@@ -151,4 +155,5 @@ fn OperatorProfile() -> impl IntoView {
             </Suspense>
         </section>
     }
+    .into_any()
 }

@@ -10,9 +10,9 @@ use crate::functions::{load_people, ImportPeople, InvitePerson, PreviewPeopleImp
 use crate::models::Role;
 use crate::people::{Member, PeopleAdmin, CSV_HEADER};
 use crate::rules::matches_query;
+use crate::forms::Submitted;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
-use crate::forms::Submitted;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 

@@ -4,9 +4,9 @@
 
 use crate::components::ErrorNotice;
 use crate::functions::RegisterRobot;
+use crate::forms::Submitted;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
-use crate::forms::Submitted;
 
 #[component]
 pub(super) fn RegisterRobotPanel(register: ServerAction<RegisterRobot>) -> impl IntoView {

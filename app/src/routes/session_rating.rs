@@ -7,9 +7,9 @@ use crate::functions::{load_session_rating, RateSession};
 use crate::models::{LifecycleState, SessionRecord};
 use crate::rating::SessionRating;
 use crate::rules::utc_clock;
+use crate::forms::Submitted;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
-use crate::forms::Submitted;
 
 #[component]
 pub fn RatingPanel(

@@ -18,9 +18,9 @@ use crate::routes::session_timeline::StateTimeline;
 use crate::models::{Role, SafetyState};
 use crate::live::use_live_board;
 use crate::rules::{format_age, rfc3339};
+use crate::forms::Submitted;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
-use crate::forms::Submitted;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 

@@ -6,6 +6,9 @@ import { adminContext, hydrated, signIn } from './helpers';
 const CERT = 'laser-cutting · tier-1';
 
 test('an admin registers a robot and invites an operator, who sets a password, signs in, presses Ready and is rung by that robot', async ({ browser, request }) => {
+  // Five screens, two browsers and a call: more than the default 30 s on
+  // the debug build (each screen's chunks, then its deferred panels').
+  test.setTimeout(60_000);
   const admin = await adminContext(browser);
   const page = await admin.newPage();
   await page.goto('/admin/directory');

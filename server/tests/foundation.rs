@@ -163,6 +163,21 @@ both_backends!(repeated_guesses_for_one_email_from_one_address_wait, |app: TestA
     app.finish().await;
 });
 
+both_backends!(the_sign_in_page_sends_someone_signed_in_to_their_landing_screen, |app: TestApp| async move {
+    let client = browser();
+    let page = client.get(app.url("/signin")).header("accept", "text/html").send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK, "signed out: the form");
+    sign_in(&client, &app, ADMIN).await;
+    let page = client.get(app.url("/signin?next=/operator")).header("accept", "text/html").send().await.unwrap();
+    assert!(page.status().is_redirection(), "signed in: {}", page.status());
+    assert_eq!(page.headers()["location"], "/admin/directory", "the admin's landing screen");
+    let operator = browser();
+    sign_in(&operator, &app, OPERATOR).await;
+    let page = operator.get(app.url("/signin")).header("accept", "text/html").send().await.unwrap();
+    assert_eq!(page.headers()["location"], "/operator");
+    app.finish().await;
+});
+
 both_backends!(signed_out_callers_are_refused_and_sign_out_ends_the_session, |app: TestApp| async move {
     let client = browser();
     let res = call(&client, &app, "load_directory", &[]).await;

@@ -4,7 +4,6 @@ use crate::functions::SignIn;
 use leptos::server_fn::ServerFn;
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::components::Redirect;
 use leptos_router::hooks::use_query_map;
 
 #[component]
@@ -21,15 +20,6 @@ pub fn SignIn() -> impl IntoView {
 
     view! {
         <Title text="Sign in"/>
-        // Already signed in: go straight to work.
-        <Transition fallback=|| ()>
-            {move || Suspend::new(async move {
-                match session.user.await {
-                    Ok(Some(user)) => Some(view! { <Redirect path=user.landing_path()/> }),
-                    _ => None,
-                }
-            })}
-        </Transition>
         <section class="signin">
             <h1>"Sign in to ClutchCall"</h1>
             {move || query.read().get("welcome").map(|_| view! {

@@ -213,4 +213,5 @@ both_backends!(the_client_screen_without_a_chosen_session_is_not_a_404, |app: Te
     let page = kofi.get(app.url("/client")).header("accept", "text/html").send().await.unwrap();
     assert_eq!(page.status(), StatusCode::OK);
     assert!(page.text().await.unwrap().contains("Your sessions"), "the client's screen itself");
+    app.finish().await;
 });

@@ -277,8 +277,9 @@ where
 }
 
 /// Loads one session's data only once a session is chosen (a non-empty
-/// id): with none, nothing is asked of the server, so no "not found" marks
-/// the page's HTTP status.
+/// id): with none (the client screen without `?s=`, whose session panels
+/// are built in the browser and stay hidden), nothing is asked of the
+/// server.
 pub async fn for_chosen_session<T, F>(session_id: String, load: impl FnOnce(String) -> F) -> Result<T, AppError>
 where
     F: std::future::Future<Output = Result<T, AppError>>,
@@ -324,4 +325,27 @@ pub fn ActivityLog(log: crate::lifecycle::SessionActivity) -> impl IntoView {
         </ol>
     }
     .into_any()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    #[test]
+    fn with_no_session_chosen_nothing_is_asked_of_the_server() {
+        let asked = std::cell::Cell::new(false);
+        let load = |_: String| {
+            asked.set(true);
+            std::future::ready(Ok::<_, AppError>(()))
+        };
+        let poll = std::pin::pin!(for_chosen_session(String::new(), load)).poll(&mut Context::from_waker(Waker::noop()));
+        assert!(matches!(poll, Poll::Ready(Err(AppError::NotFound(_)))));
+        assert!(!asked.get(), "no session chosen, yet the loader ran");
+
+        let poll = std::pin::pin!(for_chosen_session("s-1".into(), load)).poll(&mut Context::from_waker(Waker::noop()));
+        assert!(matches!(poll, Poll::Ready(Ok(()))));
+        assert!(asked.get());
+    }
 }

@@ -11,14 +11,33 @@
 use leptos::prelude::*;
 use std::future::Future;
 
-/// A panel built in the browser by `view` (a `#[lazy]` function: its code is
-/// a chunk of its own), once the page is interactive. Until then, and on
-/// the server, `placeholder` shows.
+/// A panel's code could not be fetched (its chunk failed to load: the
+/// network, or a server restarted with another build). The panel says so
+/// and offers to try again, instead of the page panicking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PanelUnavailable;
+
+impl From<leptos::wasm_split::SplitLoaderError> for PanelUnavailable {
+    fn from(_: leptos::wasm_split::SplitLoaderError) -> Self {
+        PanelUnavailable
+    }
+}
+
+/// A deferred panel's builder: a function split into a chunk of its own
+/// with `#[wasm_split(<name>, wasm_split_path = ::leptos::wasm_split,
+/// fallible)]` (what `#[lazy]` does, except that a failed load is an error
+/// to show, not a panic).
+pub type PanelBuilt = Result<AnyView, PanelUnavailable>;
+
+/// A panel built in the browser by `view` (a split function, see
+/// [`PanelBuilt`]), once the page is interactive. Until then, and on the
+/// server, `placeholder` shows; if its code cannot be fetched, a notice
+/// with a "Try again" button does.
 #[component]
 pub fn Deferred<F, Fut>(placeholder: &'static str, view: F) -> impl IntoView
 where
-    F: FnOnce() -> Fut + 'static,
-    Fut: Future<Output = AnyView> + 'static,
+    F: Fn() -> Fut + Clone + 'static,
+    Fut: Future<Output = PanelBuilt> + 'static,
 {
     let placeholder = move || view! { <section class="panel" aria-busy="true"><p class="loading">{placeholder}</p></section> }.into_any();
     // On the server (and while hydrating) the panel is its placeholder.
@@ -29,19 +48,49 @@ where
     }
     #[cfg(feature = "hydrate")]
     {
-        // The built panel is a browser value (not Send), kept in a
-        // local signal; the closure below moves it into the page once.
-        let built = RwSignal::new_local(None::<AnyView>);
-        // Built under this component's owner, so the panel finds the
-        // page's context and goes when the page goes.
-        let scoped = leptos::reactive::computed::ScopedFuture::new(async move {
-            let panel = view().await;
-            let _ = built.try_set(Some(panel));
-        });
-        when_interactive(move || leptos::task::spawn_local(scoped));
+        // The built panel is a browser value (not Send), kept in a local
+        // signal; the closure below moves it into the page once.
+        let built = RwSignal::new_local(None::<PanelBuilt>);
+        let owner = Owner::current();
+        // Starts (or restarts) the load. Run under this component's owner,
+        // wherever it is called from (the first time by the browser entry,
+        // then by the retry button): the panel then finds the page's
+        // context and goes when the page goes.
+        let start = move || {
+            let view = view.clone();
+            let scoped = leptos::reactive::computed::ScopedFuture::new(async move {
+                let panel = view().await;
+                let _ = built.try_set(Some(panel));
+            });
+            leptos::task::spawn_local(scoped);
+        };
+        let start = move || match &owner {
+            Some(owner) => owner.with(start.clone()),
+            None => start(),
+        };
+        // Kept in a (browser-only) stored value: the view below must be
+        // Send, the panel's builder is not.
+        let start = StoredValue::new_local(start);
+        let retry = move |_| {
+            built.set(None);
+            start.with_value(|start| start());
+        };
+        when_interactive(move || start.with_value(|start| start()));
         move || {
             built.track();
-            built.try_update_untracked(Option::take).flatten().unwrap_or_else(placeholder)
+            match built.try_update_untracked(Option::take).flatten() {
+                Some(Ok(panel)) => panel,
+                Some(Err(PanelUnavailable)) => {
+                    view! {
+                        <section class="panel" role="alert" data-testid="panel-unavailable">
+                            <p class="error">"This part of the page could not be loaded. Check the connection, then try again."</p>
+                            <button type="button" class="button" on:click=retry>"Try again"</button>
+                        </section>
+                    }
+                    .into_any()
+                }
+                None => placeholder(),
+            }
         }
     }
 }

@@ -96,3 +96,34 @@ test('a CSV import names the lines to fix, then imports all of them and offers t
   await expect(page.getByTestId('members')).toContainText('Ivy');
   await admin.close();
 });
+
+test('a panel whose code cannot be fetched says so without breaking the page, and loads when tried again', async ({ browser }) => {
+  const context = await adminContext(browser);
+  const page = await context.newPage();
+  // A panic in the wasm logs "panicked at" and throws a RuntimeError. The
+  // dropped fetch itself is reported too, as an unhandled "Failed to fetch"
+  // from the split tool's chunk loader, and is not a failure of the page.
+  const errors: string[] = [];
+  page.on('pageerror', (e) => { if (!e.message.includes('Failed to fetch')) errors.push(`${e.name}: ${e.message.slice(0, 300)}`); });
+  page.on('console', (m) => { if (m.type() === 'error' && m.text().includes('panicked')) errors.push(m.text().slice(0, 300)); });
+  // The invite and import forms are a deferred panel with a chunk of its
+  // own (split_people_forms): the network drops it.
+  const panelChunk = /\/pkg\/split_people_forms[^/]*\.wasm$/;
+  await page.route(panelChunk, (route) => route.abort());
+  await page.goto('/admin/people');
+  await hydrated(page);
+  const notice = page.getByTestId('panel-unavailable');
+  await expect(notice).toContainText('could not be loaded', { timeout: 20_000 });
+  await expect(page.getByTestId('invite-form')).toHaveCount(0);
+  // The rest of the screen still works, and nothing panicked.
+  await page.getByLabel('Filter').fill('dana');
+  await expect(page.locator('tbody tr', { hasText: 'dana.okafor@northstar.example' })).toBeVisible();
+  expect(errors).toEqual([]);
+  // The network is back: trying again builds the panel.
+  await page.unroute(panelChunk);
+  await notice.getByRole('button', { name: 'Try again' }).click();
+  await expect(page.getByTestId('invite-form')).toBeVisible({ timeout: 20_000 });
+  await expect(notice).toHaveCount(0);
+  expect(errors).toEqual([]);
+  await context.close();
+});

@@ -218,7 +218,7 @@ impl Inner {
         self.console.now_ms.set(now);
         let ticks = self.ticks.get().wrapping_add(1);
         self.ticks.set(ticks);
-        if ticks % RING_EVERY_TICKS == 0 && self.console.offer.with_untracked(Option::is_some) {
+        if ticks.is_multiple_of(RING_EVERY_TICKS) && self.console.offer.with_untracked(Option::is_some) {
             self.ring();
         }
     }

@@ -9,7 +9,7 @@
 
 use crate::booking::{utc_when, Booking, ClientSessions};
 use crate::components::{for_chosen_session, loaded, ActivityLog, ErrorNotice, RequireRole};
-use crate::deferred::Deferred;
+use crate::deferred::{Deferred, PanelBuilt};
 use crate::forms::Submitted;
 use crate::functions::{load_booking_options, load_bookings, load_client_sessions, load_session, load_session_activity, BookRobot, CancelBooking};
 use crate::models::Role;
@@ -17,6 +17,7 @@ use crate::routes::chat_panel::ChatPanel;
 use crate::routes::session_rating::RatingPanel;
 use crate::rules::format_duration;
 use leptos::prelude::*;
+use leptos::wasm_split::wasm_split;
 use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -204,13 +205,13 @@ fn BookingForm(o: crate::booking::BookingOptions, book: ServerAction<BookRobot>)
 
 /// The session chosen with `?s=`: its activity, chat and rating, live with
 /// the client's pushes.
-#[lazy]
-fn watched_session(watched: Signal<String>, tick: Signal<u64>) -> AnyView {
+#[wasm_split(watched_session, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn watched_session(watched: Signal<String>, tick: Signal<u64>) -> PanelBuilt {
     let chosen = move || !watched.get().is_empty();
     let record = Resource::new(move || (watched.get(), tick.get()), |(id, _)| for_chosen_session(id, load_session));
     let activity = Resource::new(move || (watched.get(), tick.get()), |(id, _)| for_chosen_session(id, load_session_activity));
     let session_id = move || watched.get();
-    view! {
+    Ok(view! {
         <section class="panel" aria-labelledby="watch-h" hidden=move || !chosen()>
             <h2 id="watch-h">"Session "<span data-testid="watched">{session_id}</span></h2>
             <a class="button subtle" href=move || format!("/ops/sessions?s={}", watched.get())>"Open the session detail"</a>
@@ -222,5 +223,5 @@ fn watched_session(watched: Signal<String>, tick: Signal<u64>) -> AnyView {
             read_only=Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()))/>
         <RatingPanel session_id record/>
     }
-    .into_any()
+    .into_any())
 }

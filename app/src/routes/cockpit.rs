@@ -3,7 +3,7 @@
 //! the session's activity log.
 
 use crate::components::{loaded, typing_in_field, window_keys, ActivityLog, ErrorNotice, RequireRole};
-use crate::deferred::Deferred;
+use crate::deferred::{Deferred, PanelBuilt};
 use crate::board::{state_hint, state_token};
 use crate::functions::{load_session, load_session_activity, EstopSession, ExtendSession, SteerSession};
 use crate::lifecycle::{steer_controls, SteerControl};
@@ -13,6 +13,7 @@ use crate::routes::handover_panel::HandoverPanel;
 use crate::routes::operator::PresencePill;
 use crate::rules::utc_clock;
 use leptos::prelude::*;
+use leptos::wasm_split::wasm_split;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
@@ -84,11 +85,11 @@ fn Cockpit() -> impl IntoView {
 type Revision = (String, usize, usize, usize, Option<i64>, u64);
 
 /// The cockpit's panels below the controls: hand-over, chat, activity.
-#[lazy]
-fn cockpit_panels(revision: Signal<Revision>, chat_version: Signal<u64>, ended: Signal<bool>) -> AnyView {
+#[wasm_split(cockpit_panels, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn cockpit_panels(revision: Signal<Revision>, chat_version: Signal<u64>, ended: Signal<bool>) -> PanelBuilt {
     let session_id = move || revision.with(|r| r.0.clone());
     let activity = Resource::new(move || revision.get(), |(id, ..)| load_session_activity(id));
-    view! {
+    Ok(view! {
         <section class="panel" aria-label="Hand over">
             <HandoverPanel session_id=session_id() ended/>
         </section>
@@ -100,7 +101,7 @@ fn cockpit_panels(revision: Signal<Revision>, chat_version: Signal<u64>, ended: 
             </Transition>
         </section>
     }
-    .into_any()
+    .into_any())
 }
 
 #[component]

@@ -1,11 +1,12 @@
 use crate::components::{ErrorNotice, RequireRole};
-use crate::deferred::Deferred;
+use crate::deferred::{Deferred, PanelBuilt};
 use crate::console::{Console, Link};
 use crate::functions::my_operator_profile;
 use crate::models::{PresenceState, Role};
 use crate::ring::{valid_aux_reason, ConsoleMsg, COMMON_AUX_REASONS};
 use crate::rules::{format_age, utc_clock};
 use leptos::prelude::*;
+use leptos::wasm_split::wasm_split;
 use leptos_meta::Title;
 
 /// The operator's Ready screen: say when you can take calls, step away
@@ -125,10 +126,10 @@ fn ReadyScreen() -> impl IntoView {
 }
 
 /// Who the ACD sees: name, region, certifications and the skills they match.
-#[lazy]
-fn operator_profile() -> AnyView {
+#[wasm_split(operator_profile, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn operator_profile() -> PanelBuilt {
     let profile = Resource::new(|| (), |_| my_operator_profile());
-    view! {
+    Ok(view! {
         <section class="panel">
             <h2>"Your profile"</h2>
             <Suspense fallback=|| view! { <p class="loading">"Loading your profile…"</p> }>
@@ -155,5 +156,5 @@ fn operator_profile() -> AnyView {
             </Suspense>
         </section>
     }
-    .into_any()
+    .into_any())
 }

@@ -5,13 +5,14 @@
 
 use super::member_edit::MemberEdit;
 use crate::components::{ErrorNotice, Session};
-use crate::deferred::Deferred;
+use crate::deferred::{Deferred, PanelBuilt};
 use crate::functions::{load_people, ImportPeople, InvitePerson, PreviewPeopleImport, RemoveMember, SetMemberRole, EditMember};
 use crate::models::Role;
 use crate::people::{Member, PeopleAdmin, CSV_HEADER};
 use crate::rules::matches_query;
 use crate::forms::Submitted;
 use leptos::prelude::*;
+use leptos::wasm_split::wasm_split;
 use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -93,9 +94,9 @@ pub fn PeoplePage() -> impl IntoView {
 }
 
 /// Invite one person, import many: below the members, built in the browser.
-#[lazy]
-fn people_forms(people: Resource<Result<PeopleAdmin, crate::error::AppError>>, actions: PeopleActions) -> AnyView {
-    view! {
+#[wasm_split(people_forms, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn people_forms(people: Resource<Result<PeopleAdmin, crate::error::AppError>>, actions: PeopleActions) -> PanelBuilt {
+    Ok(view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
                 people.await.ok().map(|admin| view! { <InvitePanel admin=StoredValue::new(admin) actions/> })
@@ -103,7 +104,7 @@ fn people_forms(people: Resource<Result<PeopleAdmin, crate::error::AppError>>, a
         </Transition>
         <ImportPanel actions/>
     }
-    .into_any()
+    .into_any())
 }
 
 #[component]

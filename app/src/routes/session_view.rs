@@ -9,7 +9,7 @@
 
 use crate::board::{divergence_tone, rtt_tone, state_hint, state_token, velocity_percent, velocity_tone};
 use crate::components::{loaded, ActivityLog, ErrorNotice};
-use crate::deferred::Deferred;
+use crate::deferred::{Deferred, PanelBuilt};
 use crate::functions::{load_dispatch_decisions, load_session, load_session_activity, load_state_history, ClearProtectiveStop};
 use crate::routes::chat_panel::ChatPanel;
 use crate::routes::session_dispatch::DispatchHistory;
@@ -20,6 +20,7 @@ use crate::live::use_live_board;
 use crate::rules::{format_age, rfc3339};
 use crate::forms::Submitted;
 use leptos::prelude::*;
+use leptos::wasm_split::wasm_split;
 use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -110,14 +111,14 @@ pub fn SessionView() -> impl IntoView {
 
 /// The detail's panels below the record: rating, chat, timeline, activity
 /// and (admins) the dispatch decisions, reloaded with the record.
-#[lazy]
+#[wasm_split(session_panels, wasm_split_path = ::leptos::wasm_split, fallible)]
 fn session_panels(
     id: Signal<String>,
     pulse: Signal<i64>,
     record: Resource<Result<crate::models::SessionRecord, crate::error::AppError>>,
     cleared: Signal<usize>,
     admin: bool,
-) -> AnyView {
+) -> PanelBuilt {
     let session_id = move || id.get();
     let chosen = move || !id.get().is_empty();
     let version = move || (id.get(), pulse.get(), cleared.get());
@@ -126,7 +127,7 @@ fn session_panels(
     let decisions = Resource::new(version, move |(id, _, _)| async move {
         if admin { load_dispatch_decisions(id).await } else { Ok(Vec::new()) }
     });
-    view! {
+    Ok(view! {
         <RatingPanel session_id record/>
         <ChatPanel session_id
             refresh=move || pulse.get() as u64
@@ -150,5 +151,5 @@ fn session_panels(
             </Transition>
         </section>
     }
-    .into_any()
+    .into_any())
 }

@@ -11,15 +11,15 @@
 use leptos::prelude::*;
 use std::future::Future;
 
-/// A panel's code could not be fetched (its chunk failed to load: the
-/// network, or a server restarted with another build). The panel says so
-/// and offers to try again, instead of the page panicking.
+/// A split function's code could not be fetched (its chunk failed to
+/// load: the network, or a server restarted with another build). What
+/// needed it says so and tries again, instead of the page panicking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PanelUnavailable;
+pub struct ChunkUnavailable;
 
-impl From<leptos::wasm_split::SplitLoaderError> for PanelUnavailable {
+impl From<leptos::wasm_split::SplitLoaderError> for ChunkUnavailable {
     fn from(_: leptos::wasm_split::SplitLoaderError) -> Self {
-        PanelUnavailable
+        ChunkUnavailable
     }
 }
 
@@ -27,7 +27,7 @@ impl From<leptos::wasm_split::SplitLoaderError> for PanelUnavailable {
 /// with `#[wasm_split(<name>, wasm_split_path = ::leptos::wasm_split,
 /// fallible)]` (what `#[lazy]` does, except that a failed load is an error
 /// to show, not a panic).
-pub type PanelBuilt = Result<AnyView, PanelUnavailable>;
+pub type PanelBuilt = Result<AnyView, ChunkUnavailable>;
 
 /// A panel built in the browser by `view` (a split function, see
 /// [`PanelBuilt`]), once the page is interactive. Until then, and on the
@@ -80,7 +80,7 @@ where
             built.track();
             match built.try_update_untracked(Option::take).flatten() {
                 Some(Ok(panel)) => panel,
-                Some(Err(PanelUnavailable)) => {
+                Some(Err(ChunkUnavailable)) => {
                     view! {
                         <section class="panel" role="alert" data-testid="panel-unavailable">
                             <p class="error">"This part of the page could not be loaded. Check the connection, then try again."</p>

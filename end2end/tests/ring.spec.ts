@@ -65,3 +65,35 @@ test('Escape declines a ringing call from the keyboard', async ({ browser, reque
   await expect(page.getByTestId('presence')).toHaveText('ready');
   await context.close();
 });
+
+test("an operator whose console code cannot be fetched is told calls cannot reach them, and the console comes up once it can be", async ({ browser }) => {
+  const context = await browser.newContext();
+  // The console link is a chunk of its own (split_console_link): the
+  // network drops it, then lets it through.
+  const consoleChunk = /\/pkg\/split_console_link[^/]*\.wasm$/;
+  let dropped = 0;
+  await context.route(consoleChunk, (route) => {
+    dropped += 1;
+    return route.abort();
+  });
+  const page = await context.newPage();
+  // A panic in the wasm logs "panicked at"; the dropped fetch itself is
+  // reported as an unhandled "Failed to fetch" by the split tool's loader.
+  const errors: string[] = [];
+  page.on('pageerror', (e) => { if (!e.message.includes('Failed to fetch')) errors.push(`${e.name}: ${e.message.slice(0, 300)}`); });
+  page.on('console', (m) => { if (m.type() === 'error' && m.text().includes('panicked')) errors.push(m.text().slice(0, 300)); });
+  await signIn(page, JAMAL);
+  await expect(page).toHaveURL(/\/operator$/);
+  await hydrated(page);
+  await expect(page.getByTestId('link-line')).toContainText('The console could not be loaded', { timeout: 20_000 });
+  await expect(page.getByTestId('link-state')).toHaveText('console not loaded, retrying…');
+  await expect(page.getByTestId('go-ready')).toBeDisabled();
+  // It keeps trying (after 2 s, then 4 s, …) without breaking the page.
+  await expect.poll(() => dropped, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+  expect(errors).toEqual([]);
+  await context.unroute(consoleChunk);
+  await expect(page.getByTestId('link-line')).toContainText('Connected', { timeout: 20_000 });
+  await expect(page.getByTestId('go-ready')).toBeEnabled();
+  expect(errors).toEqual([]);
+  await context.close();
+});

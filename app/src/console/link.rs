@@ -4,6 +4,7 @@ use super::{Console, Link};
 use crate::ring::{cockpit_path, ConsoleMsg, OfferEnd, RingMsg, HEARTBEAT_MS};
 use gloo_timers::callback::{Interval, Timeout};
 use leptos::prelude::*;
+use leptos::wasm_split::wasm_split;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -48,10 +49,11 @@ fn js_sys_now() -> f64 {
     web_sys::window().and_then(|w| w.performance()).map(|p| p.time_origin() + p.now()).unwrap_or(0.0)
 }
 
-/// Opens the link. Lazy: its code (the socket, the ring messages' decoder,
-/// the ring tone) is a chunk of its own that only operators' tabs fetch.
-#[lazy]
-pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> LinkHandle {
+/// Opens the link. Split: its code (the socket, the ring messages'
+/// decoder, the ring tone) is a chunk of its own that only operators' tabs
+/// fetch; if that fetch fails, the caller is told and tries again.
+#[wasm_split(console_link, wasm_split_path = ::leptos::wasm_split, fallible)]
+pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle, crate::deferred::ChunkUnavailable> {
     let inner = Rc::new(Inner {
         console,
         navigate,
@@ -97,7 +99,7 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> LinkHandle {
     inner.tick();
     *inner.panel.borrow_mut() = mount_offer_panel(console);
     connect(&inner);
-    LinkHandle { inner }
+    Ok(LinkHandle { inner })
 }
 
 /// Mounts the offer panel in the page's offer slot (`OfferSlot`).

@@ -16,6 +16,9 @@ pub enum Link {
     Retrying { at_ms: i64 },
     /// The server said this person cannot take calls here.
     Refused(String),
+    /// The link's own code could not be fetched; it is fetched again after
+    /// a pause (the network, or a server restarted with another build).
+    Unloaded,
 }
 
 /// The console's reactive state. Provided once by `App`; filled by the link.
@@ -128,20 +131,33 @@ pub fn ConsoleLink() -> impl IntoView {
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::sync::Arc;
         let navigate = leptos_router::hooks::use_navigate();
-        let navigate: Box<dyn Fn(&str)> = Box::new(move |path: &str| navigate(path, Default::default()));
-        // The link's code is a lazily loaded chunk (only operators open
-        // it), fetched once the page is interactive (it is not needed for
-        // the page's first input); the link starts once that arrives,
-        // unless unmounted meanwhile.
+        // The link's code is a chunk of its own (only operators open it),
+        // fetched once the page is interactive (it is not needed for the
+        // page's first input); the link starts once that arrives, unless
+        // unmounted meanwhile. A failed fetch is tried again, and said.
         let unmounted = Arc::new(AtomicBool::new(false));
         let load = {
             let unmounted = unmounted.clone();
             async move {
-                let handle = link::start(console, navigate).await;
-                if unmounted.load(Ordering::Relaxed) {
-                    handle.stop();
-                } else {
-                    console.link_handle.set_value(Some(handle));
+                // Until the chunk arrives: 2, 4, 8, 16, then every 30 s.
+                let mut pause_s = 2;
+                loop {
+                    let navigate = navigate.clone();
+                    let navigate: Box<dyn Fn(&str)> = Box::new(move |path: &str| navigate(path, Default::default()));
+                    match link::start(console, navigate).await {
+                        Ok(handle) if unmounted.load(Ordering::Relaxed) => handle.stop(),
+                        Ok(handle) => console.link_handle.set_value(Some(handle)),
+                        Err(crate::deferred::ChunkUnavailable) => {
+                            if unmounted.load(Ordering::Relaxed) {
+                                return;
+                            }
+                            console.link.set(Link::Unloaded);
+                            gloo_timers::future::TimeoutFuture::new(pause_s * 1_000).await;
+                            pause_s = (pause_s * 2).min(30);
+                            continue;
+                        }
+                    }
+                    return;
                 }
             }
         };
@@ -165,6 +181,7 @@ pub fn ConsoleLink() -> impl IntoView {
                     format!("reconnecting in {} s…", seconds_left(at_ms, now))
                 }
                 Link::Refused(why) => why,
+                Link::Unloaded => "console not loaded, retrying…".to_string(),
             }}
         </span>
     }

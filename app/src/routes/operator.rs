@@ -98,6 +98,7 @@ fn ReadyScreen() -> impl IntoView {
                     Link::Connecting => "Connecting to the ring channel…".to_string(),
                     Link::Retrying { .. } => "Connection lost: reconnecting… (calls cannot reach you until it is back)".to_string(),
                     Link::Refused(why) => why,
+                    Link::Unloaded => "The console could not be loaded: trying again… (calls cannot reach you until it is)".to_string(),
                 }}
             </p>
             {move || console.notice.get().map(|n| view! { <p class="notice-line" role="status" data-testid="notice">{n}</p> })}

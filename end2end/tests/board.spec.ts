@@ -91,3 +91,29 @@ test('the overview raises a call that rings the operator; the wallboard puts a p
   expect(await admin.evaluate(() => (window as any).__noReload)).toBe(true);
   await adminCtx.close();
 });
+
+test('a distress call whose control code cannot be fetched is not raised, and the overview says so', async ({ browser }) => {
+  const context = await adminContext(browser);
+  // The request behind "Raise call" is a chunk of its own (split_raise_call):
+  // the network drops it.
+  await context.route(/\/pkg\/split_raise_call[^/]*\.wasm$/, (route) => route.abort());
+  let posted = 0;
+  await context.route('**/v1/sessions', (route) => {
+    posted += 1;
+    return route.continue();
+  });
+  const admin = await context.newPage();
+  // A panic in the wasm logs "panicked at"; the dropped fetch itself is
+  // reported as an unhandled "Failed to fetch" by the split tool's loader.
+  const errors: string[] = [];
+  admin.on('pageerror', (e) => { if (!e.message.includes('Failed to fetch')) errors.push(`${e.name}: ${e.message.slice(0, 300)}`); });
+  admin.on('console', (m) => { if (m.type() === 'error' && m.text().includes('panicked')) errors.push(m.text().slice(0, 300)); });
+  await admin.goto('/admin');
+  await hydrated(admin);
+  await admin.getByRole('button', { name: 'Raise call' }).click();
+  await expect(admin.getByTestId('dispatch-result')).toContainText('The call was not raised', { timeout: 20_000 });
+  await expect(admin.getByRole('button', { name: 'Raise call' })).toBeEnabled();
+  expect(posted).toBe(0);
+  expect(errors).toEqual([]);
+  await context.close();
+});

@@ -4,11 +4,13 @@
 
 use crate::board::{matched_rtt_tone, state_counts, state_meaning, state_token, OpsBoard};
 use crate::components::ErrorNotice;
+use crate::deferred::ChunkUnavailable;
 use crate::live::use_live_board;
 use crate::models::{PresenceState, RegistryStatus};
 use crate::routes::wallboard::LiveStatus;
 use crate::rules::{format_age, utc_clock};
 use leptos::prelude::*;
+use leptos::wasm_split::wasm_split;
 use leptos_meta::Title;
 use serde_json::Value;
 
@@ -124,37 +126,48 @@ impl Raised {
 }
 
 /// Rule A14: the same `POST /v1/sessions` the edge agent makes, from the
-/// browser with the admin's session cookie. Lazy: the request and the
-/// answer's JSON reading are fetched with the first call raised.
-#[lazy]
+/// browser with the admin's session cookie. If the request's code cannot
+/// be fetched, the control says so: the call was not raised.
 async fn raise_call(robot_id: String) -> Raised {
-    #[cfg(feature = "hydrate")]
-    {
-        use wasm_bindgen::JsCast;
-        use wasm_bindgen_futures::JsFuture;
-        let body = serde_json::json!({ "robotId": robot_id }).to_string();
-        let init = web_sys::RequestInit::new();
-        init.set_method("POST");
-        init.set_body(&wasm_bindgen::JsValue::from_str(&body));
-        let headers = web_sys::Headers::new().expect("headers");
-        let _ = headers.set("content-type", "application/json");
-        init.set_headers(&headers);
-        let Some(window) = web_sys::window() else { return Raised::Refused("No browser window.".into()) };
-        let response = match JsFuture::from(window.fetch_with_str_and_init("/v1/sessions", &init)).await {
-            Ok(r) => r.unchecked_into::<web_sys::Response>(),
-            Err(_) => return Raised::Refused("Could not reach the server.".into()),
-        };
-        let text = match response.text() {
-            Ok(p) => JsFuture::from(p).await.ok().and_then(|t| t.as_string()).unwrap_or_default(),
-            Err(_) => String::new(),
-        };
-        Raised::from_response(response.status(), &serde_json::from_str(&text).unwrap_or(Value::Null))
+    match raise_request(robot_id).await {
+        Ok(request) => request.await,
+        Err(ChunkUnavailable) => Raised::Refused("The call was not raised: this control's code could not be loaded. Check the connection and raise it again.".into()),
     }
-    #[cfg(not(feature = "hydrate"))]
-    {
-        let _ = robot_id;
-        Raised::Refused("The page is still loading.".into())
-    }
+}
+
+/// The request and the answer's JSON reading: a chunk of their own,
+/// fetched with the first call raised.
+#[wasm_split(raise_call, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn raise_request(robot_id: String) -> Result<std::pin::Pin<Box<dyn std::future::Future<Output = Raised>>>, ChunkUnavailable> {
+    Ok(Box::pin(async move {
+        #[cfg(feature = "hydrate")]
+        {
+            use wasm_bindgen::JsCast;
+            use wasm_bindgen_futures::JsFuture;
+            let body = serde_json::json!({ "robotId": robot_id }).to_string();
+            let init = web_sys::RequestInit::new();
+            init.set_method("POST");
+            init.set_body(&wasm_bindgen::JsValue::from_str(&body));
+            let headers = web_sys::Headers::new().expect("headers");
+            let _ = headers.set("content-type", "application/json");
+            init.set_headers(&headers);
+            let Some(window) = web_sys::window() else { return Raised::Refused("No browser window.".into()) };
+            let response = match JsFuture::from(window.fetch_with_str_and_init("/v1/sessions", &init)).await {
+                Ok(r) => r.unchecked_into::<web_sys::Response>(),
+                Err(_) => return Raised::Refused("Could not reach the server.".into()),
+            };
+            let text = match response.text() {
+                Ok(p) => JsFuture::from(p).await.ok().and_then(|t| t.as_string()).unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            Raised::from_response(response.status(), &serde_json::from_str(&text).unwrap_or(Value::Null))
+        }
+        #[cfg(not(feature = "hydrate"))]
+        {
+            let _ = robot_id;
+            Raised::Refused("The page is still loading.".into())
+        }
+    }))
 }
 
 /// The dispatch control's state, kept across reloads of the board.

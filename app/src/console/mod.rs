@@ -144,20 +144,24 @@ pub fn ConsoleLink() -> impl IntoView {
                 loop {
                     let navigate = navigate.clone();
                     let navigate: Box<dyn Fn(&str)> = Box::new(move |path: &str| navigate(path, Default::default()));
-                    match link::start(console, navigate).await {
-                        Ok(handle) if unmounted.load(Ordering::Relaxed) => handle.stop(),
-                        Ok(handle) => console.link_handle.set_value(Some(handle)),
+                    let started = link::start(console, navigate).await;
+                    let gone = unmounted.load(Ordering::Relaxed);
+                    match started {
+                        Ok(handle) if gone => {
+                            handle.stop();
+                            return;
+                        }
+                        Ok(handle) => {
+                            console.link_handle.set_value(Some(handle));
+                            return;
+                        }
+                        Err(crate::deferred::ChunkUnavailable) if gone => return,
                         Err(crate::deferred::ChunkUnavailable) => {
-                            if unmounted.load(Ordering::Relaxed) {
-                                return;
-                            }
                             console.link.set(Link::Unloaded);
                             gloo_timers::future::TimeoutFuture::new(pause_s * 1_000).await;
                             pause_s = (pause_s * 2).min(30);
-                            continue;
                         }
                     }
-                    return;
                 }
             }
         };

@@ -1,5 +1,5 @@
 import { expect, Page, test } from '@playwright/test';
-import { adminContext, hydrated, signIn } from './helpers';
+import { adminContext, hydrated, panicsOf, signIn } from './helpers';
 
 // Priya (Manchester, inspection) takes uk-insp-01, then Carla (Austin,
 // inspection) takes ue-insp-01: no other browser test makes an inspection
@@ -103,11 +103,7 @@ test('a distress call whose control code cannot be fetched is not raised, and th
     return route.continue();
   });
   const admin = await context.newPage();
-  // A panic in the wasm logs "panicked at"; the dropped fetch itself is
-  // reported as an unhandled "Failed to fetch" by the split tool's loader.
-  const errors: string[] = [];
-  admin.on('pageerror', (e) => { if (!e.message.includes('Failed to fetch')) errors.push(`${e.name}: ${e.message.slice(0, 300)}`); });
-  admin.on('console', (m) => { if (m.type() === 'error' && m.text().includes('panicked')) errors.push(m.text().slice(0, 300)); });
+  const errors = panicsOf(admin);
   await admin.goto('/admin');
   await hydrated(admin);
   await admin.getByRole('button', { name: 'Raise call' }).click();

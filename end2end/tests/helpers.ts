@@ -37,3 +37,15 @@ export async function adminContext(browser: Browser, options: BrowserContextOpti
   }
   return browser.newContext({ ...options, storageState: adminState });
 }
+
+/** What a page reports of a panic in its wasm, collected as it happens (for
+ * tests that drop a chunk's fetch on purpose). A panic logs "panicked at"
+ * and throws a RuntimeError; the dropped fetch itself is reported too, as an
+ * unhandled "Failed to fetch" from the split tool's chunk loader, and is not
+ * a failure of the page. */
+export function panicsOf(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('pageerror', (e) => { if (!e.message.includes('Failed to fetch')) errors.push(`${e.name}: ${e.message.slice(0, 300)}`); });
+  page.on('console', (m) => { if (m.type() === 'error' && m.text().includes('panicked')) errors.push(m.text().slice(0, 300)); });
+  return errors;
+}

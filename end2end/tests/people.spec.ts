@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { adminContext, hydrated, signIn } from './helpers';
+import { adminContext, hydrated, panicsOf, signIn } from './helpers';
 
 // A skill nobody else holds: the invited operator takes no other test's
 // calls, and no other operator takes hers.
@@ -100,12 +100,7 @@ test('a CSV import names the lines to fix, then imports all of them and offers t
 test('a panel whose code cannot be fetched says so without breaking the page, and loads when tried again', async ({ browser }) => {
   const context = await adminContext(browser);
   const page = await context.newPage();
-  // A panic in the wasm logs "panicked at" and throws a RuntimeError. The
-  // dropped fetch itself is reported too, as an unhandled "Failed to fetch"
-  // from the split tool's chunk loader, and is not a failure of the page.
-  const errors: string[] = [];
-  page.on('pageerror', (e) => { if (!e.message.includes('Failed to fetch')) errors.push(`${e.name}: ${e.message.slice(0, 300)}`); });
-  page.on('console', (m) => { if (m.type() === 'error' && m.text().includes('panicked')) errors.push(m.text().slice(0, 300)); });
+  const errors = panicsOf(page);
   // The invite and import forms are a deferred panel with a chunk of its
   // own (split_people_forms): the network drops it.
   const panelChunk = /\/pkg\/split_people_forms[^/]*\.wasm$/;

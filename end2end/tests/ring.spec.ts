@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { hydrated, signIn } from './helpers';
+import { hydrated, panicsOf, signIn } from './helpers';
 
 // Jamal (Austin, palletize + welding) is the only one who takes uw-weld-01
 // here; the call is raised with the robot's own token, as an edge agent would.
@@ -77,11 +77,7 @@ test("an operator whose console code cannot be fetched is told calls cannot reac
     return route.abort();
   });
   const page = await context.newPage();
-  // A panic in the wasm logs "panicked at"; the dropped fetch itself is
-  // reported as an unhandled "Failed to fetch" by the split tool's loader.
-  const errors: string[] = [];
-  page.on('pageerror', (e) => { if (!e.message.includes('Failed to fetch')) errors.push(`${e.name}: ${e.message.slice(0, 300)}`); });
-  page.on('console', (m) => { if (m.type() === 'error' && m.text().includes('panicked')) errors.push(m.text().slice(0, 300)); });
+  const errors = panicsOf(page);
   await signIn(page, JAMAL);
   await expect(page).toHaveURL(/\/operator$/);
   await hydrated(page);

@@ -138,6 +138,32 @@ pub fn relay_health(stat: Option<&RelayStat>, attached_since_ms: i64, now_ms: i6
     }
 }
 
+/// What a cockpit does once its relay socket has closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterRelayClose {
+    /// The relay let this cockpit go (the session ended or control moved):
+    /// it stays closed for as long as the cockpit is open, even if a
+    /// session record loaded before the end still says ACTIVE.
+    Released,
+    /// Anything else (a restart, a refused handshake, a dropped network):
+    /// try again after this many seconds.
+    RetryIn(u32),
+}
+
+/// The relay closes with 1000 only when it lets a cockpit go; other
+/// closes retry, the wait doubling from `backoff_s` up to 15 s.
+pub fn after_relay_close(close_code: u16, backoff_s: u32) -> AfterRelayClose {
+    match close_code {
+        1000 => AfterRelayClose::Released,
+        _ => AfterRelayClose::RetryIn(backoff_s.clamp(1, 15)),
+    }
+}
+
+/// The wait after the one of `backoff_s`.
+pub fn next_relay_backoff(backoff_s: u32) -> u32 {
+    (backoff_s * 2).clamp(1, 15)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +208,16 @@ mod tests {
         assert_eq!(state, RelayMsg::State { t_ms: 5, joints: vec![0.1, 0.2], fields: BTreeMap::new() });
         let action = serde_json::to_string(&RelayMsg::Action { t_ms: 7, values: vec![1.0] }).unwrap();
         assert_eq!(action, r#"{"type":"action","t_ms":7,"values":[1.0]}"#);
+    }
+
+    #[test]
+    fn a_normal_close_releases_the_cockpit_and_any_other_close_retries_with_a_growing_wait() {
+        assert_eq!(after_relay_close(1000, 1), AfterRelayClose::Released);
+        assert_eq!(after_relay_close(1000, 8), AfterRelayClose::Released);
+        // 1006: the handshake was refused (409 for an ended session) or the server went away.
+        assert_eq!(after_relay_close(1006, 1), AfterRelayClose::RetryIn(1));
+        assert_eq!(after_relay_close(1011, 4), AfterRelayClose::RetryIn(4));
+        let waits: Vec<u32> = std::iter::successors(Some(1), |b| Some(next_relay_backoff(*b))).take(6).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 15, 15]);
     }
 }

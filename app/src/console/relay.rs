@@ -1,6 +1,7 @@
 //! The cockpit's socket on its session's relay channel (`/relay/{id}`):
 //! robot state for the plot, camera frames for the picture, and the
-//! operator's actions out. Reconnects while the cockpit is open.
+//! operator's actions out. Reconnects while the cockpit is open, until the
+//! relay lets it go (the session ended or control moved).
 
 use leptos::prelude::*;
 
@@ -73,6 +74,7 @@ pub fn use_cockpit_relay(session_id: String) -> CockpitRelay {
     };
     #[cfg(feature = "hydrate")]
     {
+        // Set when the cockpit closes, or when the relay lets it go.
         let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop = stopped.clone();
         let socket = relay.socket;
@@ -106,7 +108,7 @@ pub fn use_cockpit_relay(session_id: String) -> CockpitRelay {
 #[cfg(feature = "hydrate")]
 mod browser {
     use super::{js_sys_now, CockpitRelay};
-    use crate::relay::{CameraFrame, RelayMsg};
+    use crate::relay::{after_relay_close, next_relay_backoff, AfterRelayClose, CameraFrame, RelayMsg};
     use leptos::prelude::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
@@ -149,13 +151,16 @@ mod browser {
                 relay.connected.set(false);
                 relay.robot_connected.set(false);
                 relay.socket.set_value(None);
-                // 1000: the session ended or control moved; nothing to retry.
-                if ev.code() == 1000 {
-                    return;
+                match after_relay_close(ev.code(), backoff_s) {
+                    // Stopped for good: a record reloaded after this may
+                    // still say ACTIVE, and must not reopen it (a 409).
+                    AfterRelayClose::Released => stopped.store(true, Ordering::Relaxed),
+                    AfterRelayClose::RetryIn(wait_s) => {
+                        let (session_id, stopped) = (session_id.clone(), stopped.clone());
+                        let retry = move || connect(relay, session_id, stopped, next_relay_backoff(wait_s));
+                        gloo_timers::callback::Timeout::new(wait_s * 1_000, retry).forget();
+                    }
                 }
-                let (session_id, stopped) = (session_id.clone(), stopped.clone());
-                let next = (backoff_s * 2).min(15);
-                gloo_timers::callback::Timeout::new(backoff_s * 1_000, move || connect(relay, session_id, stopped, next)).forget();
             })
         };
         ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));

@@ -12,6 +12,7 @@ TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 if [[ "${BENCH_NO_BUILD:-0}" != "1" ]]; then
   RUSTFLAGS="${RUSTFLAGS:-} --cfg erase_components" cargo leptos build --release --split --precompress
 fi
+python3 "$ROOT/scripts/check-split-data.py" "$ROOT/target/site/pkg"
 source "$ROOT/scripts/serve-scratch.sh"
 data="$(mktemp -d)"
 serve_scratch "$TARGET_DIR/release/server" "$data" CLUTCHCALL_METRICS_ADDR=off

@@ -6,6 +6,8 @@ import { hydrated, panicsOf, signIn } from './helpers';
 const JAMAL = 'jamal.brooks@northstar.example';
 
 test('two tabs of one operator both ring; accept in one opens the cockpit and stops the other', async ({ browser, request }) => {
+  // Two tabs sign in and hydrate: under CI's load that alone has taken 20 s.
+  test.setTimeout(60_000);
   const context = await browser.newContext();
   const first = await context.newPage();
   await signIn(first, JAMAL);

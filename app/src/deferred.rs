@@ -8,20 +8,9 @@
 //! Budget). The server renders the panel's placeholder; the browser swaps
 //! in the panel when its chunk and data arrive.
 
+use crate::chunk::ChunkUnavailable;
 use leptos::prelude::*;
 use std::future::Future;
-
-/// A split function's code could not be fetched (its chunk failed to
-/// load: the network, or a server restarted with another build). What
-/// needed it says so and tries again, instead of the page panicking.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ChunkUnavailable;
-
-impl From<leptos::wasm_split::SplitLoaderError> for ChunkUnavailable {
-    fn from(_: leptos::wasm_split::SplitLoaderError) -> Self {
-        ChunkUnavailable
-    }
-}
 
 /// A deferred panel's builder: a function split into a chunk of its own
 /// with `#[wasm_split(<name>, wasm_split_path = ::leptos::wasm_split,

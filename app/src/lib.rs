@@ -5,6 +5,7 @@
 pub mod board;
 pub mod booking;
 pub mod chat;
+pub mod chunk;
 pub mod components;
 pub mod console;
 pub mod datasets;

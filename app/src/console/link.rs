@@ -53,7 +53,7 @@ fn js_sys_now() -> f64 {
 /// decoder, the ring tone) is a chunk of its own that only operators' tabs
 /// fetch; if that fetch fails, the caller is told and tries again.
 #[wasm_split(console_link, wasm_split_path = ::leptos::wasm_split, fallible)]
-pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle, crate::deferred::ChunkUnavailable> {
+pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle, crate::chunk::ChunkUnavailable> {
     let inner = Rc::new(Inner {
         console,
         navigate,

@@ -155,8 +155,8 @@ pub fn ConsoleLink() -> impl IntoView {
                             console.link_handle.set_value(Some(handle));
                             return;
                         }
-                        Err(crate::deferred::ChunkUnavailable) if gone => return,
-                        Err(crate::deferred::ChunkUnavailable) => {
+                        Err(crate::chunk::ChunkUnavailable) if gone => return,
+                        Err(crate::chunk::ChunkUnavailable) => {
                             console.link.set(Link::Unloaded);
                             gloo_timers::future::TimeoutFuture::new(pause_s * 1_000).await;
                             pause_s = (pause_s * 2).min(30);

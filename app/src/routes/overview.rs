@@ -4,7 +4,7 @@
 
 use crate::board::{matched_rtt_tone, state_counts, state_meaning, state_token, OpsBoard};
 use crate::components::ErrorNotice;
-use crate::deferred::ChunkUnavailable;
+use crate::chunk::ChunkUnavailable;
 use crate::live::use_live_board;
 use crate::models::{PresenceState, RegistryStatus};
 use crate::routes::wallboard::LiveStatus;

@@ -150,18 +150,17 @@ pub enum AfterRelayClose {
     RetryIn(u32),
 }
 
+/// The longest wait between a cockpit's tries to reach the relay.
+pub const RELAY_MAX_WAIT_S: u32 = 15;
+
 /// The relay closes with 1000 only when it lets a cockpit go; other
-/// closes retry, the wait doubling from `backoff_s` up to 15 s.
-pub fn after_relay_close(close_code: u16, backoff_s: u32) -> AfterRelayClose {
+/// closes retry after `wait_s`, which doubles from one try to the next up
+/// to [`RELAY_MAX_WAIT_S`] (`rules::doubled_wait_s`).
+pub fn after_relay_close(close_code: u16, wait_s: u32) -> AfterRelayClose {
     match close_code {
         1000 => AfterRelayClose::Released,
-        _ => AfterRelayClose::RetryIn(backoff_s.clamp(1, 15)),
+        _ => AfterRelayClose::RetryIn(wait_s),
     }
-}
-
-/// The wait after the one of `backoff_s`.
-pub fn next_relay_backoff(backoff_s: u32) -> u32 {
-    (backoff_s * 2).clamp(1, 15)
 }
 
 #[cfg(test)]
@@ -217,7 +216,7 @@ mod tests {
         // 1006: the handshake was refused (409 for an ended session) or the server went away.
         assert_eq!(after_relay_close(1006, 1), AfterRelayClose::RetryIn(1));
         assert_eq!(after_relay_close(1011, 4), AfterRelayClose::RetryIn(4));
-        let waits: Vec<u32> = std::iter::successors(Some(1), |b| Some(next_relay_backoff(*b))).take(6).collect();
+        let waits: Vec<u32> = std::iter::successors(Some(1), |w| Some(crate::rules::doubled_wait_s(*w, RELAY_MAX_WAIT_S))).take(6).collect();
         assert_eq!(waits, [1, 2, 4, 8, 15, 15]);
     }
 }

@@ -240,6 +240,13 @@ pub fn new_password_problem(new: &str, confirm: &str) -> Option<String> {
     None
 }
 
+/// The wait before the next try of something that doubles its wait after
+/// each failure, up to `cap_s` (a socket reconnecting, a chunk fetched
+/// again): from 1 s, 1, 2, 4, 8, … `cap_s`.
+pub fn doubled_wait_s(wait_s: u32, cap_s: u32) -> u32 {
+    wait_s.saturating_mul(2).clamp(1, cap_s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,5 +371,13 @@ mod tests {
     #[test]
     fn emails_compare_case_insensitively() {
         assert_eq!(normalize_email("  Dana@Northstar.Example "), "dana@northstar.example");
+    }
+
+    #[test]
+    fn a_doubled_wait_grows_from_one_second_to_its_cap_and_stays() {
+        let waits: Vec<u32> = std::iter::successors(Some(1), |w| Some(doubled_wait_s(*w, 30))).take(7).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30]);
+        assert_eq!(doubled_wait_s(0, 30), 1);
+        assert_eq!(doubled_wait_s(u32::MAX, 15), 15);
     }
 }

@@ -23,7 +23,8 @@ struct Inner {
     navigate: Box<dyn Fn(&str)>,
     socket: RefCell<Option<WebSocket>>,
     stopped: Cell<bool>,
-    attempt: Cell<u32>,
+    /// Seconds before the next try to reconnect.
+    retry_wait_s: Cell<u32>,
     /// server clock − browser clock, ms.
     skew_ms: Cell<i64>,
     pops: RefCell<Vec<String>>,
@@ -59,7 +60,7 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
         navigate,
         socket: RefCell::new(None),
         stopped: Cell::new(false),
-        attempt: Cell::new(0),
+        retry_wait_s: Cell::new(1),
         skew_ms: Cell::new(0),
         pops: RefCell::new(Vec::new()),
         ping_sent_at: Cell::new(0.0),
@@ -151,7 +152,7 @@ fn connect(inner: &Rc<Inner>) {
     let weak = Rc::downgrade(inner);
     let on_open = Closure::<dyn FnMut()>::new(move || {
         if let Some(inner) = weak.upgrade() {
-            inner.attempt.set(0);
+            inner.retry_wait_s.set(1);
             inner.console.link.set(Link::Open);
             inner.send(&ConsoleMsg::Heartbeat);
         }
@@ -187,9 +188,9 @@ fn connect(inner: &Rc<Inner>) {
 
 /// Backoff: 1, 2, 4, 8, 16, then every 30 s.
 fn schedule_retry(inner: &Rc<Inner>) {
-    let attempt = inner.attempt.get();
-    inner.attempt.set(attempt + 1);
-    let delay_ms = (1000u32 << attempt.min(5)).min(30_000);
+    let wait_s = inner.retry_wait_s.get();
+    inner.retry_wait_s.set(crate::rules::doubled_wait_s(wait_s, 30));
+    let delay_ms = wait_s * 1_000;
     inner.console.link.set(Link::Retrying { at_ms: browser_now() + inner.skew_ms.get() + i64::from(delay_ms) });
     let weak = Rc::downgrade(inner);
     *inner.retry.borrow_mut() = Some(Timeout::new(delay_ms, move || {

@@ -108,7 +108,8 @@ pub fn use_cockpit_relay(session_id: String) -> CockpitRelay {
 #[cfg(feature = "hydrate")]
 mod browser {
     use super::{js_sys_now, CockpitRelay};
-    use crate::relay::{after_relay_close, next_relay_backoff, AfterRelayClose, CameraFrame, RelayMsg};
+    use crate::relay::{after_relay_close, AfterRelayClose, CameraFrame, RelayMsg, RELAY_MAX_WAIT_S};
+    use crate::rules::doubled_wait_s;
     use leptos::prelude::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
@@ -116,7 +117,7 @@ mod browser {
     use wasm_bindgen::JsCast;
     use web_sys::{BinaryType, Blob, BlobPropertyBag, MessageEvent, Url, WebSocket};
 
-    pub fn connect(relay: CockpitRelay, session_id: String, stopped: Arc<AtomicBool>, backoff_s: u32) {
+    pub fn connect(relay: CockpitRelay, session_id: String, stopped: Arc<AtomicBool>, wait_s: u32) {
         if stopped.load(Ordering::Relaxed) || !relay.live.get_untracked() {
             return;
         }
@@ -151,13 +152,13 @@ mod browser {
                 relay.connected.set(false);
                 relay.robot_connected.set(false);
                 relay.socket.set_value(None);
-                match after_relay_close(ev.code(), backoff_s) {
+                match after_relay_close(ev.code(), wait_s) {
                     // Stopped for good: a record reloaded after this may
                     // still say ACTIVE, and must not reopen it (a 409).
                     AfterRelayClose::Released => stopped.store(true, Ordering::Relaxed),
                     AfterRelayClose::RetryIn(wait_s) => {
                         let (session_id, stopped) = (session_id.clone(), stopped.clone());
-                        let retry = move || connect(relay, session_id, stopped, next_relay_backoff(wait_s));
+                        let retry = move || connect(relay, session_id, stopped, doubled_wait_s(wait_s, RELAY_MAX_WAIT_S));
                         gloo_timers::callback::Timeout::new(wait_s * 1_000, retry).forget();
                     }
                 }

@@ -131,7 +131,7 @@ mod browser {
         on_open.forget();
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
             if let Some(text) = ev.data().as_string() {
-                match serde_json::from_str::<RelayMsg>(&text) {
+                match crate::loaded::read_json::<RelayMsg>(&text) {
                     Ok(RelayMsg::State { joints, .. }) => relay.push_joints(js_sys_now(), joints),
                     Ok(RelayMsg::Peers { robot, .. }) => relay.robot_connected.set(robot),
                     Ok(RelayMsg::Refused { reason }) => relay.refused.set(Some(reason)),

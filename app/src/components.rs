@@ -18,7 +18,7 @@ pub struct Session {
     /// Re-fetched whenever one of the actions above completes. Blocking, so
     /// the server knows who is asking before it sends the first byte and
     /// redirects and 403s are real HTTP statuses.
-    pub user: crate::loaded::Loaded<Result<Option<CurrentUser>, AppError>>,
+    pub user: crate::page_data::Loaded<Result<Option<CurrentUser>, AppError>>,
 }
 
 impl Session {
@@ -26,7 +26,7 @@ impl Session {
         let sign_in = ServerAction::<SignIn>::new();
         let sign_out = ServerAction::<SignOut>::new();
         let select_org = ServerAction::<SelectOrg>::new();
-        let user = crate::loaded::load_blocking(
+        let user = crate::page_data::load_blocking(
             move || (sign_in.version().get(), sign_out.version().get(), select_org.version().get()),
             |_| signed_in_user(),
         );
@@ -256,7 +256,7 @@ pub fn ErrorNotice(error: AppError) -> impl IntoView {
 /// else `render`'s view; nothing (and no waiting) while `shown` is false.
 pub fn loaded<T, V>(
     shown: impl Fn() -> bool + Send + Sync + Copy + 'static,
-    resource: crate::loaded::Loaded<Result<T, AppError>>,
+    resource: crate::page_data::Loaded<Result<T, AppError>>,
     render: impl Fn(T) -> V + Send + Sync + Copy + 'static,
 ) -> impl Fn() -> Suspend<AnyView> + Send + Sync + Copy + 'static
 where

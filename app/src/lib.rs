@@ -20,7 +20,7 @@ pub mod handover;
 pub mod inactivity;
 pub mod lifecycle;
 pub mod live;
-pub mod loaded;
+pub mod page_data;
 pub mod models;
 pub mod people;
 pub mod presence;

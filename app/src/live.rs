@@ -19,7 +19,7 @@ pub const DEBOUNCE_MS: u32 = 250;
 
 /// A screen's data, kept live.
 pub struct Live<T: Send + Sync + 'static> {
-    pub data: crate::loaded::Loaded<Result<T, AppError>>,
+    pub data: crate::page_data::Loaded<Result<T, AppError>>,
     /// Whether the push channel is connected.
     pub connected: RwSignal<bool>,
     /// Browser clock (Unix ms), ticking each second.
@@ -44,7 +44,7 @@ where
     Fut: Future<Output = Result<T, AppError>> + Send + 'static,
 {
     let push = use_push(Watch::Org, poll_ms);
-    let data = crate::loaded::load(move || push.version.get(), move |_| fetch());
+    let data = crate::page_data::load(move || push.version.get(), move |_| fetch());
     Live { data, connected: push.connected, now_ms: push.now_ms, relay: push.relay }
 }
 
@@ -145,7 +145,7 @@ pub fn read_watch(text: &str) -> WatchNotice {
         Other,
     }
 
-    match crate::loaded::read_json::<Message>(text) {
+    match crate::page_data::read_json::<Message>(text) {
         Ok(Message { kind: MessageKind::Org, event: Some(Event { kind: EventKind::Relay, stats: Some(stats) }) }) => WatchNotice::Relay(stats),
         Ok(Message { kind: MessageKind::Org | MessageKind::Resync, .. }) => WatchNotice::Changed,
         _ => WatchNotice::Nothing,

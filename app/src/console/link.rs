@@ -164,7 +164,7 @@ fn connect(inner: &Rc<Inner>) {
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let Some(inner) = weak.upgrade() else { return };
         let Some(text) = ev.data().as_string() else { return };
-        if let Ok(msg) = crate::loaded::read_json::<RingMsg>(&text) {
+        if let Ok(msg) = crate::page_data::read_json::<RingMsg>(&text) {
             inner.apply(msg);
         }
     });

@@ -131,7 +131,7 @@ mod browser {
         on_open.forget();
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
             if let Some(text) = ev.data().as_string() {
-                match crate::loaded::read_json::<RelayMsg>(&text) {
+                match crate::page_data::read_json::<RelayMsg>(&text) {
                     Ok(RelayMsg::State { joints, .. }) => relay.push_joints(js_sys_now(), joints),
                     Ok(RelayMsg::Peers { robot, .. }) => relay.robot_connected.set(robot),
                     Ok(RelayMsg::Refused { reason }) => relay.refused.set(Some(reason)),

@@ -18,7 +18,7 @@ pub fn ChatPanel(
     read_only: Signal<bool>,
 ) -> impl IntoView {
     let post = ServerAction::<PostChat>::new();
-    let messages = crate::loaded::load(move || (session_id(), refresh(), post.version().get()), |(id, _, _)| crate::components::for_chosen_session(id, load_chat));
+    let messages = crate::page_data::load(move || (session_id(), refresh(), post.version().get()), |(id, _, _)| crate::components::for_chosen_session(id, load_chat));
     let draft = RwSignal::new(String::new());
     let problem = RwSignal::new(None::<String>);
     let send = move || match chat_body(&draft.get_untracked()) {

@@ -41,9 +41,9 @@ fn ClientHome() -> impl IntoView {
     let book = ServerAction::<BookRobot>::new();
     let cancel = ServerAction::<CancelBooking>::new();
     let version = move || (tick.get(), book.version().get(), cancel.version().get());
-    let bookings = crate::loaded::load(version, |_| load_bookings());
-    let options = crate::loaded::load(|| (), |_| load_booking_options());
-    let sessions = crate::loaded::load(version, |_| load_client_sessions());
+    let bookings = crate::page_data::load(version, |_| load_bookings());
+    let options = crate::page_data::load(|| (), |_| load_booking_options());
+    let sessions = crate::page_data::load(version, |_| load_client_sessions());
     let query = use_query_map();
     let watched = move || query.read().get("s").unwrap_or_default();
     view! {
@@ -208,8 +208,8 @@ fn BookingForm(o: crate::booking::BookingOptions, book: ServerAction<BookRobot>)
 #[wasm_split(watched_session, wasm_split_path = ::leptos::wasm_split, fallible)]
 fn watched_session(watched: Signal<String>, tick: Signal<u64>) -> PanelBuilt {
     let chosen = move || !watched.get().is_empty();
-    let record = crate::loaded::load(move || (watched.get(), tick.get()), |(id, _)| for_chosen_session(id, load_session));
-    let activity = crate::loaded::load(move || (watched.get(), tick.get()), |(id, _)| for_chosen_session(id, load_session_activity));
+    let record = crate::page_data::load(move || (watched.get(), tick.get()), |(id, _)| for_chosen_session(id, load_session));
+    let activity = crate::page_data::load(move || (watched.get(), tick.get()), |(id, _)| for_chosen_session(id, load_session_activity));
     let session_id = move || watched.get();
     Ok(view! {
         <section class="panel" aria-labelledby="watch-h" hidden=move || !chosen()>

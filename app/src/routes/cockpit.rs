@@ -48,7 +48,7 @@ fn Cockpit() -> impl IntoView {
     let version = move || {
         (session_id(), steer.version().get(), estop.version().get(), extend.version().get(), presence_since(), pushed.version.get())
     };
-    let record = crate::loaded::load(version, |(id, ..)| load_session(id));
+    let record = crate::page_data::load(version, |(id, ..)| load_session(id));
     let ended = Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()));
     // The relay socket is open while the session is live, never after.
     Effect::new(move |_| {
@@ -88,7 +88,7 @@ type Revision = (String, usize, usize, usize, Option<i64>, u64);
 #[wasm_split(cockpit_panels, wasm_split_path = ::leptos::wasm_split, fallible)]
 fn cockpit_panels(revision: Signal<Revision>, chat_version: Signal<u64>, ended: Signal<bool>) -> PanelBuilt {
     let session_id = move || revision.with(|r| r.0.clone());
-    let activity = crate::loaded::load(move || revision.get(), |(id, ..)| load_session_activity(id));
+    let activity = crate::page_data::load(move || revision.get(), |(id, ..)| load_session_activity(id));
     Ok(view! {
         <section class="panel" aria-label="Hand over">
             <HandoverPanel session_id=session_id() ended/>

@@ -12,7 +12,7 @@ use leptos_meta::Title;
 #[component]
 pub fn DatasetsPage() -> impl IntoView {
     let session = expect_context::<Session>();
-    let episodes = crate::loaded::load(move || session.select_org.version().get(), |_| load_datasets());
+    let episodes = crate::page_data::load(move || session.select_org.version().get(), |_| load_datasets());
     view! {
         <Title text="Datasets"/>
         <RequireMember>

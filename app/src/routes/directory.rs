@@ -20,7 +20,7 @@ pub fn DirectoryPage() -> impl IntoView {
     let session = expect_context::<Session>();
     // Keyed on org switches: the directory is always the selected org's.
     let register = ServerAction::<RegisterRobot>::new();
-    let directory = crate::loaded::load(move || (session.select_org.version().get(), register.version().get()), |_| load_directory());
+    let directory = crate::page_data::load(move || (session.select_org.version().get(), register.version().get()), |_| load_directory());
     let filter = RwSignal::new(String::new());
     let query = use_query_map();
     let selected_robot = move || query.read().get("robot").filter(|id| !id.is_empty());
@@ -201,7 +201,7 @@ fn RobotDetail(robot_id: String) -> impl IntoView {
     let edit = ServerAction::<EditRobot>::new();
     let rotate = ServerAction::<RotateRobotToken>::new();
     let retire = ServerAction::<RetireRobot>::new();
-    let robot = crate::loaded::load(
+    let robot = crate::page_data::load(
         move || (id.clone(), session.select_org.version().get(), edit.version().get(), rotate.version().get()),
         |(id, ..)| load_robot(id),
     );

@@ -14,7 +14,7 @@ pub fn FloorsPage() -> impl IntoView {
     let session = expect_context::<Session>();
     let set = ServerAction::<SetLinkFloor>::new();
     let remove = ServerAction::<RemoveLinkFloor>::new();
-    let floors = crate::loaded::load(
+    let floors = crate::page_data::load(
         move || (session.select_org.version().get(), set.version().get(), remove.version().get()),
         |_| async { load_people().await.map(|p| p.floors) },
     );

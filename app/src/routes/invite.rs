@@ -15,7 +15,7 @@ use leptos_router::hooks::use_params_map;
 pub fn InvitePage() -> impl IntoView {
     let params = use_params_map();
     let token = move || params.read().get("token").unwrap_or_default();
-    let invitation = crate::loaded::load(token, load_invitation);
+    let invitation = crate::page_data::load(token, load_invitation);
     view! {
         <Title text="Invitation"/>
         <section class="signin" aria-labelledby="invite-h">

@@ -129,7 +129,7 @@ fn ReadyScreen() -> impl IntoView {
 /// Who the ACD sees: name, region, certifications and the skills they match.
 #[wasm_split(operator_profile, wasm_split_path = ::leptos::wasm_split, fallible)]
 fn operator_profile() -> PanelBuilt {
-    let profile = crate::loaded::load(|| (), |_| my_operator_profile());
+    let profile = crate::page_data::load(|| (), |_| my_operator_profile());
     Ok(view! {
         <section class="panel">
             <h2>"Your profile"</h2>

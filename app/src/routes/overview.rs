@@ -160,7 +160,7 @@ fn raise_request(robot_id: String) -> Result<std::pin::Pin<Box<dyn std::future::
                 Ok(p) => JsFuture::from(p).await.ok().and_then(|t| t.as_string()).unwrap_or_default(),
                 Err(_) => String::new(),
             };
-            Raised::from_response(response.status(), &crate::loaded::read_json(&text).unwrap_or(Value::Null))
+            Raised::from_response(response.status(), &crate::page_data::read_json(&text).unwrap_or(Value::Null))
         }
         #[cfg(not(feature = "hydrate"))]
         {

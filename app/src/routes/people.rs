@@ -37,7 +37,7 @@ pub fn PeoplePage() -> impl IntoView {
         remove: ServerAction::new(),
         edit: ServerAction::new(),
     };
-    let people = crate::loaded::load(
+    let people = crate::page_data::load(
         move || {
             (
                 session.select_org.version().get(),
@@ -95,7 +95,7 @@ pub fn PeoplePage() -> impl IntoView {
 
 /// Invite one person, import many: below the members, built in the browser.
 #[wasm_split(people_forms, wasm_split_path = ::leptos::wasm_split, fallible)]
-fn people_forms(people: crate::loaded::Loaded<Result<PeopleAdmin, crate::error::AppError>>, actions: PeopleActions) -> PanelBuilt {
+fn people_forms(people: crate::page_data::Loaded<Result<PeopleAdmin, crate::error::AppError>>, actions: PeopleActions) -> PanelBuilt {
     Ok(view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {

@@ -14,7 +14,7 @@ use leptos::server_fn::ServerFn;
 #[component]
 pub fn RatingPanel(
     session_id: impl Fn() -> String + Send + Sync + Copy + 'static,
-    record: crate::loaded::Loaded<Result<SessionRecord, crate::error::AppError>>,
+    record: crate::page_data::Loaded<Result<SessionRecord, crate::error::AppError>>,
 ) -> impl IntoView {
     let rate = ServerAction::<RateSession>::new();
     // The guard around the screen has resolved who is asking.
@@ -22,7 +22,7 @@ pub fn RatingPanel(
     let may_rate = move |s: &SessionRecord| {
         me.with_value(|me| me.as_ref().is_some_and(|u| u.role().is_some_and(|role| crate::rating::may_rate(role, &u.user_id, s))))
     };
-    let rating = crate::loaded::load(move || (session_id(), rate.version().get()), |(id, _)| crate::components::for_chosen_session(id, load_session_rating));
+    let rating = crate::page_data::load(move || (session_id(), rate.version().get()), |(id, _)| crate::components::for_chosen_session(id, load_session_rating));
     view! {
         <section class="panel" aria-labelledby="rating-h">
             <h2 id="rating-h">"Rating"</h2>

@@ -47,7 +47,7 @@ pub fn SessionView() -> impl IntoView {
     // Rule W11: the only place a latched PROTECTIVE_STOP is cleared.
     let clear = ServerAction::<ClearProtectiveStop>::new();
     let version = move || (id(), pulse(), clear.version().get());
-    let record = crate::loaded::load(version, |(id, _, _)| load_session(id));
+    let record = crate::page_data::load(version, |(id, _, _)| load_session(id));
     view! {
         <Title text="Session"/>
         <section class="panel">
@@ -115,16 +115,16 @@ pub fn SessionView() -> impl IntoView {
 fn session_panels(
     id: Signal<String>,
     pulse: Signal<i64>,
-    record: crate::loaded::Loaded<Result<crate::models::SessionRecord, crate::error::AppError>>,
+    record: crate::page_data::Loaded<Result<crate::models::SessionRecord, crate::error::AppError>>,
     cleared: Signal<usize>,
     admin: bool,
 ) -> PanelBuilt {
     let session_id = move || id.get();
     let chosen = move || !id.get().is_empty();
     let version = move || (id.get(), pulse.get(), cleared.get());
-    let activity = crate::loaded::load(version, |(id, _, _)| load_session_activity(id));
-    let history = crate::loaded::load(version, |(id, _, _)| load_state_history(id));
-    let decisions = crate::loaded::load(version, move |(id, _, _)| async move {
+    let activity = crate::page_data::load(version, |(id, _, _)| load_session_activity(id));
+    let history = crate::page_data::load(version, |(id, _, _)| load_state_history(id));
+    let decisions = crate::page_data::load(version, move |(id, _, _)| async move {
         if admin { load_dispatch_decisions(id).await } else { Ok(Vec::new()) }
     });
     Ok(view! {

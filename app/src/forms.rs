@@ -2,15 +2,31 @@
 //!
 //! A form here is a plain `<form method="post" action=S::url()>`, so it
 //! works before the wasm has loaded (the server function answers a form
-//! post with a redirect back). Once hydrated, its submit handler stops the
-//! browser's post, reads the fields with [`Submitted`] and dispatches the
-//! action with the arguments built by hand. `ActionForm` decodes the form
+//! post with a redirect back). Once hydrated, its submit handler
+//! ([`dispatch_on_submit`]) stops the browser's post, reads the fields with
+//! [`Submitted`] and dispatches the action with the arguments built by hand. `ActionForm` decodes the form
 //! with serde_qs instead: a decoder per argument type plus the decoder
 //! itself, ~30 KB gzip in the screens' chunks (issue "wallboard" budget).
 
 use leptos::ev::SubmitEvent;
+use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 use leptos::web_sys::FormData;
 use std::str::FromStr;
+
+/// The submit handler of a form posting to `action`'s server function:
+/// stops the browser's own post and dispatches the arguments `read` makes
+/// of the fields.
+pub fn dispatch_on_submit<S>(action: ServerAction<S>, read: impl Fn(&Submitted) -> S + Copy + 'static) -> impl Fn(SubmitEvent) + Copy + 'static
+where
+    S: ServerFn + Clone + Send + Sync + 'static,
+    S::Output: Send + Sync + 'static,
+    S::Error: Send + Sync + 'static,
+{
+    move |ev| {
+        action.dispatch(read(&Submitted::take(&ev)));
+    }
+}
 
 /// The fields of a submitted form, read the way `ActionForm`'s decoder read
 /// them: the submit button's own name and value count, and an empty field

@@ -3,7 +3,7 @@
 //! other browsers' sockets close at once).
 
 use crate::components::{ErrorNotice, RequireMember};
-use crate::forms::Submitted;
+use crate::forms::dispatch_on_submit;
 use crate::functions::ChangePassword;
 use leptos::server_fn::ServerFn;
 use leptos::prelude::*;
@@ -25,10 +25,7 @@ fn PasswordForm() -> impl IntoView {
     view! {
         <section class="panel" aria-labelledby="password-h">
             <h1 id="password-h">"Your password"</h1>
-            <form method="post" action=ChangePassword::url() class="booking-form" data-testid="password-form" on:submit=move |ev| {
-                let form = Submitted::take(&ev);
-                change.dispatch(ChangePassword { current: form.text("current"), new: form.text("new"), confirm: form.text("confirm") });
-            }>
+            <form method="post" action=ChangePassword::url() class="booking-form" data-testid="password-form" on:submit=dispatch_on_submit(change, |form| ChangePassword { current: form.text("current"), new: form.text("new"), confirm: form.text("confirm") })>
                 <label for="pw-current">"Current password"</label>
                 <input id="pw-current" type="password" name="current" required autocomplete="current-password"/>
                 <label for="pw-new">"New password"</label>

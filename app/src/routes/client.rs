@@ -10,7 +10,7 @@
 use crate::booking::{utc_when, Booking, ClientSessions};
 use crate::components::{for_chosen_session, loaded, ActivityLog, ErrorNotice, RequireRole};
 use crate::deferred::{Deferred, PanelBuilt};
-use crate::forms::Submitted;
+use crate::forms::dispatch_on_submit;
 use crate::functions::{load_booking_options, load_bookings, load_client_sessions, load_session, load_session_activity, BookRobot, CancelBooking};
 use crate::models::Role;
 use crate::routes::chat_panel::ChatPanel;
@@ -149,10 +149,7 @@ fn Bookings(list: Vec<Booking>, cancel: ServerAction<CancelBooking>) -> impl Int
                         <td>{b.robot_id.clone()}</td><td>{b.client_name.clone()}</td>
                         <td>{utc_when(b.starts_at_ms)}</td><td>{utc_when(b.ends_at_ms)}</td>
                         <td>
-                            <form method="post" action=CancelBooking::url() on:submit=move |ev| {
-                                let form = Submitted::take(&ev);
-                                cancel.dispatch(CancelBooking { booking_id: form.text("booking_id") });
-                            }>
+                            <form method="post" action=CancelBooking::url() on:submit=dispatch_on_submit(cancel, |form| CancelBooking { booking_id: form.text("booking_id") })>
                                 <input type="hidden" name="booking_id" value=b.id.clone()/>
                                 <button type="submit" class="button subtle">"Cancel"</button>
                             </form>
@@ -169,16 +166,13 @@ fn Bookings(list: Vec<Booking>, cancel: ServerAction<CancelBooking>) -> impl Int
 fn BookingForm(o: crate::booking::BookingOptions, book: ServerAction<BookRobot>) -> impl IntoView {
     let for_others = o.clients.len() > 1;
     view! {
-        <form method="post" action=BookRobot::url() class="booking-form" data-testid="booking-form" on:submit=move |ev| {
-            let form = Submitted::take(&ev);
-            book.dispatch(BookRobot {
+        <form method="post" action=BookRobot::url() class="booking-form" data-testid="booking-form" on:submit=dispatch_on_submit(book, |form| BookRobot {
                 robot_id: form.text("robot_id"),
                 starts_at: form.text("starts_at"),
                 minutes: form.number("minutes"),
                 client_id: form.optional("client_id"),
                 task: form.optional("task"),
-            });
-        }>
+            })>
             <label for="book-robot">"Robot"</label>
             <select id="book-robot" name="robot_id" required data-testid="book-robot">
                 {o.robots.into_iter().map(|(id, label)| view! { <option value=id.clone()>{id.clone()}" · "{label}</option> }).collect_view()}

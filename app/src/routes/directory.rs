@@ -2,7 +2,7 @@ use crate::components::{ErrorNotice, RequireRole, Session};
 use crate::functions::{load_directory, load_robot, EditRobot, RegisterRobot, RetireRobot, RotateRobotToken};
 use crate::models::{Directory, Operator, RegistryStatus, Robot, Role};
 use crate::rules::{matches_query, utc_clock};
-use crate::forms::Submitted;
+use crate::forms::dispatch_on_submit;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
@@ -257,10 +257,7 @@ fn RobotAdmin(r: Robot, edit: ServerAction<EditRobot>, rotate: ServerAction<Rota
     let confirming = RwSignal::new(false);
     let id = StoredValue::new(r.id.clone());
     view! {
-        <form method="post" action=EditRobot::url() class="booking-form" data-testid="robot-edit" on:submit=move |ev| {
-            let form = Submitted::take(&ev);
-            edit.dispatch(EditRobot { robot_id: form.text("robot_id"), model: form.text("model"), site: form.text("site"), pop: form.text("pop"), req_cert: form.text("req_cert") });
-        }>
+        <form method="post" action=EditRobot::url() class="booking-form" data-testid="robot-edit" on:submit=dispatch_on_submit(edit, |form| EditRobot { robot_id: form.text("robot_id"), model: form.text("model"), site: form.text("site"), pop: form.text("pop"), req_cert: form.text("req_cert") })>
             <input type="hidden" name="robot_id" value=r.id.clone()/>
             <label for="robot-model">"Model"</label>
             <input id="robot-model" name="model" required value=r.model.clone()/>

@@ -4,7 +4,7 @@
 use crate::components::{ErrorNotice, Session};
 use crate::functions::{load_people, RemoveLinkFloor, SetLinkFloor};
 use crate::models::LinkFloor;
-use crate::forms::Submitted;
+use crate::forms::dispatch_on_submit;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
@@ -55,10 +55,7 @@ pub fn FloorsPage() -> impl IntoView {
 
 /// Adding a path and saving one post the same fields.
 fn save_floor(set: ServerAction<SetLinkFloor>) -> impl Fn(leptos::ev::SubmitEvent) + Copy + 'static {
-    move |ev| {
-        let form = Submitted::take(&ev);
-        set.dispatch(SetLinkFloor { region: form.text("region"), pop: form.text("pop"), floor_ms: form.text("floor_ms"), note: form.optional("note") });
-    }
+    dispatch_on_submit(set, |form| SetLinkFloor { region: form.text("region"), pop: form.text("pop"), floor_ms: form.text("floor_ms"), note: form.optional("note") })
 }
 
 #[component]

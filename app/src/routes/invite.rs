@@ -3,7 +3,7 @@
 //! account opens it signed in and joins the org with one press.
 
 use crate::components::ErrorNotice;
-use crate::forms::Submitted;
+use crate::forms::dispatch_on_submit;
 use crate::functions::{load_invitation, AcceptInvitation};
 use leptos::server_fn::ServerFn;
 use crate::people::{InvitationState, InvitationView};
@@ -37,10 +37,7 @@ fn Invitation(view: InvitationView, token: String) -> impl IntoView {
     let accept = ServerAction::<AcceptInvitation>::new();
     let InvitationView { org_name, email, role, state } = view;
     let heading = format!("{org_name} invites {email} as {role}.");
-    let submit = move |ev: leptos::ev::SubmitEvent| {
-        let form = Submitted::take(&ev);
-        accept.dispatch(AcceptInvitation { token: form.text("token"), password: form.optional("password"), confirm: form.optional("confirm") });
-    };
+    let submit = dispatch_on_submit(accept, |form| AcceptInvitation { token: form.text("token"), password: form.optional("password"), confirm: form.optional("confirm") });
     let body = match state {
         InvitationState::SetPassword => view! {
             <p>"Choose a password (at least 12 characters) to finish setting up your account."</p>

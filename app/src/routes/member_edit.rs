@@ -8,7 +8,7 @@ use crate::components::ErrorNotice;
 use crate::functions::EditMember;
 use crate::models::Role;
 use crate::people::{Member, PeopleAdmin};
-use crate::forms::Submitted;
+use crate::forms::dispatch_on_submit;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
@@ -23,10 +23,7 @@ pub(super) fn MemberEdit(member: Member, admin: PeopleAdmin, edit: ServerAction<
                 <h2 id="member-h">{p.display_name.clone()}" · "{p.email.clone()}</h2>
                 <a class="button subtle" href="/admin/people">"Close"</a>
             </div>
-            <form method="post" action=EditMember::url() class="booking-form" data-testid="member-edit" on:submit=move |ev| {
-                let form = Submitted::take(&ev);
-                edit.dispatch(EditMember { user_id: form.text("user_id"), display_name: form.text("display_name"), external_id: form.optional("external_id"), region: form.optional("region"), certifications: form.list("certifications"), active: form.optional("active") });
-            }>
+            <form method="post" action=EditMember::url() class="booking-form" data-testid="member-edit" on:submit=dispatch_on_submit(edit, |form| EditMember { user_id: form.text("user_id"), display_name: form.text("display_name"), external_id: form.optional("external_id"), region: form.optional("region"), certifications: form.list("certifications"), active: form.optional("active") })>
                 <input type="hidden" name="user_id" value=member.user_id.clone()/>
                 <label for="m-name">"Display name"</label>
                 <input id="m-name" name="display_name" required maxlength="80" value=p.display_name.clone()/>

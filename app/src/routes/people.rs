@@ -10,7 +10,7 @@ use crate::functions::{load_people, ImportPeople, InvitePerson, PreviewPeopleImp
 use crate::models::Role;
 use crate::people::{Member, PeopleAdmin, CSV_HEADER};
 use crate::rules::matches_query;
-use crate::forms::Submitted;
+use crate::forms::dispatch_on_submit;
 use leptos::prelude::*;
 use leptos::wasm_split::wasm_split;
 use leptos::server_fn::ServerFn;
@@ -177,10 +177,7 @@ fn MemberRow(m: Member, actions: PeopleActions) -> impl IntoView {
             <td><a href=format!("?member={}", m.user_id)>{p.display_name.clone()}</a></td>
             <td>{p.email.clone()}</td>
             <td>
-                <form method="post" action=SetMemberRole::url() class="inline-form" on:submit=move |ev| {
-                    let form = Submitted::take(&ev);
-                    actions.role.dispatch(SetMemberRole { user_id: form.text("user_id"), role: form.text("role") });
-                }>
+                <form method="post" action=SetMemberRole::url() class="inline-form" on:submit=dispatch_on_submit(actions.role, |form| SetMemberRole { user_id: form.text("user_id"), role: form.text("role") })>
                     <input type="hidden" name="user_id" value=m.user_id.clone()/>
                     <label class="visually-hidden" for=format!("role-{}", m.user_id)>"Role"</label>
                     <select id=format!("role-{}", m.user_id) name="role">
@@ -246,10 +243,7 @@ fn InvitePanel(admin: StoredValue<PeopleAdmin>, actions: PeopleActions) -> impl 
     view! {
         <section class="panel" aria-labelledby="invite-h">
             <h2 id="invite-h">"Invite"</h2>
-            <form method="post" action=InvitePerson::url() class="booking-form" data-testid="invite-form" on:submit=move |ev| {
-                let form = Submitted::take(&ev);
-                actions.invite.dispatch(InvitePerson { email: form.text("email"), display_name: form.text("display_name"), external_id: form.optional("external_id"), region: form.optional("region"), certifications: form.list("certifications"), role: form.text("role") });
-            }>
+            <form method="post" action=InvitePerson::url() class="booking-form" data-testid="invite-form" on:submit=dispatch_on_submit(actions.invite, |form| InvitePerson { email: form.text("email"), display_name: form.text("display_name"), external_id: form.optional("external_id"), region: form.optional("region"), certifications: form.list("certifications"), role: form.text("role") })>
                 <label for="inv-email">"Email"</label>
                 <input id="inv-email" name="email" type="email" required/>
                 <label for="inv-name">"Display name"</label>

@@ -4,7 +4,7 @@
 
 use crate::components::ErrorNotice;
 use crate::functions::RegisterRobot;
-use crate::forms::Submitted;
+use crate::forms::dispatch_on_submit;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
@@ -27,10 +27,7 @@ pub(super) fn RegisterRobotPanel(register: ServerAction<RegisterRobot>) -> impl 
                 </button>
             </div>
             <Show when=move || open.get()>
-                <form method="post" action=RegisterRobot::url() class="booking-form" data-testid="robot-register" on:submit=move |ev| {
-                    let form = Submitted::take(&ev);
-                    register.dispatch(RegisterRobot { robot_id: form.text("robot_id"), model: form.text("model"), site: form.text("site"), pop: form.text("pop"), req_cert: form.text("req_cert") });
-                }>
+                <form method="post" action=RegisterRobot::url() class="booking-form" data-testid="robot-register" on:submit=dispatch_on_submit(register, |form| RegisterRobot { robot_id: form.text("robot_id"), model: form.text("model"), site: form.text("site"), pop: form.text("pop"), req_cert: form.text("req_cert") })>
                     <label for="reg-id">"Robot id"</label>
                     <input id="reg-id" name="robot_id" required maxlength="64" pattern="[a-z0-9-]+" placeholder="e.g. ue-weld-02"/>
                     <label for="reg-model">"Model"</label>

@@ -7,7 +7,7 @@ use crate::functions::{load_session_rating, RateSession};
 use crate::models::{LifecycleState, SessionRecord};
 use crate::rating::SessionRating;
 use crate::rules::utc_clock;
-use crate::forms::Submitted;
+use crate::forms::dispatch_on_submit;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
@@ -35,10 +35,7 @@ pub fn RatingPanel(
                         (Err(e), _) | (_, Err(e)) => view! { <ErrorNotice error=e/> }.into_any(),
                         (Ok(Some(given)), _) => view! { <Given given/> }.into_any(),
                         (Ok(None), Ok(s)) if s.lifecycle == LifecycleState::Completed && may_rate(&s) => view! {
-                            <form method="post" action=RateSession::url() class="rate-form" data-testid="rate-form" on:submit=move |ev| {
-                                let form = Submitted::take(&ev);
-                                rate.dispatch(RateSession { session_id: form.text("session_id"), stars: form.number("stars"), feedback: form.text("feedback") });
-                            }>
+                            <form method="post" action=RateSession::url() class="rate-form" data-testid="rate-form" on:submit=dispatch_on_submit(rate, |form| RateSession { session_id: form.text("session_id"), stars: form.number("stars"), feedback: form.text("feedback") })>
                                 <input type="hidden" name="session_id" value=s.id.clone()/>
                                 <label for="rate-stars">"Stars for "{s.operator_name.clone().unwrap_or_else(|| "the operator".into())}</label>
                                 <select id="rate-stars" name="stars" data-testid="rate-stars">

@@ -18,7 +18,7 @@ use crate::routes::session_timeline::StateTimeline;
 use crate::models::{Role, SafetyState};
 use crate::live::use_live_board;
 use crate::rules::{format_age, rfc3339};
-use crate::forms::Submitted;
+use crate::forms::dispatch_on_submit;
 use leptos::prelude::*;
 use leptos::wasm_split::wasm_split;
 use leptos::server_fn::ServerFn;
@@ -85,10 +85,7 @@ pub fn SessionView() -> impl IntoView {
                                     <dt>"Velocity"</dt><dd class=velocity_tone(s.velocity_scale).class()>{s.velocity_scale.map_or("—".into(), velocity_percent)}</dd>
                                 </dl>
                                 {(may_clear && s.state == SafetyState::ProtectiveStop && !s.lifecycle.is_terminal()).then(|| view! {
-                                    <form method="post" action=ClearProtectiveStop::url() class="clear-stop" data-testid="clear-stop" on:submit=move |ev| {
-                                        let form = Submitted::take(&ev);
-                                        clear.dispatch(ClearProtectiveStop { session_id: form.text("session_id"), reason: form.text("reason") });
-                                    }>
+                                    <form method="post" action=ClearProtectiveStop::url() class="clear-stop" data-testid="clear-stop" on:submit=dispatch_on_submit(clear, |form| ClearProtectiveStop { session_id: form.text("session_id"), reason: form.text("reason") })>
                                         <input type="hidden" name="session_id" value=s.id.clone()/>
                                         <label for="clear-reason">"Why may the stop be cleared? (kept in the audit log)"</label>
                                         <textarea id="clear-reason" name="reason" required maxlength="500" rows="2" data-testid="clear-reason"></textarea>

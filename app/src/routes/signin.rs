@@ -1,5 +1,5 @@
 use crate::components::Session;
-use crate::forms::Submitted;
+use crate::forms::dispatch_on_submit;
 use crate::functions::SignIn;
 use leptos::server_fn::ServerFn;
 use leptos::prelude::*;
@@ -25,10 +25,7 @@ pub fn SignIn() -> impl IntoView {
             {move || query.read().get("welcome").map(|_| view! {
                 <p class="notice-line" role="status" data-testid="welcome">"Your password is set. Sign in with it."</p>
             })}
-            <form method="post" action=SignIn::url() class="stack" on:submit=move |ev| {
-                let form = Submitted::take(&ev);
-                session.sign_in.dispatch(SignIn { email: form.text("email"), password: form.text("password"), next: form.optional("next") });
-            }>
+            <form method="post" action=SignIn::url() class="stack" on:submit=dispatch_on_submit(session.sign_in, |form| SignIn { email: form.text("email"), password: form.text("password"), next: form.optional("next") })>
                 <input type="hidden" name="next" prop:value=next/>
                 <label for="email">"Email"</label>
                 <input id="email" name="email" type="email" autocomplete="username" required autofocus/>

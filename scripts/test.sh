@@ -26,6 +26,9 @@ fi
 step "unit tests: app (shared types and rules)"
 cargo test -p app --features ssr
 
+step "the browser build reads JSON one way (app/clippy.toml)"
+cargo clippy -p app --features hydrate --target wasm32-unknown-unknown -- -A clippy::all -D clippy::disallowed_methods
+
 step "unit + integration tests: server (SQLite and PostgreSQL)"
 cargo test -p server
 

@@ -7,6 +7,8 @@
 //! decoder once per reader, so each record a screen loads was decoded by two
 //! copies of the same code in the wasm (measured: twice 3.3 KB for the signed-in
 //! user alone). Reading everything as bytes (`read_json`) leaves one copy.
+//! `app/clippy.toml` forbids the other reader and `Resource::new` in the
+//! browser build; `scripts/test.sh` runs that check.
 
 use leptos::prelude::*;
 use leptos::server::codee::{Decoder, Encoder};

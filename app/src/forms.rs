@@ -4,9 +4,10 @@
 //! works before the wasm has loaded (the server function answers a form
 //! post with a redirect back). Once hydrated, its submit handler
 //! ([`dispatch_on_submit`]) stops the browser's post, reads the fields with
-//! [`Submitted`] and dispatches the action with the arguments built by hand. `ActionForm` decodes the form
-//! with serde_qs instead: a decoder per argument type plus the decoder
-//! itself, ~30 KB gzip in the screens' chunks (issue "wallboard" budget).
+//! [`Submitted`] and dispatches the action with the arguments built by hand.
+//! `ActionForm` decodes the form with serde_qs instead: a decoder per
+//! argument type plus the decoder itself, ~30 KB gzip in the screens' chunks
+//! (issue "wallboard" budget).
 
 use leptos::ev::SubmitEvent;
 use leptos::prelude::*;

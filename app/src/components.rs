@@ -26,9 +26,10 @@ impl Session {
         let sign_in = ServerAction::<SignIn>::new();
         let sign_out = ServerAction::<SignOut>::new();
         let select_org = ServerAction::<SelectOrg>::new();
-        let user = crate::page_data::load_blocking(
+        let user = crate::page_data::Loaded::new_with_options(
             move || (sign_in.version().get(), sign_out.version().get(), select_org.version().get()),
             |_| signed_in_user(),
+            true,
         );
         // A successful org switch loads the page anew: every screen's data,
         // and the console's socket (scoped to the org it connected in),

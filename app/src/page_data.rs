@@ -43,7 +43,8 @@ pub fn read_json<T: DeserializeOwned>(text: &str) -> Result<T, serde_json::Error
     serde_json::from_slice(text.as_bytes())
 }
 
-/// A screen's data from a server function.
+/// A screen's data from a server function. A blocking one (the server
+/// waits for it before the first byte) is `Loaded::new_with_options(…, true)`.
 pub type Loaded<T> = Resource<T, JsonAsBytes>;
 
 /// `Resource::new`, with the page's copy read as bytes.
@@ -55,17 +56,6 @@ where
     Fut: Future<Output = T> + Send + 'static,
 {
     Resource::new_with_options(source, fetcher, false)
-}
-
-/// `Resource::new_blocking`, with the page's copy read as bytes.
-#[track_caller]
-pub fn load_blocking<T, S, Fut>(source: impl Fn() -> S + Send + Sync + 'static, fetcher: impl Fn(S) -> Fut + Send + Sync + 'static) -> Loaded<T>
-where
-    T: Serialize + DeserializeOwned + Send + Sync + 'static,
-    S: PartialEq + Clone + Send + Sync + 'static,
-    Fut: Future<Output = T> + Send + 'static,
-{
-    Resource::new_with_options(source, fetcher, true)
 }
 
 #[cfg(test)]

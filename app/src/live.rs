@@ -273,7 +273,7 @@ mod browser {
                 connected.set(false);
                 socket.borrow_mut().take();
                 let (socket, stopped, reloader) = (socket.clone(), stopped.clone(), reloader.clone());
-                let next = crate::rules::doubled_wait_s(backoff_s, 30);
+                let next = crate::rules::doubled_wait_s(backoff_s, crate::rules::MAX_RETRY_WAIT_S);
                 Timeout::new(backoff_s * 1_000, move || connect(watch, socket, stopped, reloader, connected, relay, next)).forget();
             })
         };

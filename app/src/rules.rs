@@ -240,6 +240,10 @@ pub fn new_password_problem(new: &str, confirm: &str) -> Option<String> {
     None
 }
 
+/// The longest wait between tries of the ring link, the watch socket and a
+/// chunk's fetch.
+pub const MAX_RETRY_WAIT_S: u32 = 30;
+
 /// The wait before the next try of something that doubles its wait after
 /// each failure, up to `cap_s` (a socket reconnecting, a chunk fetched
 /// again): from 1 s, 1, 2, 4, 8, … `cap_s`.

@@ -189,7 +189,7 @@ fn connect(inner: &Rc<Inner>) {
 /// Backoff: 1, 2, 4, 8, 16, then every 30 s.
 fn schedule_retry(inner: &Rc<Inner>) {
     let wait_s = inner.retry_wait_s.get();
-    inner.retry_wait_s.set(crate::rules::doubled_wait_s(wait_s, 30));
+    inner.retry_wait_s.set(crate::rules::doubled_wait_s(wait_s, crate::rules::MAX_RETRY_WAIT_S));
     let delay_ms = wait_s * 1_000;
     inner.console.link.set(Link::Retrying { at_ms: browser_now() + inner.skew_ms.get() + i64::from(delay_ms) });
     let weak = Rc::downgrade(inner);

@@ -159,7 +159,7 @@ pub fn ConsoleLink() -> impl IntoView {
                         Err(crate::chunk::ChunkUnavailable) => {
                             console.link.set(Link::Unloaded);
                             gloo_timers::future::TimeoutFuture::new(pause_s * 1_000).await;
-                            pause_s = crate::rules::doubled_wait_s(pause_s, 30);
+                            pause_s = crate::rules::doubled_wait_s(pause_s, crate::rules::MAX_RETRY_WAIT_S);
                         }
                     }
                 }

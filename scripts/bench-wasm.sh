@@ -13,6 +13,7 @@ if [[ "${BENCH_NO_BUILD:-0}" != "1" ]]; then
   RUSTFLAGS="${RUSTFLAGS:-} --cfg erase_components" cargo leptos build --release --split --precompress
 fi
 python3 "$ROOT/scripts/check-split-data.py" "$ROOT/target/site/pkg"
+node "$ROOT/scripts/bundle-split.mjs" "$ROOT/target/site/pkg"
 source "$ROOT/scripts/serve-scratch.sh"
 data="$(mktemp -d)"
 serve_scratch "$TARGET_DIR/release/server" "$data" CLUTCHCALL_METRICS_ADDR=off

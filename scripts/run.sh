@@ -18,6 +18,8 @@ export PATH="$HOME/.cargo/bin:${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-to
 export RUSTFLAGS="${RUSTFLAGS:-} --cfg erase_components"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 cargo leptos build --release --split --precompress
+# Each screen's chunks travel as one file (see the script).
+node scripts/bundle-split.mjs "$ROOT/target/site/pkg"
 
 ADDR="${CLUTCHCALL_ADDR:-127.0.0.1:3000}"
 "$TARGET_DIR/release/server" &

@@ -44,6 +44,7 @@ bash scripts/fuzz-api.sh "$TARGET_DIR/debug/server"
 step "build the site for the browser tests (server + wasm, debug)"
 cargo leptos build --split
 python3 scripts/check-split-data.py "$ROOT/target/site/pkg"
+node scripts/bundle-split.mjs "$ROOT/target/site/pkg"
 
 step "browser tests: Playwright in Chromium"
 cd end2end

@@ -1,0 +1,53 @@
+import { expect, Page, test } from '@playwright/test';
+import { adminContext, hydrated, panicsOf } from './helpers';
+
+// A screen's wasm chunks arrive as one file (scripts/bundle-split.mjs): the
+// page preloads its bundle, the chunk loader takes each chunk from it, and
+// a bundle that cannot be fetched falls back to the chunks one by one.
+
+/** Every /pkg file the page requested, without the prefix. */
+function pkgRequests(page: Page): Set<string> {
+  const files = new Set<string>();
+  page.on('request', (r) => {
+    const { pathname } = new URL(r.url());
+    if (pathname.startsWith('/pkg/')) files.add(pathname.slice('/pkg/'.length));
+  });
+  return files;
+}
+
+test("a screen's chunks arrive as one bundle, and none of them is fetched alone", async ({ browser, request }) => {
+  const context = await adminContext(browser);
+  const page = await context.newPage();
+  const errors = panicsOf(page);
+  const fetched = pkgRequests(page);
+  await page.goto('/ops/roster');
+  await hydrated(page);
+  await expect(page.getByRole('heading', { name: 'Sessions (Live)' })).toBeVisible();
+  await page.waitForLoadState('networkidle');
+
+  const bundles = [...fetched].filter((f) => f.startsWith('bundle_'));
+  expect(bundles).toHaveLength(1);
+  const body = await (await request.get(`/pkg/${bundles[0]}`)).body();
+  const headerLen = body.readUInt32LE(0);
+  const chunks: [string, number][] = JSON.parse(body.subarray(4, 4 + headerLen).toString());
+  expect(chunks.length).toBeGreaterThan(1);
+  expect(4 + headerLen + chunks.reduce((sum, [, len]) => sum + len, 0)).toBe(body.length);
+  expect([...fetched].filter((f) => chunks.some(([chunk]) => f === `${chunk}.wasm`))).toEqual([]);
+  expect(errors).toEqual([]);
+  await context.close();
+});
+
+test('a screen whose bundle cannot be fetched loads its chunks one by one', async ({ browser }) => {
+  const context = await adminContext(browser);
+  await context.route(/\/pkg\/bundle_[^/]*\.wasm$/, (route) => route.abort());
+  const page = await context.newPage();
+  const errors = panicsOf(page);
+  const fetched = pkgRequests(page);
+  await page.goto('/ops/roster');
+  await hydrated(page);
+  await expect(page.getByRole('heading', { name: 'Sessions (Live)' })).toBeVisible();
+  expect([...fetched].some((f) => f.startsWith('bundle_'))).toBe(true);
+  expect([...fetched].filter((f) => /^(chunk|split)_.*\.wasm$/.test(f)).length).toBeGreaterThan(1);
+  expect(errors).toEqual([]);
+  await context.close();
+});

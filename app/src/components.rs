@@ -9,40 +9,27 @@ use leptos::server_fn::ServerFn;
 use leptos_router::components::Redirect;
 use leptos_router::hooks::use_location;
 
-/// Who is signed in, and the actions that change it. Provided once by `App`.
+/// Who is signed in, and the sign-in that changes it. Provided once by `App`.
+///
+/// Switching org and signing out are plain form posts (the top bar's and
+/// `/orgs`' forms): the server answers with a redirect, and the browser
+/// loads the new page whole, so every screen's data and the console's
+/// socket (scoped to the org it connected in) start over instead of racing
+/// the change. (They were actions, whose code every page's shell carried.)
 #[derive(Clone, Copy)]
 pub struct Session {
     pub sign_in: ServerAction<SignIn>,
-    pub sign_out: ServerAction<SignOut>,
-    pub select_org: ServerAction<SelectOrg>,
-    /// Re-fetched whenever one of the actions above completes. Blocking, so
-    /// the server knows who is asking before it sends the first byte and
-    /// redirects and 403s are real HTTP statuses.
+    /// Re-fetched when a sign-in completes. Blocking, so the server knows
+    /// who is asking before it sends the first byte and redirects and 403s
+    /// are real HTTP statuses.
     pub user: crate::page_data::Loaded<Result<Option<CurrentUser>, AppError>>,
 }
 
 impl Session {
     pub fn new() -> Self {
         let sign_in = ServerAction::<SignIn>::new();
-        let sign_out = ServerAction::<SignOut>::new();
-        let select_org = ServerAction::<SelectOrg>::new();
-        let user = crate::page_data::Loaded::new_with_options(
-            move || (sign_in.version().get(), sign_out.version().get(), select_org.version().get()),
-            |_| signed_in_user(),
-            true,
-        );
-        // A successful org switch loads the page anew: every screen's data,
-        // and the console's socket (scoped to the org it connected in),
-        // start over in the new org instead of racing the switch.
-        Effect::new(move |_| {
-            if matches!(select_org.value().get(), Some(Ok(()))) {
-                #[cfg(feature = "hydrate")]
-                if let Some(window) = web_sys::window() {
-                    let _ = window.location().reload();
-                }
-            }
-        });
-        Session { sign_in, sign_out, select_org, user }
+        let user = crate::page_data::Loaded::new_with_options(move || sign_in.version().get(), |_| signed_in_user(), true);
+        Session { sign_in, user }
     }
 }
 
@@ -73,7 +60,6 @@ pub fn TopBar() -> impl IntoView {
 
 #[component]
 fn SignedInBar(user: CurrentUser) -> impl IntoView {
-    let session = expect_context::<Session>();
     let role = user.role();
     let selected = user.selected_org.as_ref().map(|o| o.org_id.clone()).unwrap_or_default();
     let orgs = user.memberships.clone();
@@ -92,22 +78,13 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
             {role.is_some_and(|r| r.grants(Role::Client)).then(|| view! { <a href="/datasets">"Datasets"</a> })}
         </nav>
         <div class="account">
-            // Plain forms that post to the server functions (so they work
-            // before the wasm has loaded), dispatching the actions once it
-            // has: an `ActionForm` here put its form decoding in every
-            // page's first chunk (30 KB gzip of the shell).
+            // Plain forms that post to the server functions, which redirect
+            // (see `Session`).
             {several_orgs.then(|| {
-                let chosen = NodeRef::<leptos::html::Select>::new();
-                let switch = move |ev: leptos::ev::SubmitEvent| {
-                    ev.prevent_default();
-                    if let Some(select) = chosen.get() {
-                        session.select_org.dispatch(SelectOrg { org_id: select.value() });
-                    }
-                };
                 view! {
-                    <form class="org-switch" method="post" action=SelectOrg::url() on:submit=switch>
+                    <form class="org-switch" method="post" action=SelectOrg::url()>
                         <label class="visually-hidden" for="org-switch">"Organisation"</label>
-                        <select id="org-switch" name="org_id" node_ref=chosen>
+                        <select id="org-switch" name="org_id">
                             {orgs.into_iter().map(|o| {
                                 let is_selected = o.org_id == selected;
                                 view! { <option value=o.org_id.clone() selected=is_selected>{o.org_name.clone()}" · "{o.role.as_str()}</option> }
@@ -127,16 +104,12 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
     }
 }
 
-/// "Sign out": a plain form posting to the server function (it works before
-/// the wasm has loaded), dispatching the session's action once it has.
+/// "Sign out": a plain form posting to the server function, which ends the
+/// sign-in and redirects to `/signin` (see `Session`).
 #[component]
 pub fn SignOutForm() -> impl IntoView {
-    let session = expect_context::<Session>();
     view! {
-        <form method="post" action=SignOut::url() on:submit=move |ev: leptos::ev::SubmitEvent| {
-            ev.prevent_default();
-            session.sign_out.dispatch(SignOut {});
-        }>
+        <form method="post" action=SignOut::url()>
             <button type="submit" class="button subtle">"Sign out"</button>
         </form>
     }

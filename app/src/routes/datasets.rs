@@ -3,7 +3,7 @@
 //! task — and the dataset's downloads in LeRobot v3.0 and v2.1. Admins see
 //! all of the org's; a client the episodes of the sessions they booked.
 
-use crate::components::{ErrorNotice, RequireMember, Session};
+use crate::components::{ErrorNotice, RequireMember};
 use crate::datasets::{by_environment, download_href, Episode};
 use crate::functions::load_datasets;
 use leptos::prelude::*;
@@ -11,8 +11,7 @@ use leptos_meta::Title;
 
 #[component]
 pub fn DatasetsPage() -> impl IntoView {
-    let session = expect_context::<Session>();
-    let episodes = crate::page_data::load(move || session.select_org.version().get(), |_| load_datasets());
+    let episodes = crate::page_data::load(|| (), |_| load_datasets());
     view! {
         <Title text="Datasets"/>
         <RequireMember>

@@ -1,4 +1,4 @@
-use crate::components::{ErrorNotice, RequireRole, Session};
+use crate::components::{ErrorNotice, RequireRole};
 use crate::functions::{load_directory, load_robot, EditRobot, RegisterRobot, RetireRobot, RotateRobotToken};
 use crate::models::{Directory, Operator, RegistryStatus, Robot, Role};
 use crate::rules::{matches_query, utc_clock};
@@ -17,10 +17,8 @@ pub fn AdminArea(children: ChildrenFn) -> impl IntoView {
 /// The org's fleet registry and operator directory.
 #[component]
 pub fn DirectoryPage() -> impl IntoView {
-    let session = expect_context::<Session>();
-    // Keyed on org switches: the directory is always the selected org's.
     let register = ServerAction::<RegisterRobot>::new();
-    let directory = crate::page_data::load(move || (session.select_org.version().get(), register.version().get()), |_| load_directory());
+    let directory = crate::page_data::load(move || register.version().get(), |_| load_directory());
     let filter = RwSignal::new(String::new());
     let query = use_query_map();
     let selected_robot = move || query.read().get("robot").filter(|id| !id.is_empty());
@@ -196,13 +194,12 @@ fn RegistryTag(status: RegistryStatus) -> impl IntoView {
 /// Detail of the robot named in `?robot=`; another org's id reads "not found".
 #[component]
 fn RobotDetail(robot_id: String) -> impl IntoView {
-    let session = expect_context::<Session>();
     let id = robot_id.clone();
     let edit = ServerAction::<EditRobot>::new();
     let rotate = ServerAction::<RotateRobotToken>::new();
     let retire = ServerAction::<RetireRobot>::new();
     let robot = crate::page_data::load(
-        move || (id.clone(), session.select_org.version().get(), edit.version().get(), rotate.version().get()),
+        move || (id.clone(), edit.version().get(), rotate.version().get()),
         |(id, ..)| load_robot(id),
     );
     // Retired: back to the list, which no longer holds it.

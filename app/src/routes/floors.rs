@@ -1,7 +1,7 @@
 //! `/admin/floors`: the org's link-health floors (region → PoP, rules D02
 //! and W16). A change applies to the next dispatch decision and is audited.
 
-use crate::components::{ErrorNotice, Session};
+use crate::components::ErrorNotice;
 use crate::functions::{load_people, RemoveLinkFloor, SetLinkFloor};
 use crate::models::LinkFloor;
 use crate::forms::dispatch_on_submit;
@@ -11,11 +11,10 @@ use leptos_meta::Title;
 
 #[component]
 pub fn FloorsPage() -> impl IntoView {
-    let session = expect_context::<Session>();
     let set = ServerAction::<SetLinkFloor>::new();
     let remove = ServerAction::<RemoveLinkFloor>::new();
     let floors = crate::page_data::load(
-        move || (session.select_org.version().get(), set.version().get(), remove.version().get()),
+        move || (set.version().get(), remove.version().get()),
         |_| async { load_people().await.map(|p| p.floors) },
     );
     view! {

@@ -1,5 +1,4 @@
 use crate::components::{ErrorNotice, Session};
-use crate::forms::dispatch_on_submit;
 use crate::functions::SelectOrg;
 use leptos::server_fn::ServerFn;
 use leptos::prelude::*;
@@ -26,7 +25,9 @@ pub fn ChooseOrg() -> impl IntoView {
                             <ul class="org-list">
                                 {user.memberships.into_iter().map(|m| view! {
                                     <li>
-                                        <form method="post" action=SelectOrg::url() on:submit=dispatch_on_submit(session.select_org, |form| SelectOrg { org_id: form.text("org_id") })>
+                                        // A plain post: the server redirects to the org's
+                                        // landing screen, loaded whole (see `Session`).
+                                        <form method="post" action=SelectOrg::url()>
                                             <input type="hidden" name="org_id" value=m.org_id.clone()/>
                                             <button type="submit" class="button">
                                                 {m.org_name.clone()}" · "{m.role.as_str()}

@@ -4,7 +4,7 @@
 //! profile (`?member=<id>`), remove a member.
 
 use super::member_edit::MemberEdit;
-use crate::components::{ErrorNotice, Session};
+use crate::components::ErrorNotice;
 use crate::deferred::{Deferred, PanelBuilt};
 use crate::functions::{load_people, ImportPeople, InvitePerson, PreviewPeopleImport, RemoveMember, SetMemberRole, EditMember};
 use crate::models::Role;
@@ -29,7 +29,6 @@ pub(super) struct PeopleActions {
 
 #[component]
 pub fn PeoplePage() -> impl IntoView {
-    let session = expect_context::<Session>();
     let actions = PeopleActions {
         invite: ServerAction::new(),
         import: ServerAction::new(),
@@ -40,7 +39,6 @@ pub fn PeoplePage() -> impl IntoView {
     let people = crate::page_data::load(
         move || {
             (
-                session.select_org.version().get(),
                 actions.invite.version().get(),
                 actions.import.version().get(),
                 actions.role.version().get(),

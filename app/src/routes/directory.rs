@@ -1,9 +1,11 @@
 use crate::components::{ErrorNotice, RequireRole};
+use crate::deferred::{Deferred, PanelBuilt};
 use crate::functions::{load_directory, load_robot, EditRobot, RegisterRobot, RetireRobot, RotateRobotToken};
 use crate::models::{Directory, Operator, RegistryStatus, Robot, Role};
 use crate::rules::{matches_query, utc_clock};
 use crate::forms::dispatch_on_submit;
 use leptos::prelude::*;
+use leptos::wasm_split::wasm_split;
 use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -37,8 +39,12 @@ pub fn DirectoryPage() -> impl IntoView {
             />
             <button type="button" class="button subtle" on:click=move |_| directory.refetch()>"Refresh"</button>
         </div>
-        {move || selected_robot().map(|robot_id| view! { <RobotDetail robot_id/> })}
-        <super::robot_register::RegisterRobotPanel register/>
+        // The robot detail and the registration form load their code once
+        // the page is interactive (crate::deferred): the list comes first.
+        {move || selected_robot().map(|robot_id| view! {
+            <Deferred placeholder="Loading the robot…" view=move || robot_detail(robot_id.clone())/>
+        })}
+        <Deferred placeholder="Loading the robot registration…" view=move || robot_registration(register)/>
         <Transition fallback=|| view! { <p class="loading">"Loading directory…"</p> }>
             {move || Suspend::new(async move {
                 match directory.await {
@@ -192,6 +198,18 @@ fn RegistryTag(status: RegistryStatus) -> impl IntoView {
 }
 
 /// Detail of the robot named in `?robot=`; another org's id reads "not found".
+/// One robot's facts and its admin (`?robot=<id>`), built in the browser.
+#[wasm_split(robot_detail, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn robot_detail(robot_id: String) -> PanelBuilt {
+    Ok(view! { <RobotDetail robot_id/> }.into_any())
+}
+
+/// "Register a robot", built in the browser.
+#[wasm_split(robot_registration, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn robot_registration(register: ServerAction<RegisterRobot>) -> PanelBuilt {
+    Ok(view! { <super::robot_register::RegisterRobotPanel register/> }.into_any())
+}
+
 #[component]
 fn RobotDetail(robot_id: String) -> impl IntoView {
     let id = robot_id.clone();

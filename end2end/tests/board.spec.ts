@@ -94,9 +94,9 @@ test('the overview raises a call that rings the operator; the wallboard puts a p
 
 test('a distress call whose control code cannot be fetched is not raised, and the overview says so', async ({ browser }) => {
   const context = await adminContext(browser);
-  // The request behind "Raise call" is a chunk of its own (split_raise_call):
-  // the network drops it.
-  await context.route(/\/pkg\/split_raise_call[^/]*\.wasm$/, (route) => route.abort());
+  // The request behind "Raise call" is a chunk of its own (split_raise_call,
+  // which may also come in its bundle): the network drops both.
+  await context.route(/\/pkg\/(split|bundle)_raise_call[^/]*\.wasm$/, (route) => route.abort());
   let posted = 0;
   await context.route('**/v1/sessions', (route) => {
     posted += 1;

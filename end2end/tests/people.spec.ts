@@ -102,8 +102,9 @@ test('a panel whose code cannot be fetched says so without breaking the page, an
   const page = await context.newPage();
   const errors = panicsOf(page);
   // The invite and import forms are a deferred panel with a chunk of its
-  // own (split_people_forms): the network drops it.
-  const panelChunk = /\/pkg\/split_people_forms[^/]*\.wasm$/;
+  // own (split_people_forms, which may also come in its bundle): the
+  // network drops both.
+  const panelChunk = /\/pkg\/(split|bundle)_people_forms[^/]*\.wasm$/;
   await page.route(panelChunk, (route) => route.abort());
   await page.goto('/admin/people');
   await hydrated(page);

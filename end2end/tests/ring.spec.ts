@@ -70,12 +70,12 @@ test('Escape declines a ringing call from the keyboard', async ({ browser, reque
 
 test("an operator whose console code cannot be fetched is told calls cannot reach them, and the console comes up once it can be", async ({ browser }) => {
   const context = await browser.newContext();
-  // The console link is a chunk of its own (split_console_link): the
-  // network drops it, then lets it through.
-  const consoleChunk = /\/pkg\/split_console_link[^/]*\.wasm$/;
+  // The console link is a chunk of its own (split_console_link, which may
+  // also come in its bundle): the network drops both, then lets them through.
+  const consoleChunk = /\/pkg\/(split|bundle)_console_link[^/]*\.wasm$/;
   let dropped = 0;
   await context.route(consoleChunk, (route) => {
-    dropped += 1;
+    if (route.request().url().includes('/split_')) dropped += 1;
     return route.abort();
   });
   const page = await context.newPage();

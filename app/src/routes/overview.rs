@@ -5,6 +5,7 @@
 use crate::board::{matched_rtt_tone, state_counts, state_meaning, state_token, OpsBoard};
 use crate::components::ErrorNotice;
 use crate::chunk::ChunkUnavailable;
+use crate::deferred::{Deferred, PanelBuilt};
 use crate::live::use_live_board;
 use crate::models::{PresenceState, RegistryStatus};
 use crate::routes::wallboard::LiveStatus;
@@ -17,22 +18,16 @@ use serde_json::Value;
 #[component]
 pub fn Overview() -> impl IntoView {
     let live = use_live_board();
-    // Outside the reloaded part: a push must neither reset the chosen robot
-    // or the last answer, nor take the keyboard focus away from the control.
-    let dispatch = Dispatch { robot: RwSignal::new(String::new()), raise: Action::new_local(|robot_id: &String| raise_call(robot_id.clone())) };
-    // The control needs the browser (it fetches), so its robots appear
-    // once the page is interactive: server and hydration render it alike.
-    let mounted = RwSignal::new(false);
-    Effect::new(move |_| mounted.set(true));
     let robots = Memo::new(move |_| {
-        if !mounted.get() {
-            return None;
-        }
         live.data.get().and_then(Result::ok).map(|b| b.robots.iter().map(|r| (r.id.clone(), format!("{} · {} · {}", r.id, r.site, r.skill))).collect::<Vec<_>>())
     });
     view! {
         <Title text="Overview"/>
-        <DispatchControl robots dispatch/>
+        // The control needs the browser (it fetches), so it is built there
+        // once the page is interactive (crate::deferred), outside the part
+        // a push reloads: a push neither resets the chosen robot or the
+        // last answer nor takes the keyboard focus away from it.
+        <Deferred placeholder="Loading the dispatch control…" view=move || dispatch_panel(robots)/>
         <Transition fallback=|| view! { <p class="loading">"Loading the overview…"</p> }>
             {move || Suspend::new(async move {
                 match live.data.await {
@@ -97,7 +92,7 @@ fn SessionsByState(board: OpsBoard) -> impl IntoView {
 }
 
 /// What `POST /v1/sessions` answered, for a person. (Only the browser
-/// raises calls; the server renders the control.)
+/// raises calls.)
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
 enum Raised {
@@ -170,16 +165,16 @@ fn raise_request(robot_id: String) -> Result<std::pin::Pin<Box<dyn std::future::
     }))
 }
 
-/// The dispatch control's state, kept across reloads of the board.
-#[derive(Clone, Copy)]
-struct Dispatch {
-    robot: RwSignal<String>,
-    raise: Action<String, Raised>,
+/// "Raise a distress call", built in the browser.
+#[wasm_split(dispatch_control, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn dispatch_panel(robots: Memo<Option<Vec<(String, String)>>>) -> PanelBuilt {
+    Ok(view! { <DispatchControl robots/> }.into_any())
 }
 
 #[component]
-fn DispatchControl(robots: Memo<Option<Vec<(String, String)>>>, dispatch: Dispatch) -> impl IntoView {
-    let Dispatch { robot, raise } = dispatch;
+fn DispatchControl(robots: Memo<Option<Vec<(String, String)>>>) -> impl IntoView {
+    let robot = RwSignal::new(String::new());
+    let raise = Action::new_local(|robot_id: &String| raise_call(robot_id.clone()));
     Effect::new(move |_| {
         if robot.get_untracked().is_empty() {
             if let Some(first) = robots.get().and_then(|r| r.first().map(|(id, _)| id.clone())) {

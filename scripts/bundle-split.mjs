@@ -169,6 +169,47 @@ function bundle(chunks) {
   return bytes;
 }
 
+// The loader as the split tool writes it: each of ~500 chunks has a comment
+// naming the split points that use it and a fetcher of its own, and each
+// split point lists its chunks one by one (~10 KB gzip, on every page).
+// Read into (chunk -> file) and (split point -> file, chunks) and written
+// again compactly; anything not understood stops the build.
+const runtimeEnd = original.search(/^(\/\* |const __chunk_|export const )/m);
+if (runtimeEnd < 0) fail(`${loaderName}: no chunk loaders found (has the split tool's loader changed?)`);
+const head = original.slice(0, runtimeEnd);
+// A debug build wraps each instantiation in `debugWrap` (its own checks).
+const FETCHER = String.raw`(\(\) => \{\n    const src = fetch\(new URL\("\./(\w+)\.wasm", import\.meta\.url\)\);\n    return async \(imports\) => (\w*)\(WebAssembly\.instantiateStreaming\(src, imports\)\);\n\}\n|\(\) => async \(_imp\) => \(\{\}\))`;
+const CHUNK = new RegExp(String.raw`^const __chunk_(\d+) = makeLoad\(${FETCHER}, \[\]\);\n`);
+const SPLIT = new RegExp(String.raw`^export const (__wasm_split_load_\w+) = wrapAsyncCb\(makeLoad\(${FETCHER}, \[([\w, ]*)\]\)\);\n`);
+const emptyChunks = [];
+const splits = [];
+const wraps = new Set();
+for (let rest = original.slice(runtimeEnd).replace(/^\/\* [^*]* \*\/\n/gm, ''); rest.length > 0; ) {
+  let m;
+  if ((m = CHUNK.exec(rest))) {
+    const [all, index, , file, wrap] = m;
+    if (file === undefined) emptyChunks.push(Number(index));
+    else if (file !== `chunk_${index}`) fail(`${loaderName}: chunk ${index} is in ${file}, not chunk_${index}`);
+    else wraps.add(wrap);
+    rest = rest.slice(all.length);
+  } else if ((m = SPLIT.exec(rest))) {
+    const [all, loaderFn, , file, wrap, deps] = m;
+    if (file !== undefined) wraps.add(wrap);
+    const chunks = deps.split(',').map((d) => d.trim()).filter(Boolean).map((d) => {
+      const n = /^__chunk_(\d+)$/.exec(d);
+      if (!n) fail(`${loaderName}: ${loaderFn} depends on ${d}, not a chunk`);
+      return Number(n[1]);
+    });
+    splits.push({ loaderFn, file, chunks });
+    rest = rest.slice(all.length);
+  } else {
+    fail(`${loaderName}: cannot read the loader at: ${rest.slice(0, 200)}`);
+  }
+}
+if (wraps.size > 1) fail(`${loaderName}: chunks are instantiated in ${wraps.size} different ways`);
+const wrap = [...wraps][0] ?? '';
+
+// Every split point with more than one file gets its bundle.
 for (const f of fs.readdirSync(pkg)) if (f.startsWith('bundle_')) fs.unlinkSync(path.join(pkg, f));
 const manifest = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
 const bundled = new Set();
@@ -184,39 +225,6 @@ for (const [split, chunks] of Object.entries(manifest)) {
   files += chunks.length;
 }
 
-// The loader as the split tool writes it: each of ~500 chunks has a comment
-// naming the split points that use it and a fetcher of its own, and each
-// split point lists its chunks one by one (~10 KB gzip, on every page).
-// Read into (chunk -> file) and (split point -> file, chunks) and written
-// again compactly; anything not understood stops the build.
-const runtimeEnd = original.search(/^(\/\* |const __chunk_|export const )/m);
-if (runtimeEnd < 0) fail(`${loaderName}: no chunk loaders found (has the split tool's loader changed?)`);
-const head = original.slice(0, runtimeEnd);
-const FETCHER = String.raw`(\(\) => \{\n    const src = fetch\(new URL\("\./(\w+)\.wasm", import\.meta\.url\)\);\n    return async \(imports\) => \(WebAssembly\.instantiateStreaming\(src, imports\)\);\n\}\n|\(\) => async \(_imp\) => \(\{\}\))`;
-const CHUNK = new RegExp(String.raw`^const __chunk_(\d+) = makeLoad\(${FETCHER}, \[\]\);\n`);
-const SPLIT = new RegExp(String.raw`^export const (__wasm_split_load_\w+) = wrapAsyncCb\(makeLoad\(${FETCHER}, \[([\w, ]*)\]\)\);\n`);
-const emptyChunks = [];
-const splits = [];
-for (let rest = original.slice(runtimeEnd).replace(/^\/\* [^*]* \*\/\n/gm, ''); rest.length > 0; ) {
-  let m;
-  if ((m = CHUNK.exec(rest))) {
-    const [all, index, , file] = m;
-    if (file === undefined) emptyChunks.push(Number(index));
-    else if (file !== `chunk_${index}`) fail(`${loaderName}: chunk ${index} is in ${file}, not chunk_${index}`);
-    rest = rest.slice(all.length);
-  } else if ((m = SPLIT.exec(rest))) {
-    const [all, loaderFn, , file, deps] = m;
-    const chunks = deps.split(',').map((d) => d.trim()).filter(Boolean).map((d) => {
-      const n = /^__chunk_(\d+)$/.exec(d);
-      if (!n) fail(`${loaderName}: ${loaderFn} depends on ${d}, not a chunk`);
-      return Number(n[1]);
-    });
-    splits.push({ loaderFn, file, chunks });
-    rest = rest.slice(all.length);
-  } else {
-    fail(`${loaderName}: cannot read the loader at: ${rest.slice(0, 200)}`);
-  }
-}
 /** "3-7,9": runs of chunk numbers. */
 function ranges(numbers) {
   const runs = [];
@@ -232,7 +240,7 @@ const LOADERS = `// One loader per chunk, made on first use and shared by the sp
 function ccFile(name) {
   return () => {
     const src = ccFetch(name, new URL(\`./\${name}.wasm\`, import.meta.url));
-    return async (imports) => WebAssembly.instantiateStreaming(src, imports);
+    return async (imports) => ${wrap}(WebAssembly.instantiateStreaming(src, imports));
   };
 }
 const ccNothing = () => async () => ({});

@@ -1,4 +1,4 @@
-import { expect, Page, test } from '@playwright/test';
+import { BrowserContext, expect, test } from '@playwright/test';
 import { adminContext, hydrated, panicsOf } from './helpers';
 
 // A screen's wasm chunks arrive as one file (scripts/bundle-split.mjs): the
@@ -6,24 +6,25 @@ import { adminContext, hydrated, panicsOf } from './helpers';
 // from it, and a bundle that cannot be fetched falls back to the chunks one
 // by one.
 
-/** Every /pkg file the page requested, without the prefix. */
-function pkgRequests(page: Page): Set<string> {
-  const files = new Set<string>();
+/** Opens the roster in `context`: the page, what it reports of a panic, and
+ * every /pkg file it requested (without the prefix). */
+async function openRoster(context: BrowserContext) {
+  const page = await context.newPage();
+  const errors = panicsOf(page);
+  const fetched = new Set<string>();
   page.on('request', (r) => {
     const { pathname } = new URL(r.url());
-    if (pathname.startsWith('/pkg/')) files.add(pathname.slice('/pkg/'.length));
+    if (pathname.startsWith('/pkg/')) fetched.add(pathname.slice('/pkg/'.length));
   });
-  return files;
+  await page.goto('/ops/roster');
+  await hydrated(page);
+  await expect(page.getByRole('heading', { name: 'Sessions (Live)' })).toBeVisible();
+  return { page, errors, fetched };
 }
 
 test("a screen's chunks arrive as one bundle, and none of them is fetched alone", async ({ browser, request }) => {
   const context = await adminContext(browser);
-  const page = await context.newPage();
-  const errors = panicsOf(page);
-  const fetched = pkgRequests(page);
-  await page.goto('/ops/roster');
-  await hydrated(page);
-  await expect(page.getByRole('heading', { name: 'Sessions (Live)' })).toBeVisible();
+  const { page, errors, fetched } = await openRoster(context);
   await page.waitForLoadState('networkidle');
 
   // The roster's own bundle (a panel or the console may bring theirs later).
@@ -44,12 +45,7 @@ test("a screen's chunks arrive as one bundle, and none of them is fetched alone"
 test('a screen whose bundle cannot be fetched loads its chunks one by one', async ({ browser }) => {
   const context = await adminContext(browser);
   await context.route(/\/pkg\/bundle_[^/]*\.wasm$/, (route) => route.abort());
-  const page = await context.newPage();
-  const errors = panicsOf(page);
-  const fetched = pkgRequests(page);
-  await page.goto('/ops/roster');
-  await hydrated(page);
-  await expect(page.getByRole('heading', { name: 'Sessions (Live)' })).toBeVisible();
+  const { errors, fetched } = await openRoster(context);
   expect([...fetched].some((f) => f.startsWith('bundle_'))).toBe(true);
   expect([...fetched].filter((f) => /^(chunk|split)_.*\.wasm$/.test(f)).length).toBeGreaterThan(1);
   expect(errors).toEqual([]);

@@ -80,8 +80,8 @@ function ccBundle(name, href) {
   }
   return ccBundles.get(name);
 }
-// The server preloads the first screen's bundle (when Leptos records the
-// screen in time: it does for about half of the loads); take it from there.
+// The server preloads the first screen's bundle when Leptos records the
+// screen in time (6 of 15 loads, BENCHMARKS.md); take it from there.
 for (const link of globalThis.document?.querySelectorAll('link[rel=preload][href*="/bundle_"]') ?? []) {
   ccBundle(/bundle_\\w+/.exec(link.href)[0], link.href);
 }

@@ -2,41 +2,82 @@
 //! the role guard.
 
 use crate::error::AppError;
-use crate::functions::{signed_in_user, SelectOrg, SignIn, SignOut};
+use crate::functions::{SelectOrg, SignOut};
 use crate::models::{CurrentUser, Role};
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 use leptos_router::components::Redirect;
 use leptos_router::hooks::use_location;
 
-/// Who is signed in, and the sign-in that changes it. Provided once by `App`.
+/// Who is signed in, known before anything renders. Provided once by `App`.
 ///
-/// Switching org and signing out are plain form posts (the top bar's and
-/// `/orgs`' forms): the server answers with a redirect, and the browser
-/// loads the new page whole, so every screen's data and the console's
-/// socket (scoped to the org it connected in) start over instead of racing
-/// the change. (They were actions, whose code every page's shell carried.)
-#[derive(Clone, Copy)]
+/// The server resolves it from the request's cookie before it renders a
+/// page (`server::http::page_user` puts it in the request's extensions),
+/// and writes it into the page (`SignedInData`); the browser reads it back
+/// from there at start-up. So no screen waits on it, and redirects and 403s
+/// are real HTTP statuses. (It was a blocking resource, whose fetching code
+/// every page's shell carried: issue "wallboard", Budget.)
+///
+/// It changes only with a whole page load: signing in, switching org and
+/// signing out are plain form posts, which the server answers with a
+/// redirect. So every screen's data and the console's socket (scoped to the
+/// org it connected in) start over instead of racing the change.
+#[derive(Clone, Debug)]
 pub struct Session {
-    pub sign_in: ServerAction<SignIn>,
-    /// Re-fetched when a sign-in completes. Blocking, so the server knows
-    /// who is asking before it sends the first byte and redirects and 403s
-    /// are real HTTP statuses.
-    pub user: crate::page_data::Loaded<Result<Option<CurrentUser>, AppError>>,
+    user: std::sync::Arc<Result<Option<CurrentUser>, AppError>>,
 }
+
+/// Where the page carries the signed-in user to the browser.
+const SIGNED_IN_DATA_ID: &str = "signed-in-user";
 
 impl Session {
-    pub fn new() -> Self {
-        let sign_in = ServerAction::<SignIn>::new();
-        let user = crate::page_data::Loaded::new_with_options(move || sign_in.version().get(), |_| signed_in_user(), true);
-        Session { sign_in, user }
+    pub fn new(user: Result<Option<CurrentUser>, AppError>) -> Self {
+        Session { user: std::sync::Arc::new(user) }
+    }
+
+    /// This page's: on the server the request's (nobody, when rendered
+    /// outside a request, as for the route list); in the browser the one
+    /// the server wrote into the page.
+    pub fn of_this_page() -> Self {
+        #[cfg(feature = "ssr")]
+        let found = use_context::<http::request::Parts>().and_then(|parts| parts.extensions.get::<Session>().cloned());
+        #[cfg(feature = "hydrate")]
+        let found = document()
+            .get_element_by_id(SIGNED_IN_DATA_ID)
+            .and_then(|data| data.text_content())
+            .map(|text| Session::new(crate::page_data::read_json(&text).unwrap_or_else(|e| Err(AppError::Internal(format!("the page's sign-in data: {e}"))))));
+        #[cfg(not(any(feature = "ssr", feature = "hydrate")))]
+        let found = None;
+        found.unwrap_or_else(|| Session::new(Ok(None)))
+    }
+
+    pub fn user(&self) -> &Result<Option<CurrentUser>, AppError> {
+        &self.user
+    }
+
+    /// The signed-in user, if the sign-in was read.
+    pub fn signed_in(&self) -> Option<&CurrentUser> {
+        self.user.as_ref().as_ref().ok().and_then(Option::as_ref)
+    }
+
+    /// The user as JSON that is safe inside a `<script>`: no `<`, so no
+    /// `</script>` in a display name can end the element early.
+    #[cfg(feature = "ssr")]
+    fn script_json(&self) -> String {
+        serde_json::to_string(&*self.user).unwrap_or_else(|_| "null".into()).replace('<', "\\u003c")
     }
 }
 
-impl Default for Session {
-    fn default() -> Self {
-        Self::new()
-    }
+/// The signed-in user, written into the page's head for the browser to read
+/// at start-up (see [`Session`]). Rendered on the server only: the head is
+/// not hydrated.
+#[component]
+pub fn SignedInData() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    let json = Session::of_this_page().script_json();
+    #[cfg(not(feature = "ssr"))]
+    let json = String::new();
+    view! { <script id=SIGNED_IN_DATA_ID type="application/json" inner_html=json></script> }
 }
 
 /// Brand, navigation for the selected org's role, org switcher, sign out.
@@ -46,14 +87,7 @@ pub fn TopBar() -> impl IntoView {
     view! {
         <header class="topbar">
             <a class="brand" href="/">"ClutchCall"</a>
-            <Transition fallback=|| ()>
-                {move || Suspend::new(async move {
-                    match session.user.await {
-                        Ok(Some(user)) => view! { <SignedInBar user/> }.into_any(),
-                        _ => ().into_any(),
-                    }
-                })}
-            </Transition>
+            {session.signed_in().cloned().map(|user| view! { <SignedInBar user/> })}
         </header>
     }
 }
@@ -165,36 +199,28 @@ pub fn RequireMember(children: ChildrenFn) -> impl IntoView {
 }
 
 fn guarded(role: Option<Role>, children: ChildrenFn) -> impl IntoView {
-    let session = expect_context::<Session>();
-    let location = use_location();
-    let children = StoredValue::new(children);
-    // A bare `Suspend`, not `move || Suspend`: on the server a reactive
-    // closure is invoked twice (dry run, then render), and when the user is
-    // already known at the dry run the screen was built twice. Its first
-    // copy's resources kept their ids and serialized values, so the browser
-    // read the discarded copy's data (sometimes an error) and hydration
-    // failed. The guard need not re-run: signing out or switching orgs
-    // leaves the page.
-    // A Transition, not a Suspense: a screen's resource read inside (the
+    // Inside a boundary for the screen's own loads that are read outside a
+    // `Transition` of their own (built within it: the children expression is
+    // evaluated there). A Transition, not a Suspense: one such read (the
     // dispatch control's robot list) would otherwise drop the whole screen
-    // to this fallback on every push, taking the keyboard focus with it.
-    view! {
-        <Transition fallback=|| view! { <p class="loading">"Checking your sign-in…"</p> }>
-            {Suspend::new(async move {
-                match session.user.await {
-                    Ok(Some(user)) => match user.role() {
-                        Some(held) if role.is_none_or(|r| held.grants(r)) => children.read_value()().into_any(),
-                        Some(_) => view! { <Forbidden role=role.unwrap_or(Role::Admin)/> }.into_any(),
-                        None => view! { <Redirect path="/orgs"/> }.into_any(),
-                    },
-                    Ok(None) => {
-                        let here = location.pathname.get_untracked();
-                        view! { <Redirect path=format!("/signin?next={here}")/> }.into_any()
-                    }
-                    Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                }
-            })}
-        </Transition>
+    // to the fallback on every push, taking the keyboard focus with it.
+    view! { <Transition fallback=|| ()>{screen_for(role, &children)}</Transition> }
+}
+
+/// The screen if the signed-in user's role grants `role` (any role when
+/// `None`); else why not: a 403, or off to choose an org or to sign in.
+fn screen_for(role: Option<Role>, children: &ChildrenFn) -> AnyView {
+    match expect_context::<Session>().user() {
+        Ok(Some(user)) => match user.role() {
+            Some(held) if role.is_none_or(|r| held.grants(r)) => children().into_any(),
+            Some(_) => view! { <Forbidden role=role.unwrap_or(Role::Admin)/> }.into_any(),
+            None => view! { <Redirect path="/orgs"/> }.into_any(),
+        },
+        Ok(None) => {
+            let here = use_location().pathname.get_untracked();
+            view! { <Redirect path=format!("/signin?next={here}")/> }.into_any()
+        }
+        Err(e) => view! { <ErrorNotice error=e.clone()/> }.into_any(),
     }
 }
 
@@ -306,6 +332,17 @@ mod tests {
     use super::*;
     use std::future::Future;
     use std::task::{Context, Poll, Waker};
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn the_signed_in_user_written_into_the_page_cannot_end_its_script() {
+        let name = "</script><script>alert(1)</script><!--";
+        let user = CurrentUser { user_id: "u-1".into(), email: "a@b.example".into(), display_name: name.into(), memberships: vec![], selected_org: None };
+        let json = Session::new(Ok(Some(user.clone()))).script_json();
+        assert!(!json.contains('<'), "{json}");
+        let back: Result<Option<CurrentUser>, AppError> = crate::page_data::read_json(&json).unwrap();
+        assert_eq!(back, Ok(Some(user)), "and reads back the same");
+    }
 
     #[test]
     fn with_no_session_chosen_nothing_is_asked_of_the_server() {

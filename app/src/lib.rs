@@ -35,7 +35,7 @@ pub mod rules;
 pub mod session_cookie;
 pub mod timeline;
 
-use components::{Session, TopBar};
+use components::{Session, SignedInData, TopBar};
 use routes::screens;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
@@ -57,6 +57,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options/>
                 <MetaTags/>
+                <SignedInData/>
             </head>
             <body>
                 <App/>
@@ -68,7 +69,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    provide_context(Session::new());
+    provide_context(Session::of_this_page());
     provide_context(console::Console::new());
     view! {
         <Stylesheet id="leptos" href="/pkg/clutchcall.css"/>

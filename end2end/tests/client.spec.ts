@@ -1,7 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { hydrated, signIn } from './helpers';
-
-const KOFI = 'kofi.mensah@leeds-logistics.example';
+import { CLIENT as KOFI, hydrated, signIn } from './helpers';
 
 // A window a day ahead on a robot no other browser test raises calls for.
 function tomorrowAtNoon(): string {

@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { ADMIN, OPERATOR, PASSWORD, hydrated, signIn } from './helpers';
+import { ADMIN, CLIENT, OPERATOR, PASSWORD, hydrated, signIn } from './helpers';
 
 test('the page hydrates: a client-side toggle changes the DOM without a reload', async ({ page }) => {
   await page.goto('/signin');
@@ -56,6 +56,26 @@ test('a wrong password says so without saying which part was wrong', async ({ pa
   await signIn(page, 'vikram.iyer@northstar.example', 'not-the-password');
   await expect(page.getByRole('alert')).toHaveText('Email or password is incorrect.');
   await expect(page).toHaveURL(/\/signin/);
+});
+
+test('without the script the sign-in form still works, and still says what went wrong', async ({ browser }) => {
+  // The form posts itself before the wasm has loaded (here: never).
+  const context = await browser.newContext({ javaScriptEnabled: false });
+  const page = await context.newPage();
+  const submit = async (password: string) => {
+    await page.getByLabel('Email').fill(CLIENT);
+    await page.getByLabel('Password', { exact: true }).fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  };
+  await page.goto('/signin?next=/client');
+  await submit('not-the-password');
+  await expect(page.getByRole('alert')).toHaveText('Email or password is incorrect.');
+  await expect(page).toHaveURL(/\/signin\?next=/);
+  await submit(PASSWORD);
+  await expect(page).toHaveURL(/\/client$/);
+  // The page came with who is signed in: the top bar names them.
+  await expect(page.getByRole('link', { name: 'Kofi Mensah (Leeds Logistics)' })).toBeVisible();
+  await context.close();
 });
 
 test('signed out, an admin screen sends you to sign in and back', async ({ page }) => {

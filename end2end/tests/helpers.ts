@@ -3,6 +3,7 @@ import { Browser, BrowserContext, BrowserContextOptions, expect, Page } from '@p
 export const PASSWORD = 'clutchcall-demo';
 export const ADMIN = 'dana.okafor@northstar.example';
 export const OPERATOR = 'asha.rao@northstar.example';
+export const CLIENT = 'kofi.mensah@leeds-logistics.example';
 
 /** Waits until the wasm has hydrated the server-rendered page. The debug
  * build's shell and a screen's lazy chunks are several MB of unoptimised

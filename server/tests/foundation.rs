@@ -79,11 +79,11 @@ both_backends!(sign_in_sets_an_httponly_cookie_and_lands_by_role, |app: TestApp|
     let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
     assert!(cookie.starts_with("cc_session="), "{cookie}");
     assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"), "{cookie}");
-    assert_eq!(res.headers()["location"], "/admin/directory");
+    assert_eq!(common::landing(res).await, "/admin/directory");
 
     let operator = browser();
     let res = sign_in(&operator, &app, OPERATOR).await;
-    assert_eq!(res.headers()["location"], "/operator");
+    assert_eq!(common::landing(res).await, "/operator");
 
     // The signed-in user knows their org and role.
     let me: Value = call(&operator, &app, "signed_in_user", &[]).await.json().await.unwrap();
@@ -96,14 +96,57 @@ both_backends!(sign_in_sets_an_httponly_cookie_and_lands_by_role, |app: TestApp|
 both_backends!(sign_in_follows_a_local_next_path_only, |app: TestApp| async move {
     let client = browser();
     let res = call(&client, &app, "sign_in", &[("email", ADMIN), ("password", "clutchcall-demo"), ("next", "/operator")]).await;
-    assert_eq!(res.headers()["location"], "/operator");
+    assert_eq!(common::landing(res).await, "/operator");
     let client = browser();
     let res = call(&client, &app, "sign_in", &[("email", ADMIN), ("password", "clutchcall-demo"), ("next", "//evil.example/x")]).await;
-    assert_eq!(res.headers()["location"], "/admin/directory", "no open redirect");
+    assert_eq!(common::landing(res).await, "/admin/directory", "no open redirect");
     // Browsers read a backslash as a slash: `/\evil.example` is another site.
     let client = browser();
     let res = call(&client, &app, "sign_in", &[("email", ADMIN), ("password", "clutchcall-demo"), ("next", "/\\evil.example")]).await;
-    assert_eq!(res.headers()["location"], "/admin/directory", "backslash open redirect");
+    assert_eq!(common::landing(res).await, "/admin/directory", "backslash open redirect");
+    app.finish().await;
+});
+
+both_backends!(a_plain_form_sign_in_is_sent_on_and_a_failed_one_back_to_its_form_with_the_error, |app: TestApp| async move {
+    // Before the page's script has loaded, the sign-in form posts itself.
+    let form_post = |client: &reqwest::Client, password: &str| {
+        client
+            .post(app.url("/api/sign_in"))
+            .header("origin", &app.base)
+            .header("accept", "text/html")
+            .header("referer", app.url("/signin?next=/operator"))
+            .form(&[("email", ADMIN), ("password", password), ("next", "/operator")])
+            .send()
+    };
+    let client = browser();
+    let failed = form_post(&client, "nope").await.unwrap();
+    assert_eq!(failed.status(), StatusCode::FOUND, "back to the form, not the error's JSON");
+    let back = failed.headers()["location"].to_str().unwrap();
+    assert!(back.starts_with(&app.url("/signin?next=")) && back.contains("__err="), "{back}");
+    assert!(failed.headers().get("set-cookie").is_none());
+
+    let signed = form_post(&client, server::seed::DEMO_PASSWORD).await.unwrap();
+    assert_eq!(signed.status(), StatusCode::FOUND);
+    assert_eq!(signed.headers()["location"], "/operator");
+    assert!(signed.headers()["set-cookie"].to_str().unwrap().starts_with("cc_session="));
+    app.finish().await;
+});
+
+both_backends!(a_page_carries_who_is_signed_in_for_the_browser_to_read, |app: TestApp| async move {
+    let signed_in_data = |page: &str| -> Value {
+        let open = r#"<script id="signed-in-user" type="application/json">"#;
+        let start = page.find(open).expect("the page carries its signed-in user") + open.len();
+        serde_json::from_str(&page[start..start + page[start..].find("</script>").unwrap()]).unwrap()
+    };
+    let client = browser();
+    let page = client.get(app.url("/signin")).header("accept", "text/html").send().await.unwrap().text().await.unwrap();
+    assert_eq!(signed_in_data(&page), serde_json::json!({ "Ok": null }), "nobody yet");
+
+    sign_in(&client, &app, ADMIN).await;
+    let page = client.get(app.url("/admin/directory")).header("accept", "text/html").send().await.unwrap().text().await.unwrap();
+    let user = signed_in_data(&page);
+    assert_eq!(user["Ok"]["email"], ADMIN);
+    assert_eq!(user["Ok"]["selected_org"]["role"], "admin");
     app.finish().await;
 });
 

@@ -69,10 +69,24 @@ pub async fn party_access(session_id: &str) -> Result<SessionAccess, AppError> {
     Ok(SessionAccess { backend, user, org, session })
 }
 
-/// Marks the HTTP response with the error's status, then returns it.
+/// Whether the request is a plain HTML form's post (the browser wants a page
+/// back), not a call from the page's script.
+pub fn plain_form_post() -> bool {
+    use_context::<http::request::Parts>().is_some_and(|parts| {
+        parts.method == http::Method::POST
+            && parts.headers.get(http::header::ACCEPT).and_then(|accept| accept.to_str().ok()).is_some_and(|accept| accept.contains("text/html"))
+    })
+}
+
+/// Marks the HTTP response with the error's status, then returns it. Not a
+/// plain form's: that is sent back to its page with the error in the URL
+/// (a 302, which a 4xx status would replace: the browser would then show
+/// the error's JSON instead of the form).
 pub fn fail(error: AppError) -> AppError {
     if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-        response.set_status(error.status());
+        if !plain_form_post() {
+            response.set_status(error.status());
+        }
         if let Some(seconds) = error.retry_after_s() {
             response.insert_header(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
         }
@@ -82,12 +96,19 @@ pub fn fail(error: AppError) -> AppError {
 
 pub async fn signed_in() -> Result<(String, CurrentUser), AppError> {
     let backend = backend()?;
-    for token in session_tokens() {
+    let headers = use_context::<http::request::Parts>().map(|parts| parts.headers).unwrap_or_default();
+    signed_in_by(&backend, &headers).await?.ok_or(AppError::Unauthenticated)
+}
+
+/// The sign-in of a request with these headers, with its token: the first
+/// of its session cookies that is a live sign-in.
+pub async fn signed_in_by(backend: &SharedBackend, headers: &http::HeaderMap) -> Result<Option<(String, CurrentUser)>, AppError> {
+    for token in backend.session_cookie().tokens(headers) {
         if let Some(user) = backend.session_user(&token).await? {
-            return Ok((token, user));
+            return Ok(Some((token, user)));
         }
     }
-    Err(AppError::Unauthenticated)
+    Ok(None)
 }
 
 /// The caller's user and selected org, if their role there grants `needed`.

@@ -31,10 +31,19 @@ pub async fn signed_in_user() -> Result<Option<CurrentUser>, AppError> {
     }
 }
 
-/// Signs in and sends the browser to `next` (a local path) or the landing
-/// screen of the user's role.
+/// Who is asking for a page, resolved before it renders: the page's
+/// [`Session`](crate::components::Session).
+#[cfg(feature = "ssr")]
+pub async fn page_user(backend: &backend::SharedBackend, headers: &http::HeaderMap) -> Result<Option<CurrentUser>, AppError> {
+    Ok(guard::signed_in_by(backend, headers).await?.map(|(_, user)| user))
+}
+
+/// Signs in; answers where to go: `next` (a local path) or the landing
+/// screen of the user's role. A plain form's post is redirected there; the
+/// sign-in screen's script loads it whole, since the signed-in user comes
+/// with the page (see `components::Session`).
 #[server(endpoint = "sign_in")]
-pub async fn sign_in(email: String, password: String, next: Option<String>) -> Result<(), AppError> {
+pub async fn sign_in(email: String, password: String, next: Option<String>) -> Result<String, AppError> {
     if email.trim().is_empty() || password.is_empty() {
         return Err(guard::fail(AppError::Invalid("Enter your email and password.".into())));
     }
@@ -49,8 +58,10 @@ pub async fn sign_in(email: String, password: String, next: Option<String>) -> R
         .as_deref()
         .and_then(crate::rules::local_redirect)
         .map_or_else(|| user.landing_path().to_string(), str::to_owned);
-    leptos_axum::redirect(&target);
-    Ok(())
+    if guard::plain_form_post() {
+        leptos_axum::redirect(&target);
+    }
+    Ok(target)
 }
 
 #[server(endpoint = "sign_out")]

@@ -18,7 +18,7 @@ pub fn RatingPanel(
 ) -> impl IntoView {
     let rate = ServerAction::<RateSession>::new();
     // The guard around the screen has resolved who is asking.
-    let me = StoredValue::new(expect_context::<crate::components::Session>().user.get_untracked().and_then(Result::ok).flatten());
+    let me = StoredValue::new(expect_context::<crate::components::Session>().signed_in().cloned());
     let may_rate = move |s: &SessionRecord| {
         me.with_value(|me| me.as_ref().is_some_and(|u| u.role().is_some_and(|role| crate::rating::may_rate(role, &u.user_id, s))))
     };

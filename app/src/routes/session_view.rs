@@ -31,7 +31,7 @@ pub fn SessionView() -> impl IntoView {
     let query = use_query_map();
     let id = move || query.read().get("s").unwrap_or_default();
     // The guard around this screen has resolved who is asking.
-    let me = expect_context::<crate::components::Session>().user.get_untracked().and_then(Result::ok).flatten();
+    let me = expect_context::<crate::components::Session>().signed_in().cloned();
     let admin = me.as_ref().and_then(|u| u.role()) == Some(Role::Admin);
     let my_id = StoredValue::new(me.map(|u| u.user_id).unwrap_or_default());
     // Admins: reloaded with the board, which the org's events keep current.

@@ -50,18 +50,24 @@ async fn body_limit(request: axum::extract::Request, next: axum::middleware::Nex
     next.run(request.map(|body| axum::body::Body::new(http_body_util::Limited::new(body, limit)))).await
 }
 
+/// Who asks for a page, resolved before it renders: the app reads it from
+/// the request's extensions as it renders, and writes it into the page for
+/// the browser (`app::components::Session`), so nothing waits on it.
 /// Someone already signed in who opens the sign-in page goes straight to
 /// their landing screen. Decided here rather than in the page, so the
 /// sign-in screen's wasm carries no code for it (issue "wallboard", Budget).
-async fn signed_in_skips_sign_in(State(state): State<AppState>, request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    if request.method() != http::Method::GET || request.uri().path() != "/signin" {
+async fn page_user(State(state): State<AppState>, mut request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let path = request.uri().path();
+    // Server functions and the wasm, scripts and styles are not pages.
+    if request.method() != http::Method::GET || path.starts_with("/api/") || path.starts_with("/pkg/") {
         return next.run(request).await;
     }
-    let (mut parts, body) = request.into_parts();
-    if let Ok(Principal::User { user, .. }) = <Principal as axum::extract::FromRequestParts<AppState>>::from_request_parts(&mut parts, &state).await {
+    let user = app::functions::page_user(&state.backend, request.headers()).await;
+    if let (Ok(Some(user)), "/signin") = (&user, path) {
         return axum::response::Redirect::to(user.landing_path()).into_response();
     }
-    next.run(axum::extract::Request::from_parts(parts, body)).await
+    request.extensions_mut().insert(app::components::Session::new(user));
+    next.run(request).await
 }
 
 /// Everything a request handler may need.
@@ -136,7 +142,7 @@ pub fn router(state: AppState) -> Router {
         // 1.5 MB "email" is refused before anything reads it. (`/v1` has its
         // own 64 KiB limit with JSON errors; layers wrap the routes above.)
         .layer(axum::middleware::from_fn(body_limit))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), signed_in_skips_sign_in))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), page_user))
         .route("/healthz", get(healthz))
         .route("/admin/directory/people.csv", get(export::people_csv))
         .route("/datasets/{environment}/lerobot.tar", get(export::dataset_tar))

@@ -237,6 +237,11 @@ pub async fn sign_in(client: &reqwest::Client, app: &TestApp, email: &str) -> re
     call(client, app, "sign_in", &[("email", email), ("password", server::seed::DEMO_PASSWORD)]).await
 }
 
+/// Where a sign-in (called as the page's script calls it) says to go.
+pub async fn landing(res: reqwest::Response) -> String {
+    res.json().await.expect("a sign-in answers where to go")
+}
+
 pub const ADMIN: &str = server::seed::DEMO_ADMIN_EMAIL;
 
 /// Asha (made ready in the demo org) answers a call for `robot`; the

@@ -138,6 +138,23 @@ pub fn format_age(since_ms: Option<i64>, now_ms: i64) -> String {
     }
 }
 
+/// `value` with `places` decimals, as `format!("{value:.places$}")` writes
+/// it, except that halves round away from zero and there is no `-0.0`.
+/// Written out so that the browser build carries no fixed-precision float
+/// formatter (issue "wallboard", Budget): use it for every decimal shown.
+pub fn fixed(value: f64, places: u32) -> String {
+    if !value.is_finite() {
+        return "—".to_string();
+    }
+    let scale = 10_i64.pow(places.min(6));
+    let scaled = (value.abs() * scale as f64).round() as i64;
+    let sign = if value < 0.0 && scaled != 0 { "-" } else { "" };
+    match places {
+        0 => format!("{sign}{scaled}"),
+        _ => format!("{sign}{}.{:0width$}", scaled / scale, scaled % scale, width = places.min(6) as usize),
+    }
+}
+
 /// A duration to the second, `1h 02m 03s` / `2m 03s` / `45s`.
 pub fn format_duration(ms: i64) -> String {
     let secs = ms.max(0) / 1000;
@@ -253,6 +270,17 @@ pub fn doubled_wait_s(wait_s: u32, cap_s: u32) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn fixed_decimals_read_as_the_float_formatter_writes_them() {
+        for (value, places) in [(0.0, 1), (12.34, 1), (8.05, 2), (123.456, 0), (-3.21, 2), (0.5, 3), (99.99, 1), (1e9 + 0.25, 2), (-7.0, 0)] {
+            assert_eq!(super::fixed(value, places), format!("{value:.*}", places as usize), "{value} to {places}");
+        }
+        // Not a tie-to-even and never a negative zero.
+        assert_eq!(super::fixed(0.25, 1), "0.3");
+        assert_eq!(super::fixed(-0.04, 1), "0.0");
+        assert_eq!(super::fixed(f64::NAN, 1), "—");
+    }
+
     use super::*;
 
     #[test]

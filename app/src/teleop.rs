@@ -60,7 +60,8 @@ pub fn joint_paths(samples: &[(i64, Vec<f32>)], now_ms: i64, width: f32, height:
                 let Some(v) = values.get(joint) else { continue };
                 let x = (t - from) as f32 / PLOT_WINDOW_MS as f32 * width;
                 let y = height - (v - low) / span * height;
-                path.push_str(&format!("{}{x:.1} {y:.1}", if path.is_empty() { "M" } else { " L" }));
+                let (x, y) = (crate::rules::fixed(f64::from(x), 1), crate::rules::fixed(f64::from(y), 1));
+                path.push_str(&format!("{}{x} {y}", if path.is_empty() { "M" } else { " L" }));
             }
             path
         })

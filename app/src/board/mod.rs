@@ -142,6 +142,11 @@ pub fn velocity_tone(velocity_scale: Option<f64>) -> Tone {
 }
 
 /// Rule W10: the velocity scale as a rounded percentage of full speed.
+/// A divergence, `12.3°`.
+pub fn degrees(divergence_deg: f64) -> String {
+    format!("{}°", crate::rules::fixed(divergence_deg, 1))
+}
+
 pub fn velocity_percent(velocity_scale: f64) -> String {
     format!("{}%", (velocity_scale * 100.0).round() as i64)
 }

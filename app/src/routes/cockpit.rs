@@ -124,7 +124,7 @@ fn SessionFacts(s: SessionRecord, now_ms: RwSignal<i64>) -> impl IntoView {
             <dt>"Attached"</dt><dd>{s.started_at.map(utc_clock).unwrap_or_else(|| "—".into())}</dd>
             <dt>"Up"</dt><dd data-testid="cockpit-elapsed">{elapsed}</dd>
             <dt>"RTT"</dt><dd class=rtt_tone(s.rtt_ms).class()>{s.rtt_ms.map(|r| format!("{r} ms")).unwrap_or_else(|| "—".into())}</dd>
-            <dt>"Divergence"</dt><dd class=divergence_tone(s.divergence_deg).class()>{s.divergence_deg.map_or("—".into(), |d| format!("{d:.1}°"))}</dd>
+            <dt>"Divergence"</dt><dd class=divergence_tone(s.divergence_deg).class()>{s.divergence_deg.map_or("—".into(), crate::board::degrees)}</dd>
             <dt>"Velocity"</dt><dd class=velocity_tone(s.velocity_scale).class()>{s.velocity_scale.map_or("—".into(), velocity_percent)}</dd>
             <dt>"Planned end"</dt><dd data-testid="cockpit-planned-end">{s.planned_end_at.map(crate::booking::utc_when).unwrap_or_else(|| "—".into())}</dd>
             <dt>"Client"</dt><dd>{s.client_name.clone().unwrap_or_else(|| "—".into())}</dd>

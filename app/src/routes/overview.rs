@@ -228,7 +228,7 @@ fn Queue(board: OpsBoard) -> impl IntoView {
             <h2 id="queue-h">"Queue"</h2>
             <dl class="facts" data-testid="answer-speed">
                 <dt>"Answered today"</dt><dd>{today.answered}</dd>
-                <dt>"Average time to answer"</dt><dd>{today.average_ms().map_or("—".to_string(), |ms| format!("{:.1} s", ms as f64 / 1000.0))}</dd>
+                <dt>"Average time to answer"</dt><dd>{today.average_ms().map_or("—".to_string(), |ms| format!("{} s", crate::rules::fixed(ms as f64 / 1000.0, 1)))}</dd>
                 <dt>"Answered within 20 s"</dt><dd>{today.within_20s_percent().map_or("—".to_string(), |p| format!("{p}%"))}</dd>
                 <dt>"Withdrawn while waiting"</dt><dd>{today.withdrawn}</dd>
                 <dt>"Abandoned (nobody took it)"</dt><dd data-testid="abandoned">{today.abandoned}</dd>

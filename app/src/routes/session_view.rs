@@ -81,7 +81,7 @@ pub fn SessionView() -> impl IntoView {
                                     <dt>"Ended"</dt><dd>{s.ended_at.map(rfc3339).unwrap_or_else(|| "—".into())}</dd>
                                     <dt>"Client"</dt><dd data-testid="session-client">{s.client_name.clone().unwrap_or_else(|| "— (the org's admins)".into())}</dd>
                                     <dt>"RTT"</dt><dd class=rtt_tone(s.rtt_ms).class()>{s.rtt_ms.map_or("—".into(), |r| format!("{r} ms"))}</dd>
-                                    <dt>"Divergence"</dt><dd class=divergence_tone(s.divergence_deg).class()>{s.divergence_deg.map_or("—".into(), |d| format!("{d:.1}°"))}</dd>
+                                    <dt>"Divergence"</dt><dd class=divergence_tone(s.divergence_deg).class()>{s.divergence_deg.map_or("—".into(), crate::board::degrees)}</dd>
                                     <dt>"Velocity"</dt><dd class=velocity_tone(s.velocity_scale).class()>{s.velocity_scale.map_or("—".into(), velocity_percent)}</dd>
                                 </dl>
                                 {(may_clear && s.state == SafetyState::ProtectiveStop && !s.lifecycle.is_terminal()).then(|| view! {

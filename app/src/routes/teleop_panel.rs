@@ -45,7 +45,7 @@ pub fn TeleopPanel(now_ms: RwSignal<i64>) -> impl IntoView {
                         }).collect_view()}
                     </svg>
                     <figcaption>{move || {
-                        let latest = relay.joints.with(|j| j.last().map(|(_, v)| v.iter().map(|x| format!("{x:.2}")).collect::<Vec<_>>().join(" · ")));
+                        let latest = relay.joints.with(|j| j.last().map(|(_, v)| v.iter().map(|x| crate::rules::fixed(f64::from(*x), 2)).collect::<Vec<_>>().join(" · ")));
                         latest.map_or("No robot state yet.".to_string(), |v| format!("joints: {v}"))
                     }}</figcaption>
                 </figure>

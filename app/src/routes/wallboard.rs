@@ -10,7 +10,7 @@ use crate::components::ErrorNotice;
 use crate::live::{use_live_board, LiveBoard};
 use crate::models::{SafetyState, SessionRecord};
 use crate::relay::{relay_health, RelayHealth, RelayStat};
-use crate::rules::{format_age, utc_clock};
+use crate::rules::{fixed, format_age, utc_clock};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_query_map};
@@ -163,7 +163,7 @@ fn Card(session: SessionRecord, chip: Option<String>, now: impl Fn() -> i64 + Se
     let class = format!("card {}{}{}", state_token(state), if alarm { " alarm" } else { "" }, if chip.is_some() { " stale" } else { "" });
     let started = session.started_at;
     let rtt = session.rtt_ms.map_or("—".to_string(), |ms| format!("{ms} ms"));
-    let divergence = session.divergence_deg.map_or("—".to_string(), |d| format!("{d:.1}°"));
+    let divergence = session.divergence_deg.map_or("—".to_string(), crate::board::degrees);
     let velocity = session.velocity_scale.map_or("—".to_string(), velocity_percent);
     view! {
         <article class=class data-testid="card" data-state=state.as_str() data-session=session.id.clone()>
@@ -225,7 +225,10 @@ fn RelayPanel(board: StoredValue<OpsBoard>, live: LiveBoard, now: impl Fn() -> i
                                     RelayHealth::Starting => "tag tone-muted",
                                 };
                                 let (up, down) = stat.as_ref().map_or(("—".to_string(), "—".to_string()), |s| {
-                                    (format!("{:.0} fps · {:.1} kB/s", s.robot_frames.fps, s.robot_frames.bytes_per_s as f64 / 1000.0), format!("{:.0} fps", s.operator_frames.fps))
+                                    (
+                                        format!("{} fps · {} kB/s", fixed(f64::from(s.robot_frames.fps), 0), fixed(s.robot_frames.bytes_per_s as f64 / 1000.0, 1)),
+                                        format!("{} fps", fixed(f64::from(s.operator_frames.fps), 0)),
+                                    )
                                 });
                                 let last = stat.as_ref().and_then(|s| s.robot_frames.last_frame_ms).map_or("never".to_string(), |at| format!("{} ago", format_age(Some(at), now)));
                                 view! {

@@ -70,13 +70,13 @@ fn Cockpit() -> impl IntoView {
             </Transition>
             {move || steer.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
             {move || estop.value().get().and_then(Result::err).map(|e| view! { <ErrorNotice error=e/> })}
-            <super::teleop_panel::TeleopPanel now_ms=pushed.now_ms/>
-            <ExtendControl session_id=session_id() extend ended/>
         </section>
-        // Hand-over, chat and activity load their code once the page is
-        // interactive (crate::deferred).
-        <Deferred placeholder="Loading the hand-over, chat and activity…"
-            view=move || cockpit_panels(Signal::derive(version), Signal::derive(move || console.chat_version.get()), ended)/>
+        // The robot's view, the extension, hand-over, chat and activity load
+        // their code once the page is interactive (crate::deferred): the
+        // controls and the E-stop come first. The relay's data cannot come
+        // sooner anyway: its socket opens in the browser.
+        <Deferred placeholder="Loading the robot's view, hand-over, chat and activity…"
+            view=move || cockpit_panels(Signal::derive(version), Signal::derive(move || console.chat_version.get()), ended, pushed.now_ms, extend)/>
     }
 }
 
@@ -84,12 +84,17 @@ fn Cockpit() -> impl IntoView {
 /// stop or extension, the operator's presence, a push about the session.
 type Revision = (String, usize, usize, usize, Option<i64>, u64);
 
-/// The cockpit's panels below the controls: hand-over, chat, activity.
+/// The cockpit's panels below the controls: the robot's view, the
+/// extension, hand-over, chat, activity.
 #[wasm_split(cockpit_panels, wasm_split_path = ::leptos::wasm_split, fallible)]
-fn cockpit_panels(revision: Signal<Revision>, chat_version: Signal<u64>, ended: Signal<bool>) -> PanelBuilt {
+fn cockpit_panels(revision: Signal<Revision>, chat_version: Signal<u64>, ended: Signal<bool>, now_ms: RwSignal<i64>, extend: ServerAction<ExtendSession>) -> PanelBuilt {
     let session_id = move || revision.with(|r| r.0.clone());
     let activity = crate::page_data::load(move || revision.get(), |(id, ..)| load_session_activity(id));
     Ok(view! {
+        <super::teleop_panel::TeleopPanel now_ms/>
+        <section class="panel" aria-label="Extend" hidden=move || ended.get()>
+            <ExtendControl session_id=session_id() extend ended/>
+        </section>
         <section class="panel" aria-label="Hand over">
             <HandoverPanel session_id=session_id() ended/>
         </section>

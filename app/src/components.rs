@@ -81,9 +81,17 @@ pub fn SignedInData() -> impl IntoView {
 }
 
 /// Brand, navigation for the selected org's role, org switcher, sign out.
+///
+/// Plain HTML, rendered by the server in the page's shell, outside the app
+/// the browser hydrates (`#app`): its links, org switch and sign-out work
+/// without the wasm (the router still takes its links' clicks), and no page
+/// carries its code (issue "wallboard", Budget). It changes only with a
+/// whole page load, as the signed-in user does (see [`Session`]). The
+/// operator console's link state, which is live, is the app's
+/// ([`ConsoleStatus`]).
 #[component]
 pub fn TopBar() -> impl IntoView {
-    let session = expect_context::<Session>();
+    let session = Session::of_this_page();
     view! {
         <header class="topbar">
             <a class="brand" href="/">"ClutchCall"</a>
@@ -131,11 +139,18 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
             {(!several_orgs).then(|| user.selected_org.as_ref().map(|o| view! {
                 <span class="org-name">{o.org_name.clone()}" · "{o.role.as_str()}</span>
             }))}
-            {role.is_some_and(|r| r.grants(Role::Operator)).then(|| view! { <crate::console::ConsoleLink/> })}
             <a class="who" href="/account" title=format!("{} · change your password", user.email)>{user.display_name.clone()}</a>
             <SignOutForm/>
         </div>
     }
+}
+
+/// The operator console's socket and its state, for anyone who may operate
+/// in the selected org (under the top bar, which is not hydrated).
+#[component]
+pub fn ConsoleStatus() -> impl IntoView {
+    let operates = expect_context::<Session>().signed_in().and_then(CurrentUser::role).is_some_and(|r| r.grants(Role::Operator));
+    operates.then(|| view! { <div class="console-status"><crate::console::ConsoleLink/></div> })
 }
 
 /// "Sign out": a plain form posting to the server function, which ends the

@@ -35,7 +35,7 @@ pub mod rules;
 pub mod session_cookie;
 pub mod timeline;
 
-use components::{Session, SignedInData, TopBar};
+use components::{ConsoleStatus, Session, SignedInData, TopBar};
 use routes::screens;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
@@ -60,7 +60,12 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <SignedInData/>
             </head>
             <body>
-                <App/>
+                // Not hydrated: plain HTML (see `TopBar`). The browser
+                // hydrates the app in `#app` (frontend/src/lib.rs).
+                <TopBar/>
+                <div id="app">
+                    <App/>
+                </div>
             </body>
         </html>
     }
@@ -75,7 +80,7 @@ pub fn App() -> impl IntoView {
         <Stylesheet id="leptos" href="/pkg/clutchcall.css"/>
         <Title formatter=|page: String| if page.is_empty() { "ClutchCall".to_string() } else { format!("{page} · ClutchCall") }/>
         <Router>
-            <TopBar/>
+            <ConsoleStatus/>
             <console::OfferSlot/>
             <main class="page">
                 <Routes fallback=routes::NotFound>

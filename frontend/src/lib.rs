@@ -3,14 +3,18 @@
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    let Some(body) = leptos::prelude::document().body() else { return };
+    use wasm_bindgen::JsCast;
+    let document = leptos::prelude::document();
+    let Some(body) = document.body() else { return };
+    // The app, under the top bar, which is plain HTML (app::components::TopBar).
+    let Some(root) = document.get_element_by_id("app").and_then(|app| app.dyn_into::<leptos::web_sys::HtmlElement>().ok()) else { return };
     wasm_bindgen_futures::spawn_local(async move {
         // Screens are lazy routes: hydration ends once the current screen's
         // chunks have arrived and its server-rendered DOM is claimed. Only
         // then is the page interactive, so only then is it marked (browser
         // tests and benchmarks wait for the mark; an effect in the app
         // would run before a lazy screen has hydrated).
-        let mounted = leptos::mount::hydrate_from_async(body.clone(), app::App).await;
+        let mounted = leptos::mount::hydrate_from_async(root, app::App).await;
         mounted.forget();
         // The benchmark of what a page loads before it is interactive
         // counts the files fetched before this mark (panels that load

@@ -119,10 +119,10 @@ impl Default for Console {
     }
 }
 
-/// Opens the ring channel while mounted (the top bar mounts it for anyone
-/// who may operate in the selected org) and closes it when unmounted; the
-/// top bar re-mounts it when the user or org changes, so the socket always
-/// speaks for the selected org.
+/// Opens the ring channel while mounted (`components::ConsoleStatus` mounts
+/// it for anyone who may operate in the selected org) and closes it when
+/// unmounted. A change of user or org is a whole page load, so the socket
+/// always speaks for the selected org.
 #[component]
 pub fn ConsoleLink() -> impl IntoView {
     let console = expect_context::<Console>();

@@ -47,6 +47,19 @@ pub fn read_json<T: DeserializeOwned>(text: &str) -> Result<T, serde_json::Error
 /// waits for it before the first byte) is `Loaded::new_with_options(…, true)`.
 pub type Loaded<T> = Resource<T, JsonAsBytes>;
 
+/// Reloads `data` each time `changed` moves on from where it started (an
+/// action's version: after each completed dispatch).
+pub fn reload_after<T>(changed: impl Fn() -> usize + 'static, data: Loaded<T>)
+where
+    T: Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    Effect::new(move |_| {
+        if changed() > 0 {
+            data.refetch();
+        }
+    });
+}
+
 /// `Resource::new`, with the page's copy read as bytes.
 #[track_caller]
 pub fn load<T, S, Fut>(source: impl Fn() -> S + Send + Sync + 'static, fetcher: impl Fn(S) -> Fut + Send + Sync + 'static) -> Loaded<T>

@@ -3,17 +3,41 @@
 //! certifications (each with the skill it gives, rule A08) and whether the
 //! operator is active. The next dispatch decision uses the change.
 
-use super::people::CertificationChoices;
+use super::people::{CertificationChoices, PeopleList};
 use crate::components::ErrorNotice;
+use crate::deferred::PanelBuilt;
 use crate::functions::EditMember;
 use crate::models::Role;
 use crate::people::{Member, PeopleAdmin};
 use crate::forms::dispatch_on_submit;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
+use leptos::wasm_split::wasm_split;
+
+/// The profile of the member `member_id`, above the people list: a
+/// deferred panel (crate::deferred). Saving reloads the list.
+#[wasm_split(member_editor, wasm_split_path = ::leptos::wasm_split, fallible)]
+pub(super) fn member_editor(member_id: String, people: PeopleList) -> PanelBuilt {
+    let edit = ServerAction::<EditMember>::new();
+    crate::page_data::reload_after(move || edit.version().get(), people);
+    let member_id = StoredValue::new(member_id);
+    Ok(view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                let admin = people.await.ok()?;
+                let member = member_id.with_value(|id| admin.members.iter().find(|m| m.user_id == *id).cloned());
+                Some(match member {
+                    Some(member) => view! { <MemberEdit member admin edit/> }.into_any(),
+                    None => view! { <p class="error" role="alert">"That member is not in this organisation."</p> }.into_any(),
+                })
+            })}
+        </Transition>
+    }
+    .into_any())
+}
 
 #[component]
-pub(super) fn MemberEdit(member: Member, admin: PeopleAdmin, edit: ServerAction<EditMember>) -> impl IntoView {
+fn MemberEdit(member: Member, admin: PeopleAdmin, edit: ServerAction<EditMember>) -> impl IntoView {
     let p = member.person;
     let operates = p.role != Role::Client;
     let region = p.region.clone().unwrap_or_default();

@@ -3,10 +3,9 @@
 //! all or nothing; the links download once), export, change roles, edit a
 //! profile (`?member=<id>`), remove a member.
 
-use super::member_edit::MemberEdit;
 use crate::components::ErrorNotice;
 use crate::deferred::{Deferred, PanelBuilt};
-use crate::functions::{load_people, ImportPeople, InvitePerson, PreviewPeopleImport, RemoveMember, SetMemberRole, EditMember};
+use crate::functions::{load_people, ImportPeople, InvitePerson, PreviewPeopleImport, RemoveMember, SetMemberRole};
 use crate::models::Role;
 use crate::people::{Member, PeopleAdmin, CSV_HEADER};
 use crate::rules::matches_query;
@@ -17,37 +16,22 @@ use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-/// The actions that change the people list: the list refetches after each.
+/// The list's own actions: the list refetches after each. (The invite,
+/// import and profile forms are deferred panels with actions of their own,
+/// whose code is not loaded with the page; they refetch it too.)
 #[derive(Clone, Copy)]
 pub(super) struct PeopleActions {
-    pub invite: ServerAction<InvitePerson>,
-    pub import: ServerAction<ImportPeople>,
     pub role: ServerAction<SetMemberRole>,
     pub remove: ServerAction<RemoveMember>,
-    pub edit: ServerAction<EditMember>,
 }
+
+/// The people list, as loaded.
+pub(super) type PeopleList = crate::page_data::Loaded<Result<PeopleAdmin, crate::error::AppError>>;
 
 #[component]
 pub fn PeoplePage() -> impl IntoView {
-    let actions = PeopleActions {
-        invite: ServerAction::new(),
-        import: ServerAction::new(),
-        role: ServerAction::new(),
-        remove: ServerAction::new(),
-        edit: ServerAction::new(),
-    };
-    let people = crate::page_data::load(
-        move || {
-            (
-                actions.invite.version().get(),
-                actions.import.version().get(),
-                actions.role.version().get(),
-                actions.remove.version().get(),
-                actions.edit.version().get(),
-            )
-        },
-        |_| load_people(),
-    );
+    let actions = PeopleActions { role: ServerAction::new(), remove: ServerAction::new() };
+    let people = crate::page_data::load(move || (actions.role.version().get(), actions.remove.version().get()), |_| load_people());
     let filter = RwSignal::new(String::new());
     let query = use_query_map();
     let selected = move || query.read().get("member").filter(|id| !id.is_empty());
@@ -62,6 +46,10 @@ pub fn PeoplePage() -> impl IntoView {
             <a class="button subtle" href="/admin/floors">"Link floors"</a>
             <button type="button" class="button subtle" on:click=move |_| people.refetch()>"Refresh"</button>
         </div>
+        // The profile of `?member=<id>`, a deferred panel (crate::deferred).
+        {move || selected().map(|id| view! {
+            <Deferred placeholder="Loading the profile…" view=move || super::member_edit::member_editor(id.clone(), people)/>
+        })}
         <Transition fallback=|| view! { <p class="loading">"Loading people…"</p> }>
             {move || Suspend::new(async move {
                 match people.await {
@@ -69,38 +57,29 @@ pub fn PeoplePage() -> impl IntoView {
                         <ErrorNotice error=e/>
                         <button type="button" class="button" on:click=move |_| people.refetch()>"Try again"</button>
                     }.into_any(),
-                    Ok(admin) => {
-                        let admin = StoredValue::new(admin);
-                        view! {
-                            {move || selected().map(|id| {
-                                let member = admin.with_value(|a| a.members.iter().find(|m| m.user_id == id).cloned());
-                                match member {
-                                    Some(member) => view! { <MemberEdit member admin=admin.get_value() edit=actions.edit/> }.into_any(),
-                                    None => view! { <p class="error" role="alert">"That member is not in this organisation."</p> }.into_any(),
-                                }
-                            })}
-                            <MembersPanel admin filter actions/>
-                        }.into_any()
-                    }
+                    Ok(admin) => view! { <MembersPanel admin=StoredValue::new(admin) filter actions/> }.into_any(),
                 }
             })}
         </Transition>
         // The invite and import forms load their code once the page is
         // interactive (crate::deferred).
-        <Deferred placeholder="Loading the invite and import forms…" view=move || people_forms(people, actions)/>
+        <Deferred placeholder="Loading the invite and import forms…" view=move || people_forms(people)/>
     }
 }
 
 /// Invite one person, import many: below the members, built in the browser.
 #[wasm_split(people_forms, wasm_split_path = ::leptos::wasm_split, fallible)]
-fn people_forms(people: crate::page_data::Loaded<Result<PeopleAdmin, crate::error::AppError>>, actions: PeopleActions) -> PanelBuilt {
+fn people_forms(people: PeopleList) -> PanelBuilt {
+    let invite = ServerAction::<InvitePerson>::new();
+    let import = ServerAction::<ImportPeople>::new();
+    crate::page_data::reload_after(move || invite.version().get() + import.version().get(), people);
     Ok(view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
-                people.await.ok().map(|admin| view! { <InvitePanel admin=StoredValue::new(admin) actions/> })
+                people.await.ok().map(|admin| view! { <InvitePanel admin=StoredValue::new(admin) invite/> })
             })}
         </Transition>
-        <ImportPanel actions/>
+        <ImportPanel import/>
     }
     .into_any())
 }
@@ -236,12 +215,12 @@ pub(super) fn CertificationChoices(options: Vec<String>, held: Vec<String>, pref
 }
 
 #[component]
-fn InvitePanel(admin: StoredValue<PeopleAdmin>, actions: PeopleActions) -> impl IntoView {
+fn InvitePanel(admin: StoredValue<PeopleAdmin>, invite: ServerAction<InvitePerson>) -> impl IntoView {
     let (regions, options) = admin.with_value(|a| (a.regions.clone(), a.cert_options.clone()));
     view! {
         <section class="panel" aria-labelledby="invite-h">
             <h2 id="invite-h">"Invite"</h2>
-            <form method="post" action=InvitePerson::url() class="booking-form" data-testid="invite-form" on:submit=dispatch_on_submit(actions.invite, |form| InvitePerson { email: form.text("email"), display_name: form.text("display_name"), external_id: form.optional("external_id"), region: form.optional("region"), certifications: form.list("certifications"), role: form.text("role") })>
+            <form method="post" action=InvitePerson::url() class="booking-form" data-testid="invite-form" on:submit=dispatch_on_submit(invite, |form| InvitePerson { email: form.text("email"), display_name: form.text("display_name"), external_id: form.optional("external_id"), region: form.optional("region"), certifications: form.list("certifications"), role: form.text("role") })>
                 <label for="inv-email">"Email"</label>
                 <input id="inv-email" name="email" type="email" required/>
                 <label for="inv-name">"Display name"</label>
@@ -260,9 +239,9 @@ fn InvitePanel(admin: StoredValue<PeopleAdmin>, actions: PeopleActions) -> impl 
                 </select>
                 <span></span>
                 <CertificationChoices options held=Vec::new() prefix="inv"/>
-                <button type="submit" class="button primary" data-testid="invite-submit" disabled=move || actions.invite.pending().get()>"Invite"</button>
+                <button type="submit" class="button primary" data-testid="invite-submit" disabled=move || invite.pending().get()>"Invite"</button>
             </form>
-            {move || match actions.invite.value().get() {
+            {move || match invite.value().get() {
                 Some(Ok(link)) => {
                     let url = link.url.clone();
                     Some(view! {
@@ -281,7 +260,7 @@ fn InvitePanel(admin: StoredValue<PeopleAdmin>, actions: PeopleActions) -> impl 
 }
 
 #[component]
-fn ImportPanel(actions: PeopleActions) -> impl IntoView {
+fn ImportPanel(import: ServerAction<ImportPeople>) -> impl IntoView {
     let preview = ServerAction::<PreviewPeopleImport>::new();
     let csv = RwSignal::new(String::new());
     // A new text needs a new preview before it can be imported.
@@ -318,8 +297,8 @@ fn ImportPanel(actions: PeopleActions) -> impl IntoView {
                     on:click=move |_| { previewed.set(csv.get_untracked()); preview.dispatch(PreviewPeopleImport { csv: csv.get_untracked() }); }>
                     "Preview"
                 </button>
-                <button type="button" class="button primary" data-testid="import-run" disabled=move || !ready() || actions.import.pending().get()
-                    on:click=move |_| { actions.import.dispatch(ImportPeople { csv: csv.get_untracked() }); }>
+                <button type="button" class="button primary" data-testid="import-run" disabled=move || !ready() || import.pending().get()
+                    on:click=move |_| { import.dispatch(ImportPeople { csv: csv.get_untracked() }); }>
                     "Import"
                 </button>
             </div>
@@ -337,7 +316,7 @@ fn ImportPanel(actions: PeopleActions) -> impl IntoView {
                 Some(Err(error)) => Some(view! { <ErrorNotice error/> }.into_any()),
                 None => None,
             }}
-            {move || match actions.import.value().get() {
+            {move || match import.value().get() {
                 Some(Ok(done)) => {
                     let href = crate::people::csv_data_url(&done.links_csv);
                     Some(view! {

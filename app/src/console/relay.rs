@@ -59,50 +59,65 @@ fn js_sys_now() -> i64 {
     web_sys::window().and_then(|w| w.performance()).map(|p| p.time_origin() + p.now()).unwrap_or(0.0) as i64
 }
 
-/// The cockpit's relay socket for `session_id`, open while the calling
-/// component lives.
-pub fn use_cockpit_relay(session_id: String) -> CockpitRelay {
-    let relay = CockpitRelay {
-        joints: RwSignal::new(Vec::new()),
-        camera: RwSignal::new(None),
-        robot_connected: RwSignal::new(false),
-        connected: RwSignal::new(false),
-        refused: RwSignal::new(None),
-        live: RwSignal::new(false),
+impl CockpitRelay {
+    /// What the cockpit shows of the data plane: nothing yet, no socket.
+    pub fn new() -> Self {
+        CockpitRelay {
+            joints: RwSignal::new(Vec::new()),
+            camera: RwSignal::new(None),
+            robot_connected: RwSignal::new(false),
+            connected: RwSignal::new(false),
+            refused: RwSignal::new(None),
+            live: RwSignal::new(false),
+            #[cfg(feature = "hydrate")]
+            socket: StoredValue::new_local(None),
+        }
+    }
+
+    /// Keeps the socket on `session_id`'s relay open while the session is
+    /// live and the calling component lives. Called by the cockpit's
+    /// deferred panels, so that its code is not loaded with the page.
+    pub fn keep_open(self, session_id: String) {
         #[cfg(feature = "hydrate")]
-        socket: StoredValue::new_local(None),
-    };
-    #[cfg(feature = "hydrate")]
-    {
-        // Set when the cockpit closes, or when the relay lets it go.
-        let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let stop = stopped.clone();
-        let socket = relay.socket;
-        let close = move || {
-            socket.update_value(|ws| {
-                if let Some(ws) = ws.take() {
-                    let _ = ws.close();
-                }
-            });
-        };
-        on_cleanup(move || {
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            close();
-        });
-        // Open while the session is live; closed (and not retried) once it ends.
-        Effect::new(move |_| {
-            if relay.live.get() {
-                if relay.socket.with_value(Option::is_none) {
-                    browser::connect(relay, session_id.clone(), stopped.clone(), 1);
-                }
-            } else {
-                close();
+        keep_open(self, session_id);
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (self, session_id);
+    }
+}
+
+impl Default for CockpitRelay {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn keep_open(relay: CockpitRelay, session_id: String) {
+    // Set when the cockpit closes, or when the relay lets it go.
+    let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = stopped.clone();
+    let socket = relay.socket;
+    let close = move || {
+        socket.update_value(|ws| {
+            if let Some(ws) = ws.take() {
+                let _ = ws.close();
             }
         });
-    }
-    #[cfg(not(feature = "hydrate"))]
-    let _ = session_id;
-    relay
+    };
+    on_cleanup(move || {
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        close();
+    });
+    // Open while the session is live; closed (and not retried) once it ends.
+    Effect::new(move |_| {
+        if relay.live.get() {
+            if relay.socket.with_value(Option::is_none) {
+                browser::connect(relay, session_id.clone(), stopped.clone(), 1);
+            }
+        } else {
+            close();
+        }
+    });
 }
 
 #[cfg(feature = "hydrate")]

@@ -34,10 +34,12 @@ fn Cockpit() -> impl IntoView {
     let session_id = move || params.read().get("id").unwrap_or_default();
     let steer = ServerAction::<SteerSession>::new();
     let estop = ServerAction::<EstopSession>::new();
-    let extend = ServerAction::<ExtendSession>::new();
+    // Bumped by the deferred extension control after each extension.
+    let extended = RwSignal::new(0_usize);
     let console = expect_context::<crate::console::Console>();
-    // The data plane: robot state and camera in, actions out.
-    let relay = crate::console::relay::use_cockpit_relay(session_id());
+    // The data plane: robot state and camera in, actions out (the socket is
+    // opened by the deferred panels).
+    let relay = crate::console::relay::CockpitRelay::new();
     provide_context(relay);
     // Each completed move or stop reloads the record and the log, and so
     // does a change of the operator's presence (the session ended
@@ -46,7 +48,7 @@ fn Cockpit() -> impl IntoView {
     let presence_since = move || console.presence.get().map(|p| p.since_ms);
     let pushed = crate::live::use_push(crate::live::Watch::Mine, crate::live::POLL_MS);
     let version = move || {
-        (session_id(), steer.version().get(), estop.version().get(), extend.version().get(), presence_since(), pushed.version.get())
+        (session_id(), steer.version().get(), estop.version().get(), extended.get(), presence_since(), pushed.version.get())
     };
     let record = crate::page_data::load(version, |(id, ..)| load_session(id));
     let ended = Signal::derive(move || record.get().and_then(Result::ok).is_some_and(|s| s.lifecycle.is_terminal()));
@@ -76,7 +78,7 @@ fn Cockpit() -> impl IntoView {
         // controls and the E-stop come first. The relay's data cannot come
         // sooner anyway: its socket opens in the browser.
         <Deferred placeholder="Loading the robot's view, hand-over, chat and activity…"
-            view=move || cockpit_panels(Signal::derive(version), Signal::derive(move || console.chat_version.get()), ended, pushed.now_ms, extend)/>
+            view=move || cockpit_panels(Signal::derive(version), Signal::derive(move || console.chat_version.get()), ended, pushed.now_ms, extended)/>
     }
 }
 
@@ -87,8 +89,16 @@ type Revision = (String, usize, usize, usize, Option<i64>, u64);
 /// The cockpit's panels below the controls: the robot's view, the
 /// extension, hand-over, chat, activity.
 #[wasm_split(cockpit_panels, wasm_split_path = ::leptos::wasm_split, fallible)]
-fn cockpit_panels(revision: Signal<Revision>, chat_version: Signal<u64>, ended: Signal<bool>, now_ms: RwSignal<i64>, extend: ServerAction<ExtendSession>) -> PanelBuilt {
+fn cockpit_panels(revision: Signal<Revision>, chat_version: Signal<u64>, ended: Signal<bool>, now_ms: RwSignal<i64>, extended: RwSignal<usize>) -> PanelBuilt {
     let session_id = move || revision.with(|r| r.0.clone());
+    expect_context::<crate::console::relay::CockpitRelay>().keep_open(session_id());
+    let extend = ServerAction::<ExtendSession>::new();
+    Effect::new(move |_| {
+        let done = extend.version().get();
+        if done > 0 {
+            extended.set(done);
+        }
+    });
     let activity = crate::page_data::load(move || revision.get(), |(id, ..)| load_session_activity(id));
     Ok(view! {
         <super::teleop_panel::TeleopPanel now_ms/>

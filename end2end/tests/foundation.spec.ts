@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { ADMIN, CLIENT, OPERATOR, PASSWORD, hydrated, signIn } from './helpers';
+import { ADMIN, CLIENT, OPERATOR, PASSWORD, adminContext, hydrated, signIn } from './helpers';
 
 test('the page hydrates: a client-side toggle changes the DOM without a reload', async ({ page }) => {
   await page.goto('/signin');
@@ -30,6 +30,19 @@ test('an admin signs in and lands on the directory, which filters in place', asy
   await page.getByLabel('Filter').fill('no such robot');
   await expect(page.getByText('No robot matches the filter.')).toBeVisible();
   expect(await page.evaluate(() => (window as any).__sameDocument)).toBe(true);
+});
+
+test('the top bar is plain HTML, yet once the page is hydrated its links move within the page', async ({ browser }) => {
+  const context = await adminContext(browser);
+  const page = await context.newPage();
+  await page.goto('/admin/directory');
+  await hydrated(page);
+  await page.evaluate(() => ((window as any).__sameDocument = true));
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Wallboard' }).click();
+  await expect(page).toHaveURL(/\/ops\/wallboard$/);
+  await expect(page.getByRole('heading', { name: 'Wallboard', level: 1 })).toBeVisible();
+  expect(await page.evaluate(() => (window as any).__sameDocument)).toBe(true);
+  await context.close();
 });
 
 test('an operator signs in and lands on the operator screen', async ({ page }) => {

@@ -32,8 +32,16 @@ import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 
 const MARK = '/* chunks bundled by scripts/bundle-split.mjs */';
-// The browser's bundle reader, also run here on every bundle written.
-const READER = `function ccParts(buf) {
+// The browser's bundle reader, also run here on every bundle written (and
+// its section reader splits the chunks into sections).
+const READER = `function ccSectionEnd(bytes, at) {
+  let len = 0;
+  let shift = 0;
+  let b;
+  do { b = bytes[at++]; len += (b & 0x7f) * 2 ** shift; shift += 7; } while (b & 0x80);
+  return at + len;
+}
+function ccParts(buf) {
   const bytes = new Uint8Array(buf);
   const headerLen = new DataView(buf).getUint32(0, true);
   const header = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + headerLen)));
@@ -44,11 +52,7 @@ const READER = `function ccParts(buf) {
     header.forEach(([, sections], c) => {
       for (const s of sections.filter((s) => s === id)) {
         const start = at;
-        let len = 0;
-        let shift = 0;
-        let b;
-        do { b = bytes[at++]; len += (b & 0x7f) * 2 ** shift; shift += 7; } while (b & 0x80);
-        at += len;
+        at = ccSectionEnd(bytes, at);
         if (!entries[c].has(id)) entries[c].set(id, []);
         entries[c].get(id).push(bytes.subarray(start, at));
       }
@@ -94,7 +98,7 @@ ${READER}async function ccFetch(name, url) {
   return fetch(url);
 }
 `;
-const ccParts = new Function(`${READER}return ccParts;`)();
+const { ccParts, ccSectionEnd } = new Function(`${READER}return { ccParts, ccSectionEnd };`)();
 
 function fail(message) {
   console.error(`bundle-split: ${message}`);
@@ -133,14 +137,7 @@ function sections(name, module) {
   for (let at = 8; at < module.length; ) {
     const id = module[at];
     const start = at + 1;
-    let len = 0;
-    let shift = 0;
-    for (at = start; ; shift += 7) {
-      const b = module[at++];
-      len += (b & 0x7f) * 2 ** shift;
-      if (!(b & 0x80)) break;
-    }
-    at += len;
+    at = ccSectionEnd(module, start);
     if (at > module.length) fail(`${name}: a section runs past the end`);
     out.push([id, module.subarray(start, at)]);
   }

@@ -10,7 +10,7 @@ use leptos::prelude::*;
 /// (sessions they booked); operators see none.
 #[server(endpoint = "load_datasets")]
 pub async fn load_datasets() -> Result<Vec<Episode>, AppError> {
-    let (_, user) = guard::signed_in().await.map_err(guard::fail)?;
+    let user = guard::user().await.map_err(guard::fail)?;
     let org = user.selected_org.clone().ok_or(AppError::NoOrgSelected).map_err(guard::fail)?;
     let client = crate::datasets::episode_scope(org.role, &user.user_id).map_err(|why| guard::fail(AppError::Forbidden(why.into())))?;
     let datasets = use_context::<super::backend::SharedDatasets>().ok_or_else(|| AppError::Internal("datasets missing".into()))?;

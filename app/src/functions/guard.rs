@@ -63,7 +63,7 @@ pub async fn session_access(role: Role, session_id: &str) -> Result<SessionAcces
 /// or an admin (reading it, its log and chat; chatting).
 pub async fn party_access(session_id: &str) -> Result<SessionAccess, AppError> {
     let backend = backend()?;
-    let (_, user) = signed_in().await?;
+    let user = user().await?;
     let org = user.selected_org.clone().ok_or(AppError::NoOrgSelected)?;
     let session = session_of(&backend, &user, &org, session_id).await?;
     Ok(SessionAccess { backend, user, org, session })
@@ -94,6 +94,19 @@ pub fn fail(error: AppError) -> AppError {
     error
 }
 
+/// The caller. While a page renders, its loads reuse the user its request
+/// was resolved to before rendering (`server::http::page_user`) instead of
+/// each looking the sign-in up again; a call from the browser looks it up.
+pub async fn user() -> Result<CurrentUser, AppError> {
+    let page = use_context::<http::request::Parts>().and_then(|parts| parts.extensions.get::<crate::components::Session>().cloned());
+    match page {
+        Some(page) => page.user().clone()?.ok_or(AppError::Unauthenticated),
+        None => Ok(signed_in().await?.1),
+    }
+}
+
+/// The caller's sign-in token and user (for what ends or changes the
+/// sign-in itself).
 pub async fn signed_in() -> Result<(String, CurrentUser), AppError> {
     let backend = backend()?;
     let headers = use_context::<http::request::Parts>().map(|parts| parts.headers).unwrap_or_default();
@@ -113,7 +126,7 @@ pub async fn signed_in_by(backend: &SharedBackend, headers: &http::HeaderMap) ->
 
 /// The caller's user and selected org, if their role there grants `needed`.
 pub async fn require(needed: Role) -> Result<(CurrentUser, OrgMembership), AppError> {
-    let (_, user) = signed_in().await?;
+    let user = user().await?;
     let org = user.selected_org.clone().ok_or(AppError::NoOrgSelected)?;
     if !org.role.grants(needed) {
         return Err(match needed {

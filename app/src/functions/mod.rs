@@ -24,8 +24,8 @@ pub use sessions::*;
 /// The signed-in user, or `None` when nobody is signed in.
 #[server(endpoint = "signed_in_user")]
 pub async fn signed_in_user() -> Result<Option<CurrentUser>, AppError> {
-    match guard::signed_in().await {
-        Ok((_, user)) => Ok(Some(user)),
+    match guard::user().await {
+        Ok(user) => Ok(Some(user)),
         Err(AppError::Unauthenticated) => Ok(None),
         Err(e) => Err(guard::fail(e)),
     }

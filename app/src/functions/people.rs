@@ -113,7 +113,7 @@ pub async fn register_robot(robot_id: String, model: String, site: String, pop: 
 /// What an invitation link can do for whoever opened it.
 #[server(endpoint = "load_invitation")]
 pub async fn load_invitation(token: String) -> Result<InvitationView, AppError> {
-    let signed_in = guard::signed_in().await.ok().map(|(_, user)| user);
+    let signed_in = guard::user().await.ok();
     guard::directory_admin()?.invitation(&token, signed_in.as_ref()).await.map_err(guard::fail)
 }
 
@@ -122,7 +122,7 @@ pub async fn load_invitation(token: String) -> Result<InvitationView, AppError> 
 /// the org's landing screen when already signed in).
 #[server(endpoint = "accept_invitation")]
 pub async fn accept_invitation(token: String, password: Option<String>, confirm: Option<String>) -> Result<(), AppError> {
-    let signed_in = guard::signed_in().await.ok().map(|(_, user)| user);
+    let signed_in = guard::user().await.ok();
     if let Some(password) = &password {
         if let Some(problem) = crate::rules::new_password_problem(password, confirm.as_deref().unwrap_or_default()) {
             return Err(guard::fail(AppError::Invalid(problem)));

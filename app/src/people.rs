@@ -188,7 +188,8 @@ pub fn preview_import(records: Vec<(usize, Vec<String>)>, regions: &[String], me
     preview
 }
 
-/// A person as an export row, in `CSV_HEADER` order.
+/// A person as an export row, in `CSV_HEADER` order, each cell safe to
+/// open in a spreadsheet.
 pub fn export_cells(p: &PersonFields) -> [String; 6] {
     [
         p.email.clone(),
@@ -198,6 +199,30 @@ pub fn export_cells(p: &PersonFields) -> [String; 6] {
         p.certifications.join(";"),
         p.role.as_str().to_string(),
     ]
+    .map(|cell| spreadsheet_safe(&cell))
+}
+
+/// What makes a spreadsheet read a cell as a formula (OWASP's rule for CSV
+/// injection): `=HYPERLINK(…)` in a name would run when the file is opened.
+const FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
+/// A cell as written to a CSV: one that would start a formula gets a
+/// leading `'`, which spreadsheets show as text and do not display.
+pub fn spreadsheet_safe(cell: &str) -> String {
+    if cell.starts_with(FORMULA_STARTS) {
+        format!("'{cell}")
+    } else {
+        cell.to_string()
+    }
+}
+
+/// A cell as read from a CSV: the inverse of [`spreadsheet_safe`], so an
+/// exported file imports as the same values.
+pub fn from_spreadsheet(cell: &str) -> &str {
+    match cell.strip_prefix('\'') {
+        Some(rest) if rest.starts_with(FORMULA_STARTS) => rest,
+        _ => cell,
+    }
 }
 
 /// A member as the admin's people table shows them.
@@ -293,6 +318,19 @@ pub fn csv_data_url(csv: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn s05_cells_that_start_a_formula_are_neutralised_and_read_back_as_they_were() {
+        for cell in ["=HYPERLINK(\"http://evil.example/?x\",\"open\")", "+1", "-2", "@SUM(A1)", "\tx", "\rx"] {
+            let safe = super::spreadsheet_safe(cell);
+            assert!(safe.starts_with('\''), "{cell:?} is neutralised");
+            assert_eq!(super::from_spreadsheet(&safe), cell, "and reads back as it was");
+        }
+        for cell in ["Ana Lima", "ana@x.io", "'quoted", "", "a=b"] {
+            assert_eq!(super::spreadsheet_safe(cell), cell, "{cell:?} is left alone");
+            assert_eq!(super::from_spreadsheet(cell), cell);
+        }
+    }
+
     use super::*;
 
     fn regions() -> Vec<String> {

@@ -30,6 +30,10 @@ pub struct Config {
     /// `CLUTCHCALL_SIGNIN_PER_MINUTE`: sign-in attempts one client address
     /// may make per minute (any emails). Default 60.
     pub sign_ins_per_address_per_minute: u32,
+    /// `CLUTCHCALL_TRUSTED_PROXIES`: CIDR blocks (comma-separated) of
+    /// reverse proxies whose `X-Forwarded-For` is believed for sign-in
+    /// limits and logs. Default none: the TCP peer is the client.
+    pub trusted_proxies: Vec<crate::http::client::Cidr>,
     /// How long an offer rings: 30 s (seed 000). Only tests change it.
     pub offer_window_ms: i64,
     /// `CLUTCHCALL_WRAP_UP_S`: wrap-up (`acw`) after a session before the
@@ -81,6 +85,8 @@ impl DemoSeed {
 pub enum ConfigError {
     #[error("CLUTCHCALL_PUBLIC_ORIGIN={0:?} must be a scheme and host with no path, e.g. https://ops.example.com")]
     Origin(String),
+    #[error("CLUTCHCALL_TRUSTED_PROXIES: {0}")]
+    TrustedProxies(String),
     #[error("{name}={value:?} must be 1 or 0")]
     Flag { name: &'static str, value: String },
     #[error("{name}={value:?} is not a valid socket address (e.g. 127.0.0.1:3000)")]
@@ -153,6 +159,8 @@ impl Config {
                 .map(|v| v.trim().parse::<u32>().map_err(|_| ConfigError::Number { name: "CLUTCHCALL_SIGNIN_PER_MINUTE", value: v.clone() }))
                 .transpose()?
                 .unwrap_or(crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE),
+            trusted_proxies: crate::http::client::parse_trusted(&var("CLUTCHCALL_TRUSTED_PROXIES").unwrap_or_default())
+                .map_err(ConfigError::TrustedProxies)?,
             offer_window_ms: crate::engine::OFFER_WINDOW_MS,
             wrap_up_ms: seconds(var("CLUTCHCALL_WRAP_UP_S"), "CLUTCHCALL_WRAP_UP_S")?.unwrap_or(app::ring::DEFAULT_WRAP_UP_MS),
             presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
@@ -186,6 +194,7 @@ impl Config {
             secure_cookies: None,
             demo: DemoSeed::Always,
             sign_ins_per_address_per_minute: crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE,
+            trusted_proxies: Vec::new(),
             offer_window_ms: crate::engine::OFFER_WINDOW_MS,
             wrap_up_ms: app::ring::DEFAULT_WRAP_UP_MS,
             presence_ttl_ms: app::ring::PRESENCE_TTL_MS,

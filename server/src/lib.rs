@@ -107,7 +107,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings()).await?;
     let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
     let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone()));
-    let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone()).await?;
+    let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone(), tabs.clone()).await?;
     let origins = PublicOrigins::new(config.public_origin.as_deref(), addr);
     let people = Arc::new(crate::services::PeopleService::new(store.clone(), bus.clone(), engine.clone(), tabs.clone(), origins.primary()));
     // The relay records ACTIVE sessions; COMPLETED recordings become episodes.
@@ -116,8 +116,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let (relay, relay_job) = relay::Relay::start(bus.clone(), clock::Clock::system(), recorder);
     let datasets = Arc::new(datasets::DatasetService::new(store.clone(), bus.clone(), config.data_dir.join("datasets")));
     let episodes_job = tokio::spawn(datasets.clone().make_episodes(recordings));
-    let services = crate::backend::Services { sessions: sessions.clone(), bookings, robots: robots.clone(), relay: relay.clone() };
+    let passwords = Arc::new(crate::services::PasswordChecker::new(crate::services::passwords::HASHING_THREADS, crate::services::passwords::WAITING_CHECKS));
+    let services = crate::backend::Services { sessions: sessions.clone(), bookings, robots: robots.clone(), relay: relay.clone(), passwords: passwords.clone() };
     let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), engine.clone(), services, throttle.clone(), tabs.clone(), cookie));
+    let sign_in_throttle = throttle.clone();
     let backend_for_metrics = backend.clone();
     let state = AppState {
         leptos_options,
@@ -125,13 +127,16 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         engine: engine.clone(),
         robots,
         sessions: sessions.clone(),
-        sign_ins: Arc::new(SignIns::new(store.clone())),
+        sign_ins: Arc::new(SignIns::new(store.clone(), tabs.clone())),
         tabs,
         origins,
         people,
         relay,
         datasets,
         robot_limits: Arc::new(http::RobotRateLimit::new()),
+        throttle: sign_in_throttle,
+        trusted_proxies: Arc::new(config.trusted_proxies.clone()),
+        passwords,
         presence_ttl_ms: config.presence_ttl_ms,
     };
     let app = http::router(state);

@@ -61,13 +61,32 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
+/// One line of standard input; typed at a terminal, it is not shown.
+fn read_line_unechoed() -> std::io::Result<String> {
+    let mut line = String::new();
+    // SAFETY: termios is plain data; tcgetattr fills it, or fails and we
+    // read with echo as a pipe would (nothing is shown there anyway).
+    let mut saved: libc::termios = unsafe { std::mem::zeroed() };
+    let terminal = unsafe { libc::isatty(0) == 1 && libc::tcgetattr(0, &mut saved) == 0 };
+    if terminal {
+        let mut quiet = saved;
+        quiet.c_lflag &= !libc::ECHO;
+        unsafe { libc::tcsetattr(0, libc::TCSANOW, &quiet) };
+    }
+    let read = std::io::stdin().lock().read_line(&mut line);
+    if terminal {
+        unsafe { libc::tcsetattr(0, libc::TCSANOW, &saved) };
+        eprintln!();
+    }
+    read.map(|_| line)
+}
+
 async fn create_admin(org: &str, email: &str, name: &str) -> anyhow::Result<()> {
     let password = match std::env::var("CLUTCHCALL_ADMIN_PASSWORD") {
         Ok(password) => password,
         Err(_) => {
             eprintln!("password for {email} (one line on standard input):");
-            let mut line = String::new();
-            std::io::stdin().lock().read_line(&mut line)?;
+            let line = read_line_unechoed()?;
             line.trim_end_matches(['\r', '\n']).to_string()
         }
     };

@@ -98,7 +98,7 @@ both_backends!(l08_the_operator_in_control_hands_over_and_the_log_shows_who_held
         let (client, app, session) = (client.clone(), &app, session.clone());
         async move { call(&client, app, "steer_session", &[("session_id", &session), ("to", to)]).await.status() }
     };
-    assert_eq!(steer(&asha, "PAUSED").await, StatusCode::FORBIDDEN);
+    assert_eq!(steer(&asha, "PAUSED").await, StatusCode::NOT_FOUND, "not hers: answered as if it did not exist");
     assert_eq!(steer(&tom, "COMPLETED").await, StatusCode::OK);
 
     // The log: who held it at any time.

@@ -50,7 +50,7 @@ both_backends!(l01_l03_l04_l05_the_attached_operator_pauses_resumes_and_complete
     // Another operator cannot steer Asha's session.
     let carla = browser();
     sign_in(&carla, &app, CARLA).await;
-    assert_eq!(steer(&carla, &app, &session, "ACTIVE").await.status(), StatusCode::FORBIDDEN);
+    assert_eq!(steer(&carla, &app, &session, "ACTIVE").await.status(), StatusCode::NOT_FOUND);
     assert_eq!(call(&carla, &app, "load_session_activity", &[("session_id", &session)]).await.status(), StatusCode::NOT_FOUND);
 
     // L03: PAUSED returns to ACTIVE on resume, or ends from there.

@@ -4,6 +4,8 @@
 //! run on both databases.
 
 mod common;
+#[path = "security/hardening_ii.rs"]
+mod hardening_ii;
 
 use app::ring::{ConsoleMsg, RingError, RingMsg};
 use common::process::{command, ServerProcess};

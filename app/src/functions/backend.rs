@@ -104,7 +104,8 @@ pub trait DirectoryAdmin: Send + Sync + 'static {
     async fn invitation(&self, token: &str, signed_in: Option<&CurrentUser>) -> Result<crate::people::InvitationView, AppError>;
     /// Sets the password (`Some`) of an account without one, or joins the
     /// signed-in account (`None`); returns the org's id.
-    async fn accept_invitation(&self, token: &str, password: Option<&str>, signed_in: Option<&CurrentUser>) -> Result<String, AppError>;
+    /// `client`: the address it came from (taking up links is throttled like signing in).
+    async fn accept_invitation(&self, token: &str, password: Option<&str>, signed_in: Option<&CurrentUser>, client: Option<std::net::IpAddr>) -> Result<String, AppError>;
 }
 
 pub type SharedDirectoryAdmin = Arc<dyn DirectoryAdmin>;

@@ -22,9 +22,13 @@ pub fn session_tokens() -> Vec<String> {
     }
 }
 
-/// The address the request came from.
+/// The address the request came from: as the server recorded it (past
+/// trusted proxies, see `server::http::client`), else the TCP peer.
 pub fn client_address() -> Option<std::net::IpAddr> {
     let parts = use_context::<http::request::Parts>()?;
+    if let Some(recorded) = parts.extensions.get::<super::ClientAddress>() {
+        return Some(recorded.0);
+    }
     let info = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()?;
     Some(info.0.ip())
 }

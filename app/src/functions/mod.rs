@@ -21,6 +21,12 @@ pub use directory::*;
 pub use people::*;
 pub use sessions::*;
 
+/// The client's address as the server recorded it in the request's
+/// extensions (past trusted proxies); limits and logs read it.
+#[cfg(feature = "ssr")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientAddress(pub std::net::IpAddr);
+
 /// The signed-in user, or `None` when nobody is signed in.
 #[server(endpoint = "signed_in_user")]
 pub async fn signed_in_user() -> Result<Option<CurrentUser>, AppError> {

@@ -128,7 +128,7 @@ pub async fn accept_invitation(token: String, password: Option<String>, confirm:
             return Err(guard::fail(AppError::Invalid(problem)));
         }
     }
-    let org_id = guard::directory_admin()?.accept_invitation(&token, password.as_deref(), signed_in.as_ref()).await.map_err(guard::fail)?;
+    let org_id = guard::directory_admin()?.accept_invitation(&token, password.as_deref(), signed_in.as_ref(), guard::client_address()).await.map_err(guard::fail)?;
     match signed_in {
         Some(_) => {
             // Joined: switch to the new org.

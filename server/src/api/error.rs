@@ -130,7 +130,9 @@ impl From<EngineError> for ApiError {
             EngineError::NoSkill(_) | EngineError::ImplausibleRtt => ApiError::Invalid(e.to_string()),
             EngineError::NoOpenOffer => ApiError::Conflict { code: "no_open_offer", message: e.to_string() },
             EngineError::SessionEnded => ApiError::Conflict { code: "session_ended", message: e.to_string() },
-            EngineError::NotAttached | EngineError::Inactive => ApiError::Forbidden(e.to_string()),
+            // Someone else's session answers as an unknown one: no oracle.
+            EngineError::NotAttached => ApiError::NotFound("session not found".into()),
+            EngineError::Inactive => ApiError::Forbidden(e.to_string()),
             EngineError::Paused => ApiError::Conflict { code: "session_paused", message: e.to_string() },
             EngineError::IllegalTransition { .. } => ApiError::Conflict { code: "illegal_transition", message: e.to_string() },
             EngineError::HandoverRinging(_) => ApiError::Conflict { code: "handover_ringing", message: e.to_string() },

@@ -72,7 +72,7 @@ impl FromRequestParts<AppState> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match Principal::from_request_parts(parts, state).await? {
-            Principal::Robot(robot) => Ok(Caller::Robot(robot)),
+            Principal::Robot { robot, .. } => Ok(Caller::Robot(robot)),
             principal @ Principal::User { .. } => {
                 let Principal::User { ref user, .. } = principal else { unreachable!("matched above") };
                 let admin_id = user.user_id.clone();

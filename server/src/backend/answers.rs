@@ -16,7 +16,9 @@ pub(super) fn refused(e: crate::engine::EngineError) -> AppError {
     use crate::engine::EngineError as E;
     match e {
         E::NotFound(what) => AppError::NotFound(format!("The {what}")),
-        E::NotAttached | E::Inactive => AppError::Forbidden(e.to_string()),
+        // Someone else's session answers as an unknown one: no oracle.
+        E::NotAttached => AppError::NotFound("The session".into()),
+        E::Inactive => AppError::Forbidden(e.to_string()),
         E::SessionEnded
         | E::Paused
         | E::IllegalTransition { .. }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use answers::{booking_refused, directory_refused, internal, membership, operator_view, refused, robot_view, safety_answer, scores_of, Scores};
 use crate::auth::{new_token, token_hash};
 use crate::clock::now_ms;
-use crate::services::passwords::{PasswordChecker, HASHING_THREADS, WAITING_CHECKS};
+use crate::services::passwords::PasswordChecker;
 use crate::services::{OpenTabs, SignInThrottle};
 use crate::store::SharedStore;
 use app::error::AppError;
@@ -39,6 +39,8 @@ pub struct Services {
     pub bookings: Arc<crate::services::BookingService>,
     pub robots: Arc<crate::services::RobotRegistry>,
     pub relay: Arc<crate::relay::Relay>,
+    /// argon2 work (sign-in checks, new passwords) on its own few threads.
+    pub passwords: Arc<PasswordChecker>,
 }
 
 pub struct ServerBackend {
@@ -53,7 +55,7 @@ pub struct ServerBackend {
     /// The relay's counts, for the wallboard's relay panel.
     relay: Arc<crate::relay::Relay>,
     throttle: Arc<SignInThrottle>,
-    passwords: PasswordChecker,
+    passwords: Arc<PasswordChecker>,
     tabs: Arc<OpenTabs>,
     cookie: SessionCookie,
 }
@@ -67,8 +69,7 @@ impl ServerBackend {
         tabs: Arc<OpenTabs>,
         cookie: SessionCookie,
     ) -> Self {
-        let passwords = PasswordChecker::new(HASHING_THREADS, WAITING_CHECKS);
-        let Services { sessions, bookings, robots, relay } = services;
+        let Services { sessions, bookings, robots, relay, passwords } = services;
         ServerBackend { store, engine, sessions, bookings, robots, relay, throttle, passwords, tabs, cookie }
     }
 
@@ -157,7 +158,7 @@ impl Backend for ServerBackend {
     async fn sign_out(&self, token: &str) -> Result<(), AppError> {
         let hash = token_hash(token);
         self.store.delete_web_session(&hash).await.map_err(internal)?;
-        let closed = self.tabs.sign_in_ended(&hash);
+        let closed = self.tabs.credential_ended(&hash);
         if closed > 0 {
             tracing::debug!(closed, "sign-out closed the sign-in's sockets");
         }
@@ -177,12 +178,10 @@ impl Backend for ServerBackend {
         if !right {
             return Err(AppError::Forbidden("The current password is not right.".into()));
         }
-        let new = new.to_string();
-        // argon2 is deliberately slow: off the async threads.
-        let phc = tokio::task::spawn_blocking(move || crate::auth::hash_password(&new)).await.map_err(|_| AppError::Busy)?;
+        let phc = self.passwords.hash(new.to_string()).await.map_err(|_| AppError::Busy)?;
         let ended = self.store.change_password(&user.id, &phc, &hash).await.map_err(internal)?;
         for sign_in in &ended {
-            self.tabs.sign_in_ended(sign_in);
+            self.tabs.credential_ended(sign_in);
         }
         tracing::info!(user = %user.id, ended = ended.len(), "password changed; other sign-ins ended");
         Ok(())

@@ -5,7 +5,7 @@
 use super::answers::{directory_refused, internal};
 use crate::clock::now_ms;
 use crate::services::people::PeopleError;
-use crate::services::{PeopleService, RobotRegistry};
+use crate::services::{PasswordChecker, PeopleService, RobotRegistry, SignInThrottle};
 use crate::store::{Acceptance, ProfileEdit};
 use app::error::AppError;
 use app::functions::backend::DirectoryAdmin;
@@ -14,16 +14,20 @@ use app::people::{
     ImportPreview, ImportResult, InvitationState, InvitationView, InviteLink, Member, PeopleAdmin, PendingInvite, PersonFields, ProfileFields,
     RegisteredRobot,
 };
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 pub struct PeopleBackend {
     people: Arc<PeopleService>,
     robots: Arc<RobotRegistry>,
+    /// Taking up an invitation is limited like signing in.
+    throttle: Arc<SignInThrottle>,
+    passwords: Arc<PasswordChecker>,
 }
 
 impl PeopleBackend {
-    pub fn new(people: Arc<PeopleService>, robots: Arc<RobotRegistry>) -> PeopleBackend {
-        PeopleBackend { people, robots }
+    pub fn new(people: Arc<PeopleService>, robots: Arc<RobotRegistry>, throttle: Arc<SignInThrottle>, passwords: Arc<PasswordChecker>) -> PeopleBackend {
+        PeopleBackend { people, robots, throttle, passwords }
     }
 }
 
@@ -102,27 +106,48 @@ impl DirectoryAdmin for PeopleBackend {
             match signed_in {
                 Some(user) if user.email == record.email => InvitationState::Join,
                 Some(_) => InvitationState::OtherAccount,
-                None if record.password_hash.as_deref().is_none_or(str::is_empty) => InvitationState::SetPassword,
+                // Whether the link may set this account's password, never
+                // whether the account has one (no enumeration).
+                None if record.sets_password() => InvitationState::SetPassword,
                 None => InvitationState::SignInFirst,
             }
         };
         Ok(InvitationView { org_name: record.org_name, email: record.email, role: record.role, state })
     }
 
-    async fn accept_invitation(&self, token: &str, password: Option<&str>, signed_in: Option<&CurrentUser>) -> Result<String, AppError> {
+    async fn accept_invitation(&self, token: &str, password: Option<&str>, signed_in: Option<&CurrentUser>, client: Option<IpAddr>) -> Result<String, AppError> {
+        // Counted before anything is looked up or hashed, like a sign-in:
+        // guessing links costs an attacker the same as guessing passwords.
+        let client = client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        if let Err(wait) = self.throttle.admit(client, &format!("invitation:{}", crate::auth::token_hash(token))) {
+            return Err(AppError::TooManyAttempts(wait.as_secs().max(1)));
+        }
         let who = match (password, signed_in) {
             (_, Some(user)) => Acceptance::SignedIn(user.user_id.clone()),
             (Some(password), None) => {
-                let password = password.to_string();
-                // argon2 is deliberately slow: off the async threads.
-                let phc = tokio::task::spawn_blocking(move || crate::auth::hash_password(&password)).await.map_err(|_| AppError::Busy)?;
-                Acceptance::SetPassword(phc)
+                // The cheap checks first: no argon2 work for a link that
+                // cannot set a password.
+                let gone = || AppError::NotFound("The invitation (it may have been used or expired)".into());
+                let record = self.people.invitation(token).await.map_err(refused)?.ok_or_else(gone)?;
+                if record.used_at.is_some() || record.expires_at <= now_ms() {
+                    return Err(gone());
+                }
+                if !record.sets_password() {
+                    return Err(sign_in_first());
+                }
+                Acceptance::SetPassword(self.passwords.hash(password.to_string()).await.map_err(|_| AppError::Busy)?)
             }
             (None, None) => return Err(AppError::Invalid("Choose a password.".into())),
         };
         let (org_id, _) = self.people.accept(token, who).await.map_err(refused)?;
         Ok(org_id)
     }
+}
+
+/// Said to whoever holds a link that cannot set the account's password:
+/// the same words whatever the account's state (no enumeration).
+pub fn sign_in_first() -> AppError {
+    AppError::Conflict("Sign in with this email's ClutchCall account, then open the link again to join.".into())
 }
 
 /// The dataset browser's door: `app`'s `Datasets` over the dataset service.

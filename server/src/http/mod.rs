@@ -2,7 +2,9 @@
 //! the `/v1` API, the ring channel and operational endpoints. Handlers
 //! stay thin: they reach the engine and the services, never the store.
 
+pub mod client;
 mod export;
+pub mod headers;
 mod origin;
 mod principal;
 pub mod robot_rate;
@@ -40,14 +42,24 @@ const IMPORT_PATHS: [&str; 2] = ["/api/preview_people_import", "/api/import_peop
 
 /// Bodies are limited to `APP_BODY_LIMIT`, a CSV import's to
 /// `IMPORT_BODY_LIMIT`: a declared length over it is refused unread, and a
-/// body that runs past it stops being read.
-async fn body_limit(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    let limit = if IMPORT_PATHS.contains(&request.uri().path()) { IMPORT_BODY_LIMIT } else { APP_BODY_LIMIT };
+/// body that runs past it stops being read. The larger limit is only for
+/// an admin of the selected org, checked before a byte of the body is read
+/// (the import's own admin check runs after Leptos has buffered it).
+async fn body_limit(State(state): State<AppState>, request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let limit = if IMPORT_PATHS.contains(&request.uri().path()) && imports_people(&state, request.headers()).await { IMPORT_BODY_LIMIT } else { APP_BODY_LIMIT };
     let declared = request.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     if declared.is_some_and(|length| length > limit) {
         return (StatusCode::PAYLOAD_TOO_LARGE, "The request body is too large.").into_response();
     }
     next.run(request.map(|body| axum::body::Body::new(http_body_util::Limited::new(body, limit)))).await
+}
+
+/// Whether the request is signed in as an admin of its selected org.
+async fn imports_people(state: &AppState, headers: &http::HeaderMap) -> bool {
+    match app::functions::page_user(&state.backend, headers).await {
+        Ok(Some(user)) => user.selected_org.is_some_and(|org| org.role == app::models::Role::Admin),
+        _ => false,
+    }
 }
 
 /// Who asks for a page, resolved before it renders: the app reads it from
@@ -91,6 +103,12 @@ pub struct AppState {
     pub origins: PublicOrigins,
     /// Requests per robot token.
     pub robot_limits: Arc<RobotRateLimit>,
+    /// Proxies whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Arc<Vec<client::Cidr>>,
+    /// Attempts at signing in and at taking up invitation links.
+    pub throttle: Arc<crate::services::SignInThrottle>,
+    /// argon2 work, on its own few threads.
+    pub passwords: Arc<crate::services::PasswordChecker>,
     /// A console tab silent this long is closed (its presence then lapses).
     pub presence_ttl_ms: i64,
 }
@@ -117,7 +135,12 @@ pub fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
 pub fn router(state: AppState) -> Router {
     let routes = route_list();
     let backend = state.backend.clone();
-    let admin: app::functions::backend::SharedDirectoryAdmin = Arc::new(crate::backend::PeopleBackend::new(state.people.clone(), state.robots.clone()));
+    let admin: app::functions::backend::SharedDirectoryAdmin = Arc::new(crate::backend::PeopleBackend::new(
+        state.people.clone(),
+        state.robots.clone(),
+        state.throttle.clone(),
+        state.passwords.clone(),
+    ));
     let datasets: app::functions::backend::SharedDatasets = Arc::new(crate::backend::DatasetsBackend(state.datasets.clone()));
     let provide_backend = move || {
         provide_context::<SharedBackend>(backend.clone());
@@ -134,14 +157,14 @@ pub fn router(state: AppState) -> Router {
     let pkg_route = site_pkg_dir_service_route_path(&state.leptos_options);
     let pkg_files = site_pkg_dir_service(&state.leptos_options);
 
-    Router::new()
+    let router = Router::new()
         .leptos_routes_with_context(&state, routes, provide_backend.clone(), move || shell(options.clone()))
         .route_service(&pkg_route, pkg_files)
         .fallback(file_and_error_handler_with_context::<AppState, _>(provide_backend, shell))
         // Pages and server functions (`/api/*`) read no body over 16 KiB: a
         // 1.5 MB "email" is refused before anything reads it. (`/v1` has its
         // own 64 KiB limit with JSON errors; layers wrap the routes above.)
-        .layer(axum::middleware::from_fn(body_limit))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), body_limit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), page_user))
         .route("/healthz", get(healthz))
         .route("/admin/directory/people.csv", get(export::people_csv))
@@ -150,9 +173,10 @@ pub fn router(state: AppState) -> Router {
         .route("/ws", get(crate::ring::ws_handler))
         .route("/relay/{session_id}", get(crate::relay::relay_handler))
         .layer(axum::middleware::from_fn_with_state(state.origins.clone(), origin::check_origin))
+        .layer(axum::middleware::from_fn_with_state(state.trusted_proxies.clone(), client::record))
         .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIMEOUT))
-        .layer(TraceLayer::new_for_http())
-        .with_state(state)
+        .layer(TraceLayer::new_for_http());
+    headers::with_security_headers(router).with_state(state)
 }
 
 /// Liveness and readiness in one: the process answers and the database

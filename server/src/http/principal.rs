@@ -12,8 +12,9 @@ use axum::http::request::Parts;
 use axum::http::header;
 
 pub enum Principal {
-    /// An edge agent.
-    Robot(RobotRecord),
+    /// An edge agent; `token_hash` is its bearer token's (long-lived
+    /// sockets end when it is rotated or the robot retired).
+    Robot { robot: RobotRecord, token_hash: String },
     /// A signed-in person; `token` is their session token (re-checked by
     /// long-lived sockets).
     User { token: String, user: CurrentUser },
@@ -24,7 +25,7 @@ impl Principal {
     pub fn selected_org(&self) -> Option<&OrgMembership> {
         match self {
             Principal::User { user, .. } => user.selected_org.as_ref(),
-            Principal::Robot(_) => None,
+            Principal::Robot { .. } => None,
         }
     }
 }
@@ -48,7 +49,7 @@ impl FromRequestParts<AppState> for Principal {
                 .await?
                 .ok_or_else(|| ApiError::Unauthenticated("unknown robot token".into()))?;
             state.robot_limits.admit(&hash).map_err(|wait| ApiError::RateLimited { retry_after_s: wait.as_secs().max(1) })?;
-            return Ok(Principal::Robot(robot));
+            return Ok(Principal::Robot { robot, token_hash: hash });
         }
         let tokens = state.backend.session_cookie().tokens(&parts.headers);
         if tokens.is_empty() {

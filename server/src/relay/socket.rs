@@ -2,10 +2,14 @@
 //! edge agent joins with its robot's bearer token (its own session only),
 //! the cockpit with the cookie of the operator in control; nobody else,
 //! and nobody from another org (404, as if the session did not exist).
+//! Each socket holds a pass tied to the credential that opened it: the
+//! cockpit's closes with the sign-in or a change of the operator's
+//! membership, the robot's when its token is rotated or it is retired.
 
 use super::channel::{Channel, Side};
 use super::recording::Sample;
 use crate::http::{AppState, Principal};
+use crate::services::{Credential, TabPass};
 use app::models::LifecycleState;
 use app::relay::{CameraFrame, RelayMsg};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
@@ -25,7 +29,7 @@ const MAX_VECTOR: usize = 64;
 
 pub async fn relay_handler(ws: WebSocketUpgrade, State(state): State<AppState>, Path(session_id): Path<String>, principal: Principal) -> Response {
     let (org_id, side, robot_id) = match &principal {
-        Principal::Robot(robot) => (robot.org_id.clone(), Side::Robot, robot.id.clone()),
+        Principal::Robot { robot, .. } => (robot.org_id.clone(), Side::Robot, robot.id.clone()),
         Principal::User { user, .. } => match &user.selected_org {
             Some(org) => (org.org_id.clone(), Side::Cockpit(user.user_id.clone()), String::new()),
             None => return (StatusCode::FORBIDDEN, "choose an organisation first").into_response(),
@@ -49,11 +53,35 @@ pub async fn relay_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
     if !matches!(session.lifecycle, LifecycleState::Active | LifecycleState::Paused) {
         return (StatusCode::CONFLICT, "the session is not live: the relay carries ACTIVE and PAUSED sessions").into_response();
     }
+    let pass = match socket_pass(&state, principal).await {
+        Ok(pass) => pass,
+        Err(refused) => return refused,
+    };
     let channel = state.relay.channel(&org_id, &session.id, &session.robot, session.operator_id.as_deref(), session.lifecycle == LifecycleState::Active);
-    ws.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| serve(state, channel, side, socket))
+    ws.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| serve(state, channel, side, pass, socket))
 }
 
-async fn serve(state: AppState, channel: Arc<Channel>, side: Side, socket: WebSocket) {
+/// The socket's pass: opened before the credential is looked at again, so
+/// a sign-out, rotation or retirement committed after that look ends it.
+async fn socket_pass(state: &AppState, principal: Principal) -> Result<TabPass, Response> {
+    match principal {
+        Principal::User { token, user } => {
+            let org = user.selected_org.ok_or_else(|| (StatusCode::FORBIDDEN, "choose an organisation first").into_response())?;
+            state.sign_ins.socket_pass(&token, &user.user_id, &org.org_id, org.role).await.map_err(IntoResponse::into_response)
+        }
+        Principal::Robot { robot, token_hash } => {
+            let credential = Credential::Robot { org_id: robot.org_id.clone(), robot_id: robot.id.clone(), token: token_hash.clone() };
+            let pass = state.tabs.open(credential, None).map_err(|_| (StatusCode::TOO_MANY_REQUESTS, "too many relay sockets for this robot").into_response())?;
+            match state.robots.by_token_hash(&token_hash).await {
+                Ok(Some(now)) if now.id == robot.id && now.org_id == robot.org_id => Ok(pass),
+                Ok(_) => Err((StatusCode::UNAUTHORIZED, "unknown robot token").into_response()),
+                Err(_) => Err(StatusCode::SERVICE_UNAVAILABLE.into_response()),
+            }
+        }
+    }
+}
+
+async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass, socket: WebSocket) {
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::channel::<Message>(SOCKET_QUEUE);
     let (id, mut closed) = channel.join(&side, tx.clone());
@@ -69,6 +97,8 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, socket: WebSo
     loop {
         tokio::select! {
             changed = closed.changed() => if changed.is_err() || *closed.borrow() { break },
+            // Signed out, removed, demoted, token rotated, retired: gone at once.
+            _ = pass.ended() => break,
             message = stream.next() => {
                 let Some(Ok(message)) = message else { break };
                 if !handle(&state, &channel, &side, &tx, message).await {

@@ -17,7 +17,7 @@ mod party;
 use crate::bus::{Delivery, Subscription};
 use crate::engine::{EngineError, OperatorPresence};
 use crate::http::{AppState, Principal};
-use crate::services::TabPass;
+use crate::services::{Ended, TabPass};
 use app::events::{Event, OperatorEvent, Topic};
 use app::models::{Offer, Role};
 use app::ring::{valid_aux_reason, ConsoleMsg, MyPresence, RingError, RingMsg, MAX_FRAME_BYTES};
@@ -52,18 +52,10 @@ struct TabOwner {
     token: String,
     org_id: String,
     user_id: String,
-    /// The socket's place among the person's tabs; ends with the sign-in.
+    /// The socket's place among the person's tabs; ends with the sign-in
+    /// (signed out, expired, password changed) or a change of their
+    /// membership of the org (removed, a new role).
     pass: TabPass,
-    /// When the sign-in expires (Unix ms).
-    expires_at_ms: i64,
-}
-
-impl TabOwner {
-    /// The instant the sign-in expires.
-    fn sign_in_deadline(&self, state: &AppState) -> Instant {
-        let left_ms = (self.expires_at_ms - state.engine.clock().now_ms()).max(0) as u64;
-        Instant::now() + Duration::from_millis(left_ms)
-    }
 }
 
 /// `GET /ws`: upgrades a signed-in operator's console tab, an admin's
@@ -83,20 +75,13 @@ pub async fn ws_handler(ws: WebSocketUpgrade, State(state): State<AppState>, pri
         None if org.role.grants(Role::Operator) => Socket::Console,
         None => return (StatusCode::FORBIDDEN, "operators only").into_response(),
     };
-    // The socket ends when the sign-in expires, not at its next command.
-    let expires_at_ms = match state.sign_ins.expires_at(&token).await {
-        Ok(Some(at)) => at,
-        Ok(None) => return (StatusCode::UNAUTHORIZED, "the sign-in session has ended").into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "sign-in lookup failed");
-            return (StatusCode::SERVICE_UNAVAILABLE, "try again in a moment").into_response();
-        }
+    // The socket ends with the sign-in (expiry included) or a change of
+    // the person's membership, not at its next command.
+    let pass = match state.sign_ins.socket_pass(&token, &user.user_id, &org.org_id, org.role).await {
+        Ok(pass) => pass,
+        Err(refused) => return refused.into_response(),
     };
-    let Ok(pass) = state.tabs.open(&user.user_id, &crate::auth::token_hash(&token)) else {
-        tracing::info!(user = %user.user_id, "socket refused: too many open tabs");
-        return (StatusCode::TOO_MANY_REQUESTS, "Too many open ClutchCall tabs: close one and retry.").into_response();
-    };
-    let owner = TabOwner { token, org_id: org.org_id, user_id: user.user_id, pass, expires_at_ms };
+    let owner = TabOwner { token, org_id: org.org_id, user_id: user.user_id, pass };
     // tungstenite's 128 KiB read and write buffers per socket were most of
     // the server's memory with 1,000 consoles open; frames here are small.
     let ws = ws
@@ -147,16 +132,21 @@ enum Heard {
     /// Closed, failed, or silent for the TTL.
     Gone { silent: bool },
     Delivery(Delivery),
-    /// The sign-in was ended (signed out): close now.
+    /// The sign-in ended (signed out, expired, password changed): close now.
     SignedOut,
+    /// The person's membership of the org changed: close, and a reconnect
+    /// is judged on their access now.
+    AccessChanged,
 }
 
 /// Reads the next frame or topic delivery; a tab that sent nothing since
 /// `heard + ttl` is gone (`silent`).
-async fn next(stream: &mut SplitStream<WebSocket>, topic: &mut Subscription, pass: &TabPass, expires: Instant, heard: Instant, ttl: Duration) -> Heard {
+async fn next(stream: &mut SplitStream<WebSocket>, topic: &mut Subscription, pass: &TabPass, heard: Instant, ttl: Duration) -> Heard {
     tokio::select! {
-        () = pass.sign_in_ended() => Heard::SignedOut,
-        () = tokio::time::sleep_until(expires) => Heard::SignedOut,
+        ended = pass.ended() => match ended {
+            Ended::CredentialEnded => Heard::SignedOut,
+            Ended::AccessChanged => Heard::AccessChanged,
+        },
         frame = tokio::time::timeout_at(heard + ttl, stream.next()) => match frame {
             Err(_) => Heard::Gone { silent: true },
             Ok(Some(Ok(Message::Text(text)))) => Heard::Text(text.to_string()),
@@ -184,7 +174,6 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     // Subscribe before reading the presence, so no event falls in between.
     let mut topic = state.engine.subscribe(&Topic::operator(&owner.org_id, &owner.user_id));
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
-    let expires = owner.sign_in_deadline(&state);
     match state.engine.tab_opened(&owner.org_id, &owner.user_id).await {
         Ok((presence, offer)) => {
             let _ = tx.send(welcome(&owner, &state, presence, offer)).await;
@@ -200,7 +189,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     let mut last_seen = state.engine.clock().now_ms();
     let mut heard = Instant::now();
     loop {
-        match next(&mut stream, &mut topic, &owner.pass, expires, heard, ttl).await {
+        match next(&mut stream, &mut topic, &owner.pass, heard, ttl).await {
             Heard::Text(text) => {
                 last_seen = state.engine.clock().now_ms();
                 heard = Instant::now();
@@ -228,6 +217,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                 let _ = tx.try_send(RingMsg::error(RingError::SignedOut));
                 break;
             }
+            Heard::AccessChanged => break,
             Heard::Gone { silent } => {
                 if !silent {
                     // A closed tab (reload, navigation) gets the whole TTL to come back.
@@ -274,10 +264,9 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut pa
     let (tx, writer) = spawn_writer(sink);
     let mut topic = state.engine.subscribe(&Topic::org(&owner.org_id));
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
-    let expires = owner.sign_in_deadline(&state);
     let mut heard = Instant::now();
     loop {
-        let msg = match next(&mut stream, &mut topic, &owner.pass, expires, heard, ttl).await {
+        let msg = match next(&mut stream, &mut topic, &owner.pass, heard, ttl).await {
             Heard::Text(text) => match serde_json::from_str::<ConsoleMsg>(&{
                 heard = Instant::now();
                 text
@@ -289,7 +278,7 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut pa
                 let _ = tx.try_send(RingMsg::error(RingError::SignedOut));
                 break;
             }
-            Heard::Gone { .. } | Heard::Delivery(Delivery::Closed) => break,
+            Heard::AccessChanged | Heard::Gone { .. } | Heard::Delivery(Delivery::Closed) => break,
             Heard::Delivery(Delivery::Event(Event::Org(event))) => {
                 if let Some(parties) = parties.as_mut() {
                     if !parties.concerns(&state, &event).await {

@@ -57,8 +57,8 @@ impl BookingService {
         let held: Vec<Booking> = self.store.robot_bookings(org_id, robot_id, now).await?.into_iter().map(|b| b.booking()).collect();
         if let Some(taken) = first_collision(&held, None, (starts_at, ends_at)) {
             return Err(BookingError::Conflict(format!(
-                "{robot_id} is booked by {} from {} to {}.",
-                taken.client_name,
+                // Not by whom: another client's name is theirs.
+                "{robot_id} is already booked from {} to {}.",
                 app::booking::utc_when(taken.starts_at_ms),
                 app::booking::utc_when(taken.ends_at_ms)
             )));

@@ -17,5 +17,5 @@ pub use people::PeopleService;
 pub use registry::RobotRegistry;
 pub use sessions::SessionService;
 pub use signins::SignIns;
-pub use tabs::{OpenTabs, TabPass};
+pub use tabs::{Credential, Ended, OpenTabs, TabPass};
 pub use throttle::SignInThrottle;

@@ -15,10 +15,11 @@ pub const HASHING_THREADS: usize = 2;
 /// Checks waiting for a thread before sign-ins are told to retry.
 pub const WAITING_CHECKS: usize = 64;
 
-struct Check {
-    password: String,
-    phc: String,
-    answer: oneshot::Sender<bool>,
+/// One piece of argon2 work: check a password against a PHC string, or
+/// hash a new one (setting or changing a password costs the same memory).
+enum Check {
+    Verify { password: String, phc: String, answer: oneshot::Sender<bool> },
+    Hash { password: String, answer: oneshot::Sender<String> },
 }
 
 /// Too many sign-ins at once: retry in a moment.
@@ -46,8 +47,20 @@ impl PasswordChecker {
     /// Whether `password` matches the PHC string `phc`.
     pub async fn verify(&self, password: String, phc: String) -> Result<bool, Busy> {
         let (answer, answered) = oneshot::channel();
-        match self.checks.try_send(Check { password, phc, answer }) {
-            Ok(()) => answered.await.map_err(|_| Busy),
+        self.queue(Check::Verify { password, phc, answer })?;
+        answered.await.map_err(|_| Busy)
+    }
+
+    /// A new password's PHC string, hashed on the same threads.
+    pub async fn hash(&self, password: String) -> Result<String, Busy> {
+        let (answer, answered) = oneshot::channel();
+        self.queue(Check::Hash { password, answer })?;
+        answered.await.map_err(|_| Busy)
+    }
+
+    fn queue(&self, check: Check) -> Result<(), Busy> {
+        match self.checks.try_send(check) {
+            Ok(()) => Ok(()),
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => Err(Busy),
         }
     }
@@ -58,7 +71,14 @@ fn run(queue: &Mutex<Receiver<Check>>) {
         // The lock is held only while taking the next check, never while hashing.
         let next = queue.lock().map(|q| q.recv());
         let Ok(Ok(check)) = next else { return };
-        let _ = check.answer.send(crate::auth::verify_password(&check.password, &check.phc));
+        match check {
+            Check::Verify { password, phc, answer } => {
+                let _ = answer.send(crate::auth::verify_password(&password, &phc));
+            }
+            Check::Hash { password, answer } => {
+                let _ = answer.send(crate::auth::hash_password(&password));
+            }
+        }
     }
 }
 
@@ -72,6 +92,8 @@ mod tests {
         let checker = Arc::new(PasswordChecker::new(1, 2));
         assert_eq!(checker.verify("right".into(), phc.clone()).await, Ok(true));
         assert_eq!(checker.verify("wrong".into(), phc.clone()).await, Ok(false));
+        let made = checker.hash("new one".into()).await.unwrap();
+        assert_eq!(checker.verify("new one".into(), made).await, Ok(true));
         // One thread, two places: a burst of 16 gets some Busy answers, and
         // nothing waits beyond the queue.
         let burst: Vec<_> = (0..16).map(|_| {

@@ -178,7 +178,7 @@ impl PeopleService {
                 Ok((org_id, user_id))
             }
             AcceptOutcome::Gone => Err(PeopleError::NotFound("invitation (it may have been used or expired)")),
-            AcceptOutcome::SignInFirst => Err(PeopleError::Conflict("This email already has an account: sign in as it, then open the link again.".into())),
+            AcceptOutcome::SignInFirst => Err(PeopleError::Conflict("Sign in with this email's ClutchCall account, then open the link again to join.".into())),
             AcceptOutcome::OtherAccount => Err(PeopleError::Conflict("This invitation is for another account: sign out, then open the link again.".into())),
         }
     }
@@ -186,12 +186,12 @@ impl PeopleService {
     pub async fn set_role(&self, org_id: &str, actor: &str, user_id: &str, role: Role) -> Result<(), PeopleError> {
         let region = self.regions(org_id).await?.into_iter().next().unwrap_or_default();
         let change = self.store.set_member_role(org_id, user_id, role, &region, actor, now_ms()).await?;
-        self.member_changed(org_id, user_id, change).await
+        self.member_changed(org_id, user_id, change, Access::Changed).await
     }
 
     pub async fn remove(&self, org_id: &str, actor: &str, user_id: &str) -> Result<(), PeopleError> {
         let change = self.store.remove_member(org_id, user_id, actor, now_ms()).await?;
-        self.member_changed(org_id, user_id, change).await
+        self.member_changed(org_id, user_id, change, Access::Changed).await
     }
 
     pub async fn edit_profile(&self, org_id: &str, actor: &str, user_id: &str, edit: ProfileEdit) -> Result<(), PeopleError> {
@@ -210,14 +210,16 @@ impl PeopleService {
             return Err(PeopleError::Invalid(problem));
         }
         let change = self.store.edit_profile(org_id, user_id, &edit, actor, now_ms()).await?;
-        self.member_changed(org_id, user_id, change).await
+        self.member_changed(org_id, user_id, change, Access::Same).await
     }
 
-    async fn member_changed(&self, org_id: &str, user_id: &str, change: MemberChange) -> Result<(), PeopleError> {
+    async fn member_changed(&self, org_id: &str, user_id: &str, change: MemberChange, access: Access) -> Result<(), PeopleError> {
         match change {
-            MemberChange::Done(entry, ended) => {
-                for sign_in in &ended {
-                    self.tabs.sign_in_ended(sign_in);
+            MemberChange::Done(entry, _) => {
+                // What they may hear changed: their sockets in the org close
+                // (a new one is judged on the role they have now).
+                if access == Access::Changed {
+                    self.tabs.access_changed(org_id, user_id);
                 }
                 self.published(org_id, entry);
                 // The next decision uses the new profile (or none).
@@ -226,6 +228,9 @@ impl PeopleService {
             }
             MemberChange::NotFound => Err(PeopleError::NotFound("member")),
             MemberChange::LastAdmin => Err(PeopleError::Conflict("This is the organisation's last admin: make someone else an admin first.".into())),
+            MemberChange::NotOursToRename => Err(PeopleError::Conflict(
+                "This person is a member of other organisations too, so their name and external id are not this organisation's to change. Region, certifications and active still are.".into(),
+            )),
         }
     }
 
@@ -261,6 +266,13 @@ impl PeopleService {
     }
 }
 
+/// Whether a member change alters what the person may do in the org.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Changed,
+    Same,
+}
+
 /// The records of a CSV after its header, with their line numbers.
 fn read_csv(text: &str) -> Result<Vec<(usize, Vec<String>)>, LineProblem> {
     let mut reader = csv::ReaderBuilder::new().has_headers(true).flexible(true).trim(csv::Trim::All).from_reader(text.as_bytes());
@@ -275,7 +287,7 @@ fn read_csv(text: &str) -> Result<Vec<(usize, Vec<String>)>, LineProblem> {
         if record.iter().all(str::is_empty) {
             continue;
         }
-        records.push((line, record.iter().map(str::to_string).collect()));
+        records.push((line, record.iter().map(|cell| app::people::from_spreadsheet(cell).to_string()).collect()));
     }
     Ok(records)
 }
@@ -284,7 +296,8 @@ fn links_csv(links: &[InvitationLink]) -> String {
     let mut out = csv::Writer::from_writer(Vec::new());
     let _ = out.write_record(["email", "set-password link", "expires"]);
     for link in links {
-        let _ = out.write_record([link.email.as_str(), link.url.as_str(), app::rules::rfc3339(link.expires_at).as_str()]);
+        let cells = [link.email.clone(), link.url.clone(), app::rules::rfc3339(link.expires_at)];
+        let _ = out.write_record(cells.map(|cell| app::people::spreadsheet_safe(&cell)));
     }
     String::from_utf8_lossy(&out.into_inner().unwrap_or_default()).into_owned()
 }

@@ -4,12 +4,13 @@
 
 use crate::bus::SharedBus;
 use crate::clock::now_ms;
+use crate::services::OpenTabs;
 use crate::store::{NewRobot, RobotChange, RobotFields, RobotRecord, SharedStore, StoreError, StoreResult};
 use app::events::{Event, OrgEvent, Topic};
 use app::models::RegistryStatus;
 use app::rules::{registry_status, ROBOT_HEARTBEAT_TIMEOUT_MS};
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 use tokio::sync::mpsc;
 
@@ -44,9 +45,20 @@ struct Robots {
     by_id: HashMap<(String, String), String>,
     /// Org → the PoPs of its robots (what every console tab measures).
     pops: HashMap<String, BTreeSet<String>>,
+    /// Token hashes rotated away or retired in this process: a store
+    /// lookup that raced the change must not put one back (finding 10).
+    revoked: HashSet<String>,
 }
 
 impl Robots {
+    /// Forgets the robot's token; it never works again in this process.
+    fn revoke(&mut self, org_id: &str, robot_id: &str) -> Option<RobotRecord> {
+        let hash = self.by_id.remove(&(org_id.to_string(), robot_id.to_string()))?;
+        let robot = self.by_token.remove(&hash);
+        self.revoked.insert(hash);
+        robot
+    }
+
     fn remember(&mut self, robot: RobotRecord, token_hash: String) {
         self.pops.entry(robot.org_id.clone()).or_default().insert(robot.pop.clone());
         self.by_id.insert((robot.org_id.clone(), robot.id.clone()), token_hash.clone());
@@ -58,13 +70,15 @@ pub struct RobotRegistry {
     store: SharedStore,
     bus: SharedBus,
     robots: RwLock<Robots>,
+    /// Relay sockets end when their robot's token does.
+    tabs: Arc<OpenTabs>,
     /// Heartbeat deadlines for the lapse task.
     lapses: mpsc::UnboundedSender<(i64, String, String)>,
 }
 
 impl RobotRegistry {
     /// Loads every robot; returns the registry and its lapse task.
-    pub async fn load(store: SharedStore, bus: SharedBus) -> StoreResult<(Arc<RobotRegistry>, tokio::task::JoinHandle<()>)> {
+    pub async fn load(store: SharedStore, bus: SharedBus, tabs: Arc<OpenTabs>) -> StoreResult<(Arc<RobotRegistry>, tokio::task::JoinHandle<()>)> {
         let mut robots = Robots::default();
         for org_id in store.org_ids().await? {
             for (robot, token_hash) in store.robots_with_token(&org_id).await? {
@@ -72,7 +86,7 @@ impl RobotRegistry {
             }
         }
         let (lapses, rx) = mpsc::unbounded_channel();
-        let registry = Arc::new(RobotRegistry { store, bus, robots: RwLock::new(robots), lapses });
+        let registry = Arc::new(RobotRegistry { store, bus, robots: RwLock::new(robots), tabs, lapses });
         let task = tokio::spawn(lapse_heartbeats(Arc::downgrade(&registry), rx));
         Ok((registry, task))
     }
@@ -84,7 +98,12 @@ impl RobotRegistry {
             return Ok(Some(robot.clone()));
         }
         let Some(robot) = self.store.robot_by_token_hash(token_hash).await? else { return Ok(None) };
-        self.robots.write().expect("robots lock").remember(robot.clone(), token_hash.to_string());
+        let mut robots = self.robots.write().expect("robots lock");
+        // Rotated or retired while the store was read: the old row is stale.
+        if robots.revoked.contains(token_hash) {
+            return Ok(None);
+        }
+        robots.remember(robot.clone(), token_hash.to_string());
         Ok(Some(robot))
     }
 
@@ -217,12 +236,12 @@ impl RobotRegistry {
     pub async fn retire(&self, org_id: &str, robot_id: &str, actor: &str) -> Result<(), DirectoryError> {
         match self.store.retire_robot(org_id, robot_id, actor, now_ms()).await? {
             RobotChange::Done(_, entry) => {
-                let mut robots = self.robots.write().expect("robots lock");
-                if let Some(hash) = robots.by_id.remove(&(org_id.to_string(), robot_id.to_string())) {
-                    robots.by_token.remove(&hash);
-                }
-                drop(robots);
+                let old = self.forget_token(org_id, robot_id);
                 self.publish_audit(org_id, entry);
+                // Its relay sockets close with it.
+                if let Some(old) = old {
+                    self.tabs.credential_ended(&old);
+                }
                 Ok(())
             }
             other => Err(DirectoryError::from(other)),
@@ -236,16 +255,30 @@ impl RobotRegistry {
         let hash = crate::auth::token_hash(&token);
         match self.store.rotate_robot_token(org_id, robot_id, &hash, actor, now_ms()).await? {
             RobotChange::Done(robot, entry) => {
-                let mut robots = self.robots.write().expect("robots lock");
-                let key = (org_id.to_string(), robot_id.to_string());
-                let heartbeat = robots.by_id.remove(&key).and_then(|old| robots.by_token.remove(&old)).and_then(|r| r.last_heartbeat_at);
-                robots.remember(RobotRecord { last_heartbeat_at: heartbeat, ..robot }, hash);
-                drop(robots);
+                let old = {
+                    let mut robots = self.robots.write().expect("robots lock");
+                    let old = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned();
+                    let heartbeat = robots.revoke(org_id, robot_id).and_then(|r| r.last_heartbeat_at);
+                    robots.remember(RobotRecord { last_heartbeat_at: heartbeat, ..robot }, hash);
+                    old
+                };
                 self.publish_audit(org_id, entry);
+                // Sockets opened with the old token close now.
+                if let Some(old) = old {
+                    self.tabs.credential_ended(&old);
+                }
                 Ok(token)
             }
             other => Err(DirectoryError::from(other)),
         }
+    }
+
+    /// Forgets the robot's token (revoked for good); its hash, if known.
+    fn forget_token(&self, org_id: &str, robot_id: &str) -> Option<String> {
+        let mut robots = self.robots.write().expect("robots lock");
+        let old = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned();
+        robots.revoke(org_id, robot_id);
+        old
     }
 
     fn publish_audit(&self, org_id: &str, entry: app::events::AuditEntry) {

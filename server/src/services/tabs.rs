@@ -1,57 +1,127 @@
-//! The open sockets of each person, so that a sign-out closes them at once
-//! and one person cannot open sockets without limit.
+//! Every long-lived socket (a console, a watch tab, either side of the
+//! relay) holds a `TabPass` tied to the credential that opened it: a
+//! person's sign-in in one org, or a robot's bearer token. When that
+//! credential ends (sign-out, password change, expiry, token rotation,
+//! retirement) or the person's access in the org changes (removal, a new
+//! role), every socket it opened is told at once and closes: one
+//! mechanism for every socket kind (issue "Hardening II", findings 2–3).
 //!
-//! A socket holds a `TabPass` while it is open; dropping it (the socket
-//! ended) frees the place. Sign-out wakes every socket of that sign-in.
+//! The passes also cap how many sockets one holder keeps open; dropping a
+//! pass (the socket ended) frees its place.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::Notify;
+use tokio::sync::watch;
+use tokio::time::Instant;
 
 /// Sockets one person may hold open: an admin page holds two (its console
-/// and its watch socket), so this is eight open pages.
+/// and its watch socket) and a cockpit one more, so this is several pages.
 pub const TABS_PER_PERSON: usize = 16;
+/// Relay sockets one robot token may hold open (a reconnecting agent's old
+/// socket may linger a moment beside its new one).
+pub const SOCKETS_PER_ROBOT: usize = 4;
+
+/// What a socket was opened with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Credential {
+    /// A person's sign-in (SHA-256 of its token), acting in `org_id`.
+    SignIn { person: String, sign_in: String, org_id: String },
+    /// A robot's bearer token (SHA-256).
+    Robot { org_id: String, robot_id: String, token: String },
+}
+
+impl Credential {
+    /// Whose sockets count together against the cap.
+    fn holder(&self) -> String {
+        match self {
+            Credential::SignIn { person, .. } => format!("person:{person}"),
+            Credential::Robot { org_id, robot_id, .. } => format!("robot:{org_id}/{robot_id}"),
+        }
+    }
+
+    fn cap(&self) -> usize {
+        match self {
+            Credential::SignIn { .. } => TABS_PER_PERSON,
+            Credential::Robot { .. } => SOCKETS_PER_ROBOT,
+        }
+    }
+
+    /// The token hash (sign-in or robot) the credential stands on.
+    fn secret(&self) -> &str {
+        match self {
+            Credential::SignIn { sign_in, .. } => sign_in,
+            Credential::Robot { token, .. } => token,
+        }
+    }
+}
+
+/// Why a socket's credential no longer holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Signed out, password changed, expired, token rotated or retired:
+    /// the credential itself is gone.
+    CredentialEnded,
+    /// The person's membership of the org changed (removed, new role): a
+    /// new socket is judged on the access they have now.
+    AccessChanged,
+}
 
 #[derive(Default)]
 pub struct OpenTabs {
-    by_person: Mutex<HashMap<String, Vec<OpenTab>>>,
+    by_holder: Mutex<HashMap<String, Vec<OpenTab>>>,
     next_id: AtomicU64,
 }
 
 struct OpenTab {
     id: u64,
-    /// SHA-256 of the sign-in's token.
-    sign_in: String,
-    ended: Arc<Notify>,
+    credential: Credential,
+    ended: watch::Sender<Option<Ended>>,
 }
 
-/// The person already has `TABS_PER_PERSON` sockets open.
+/// The holder already has as many sockets open as allowed.
 #[derive(Debug, PartialEq, Eq)]
 pub struct TooManyTabs;
 
 /// One open socket's place; frees it when dropped.
 pub struct TabPass {
     id: u64,
-    person: String,
+    holder: String,
     tabs: Arc<OpenTabs>,
-    ended: Arc<Notify>,
+    ended: watch::Receiver<Option<Ended>>,
+    /// When the credential expires by itself (a sign-in's end).
+    expires: Option<Instant>,
 }
 
 impl TabPass {
-    /// Resolves when the sign-in behind the socket has ended.
-    pub async fn sign_in_ended(&self) {
-        self.ended.notified().await;
+    /// Resolves when the credential behind the socket has ended or the
+    /// holder's access changed; pending forever otherwise.
+    pub async fn ended(&self) -> Ended {
+        let mut ended = self.ended.clone();
+        let revoked = async move {
+            match ended.wait_for(Option::is_some).await {
+                Ok(why) => why.expect("waited for Some"),
+                // The registry went away with the server: nothing holds.
+                Err(_) => Ended::CredentialEnded,
+            }
+        };
+        match self.expires {
+            Some(at) => tokio::select! {
+                why = revoked => why,
+                () = tokio::time::sleep_until(at) => Ended::CredentialEnded,
+            },
+            None => revoked.await,
+        }
     }
 }
 
 impl Drop for TabPass {
     fn drop(&mut self) {
-        let mut by_person = self.tabs.by_person.lock().expect("tabs lock");
-        if let Some(open) = by_person.get_mut(&self.person) {
+        let mut by_holder = self.tabs.by_holder.lock().expect("tabs lock");
+        if let Some(open) = by_holder.get_mut(&self.holder) {
             open.retain(|t| t.id != self.id);
             if open.is_empty() {
-                by_person.remove(&self.person);
+                by_holder.remove(&self.holder);
             }
         }
     }
@@ -62,61 +132,101 @@ impl OpenTabs {
         Arc::default()
     }
 
-    /// A place for one more socket of `person`, signed in as `sign_in` (token hash).
-    pub fn open(self: &Arc<Self>, person: &str, sign_in: &str) -> Result<TabPass, TooManyTabs> {
-        let mut by_person = self.by_person.lock().expect("tabs lock");
-        let open = by_person.entry(person.to_string()).or_default();
-        if open.len() >= TABS_PER_PERSON {
+    /// A place for one more socket opened with `credential`, which ends by
+    /// itself at `expires` (if it does).
+    pub fn open(self: &Arc<Self>, credential: Credential, expires: Option<Instant>) -> Result<TabPass, TooManyTabs> {
+        let holder = credential.holder();
+        let mut by_holder = self.by_holder.lock().expect("tabs lock");
+        let open = by_holder.entry(holder.clone()).or_default();
+        if open.len() >= credential.cap() {
             return Err(TooManyTabs);
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let ended = Arc::new(Notify::new());
-        open.push(OpenTab { id, sign_in: sign_in.to_string(), ended: ended.clone() });
-        Ok(TabPass { id, person: person.to_string(), tabs: self.clone(), ended })
+        let (ended, watching) = watch::channel(None);
+        open.push(OpenTab { id, credential, ended });
+        Ok(TabPass { id, holder, tabs: self.clone(), ended: watching, expires })
     }
 
-    /// Ends every socket opened with this sign-in (its token hash).
-    pub fn sign_in_ended(&self, sign_in: &str) -> usize {
-        let by_person = self.by_person.lock().expect("tabs lock");
+    /// Ends every socket opened with this sign-in or robot token (its
+    /// hash): sign-out, a password change, token rotation, retirement.
+    pub fn credential_ended(&self, secret: &str) -> usize {
+        self.end(|c| c.secret() == secret, Ended::CredentialEnded)
+    }
+
+    /// Ends every socket `person` opened in `org_id`: their membership
+    /// changed (removed, or a new role), so what they may hear did too.
+    pub fn access_changed(&self, org_id: &str, person: &str) -> usize {
+        self.end(|c| matches!(c, Credential::SignIn { person: p, org_id: o, .. } if p == person && o == org_id), Ended::AccessChanged)
+    }
+
+    fn end(&self, which: impl Fn(&Credential) -> bool, why: Ended) -> usize {
+        let by_holder = self.by_holder.lock().expect("tabs lock");
         let mut ended = 0;
-        for tab in by_person.values().flatten().filter(|t| t.sign_in == sign_in) {
-            // A stored permit: the socket sees it even if not waiting yet.
-            tab.ended.notify_one();
+        for tab in by_holder.values().flatten().filter(|t| which(&t.credential)) {
+            tab.ended.send_replace(Some(why));
             ended += 1;
         }
         ended
     }
 
-    /// Sockets open for `person`.
+    /// Sockets open for a person.
     pub fn count(&self, person: &str) -> usize {
-        self.by_person.lock().expect("tabs lock").get(person).map_or(0, Vec::len)
+        self.by_holder.lock().expect("tabs lock").get(&format!("person:{person}")).map_or(0, Vec::len)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    fn sign_in(person: &str, sign_in: &str, org: &str) -> Credential {
+        Credential::SignIn { person: person.into(), sign_in: sign_in.into(), org_id: org.into() }
+    }
+
+    async fn still_open(pass: &TabPass) -> bool {
+        tokio::time::timeout(Duration::from_millis(20), pass.ended()).await.is_err()
+    }
 
     #[tokio::test]
     async fn a_person_holds_at_most_the_cap_and_a_closed_tab_frees_its_place() {
         let tabs = OpenTabs::new();
-        let passes: Vec<_> = (0..TABS_PER_PERSON).map(|_| tabs.open("u1", "s1").unwrap()).collect();
-        assert_eq!(tabs.open("u1", "s1").err(), Some(TooManyTabs));
-        assert!(tabs.open("u2", "s2").is_ok(), "another person is not affected");
+        let passes: Vec<_> = (0..TABS_PER_PERSON).map(|_| tabs.open(sign_in("u1", "s1", "o1"), None).unwrap()).collect();
+        assert_eq!(tabs.open(sign_in("u1", "s1", "o1"), None).err(), Some(TooManyTabs));
+        assert!(tabs.open(sign_in("u2", "s2", "o1"), None).is_ok(), "another person is not affected");
         drop(passes.into_iter().next());
-        assert!(tabs.open("u1", "s1").is_ok());
+        assert!(tabs.open(sign_in("u1", "s1", "o1"), None).is_ok());
     }
 
     #[tokio::test]
     async fn ending_a_sign_in_wakes_its_sockets_only() {
         let tabs = OpenTabs::new();
-        let (a, b, other) = (tabs.open("u1", "s1").unwrap(), tabs.open("u1", "s1").unwrap(), tabs.open("u1", "s9").unwrap());
-        assert_eq!(tabs.sign_in_ended("s1"), 2);
-        a.sign_in_ended().await;
-        b.sign_in_ended().await;
-        let waited = tokio::time::timeout(std::time::Duration::from_millis(20), other.sign_in_ended()).await;
-        assert!(waited.is_err(), "another sign-in of the same person stays open");
+        let (a, b, other) = (tabs.open(sign_in("u1", "s1", "o1"), None).unwrap(), tabs.open(sign_in("u1", "s1", "o1"), None).unwrap(), tabs.open(sign_in("u1", "s9", "o1"), None).unwrap());
+        assert_eq!(tabs.credential_ended("s1"), 2);
+        assert_eq!(a.ended().await, Ended::CredentialEnded);
+        assert_eq!(b.ended().await, Ended::CredentialEnded, "every socket of the sign-in, and each as often as asked");
+        assert!(still_open(&other).await, "another sign-in of the same person stays open");
         drop((a, b));
         assert_eq!(tabs.count("u1"), 1);
+    }
+
+    #[tokio::test]
+    async fn a_changed_membership_ends_that_org_only_and_a_robot_token_its_sockets() {
+        let tabs = OpenTabs::new();
+        let (here, elsewhere) = (tabs.open(sign_in("u1", "s1", "o1"), None).unwrap(), tabs.open(sign_in("u1", "s2", "o2"), None).unwrap());
+        let robot = tabs.open(Credential::Robot { org_id: "o1".into(), robot_id: "r1".into(), token: "t1".into() }, None).unwrap();
+        assert_eq!(tabs.access_changed("o1", "u1"), 1);
+        assert_eq!(here.ended().await, Ended::AccessChanged);
+        assert!(still_open(&elsewhere).await);
+        assert!(still_open(&robot).await, "a person's change never touches a robot");
+        assert_eq!(tabs.credential_ended("t1"), 1);
+        assert_eq!(robot.ended().await, Ended::CredentialEnded);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pass_ends_when_its_credential_expires() {
+        let tabs = OpenTabs::new();
+        let pass = tabs.open(sign_in("u1", "s1", "o1"), Some(Instant::now() + Duration::from_secs(60))).unwrap();
+        assert_eq!(pass.ended().await, Ended::CredentialEnded);
     }
 }

@@ -38,6 +38,21 @@ pub struct InvitationRecord {
     /// The account the email belongs to, if any, and whether it has a password.
     pub user_id: Option<String>,
     pub password_hash: Option<String>,
+    /// The account this invitation made (the only one whose password it may set).
+    pub account_id: Option<String>,
+}
+
+impl InvitationRecord {
+    /// Whether whoever holds the link may choose the account's password:
+    /// there is no account yet, or it is the one this invitation made and
+    /// it still has none. Anyone else signs in first.
+    pub fn sets_password(&self) -> bool {
+        match (&self.user_id, &self.account_id) {
+            (None, _) => true,
+            (Some(user), Some(made)) => user == made && self.password_hash.as_deref().is_none_or(str::is_empty),
+            (Some(_), None) => false,
+        }
+    }
 }
 
 /// Who takes up an invitation.
@@ -67,6 +82,9 @@ pub enum MemberChange {
     NotFound,
     /// The org's last admin cannot lose the role.
     LastAdmin,
+    /// The name and external id belong to the person, who is a member of
+    /// other orgs too: one org's admin may not rename them for all.
+    NotOursToRename,
 }
 
 /// A member of an org, with their operator profile when they have one.
@@ -163,15 +181,20 @@ macro_rules! people_store {
 
             /// Writes one invitation; `Some(email)` when already a member.
             /// A new email gets its account (no password) and membership
-            /// now; an existing account joins when it opens the link.
+            /// now, and only this org's invitations may set its password;
+            /// an existing account joins when its owner opens the link
+            /// signed in. A member still without a password whose link has
+            /// expired is invited again with a new link.
             async fn invite_in(tx: &mut Tx<'_>, org_id: &str, inv: &NewInvitation, actor: &str, at: i64) -> StoreResult<Option<String>> {
                 let p = &inv.person;
-                let existing: Option<String> = sqlx::query_scalar("SELECT id FROM users WHERE email = $1").bind(&p.email).fetch_optional(&mut **tx).await?;
-                match existing {
-                    Some(user_id) => {
-                        let member: Option<String> = sqlx::query_scalar("SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2")
-                            .bind(org_id).bind(&user_id).fetch_optional(&mut **tx).await?;
-                        if member.is_some() {
+                let existing: Option<(String, String)> = sqlx::query_as("SELECT id, password_hash FROM users WHERE email = $1").bind(&p.email).fetch_optional(&mut **tx).await?;
+                let account_id = match existing {
+                    Some((user_id, password_hash)) => {
+                        if Self::role_in(tx, org_id, &user_id).await?.is_none() {
+                            None
+                        } else if password_hash.is_empty() && Self::made_by(tx, org_id, &user_id).await? && !Self::link_open(tx, org_id, &user_id, at).await? {
+                            Some(user_id)
+                        } else {
                             return Ok(Some(p.email.clone()));
                         }
                     }
@@ -180,16 +203,40 @@ macro_rules! people_store {
                         sqlx::query("INSERT INTO users (id, email, display_name, external_id, password_hash, created_at) VALUES ($1, $2, $3, $4, '', $5)")
                             .bind(&user_id).bind(&p.email).bind(&p.display_name).bind(&p.external_id).bind(at).execute(&mut **tx).await?;
                         Self::join(tx, org_id, &user_id, p, at).await?;
+                        Some(user_id)
                     }
-                }
+                };
                 sqlx::query(
-                    "INSERT INTO invitations (token_hash, org_id, email, role, display_name, external_id, region, certifications, invited_by, created_at, expires_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                    "INSERT INTO invitations (token_hash, org_id, email, role, display_name, external_id, region, certifications, invited_by, created_at, expires_at, account_id) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
                 )
                 .bind(&inv.token_hash).bind(org_id).bind(&p.email).bind(p.role.as_str()).bind(&p.display_name).bind(&p.external_id)
-                .bind(&p.region).bind(p.certifications.join(";")).bind(actor).bind(at).bind(inv.expires_at)
+                .bind(&p.region).bind(p.certifications.join(";")).bind(actor).bind(at).bind(inv.expires_at).bind(&account_id)
                 .execute(&mut **tx).await?;
                 Ok(None)
+            }
+
+            /// Whether one of this org's invitations created the account.
+            async fn made_by(tx: &mut Tx<'_>, org_id: &str, user_id: &str) -> StoreResult<bool> {
+                let made: Option<String> = sqlx::query_scalar("SELECT token_hash FROM invitations WHERE org_id = $1 AND account_id = $2 LIMIT 1")
+                    .bind(org_id).bind(user_id).fetch_optional(&mut **tx).await?;
+                Ok(made.is_some())
+            }
+
+            /// Whether a link of this org for the account is still open.
+            async fn link_open(tx: &mut Tx<'_>, org_id: &str, user_id: &str, at: i64) -> StoreResult<bool> {
+                let open: Option<String> = sqlx::query_scalar("SELECT token_hash FROM invitations WHERE org_id = $1 AND account_id = $2 AND used_at IS NULL AND expires_at > $3 LIMIT 1")
+                    .bind(org_id).bind(user_id).bind(at).fetch_optional(&mut **tx).await?;
+                Ok(open.is_some())
+            }
+
+            /// Takes the org's row lock for the rest of the transaction, so
+            /// that read-then-write changes of its members (the last-admin
+            /// guard) run one at a time on PostgreSQL too (SQLite's writer
+            /// is one at a time already).
+            async fn hold_org_row(tx: &mut Tx<'_>, org_id: &str) -> StoreResult<()> {
+                sqlx::query("UPDATE orgs SET name = name WHERE id = $1").bind(org_id).execute(&mut **tx).await?;
+                Ok(())
             }
 
             async fn admins(tx: &mut Tx<'_>, org_id: &str) -> StoreResult<Vec<String>> {
@@ -259,7 +306,7 @@ macro_rules! people_store {
 
             async fn invitation(&self, token_hash: &str) -> StoreResult<Option<InvitationRecord>> {
                 Ok(sqlx::query_as(
-                    "SELECT i.org_id, o.name AS org_name, i.email, i.role, i.expires_at, i.used_at, u.id AS user_id, u.password_hash \
+                    "SELECT i.org_id, o.name AS org_name, i.email, i.role, i.expires_at, i.used_at, u.id AS user_id, u.password_hash, i.account_id \
                      FROM invitations i JOIN orgs o ON o.id = i.org_id LEFT JOIN users u ON u.email = i.email WHERE i.token_hash = $1",
                 )
                 .bind(token_hash).fetch_optional(&self.pool).await?)
@@ -267,19 +314,28 @@ macro_rules! people_store {
 
             async fn accept_invitation(&self, token_hash: &str, who: &Acceptance, at: i64) -> StoreResult<AcceptOutcome> {
                 #[derive(sqlx::FromRow)]
-                struct Row { org_id: String, email: String, role: String, display_name: String, external_id: Option<String>, region: Option<String>, certifications: String }
+                struct Row { org_id: String, email: String, role: String, display_name: String, external_id: Option<String>, region: Option<String>, certifications: String, account_id: Option<String> }
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
-                let Some(inv) = sqlx::query_as::<_, Row>(
-                    "SELECT org_id, email, role, display_name, external_id, region, certifications FROM invitations \
-                     WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2",
-                )
-                .bind(token_hash).bind(at).fetch_optional(&mut *tx).await? else {
+                // Claimed before anything is read: a second acceptance of the
+                // same link at once waits on this row (PostgreSQL) and then
+                // finds it used. Any refusal below rolls the claim back.
+                let claimed = sqlx::query("UPDATE invitations SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1")
+                    .bind(at).bind(token_hash).execute(&mut *tx).await?;
+                if claimed.rows_affected() != 1 {
                     return Ok(AcceptOutcome::Gone);
-                };
+                }
+                let inv = sqlx::query_as::<_, Row>(
+                    "SELECT org_id, email, role, display_name, external_id, region, certifications, account_id FROM invitations WHERE token_hash = $1",
+                )
+                .bind(token_hash).fetch_one(&mut *tx).await?;
                 let account: Option<(String, String)> = sqlx::query_as("SELECT id, password_hash FROM users WHERE email = $1").bind(&inv.email).fetch_optional(&mut *tx).await?;
                 let user_id = match (who, account) {
-                    (Acceptance::SetPassword(hash), Some((id, old))) if old.is_empty() => {
-                        sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2").bind(hash).bind(&id).execute(&mut *tx).await?;
+                    // Only the account this invitation made, while it has no password.
+                    (Acceptance::SetPassword(hash), Some((id, old))) if old.is_empty() && inv.account_id.as_deref() == Some(id.as_str()) => {
+                        let set = sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2 AND password_hash = ''").bind(hash).bind(&id).execute(&mut *tx).await?;
+                        if set.rows_affected() != 1 {
+                            return Ok(AcceptOutcome::SignInFirst);
+                        }
                         id
                     }
                     (Acceptance::SetPassword(_), Some(_)) => return Ok(AcceptOutcome::SignInFirst),
@@ -302,7 +358,6 @@ macro_rules! people_store {
                     role: crate::store::sql::role_of(&inv.role)?,
                 };
                 Self::join(&mut tx, &inv.org_id, &user_id, &person, at).await?;
-                sqlx::query("UPDATE invitations SET used_at = $1 WHERE token_hash = $2").bind(at).bind(token_hash).execute(&mut *tx).await?;
                 let entry = AuditEntry::by_user(&user_id, "member_joined", format!("{} joined as {}", inv.email, inv.role), at);
                 Self::write_audit(&mut tx, &inv.org_id, &entry).await?;
                 tx.commit().await?;
@@ -319,6 +374,7 @@ macro_rules! people_store {
 
             async fn set_member_role(&self, org_id: &str, user_id: &str, role: Role, default_region: &str, actor: &str, at: i64) -> StoreResult<MemberChange> {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                Self::hold_org_row(&mut tx, org_id).await?;
                 let Some(before) = Self::role_in(&mut tx, org_id, user_id).await? else { return Ok(MemberChange::NotFound) };
                 if app::people::leaves_no_admin(&Self::admins(&mut tx, org_id).await?, user_id, Some(role)) {
                     return Ok(MemberChange::LastAdmin);
@@ -335,6 +391,7 @@ macro_rules! people_store {
 
             async fn remove_member(&self, org_id: &str, user_id: &str, actor: &str, at: i64) -> StoreResult<MemberChange> {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                Self::hold_org_row(&mut tx, org_id).await?;
                 let Some(before) = Self::role_in(&mut tx, org_id, user_id).await? else { return Ok(MemberChange::NotFound) };
                 if app::people::leaves_no_admin(&Self::admins(&mut tx, org_id).await?, user_id, None) {
                     return Ok(MemberChange::LastAdmin);
@@ -357,6 +414,11 @@ macro_rules! people_store {
                 let Some(row) = sqlx::query_as::<_, MemberRow>(&format!("{MEMBERS} AND m.user_id = $2")).bind(org_id).bind(user_id).fetch_optional(&mut *tx).await? else {
                     return Ok(MemberChange::NotFound);
                 };
+                let renames = row.display_name != e.display_name || row.external_id != e.external_id;
+                let elsewhere: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memberships WHERE user_id = $1 AND org_id <> $2").bind(user_id).bind(org_id).fetch_one(&mut *tx).await?;
+                if renames && elsewhere > 0 {
+                    return Ok(MemberChange::NotOursToRename);
+                }
                 let before_certs: Vec<String> = sqlx::query_scalar("SELECT certification FROM operator_certifications WHERE org_id = $1 AND user_id = $2 ORDER BY certification")
                     .bind(org_id).bind(user_id).fetch_all(&mut *tx).await?;
                 sqlx::query("UPDATE users SET display_name = $1, external_id = $2 WHERE id = $3").bind(&e.display_name).bind(&e.external_id).bind(user_id).execute(&mut *tx).await?;

@@ -126,6 +126,42 @@ pub fn parse_utc_minute(value: &str) -> Option<i64> {
     Some(at.assume_utc().unix_timestamp() * 1000)
 }
 
+/// How much one client may hold (issue "Hardening II", finding 13: a
+/// client could book unlimited 12 h slots 90 days ahead and starve
+/// everyone else): bookings still ahead on one robot, and bookings
+/// starting in one UTC month across the org's robots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BookingCaps {
+    pub per_robot: usize,
+    pub per_month: usize,
+}
+
+impl Default for BookingCaps {
+    fn default() -> Self {
+        BookingCaps { per_robot: 10, per_month: 100 }
+    }
+}
+
+/// Why one more booking would pass a cap: `on_robot` of the client's
+/// bookings are still ahead on the robot, `in_month` start in its month.
+pub fn cap_problem(caps: BookingCaps, on_robot: usize, in_month: usize) -> Option<String> {
+    if on_robot >= caps.per_robot {
+        return Some(format!("A client holds at most {} upcoming bookings of one robot: cancel one first.", caps.per_robot));
+    }
+    if in_month >= caps.per_month {
+        return Some(format!("A client makes at most {} bookings starting in one month.", caps.per_month));
+    }
+    None
+}
+
+/// The UTC calendar month holding `ms`, as `[start, end)` in Unix ms.
+pub fn utc_month(ms: i64) -> (i64, i64) {
+    let at = time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1000)).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let first = |year: i32, month: time::Month| time::Date::from_calendar_date(year, month, 1).map_or(0, |d| d.midnight().assume_utc().unix_timestamp() * 1000);
+    let next = if at.month() == time::Month::December { (at.year() + 1, time::Month::January) } else { (at.year(), at.month().next()) };
+    (first(at.year(), at.month()), first(next.0, next.1))
+}
+
 /// Billable time of one calendar month (UTC).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -183,6 +219,17 @@ mod tests {
         assert!(extension(30 * MIN, 10, &[own.clone()], Some("b-own")).is_ok());
         assert!(extension(30 * MIN, 10, &[own], None).is_err());
         assert!(extension(60 * MIN, 0, &bookings, None).is_err() && extension(60 * MIN, MAX_EXTENSION_MIN + 1, &[], None).is_err());
+    }
+
+    #[test]
+    fn s13_a_client_holds_a_capped_number_of_bookings_per_robot_and_per_month() {
+        let caps = BookingCaps { per_robot: 2, per_month: 3 };
+        assert_eq!(cap_problem(caps, 1, 2), None);
+        assert!(cap_problem(caps, 2, 0).is_some_and(|why| why.contains("at most 2 upcoming")));
+        assert!(cap_problem(caps, 0, 3).is_some_and(|why| why.contains("at most 3 bookings")));
+        // 2026-12-01T00:00Z .. 2027-01-01T00:00Z holds 2026-12-31T23:59Z.
+        assert_eq!(utc_month(1_798_761_540_000), (1_796_083_200_000, 1_798_761_600_000));
+        assert_eq!(utc_month(1_796_083_200_000).0, 1_796_083_200_000, "a month starts at its first instant");
     }
 
     #[test]

@@ -306,6 +306,7 @@ mod tests {
             robot_frames: FlowStat::default(),
             operator_frames: FlowStat::default(),
             open_since_ms: 5,
+            unrecorded: 0,
         };
         let relay = RingMsg::Org { event: OrgEvent::Relay { stats: vec![stat.clone()], at_ms: 9 } };
         assert_eq!(read_watch(&wire(&relay)), WatchNotice::Relay(vec![stat]));

@@ -85,6 +85,10 @@ pub struct FlowStat {
     pub bytes: u64,
     /// Frames a slow reader was not sent (dropped, never queued without bound).
     pub dropped: u64,
+    /// Frames refused for coming faster than the relay's frame-rate cap
+    /// (neither forwarded nor recorded).
+    #[serde(default)]
+    pub over_rate: u64,
     /// Unix ms of the last frame in this direction.
     pub last_frame_ms: Option<i64>,
 }
@@ -103,6 +107,21 @@ pub struct RelayStat {
     pub operator_frames: FlowStat,
     /// Since when the channel has existed (Unix ms).
     pub open_since_ms: i64,
+    /// Samples not recorded because the recording reached its size cap.
+    #[serde(default)]
+    pub unrecorded: u64,
+}
+
+/// What the relay's limits held back on a channel, for the relay panel:
+/// `None` when nothing was.
+pub fn overflow_note(stat: &RelayStat) -> Option<String> {
+    let over = stat.robot_frames.over_rate + stat.operator_frames.over_rate;
+    let parts: Vec<String> = [(over, "over the frame-rate cap"), (stat.unrecorded, "past the recording cap")]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
 /// Whether a held session's frames are moving.
@@ -176,7 +195,19 @@ mod tests {
             robot_frames: FlowStat { last_frame_ms: last, ..FlowStat::default() },
             operator_frames: FlowStat::default(),
             open_since_ms: 0,
+            unrecorded: 0,
         }
+    }
+
+    #[test]
+    fn s09_the_panel_names_what_the_relay_limits_held_back() {
+        let mut held = stat(Some(0));
+        assert_eq!(overflow_note(&held), None, "nothing held back: nothing said");
+        held.robot_frames.over_rate = 3;
+        held.operator_frames.over_rate = 2;
+        assert_eq!(overflow_note(&held).as_deref(), Some("5 over the frame-rate cap"));
+        held.unrecorded = 40;
+        assert_eq!(overflow_note(&held).as_deref(), Some("5 over the frame-rate cap · 40 past the recording cap"));
     }
 
     #[test]

@@ -34,6 +34,14 @@ pub struct Config {
     /// reverse proxies whose `X-Forwarded-For` is believed for sign-in
     /// limits and logs. Default none: the TCP peer is the client.
     pub trusted_proxies: Vec<crate::http::client::Cidr>,
+    /// `CLUTCHCALL_RELAY_MAX_FPS` (frames per second per direction of a
+    /// session's relay, default 120) and `CLUTCHCALL_RECORDING_MAX_MB`
+    /// (one session's recording, default 1024).
+    pub relay: crate::relay::RelayLimits,
+    /// `CLUTCHCALL_BOOKINGS_PER_ROBOT` (a client's upcoming bookings of
+    /// one robot, default 10) and `CLUTCHCALL_BOOKINGS_PER_MONTH` (a
+    /// client's bookings starting in one UTC month, default 100).
+    pub booking_caps: app::booking::BookingCaps,
     /// How long an offer rings: 30 s (seed 000). Only tests change it.
     pub offer_window_ms: i64,
     /// `CLUTCHCALL_WRAP_UP_S`: wrap-up (`acw`) after a session before the
@@ -161,6 +169,23 @@ impl Config {
                 .unwrap_or(crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE),
             trusted_proxies: crate::http::client::parse_trusted(&var("CLUTCHCALL_TRUSTED_PROXIES").unwrap_or_default())
                 .map_err(ConfigError::TrustedProxies)?,
+            relay: {
+                let d = crate::relay::RelayLimits::default();
+                let number = |name: &'static str| {
+                    var(name).map(|v| v.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or(ConfigError::Number { name, value: v.clone() })).transpose()
+                };
+                crate::relay::RelayLimits {
+                    max_fps: number("CLUTCHCALL_RELAY_MAX_FPS")?.map_or(d.max_fps, |n| n.min(u64::from(u32::MAX)) as u32),
+                    recording_max_bytes: number("CLUTCHCALL_RECORDING_MAX_MB")?.map_or(d.recording_max_bytes, |mb| mb.saturating_mul(1024 * 1024)),
+                }
+            },
+            booking_caps: {
+                let d = app::booking::BookingCaps::default();
+                let count = |name: &'static str, default: usize| -> Result<usize, ConfigError> {
+                    var(name).map_or(Ok(default), |v| v.trim().parse::<usize>().ok().filter(|n| *n > 0).ok_or(ConfigError::Number { name, value: v.clone() }))
+                };
+                app::booking::BookingCaps { per_robot: count("CLUTCHCALL_BOOKINGS_PER_ROBOT", d.per_robot)?, per_month: count("CLUTCHCALL_BOOKINGS_PER_MONTH", d.per_month)? }
+            },
             offer_window_ms: crate::engine::OFFER_WINDOW_MS,
             wrap_up_ms: seconds(var("CLUTCHCALL_WRAP_UP_S"), "CLUTCHCALL_WRAP_UP_S")?.unwrap_or(app::ring::DEFAULT_WRAP_UP_MS),
             presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
@@ -195,6 +220,8 @@ impl Config {
             demo: DemoSeed::Always,
             sign_ins_per_address_per_minute: crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE,
             trusted_proxies: Vec::new(),
+            relay: crate::relay::RelayLimits::default(),
+            booking_caps: app::booking::BookingCaps::default(),
             offer_window_ms: crate::engine::OFFER_WINDOW_MS,
             wrap_up_ms: app::ring::DEFAULT_WRAP_UP_MS,
             presence_ttl_ms: app::ring::PRESENCE_TTL_MS,

@@ -106,18 +106,19 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // went stale while the server was down before it answers anything.
     let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings()).await?;
     let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
-    let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone()));
+    let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone(), config.booking_caps));
+    let quotas = Arc::new(crate::services::Quotas::default());
     let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone(), tabs.clone()).await?;
     let origins = PublicOrigins::new(config.public_origin.as_deref(), addr);
     let people = Arc::new(crate::services::PeopleService::new(store.clone(), bus.clone(), engine.clone(), tabs.clone(), origins.primary()));
     // The relay records ACTIVE sessions; COMPLETED recordings become episodes.
     let (finished, recordings) = tokio::sync::mpsc::unbounded_channel();
-    let recorder = Arc::new(relay::recording::Recorder::start(config.data_dir.join("recordings"), finished)?);
-    let (relay, relay_job) = relay::Relay::start(bus.clone(), clock::Clock::system(), recorder);
+    let recorder = Arc::new(relay::recording::Recorder::start(config.data_dir.join("recordings"), finished, config.relay.recording_max_bytes)?);
+    let (relay, relay_job) = relay::Relay::start(bus.clone(), clock::Clock::system(), recorder, config.relay.max_fps);
     let datasets = Arc::new(datasets::DatasetService::new(store.clone(), bus.clone(), config.data_dir.join("datasets")));
     let episodes_job = tokio::spawn(datasets.clone().make_episodes(recordings));
     let passwords = Arc::new(crate::services::PasswordChecker::new(crate::services::passwords::HASHING_THREADS, crate::services::passwords::WAITING_CHECKS));
-    let services = crate::backend::Services { sessions: sessions.clone(), bookings, robots: robots.clone(), relay: relay.clone(), passwords: passwords.clone() };
+    let services = crate::backend::Services { sessions: sessions.clone(), bookings, robots: robots.clone(), relay: relay.clone(), passwords: passwords.clone(), quotas: quotas.clone() };
     let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), engine.clone(), services, throttle.clone(), tabs.clone(), cookie));
     let sign_in_throttle = throttle.clone();
     let backend_for_metrics = backend.clone();
@@ -137,6 +138,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         throttle: sign_in_throttle,
         trusted_proxies: Arc::new(config.trusted_proxies.clone()),
         passwords,
+        quotas: quotas.clone(),
         presence_ttl_ms: config.presence_ttl_ms,
     };
     let app = http::router(state);
@@ -157,7 +159,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             })
             .await
     });
-    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_throttle(throttle)), relay_job, episodes_job];
+    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_throttle(throttle, quotas)), relay_job, episodes_job];
     let metrics_addr = match config.metrics_addr {
         Some(at) => match metrics::serve(at, backend_for_metrics, store.clone()).await {
             Ok((bound, task)) => {
@@ -179,11 +181,12 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
 
 /// Forgets sign-in limits that have recovered, so a flood of distinct
 /// emails or addresses leaves no state behind.
-async fn sweep_throttle(throttle: Arc<SignInThrottle>) {
+async fn sweep_throttle(throttle: Arc<SignInThrottle>, quotas: Arc<crate::services::Quotas>) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     loop {
         tick.tick().await;
         throttle.sweep();
+        quotas.sweep();
     }
 }
 

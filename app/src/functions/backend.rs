@@ -101,7 +101,8 @@ pub trait DirectoryAdmin: Send + Sync + 'static {
     async fn remove_floor(&self, org_id: &str, actor: &str, region: &str, pop: &str) -> Result<(), AppError>;
     async fn register_robot(&self, org_id: &str, actor: &str, id: &str, fields: crate::directory::RobotFields) -> Result<crate::people::RegisteredRobot, AppError>;
     /// What the link can do for `signed_in` (the person whose browser opened it).
-    async fn invitation(&self, token: &str, signed_in: Option<&CurrentUser>) -> Result<crate::people::InvitationView, AppError>;
+    /// `client`: the address it came from (opening links has a quota).
+    async fn invitation(&self, token: &str, signed_in: Option<&CurrentUser>, client: Option<std::net::IpAddr>) -> Result<crate::people::InvitationView, AppError>;
     /// Sets the password (`Some`) of an account without one, or joins the
     /// signed-in account (`None`); returns the org's id.
     /// `client`: the address it came from (taking up links is throttled like signing in).

@@ -114,7 +114,7 @@ pub async fn register_robot(robot_id: String, model: String, site: String, pop: 
 #[server(endpoint = "load_invitation")]
 pub async fn load_invitation(token: String) -> Result<InvitationView, AppError> {
     let signed_in = guard::user().await.ok();
-    guard::directory_admin()?.invitation(&token, signed_in.as_ref()).await.map_err(guard::fail)
+    guard::directory_admin()?.invitation(&token, signed_in.as_ref(), guard::client_address()).await.map_err(guard::fail)
 }
 
 /// Takes up an invitation: with a password (twice) for an account without

@@ -9,7 +9,7 @@ use crate::board::{
 use crate::components::ErrorNotice;
 use crate::live::{use_live_board, LiveBoard};
 use crate::models::{SafetyState, SessionRecord};
-use crate::relay::{relay_health, RelayHealth, RelayStat};
+use crate::relay::{overflow_note, relay_health, RelayHealth, RelayStat};
 use crate::rules::{fixed, format_age, utc_clock};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -215,7 +215,7 @@ fn RelayPanel(board: StoredValue<OpsBoard>, live: LiveBoard, now: impl Fn() -> i
                 let now = now();
                 view! {
                     <table class="grid relay" data-testid="relay">
-                        <thead><tr><th>"Robot"</th><th>"Frames"</th><th>"Robot → cockpit"</th><th>"Cockpit → robot"</th><th>"Last frame"</th></tr></thead>
+                        <thead><tr><th>"Robot"</th><th>"Frames"</th><th>"Robot → cockpit"</th><th>"Cockpit → robot"</th><th>"Last frame"</th><th>"Held back"</th></tr></thead>
                         <tbody>
                             {rows.into_iter().map(|(row, stat)| {
                                 let health = relay_health(stat.as_ref(), row.since, now);
@@ -231,6 +231,9 @@ fn RelayPanel(board: StoredValue<OpsBoard>, live: LiveBoard, now: impl Fn() -> i
                                     )
                                 });
                                 let last = stat.as_ref().and_then(|s| s.robot_frames.last_frame_ms).map_or("never".to_string(), |at| format!("{} ago", format_age(Some(at), now)));
+                                // The relay's limits: frames over the rate cap, samples past the recording cap.
+                                let held = stat.as_ref().and_then(overflow_note);
+                                let held_tone = if held.is_some() { "tone-warning" } else { "muted" };
                                 view! {
                                     <tr data-testid=format!("relay-{}", row.robot)>
                                         <td><a href=format!("/ops/sessions?s={}", row.id)>{row.robot.clone()}</a></td>
@@ -238,6 +241,7 @@ fn RelayPanel(board: StoredValue<OpsBoard>, live: LiveBoard, now: impl Fn() -> i
                                         <td>{up}</td>
                                         <td>{down}</td>
                                         <td>{last}</td>
+                                        <td class=held_tone data-testid="relay-held">{held.unwrap_or_else(|| "—".to_string())}</td>
                                     </tr>
                                 }
                             }).collect_view()}

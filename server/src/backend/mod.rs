@@ -10,7 +10,7 @@ use answers::{booking_refused, directory_refused, internal, membership, operator
 use crate::auth::{new_token, token_hash};
 use crate::clock::now_ms;
 use crate::services::passwords::PasswordChecker;
-use crate::services::{OpenTabs, SignInThrottle};
+use crate::services::{OpenTabs, SignInThrottle, Write};
 use crate::store::SharedStore;
 use app::error::AppError;
 use app::board::{AnswerSpeed, OpsBoard, QueueDepth};
@@ -41,6 +41,7 @@ pub struct Services {
     pub relay: Arc<crate::relay::Relay>,
     /// argon2 work (sign-in checks, new passwords) on its own few threads.
     pub passwords: Arc<PasswordChecker>,
+    pub quotas: Arc<crate::services::Quotas>,
 }
 
 pub struct ServerBackend {
@@ -56,6 +57,7 @@ pub struct ServerBackend {
     relay: Arc<crate::relay::Relay>,
     throttle: Arc<SignInThrottle>,
     passwords: Arc<PasswordChecker>,
+    quotas: Arc<crate::services::Quotas>,
     tabs: Arc<OpenTabs>,
     cookie: SessionCookie,
 }
@@ -69,8 +71,8 @@ impl ServerBackend {
         tabs: Arc<OpenTabs>,
         cookie: SessionCookie,
     ) -> Self {
-        let Services { sessions, bookings, robots, relay, passwords } = services;
-        ServerBackend { store, engine, sessions, bookings, robots, relay, throttle, passwords, tabs, cookie }
+        let Services { sessions, bookings, robots, relay, passwords, quotas } = services;
+        ServerBackend { store, engine, sessions, bookings, robots, relay, throttle, passwords, quotas, tabs, cookie }
     }
 
     /// The org's operator scores (rule L10), by operator.
@@ -273,6 +275,7 @@ impl Backend for ServerBackend {
     }
 
     async fn book(&self, org_id: &str, user_id: &str, client_id: &str, robot_id: &str, starts_at_ms: i64, ends_at_ms: i64, task: Option<&str>) -> Result<app::booking::Booking, AppError> {
+        quota(&self.quotas, Write::Booking, user_id)?;
         let booker = crate::services::bookings::Booker { user_id, client_id, task };
         self.bookings.book(org_id, booker, robot_id, starts_at_ms, ends_at_ms).await.map_err(booking_refused)
     }
@@ -320,6 +323,7 @@ impl Backend for ServerBackend {
     }
 
     async fn post_chat(&self, org_id: &str, author: &CurrentUser, session: &SessionRecord, body: &str) -> Result<app::chat::ChatMessage, AppError> {
+        quota(&self.quotas, Write::Chat, &author.user_id)?;
         self.sessions.post_chat(org_id, &author.user_id, &author.display_name, session, body).await.map_err(internal)
     }
 
@@ -454,4 +458,9 @@ impl Backend for ServerBackend {
     fn set_session_cookie(&self, token: &str) -> String {
         self.cookie.set(token, WEB_SESSION_TTL_MS / 1000)
     }
+}
+
+/// Takes one write of `kind` from `who`'s quota; 429 with `Retry-After` past it.
+pub(crate) fn quota(quotas: &crate::services::Quotas, kind: Write, who: &str) -> Result<(), AppError> {
+    quotas.admit(kind, who).map_err(|wait| AppError::TooManyAttempts(wait.as_secs().max(1)))
 }

@@ -5,7 +5,7 @@
 use super::answers::{directory_refused, internal};
 use crate::clock::now_ms;
 use crate::services::people::PeopleError;
-use crate::services::{PasswordChecker, PeopleService, RobotRegistry, SignInThrottle};
+use crate::services::{PasswordChecker, PeopleService, Quotas, RobotRegistry, SignInThrottle, Write};
 use crate::store::{Acceptance, ProfileEdit};
 use app::error::AppError;
 use app::functions::backend::DirectoryAdmin;
@@ -23,11 +23,12 @@ pub struct PeopleBackend {
     /// Taking up an invitation is limited like signing in.
     throttle: Arc<SignInThrottle>,
     passwords: Arc<PasswordChecker>,
+    quotas: Arc<Quotas>,
 }
 
 impl PeopleBackend {
-    pub fn new(people: Arc<PeopleService>, robots: Arc<RobotRegistry>, throttle: Arc<SignInThrottle>, passwords: Arc<PasswordChecker>) -> PeopleBackend {
-        PeopleBackend { people, robots, throttle, passwords }
+    pub fn new(people: Arc<PeopleService>, robots: Arc<RobotRegistry>, throttle: Arc<SignInThrottle>, passwords: Arc<PasswordChecker>, quotas: Arc<Quotas>) -> PeopleBackend {
+        PeopleBackend { people, robots, throttle, passwords, quotas }
     }
 }
 
@@ -59,15 +60,18 @@ impl DirectoryAdmin for PeopleBackend {
     }
 
     async fn invite(&self, org_id: &str, actor: &str, person: PersonFields) -> Result<InviteLink, AppError> {
+        super::quota(&self.quotas, Write::Invite, org_id)?;
         let link = self.people.invite(org_id, actor, person).await.map_err(refused)?;
         Ok(InviteLink { email: link.email, url: link.url, expires_ms: link.expires_at })
     }
 
     async fn preview_import(&self, org_id: &str, csv: &str) -> Result<ImportPreview, AppError> {
+        super::quota(&self.quotas, Write::Import, org_id)?;
         self.people.preview_import(org_id, csv).await.map_err(refused)
     }
 
     async fn import(&self, org_id: &str, actor: &str, csv: &str) -> Result<ImportResult, AppError> {
+        super::quota(&self.quotas, Write::Import, org_id)?;
         let done = self.people.import(org_id, actor, csv).await.map_err(refused)?;
         Ok(ImportResult { imported: done.imported, links_csv: done.links_csv })
     }
@@ -98,7 +102,9 @@ impl DirectoryAdmin for PeopleBackend {
         Ok(RegisteredRobot { id: id.to_string(), skill, token })
     }
 
-    async fn invitation(&self, token: &str, signed_in: Option<&CurrentUser>) -> Result<InvitationView, AppError> {
+    async fn invitation(&self, token: &str, signed_in: Option<&CurrentUser>, client: Option<IpAddr>) -> Result<InvitationView, AppError> {
+        let client = client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        super::quota(&self.quotas, Write::InvitationLink, &client.to_string())?;
         let record = self.people.invitation(token).await.map_err(refused)?.ok_or_else(|| AppError::NotFound("The invitation".into()))?;
         let state = if record.used_at.is_some() || record.expires_at <= now_ms() {
             InvitationState::Gone

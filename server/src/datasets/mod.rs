@@ -20,17 +20,51 @@ use tokio::sync::mpsc;
 
 /// Every dataset's frame rate.
 pub const DATASET_FPS: u32 = 30;
+/// Exports one org may run at once (finding 8): each reads every episode
+/// of an environment and writes a dataset, so a client clicking "export"
+/// in a loop must not take the disk and the cores from dispatch.
+pub const EXPORTS_PER_ORG: usize = 2;
+/// The tar is sent in pieces of this size, at most `TAR_PIECES_AHEAD`
+/// ahead of the client: memory per export stays flat however large the
+/// dataset, and a client that goes away stops the export.
+const TAR_PIECE_BYTES: usize = 64 * 1024;
+const TAR_PIECES_AHEAD: usize = 4;
 
 pub struct DatasetService {
     store: SharedStore,
     bus: SharedBus,
     /// `<data dir>/datasets`: `<org>/episodes/<session>.jsonl` per episode.
     dir: PathBuf,
+    exports: ExportPlaces,
 }
+
+/// An export this org may not start now: `EXPORTS_PER_ORG` are running.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ExportsBusy;
+
+/// Exports running, by org: `EXPORTS_PER_ORG` places each.
+#[derive(Default)]
+struct ExportPlaces(std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>);
+
+impl ExportPlaces {
+    fn take(&self, org_id: &str) -> Result<tokio::sync::OwnedSemaphorePermit, ExportsBusy> {
+        let org = self.0.lock().expect("exports lock").entry(org_id.to_string()).or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(EXPORTS_PER_ORG))).clone();
+        org.try_acquire_owned().map_err(|_| ExportsBusy)
+    }
+}
+
+/// A dataset's tar as it is written: pieces of bytes, or the error that
+/// stopped it (the client then sees the download fail, not a short file).
+pub type TarStream = futures::stream::BoxStream<'static, std::io::Result<bytes::Bytes>>;
 
 impl DatasetService {
     pub fn new(store: SharedStore, bus: SharedBus, dir: PathBuf) -> DatasetService {
-        DatasetService { store, bus, dir }
+        DatasetService { store, bus, dir, exports: Default::default() }
+    }
+
+    /// A place for one more export of `org_id`, held until the export ends.
+    pub fn export_place(&self, org_id: &str) -> Result<tokio::sync::OwnedSemaphorePermit, ExportsBusy> {
+        self.exports.take(org_id)
     }
 
     fn episode_file(&self, org_id: &str, session_id: &str) -> PathBuf {
@@ -103,8 +137,17 @@ impl DatasetService {
     }
 
     /// The environment's episodes (only `client_id`'s when given) as a tar
-    /// of a LeRobot dataset; `None` when there are none.
-    pub async fn export(&self, org_id: &str, environment: &str, version: Version, client_id: Option<&str>) -> anyhow::Result<Option<Vec<u8>>> {
+    /// of a LeRobot dataset, streamed; `None` when there are none. `place`
+    /// (from [`export_place`](Self::export_place)) is held until the last
+    /// piece is sent or the client goes away, which stops the export.
+    pub async fn export(
+        &self,
+        org_id: &str,
+        environment: &str,
+        version: Version,
+        client_id: Option<&str>,
+        place: tokio::sync::OwnedSemaphorePermit,
+    ) -> anyhow::Result<Option<TarStream>> {
         let rows: Vec<EpisodeRow> = self.episodes(org_id, client_id).await?.into_iter().filter(|e| e.environment == environment).collect();
         if rows.is_empty() {
             return Ok(None);
@@ -113,21 +156,46 @@ impl DatasetService {
         let robot_type = rows[0].robot_id.clone();
         let work = self.dir.join(".exports").join(uuid::Uuid::now_v7().simple().to_string());
         let name = format!("lerobot-{}-{}", slug(environment), version.as_str());
-        tokio::task::spawn_blocking(move || -> anyhow::Result<Option<Vec<u8>>> {
-            let episodes = files
-                .into_iter()
-                .map(|(path, task)| Ok(EpisodeFrames { task, frames: resample::resample(&read_samples(&path)?, DATASET_FPS) }))
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            let root = work.join(&name);
-            let written = lerobot::write_dataset(&root, version, &robot_type, &episodes).and_then(|()| {
-                let mut archive = tar::Builder::new(Vec::new());
+        let (pieces, received) = mpsc::channel::<std::io::Result<bytes::Bytes>>(TAR_PIECES_AHEAD);
+        tokio::task::spawn_blocking(move || {
+            let _place = place;
+            let written = (|| -> anyhow::Result<()> {
+                let mut episodes = Vec::with_capacity(files.len());
+                for (path, task) in files {
+                    // The client left while episodes were read: stop here.
+                    anyhow::ensure!(!pieces.is_closed(), "the client went away");
+                    episodes.push(EpisodeFrames { task, frames: resample::resample(&read_samples(&path)?, DATASET_FPS) });
+                }
+                let root = work.join(&name);
+                lerobot::write_dataset(&root, version, &robot_type, &episodes)?;
+                drop(episodes);
+                let mut archive = tar::Builder::new(std::io::BufWriter::with_capacity(TAR_PIECE_BYTES, Pieces(pieces.clone())));
                 archive.append_dir_all(&name, &root)?;
-                Ok(archive.into_inner()?)
-            });
+                archive.into_inner()?.into_inner().map_err(|e| e.into_error())?;
+                Ok(())
+            })();
+            if let Err(e) = written {
+                tracing::info!(error = %e, "dataset export stopped");
+                let _ = pieces.blocking_send(Err(std::io::Error::other(e.to_string())));
+            }
             let _ = std::fs::remove_dir_all(&work);
-            written.map(Some)
-        })
-        .await?
+        });
+        Ok(Some(Box::pin(futures::stream::unfold(received, |mut received| async move { received.recv().await.map(|piece| (piece, received)) }))))
+    }
+}
+
+/// The tar's bytes, handed to the response a piece at a time; a write
+/// fails once the response is gone (the client went away).
+struct Pieces(mpsc::Sender<std::io::Result<bytes::Bytes>>);
+
+impl std::io::Write for Pieces {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.blocking_send(Ok(bytes::Bytes::copy_from_slice(buf))).map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -142,4 +210,17 @@ pub fn slug(name: &str) -> String {
         }
     }
     out.trim_matches('-').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn s08_an_org_runs_two_exports_at_once_and_a_finished_one_frees_its_place() {
+        let places = super::ExportPlaces::default();
+        let (a, _b) = (places.take("o1").unwrap(), places.take("o1").unwrap());
+        assert_eq!(places.take("o1").err(), Some(super::ExportsBusy), "a third waits (429)");
+        assert!(places.take("o2").is_ok(), "another org is not held back");
+        drop(a);
+        assert!(places.take("o1").is_ok());
+    }
 }

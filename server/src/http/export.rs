@@ -44,11 +44,14 @@ pub async fn dataset_tar(
     let client = app::datasets::episode_scope(org.role, &user.user_id).map_err(|why| ApiError::Forbidden(why.into()))?;
     let version = crate::datasets::lerobot::Version::parse(params.version.as_deref().unwrap_or("v3.0"))
         .ok_or_else(|| ApiError::Invalid("version must be v3.0 or v2.1".into()))?;
-    let tar = state.datasets.export(&org.org_id, &environment, version, client).await.map_err(|e| {
+    // At most two at once per org; the place is held until the tar is sent.
+    let place = state.datasets.export_place(&org.org_id).map_err(|_| ApiError::RateLimited { retry_after_s: 30 })?;
+    let tar = state.datasets.export(&org.org_id, &environment, version, client, place).await.map_err(|e| {
         tracing::error!(error = %e, "dataset export failed");
         ApiError::Internal
     })?;
     let tar = tar.ok_or_else(|| ApiError::not_found("dataset", &environment))?;
     let name = format!("attachment; filename=\"lerobot-{}-{}.tar\"", crate::datasets::slug(&environment), version.as_str());
-    Ok(([(header::CONTENT_TYPE, "application/x-tar".to_string()), (header::CONTENT_DISPOSITION, name), (header::CACHE_CONTROL, "no-store".into())], tar).into_response())
+    let headers = [(header::CONTENT_TYPE, "application/x-tar".to_string()), (header::CONTENT_DISPOSITION, name), (header::CACHE_CONTROL, "no-store".into())];
+    Ok((headers, axum::body::Body::from_stream(tar)).into_response())
 }

@@ -7,6 +7,7 @@ mod export;
 pub mod headers;
 mod origin;
 mod principal;
+mod render;
 pub mod robot_rate;
 
 pub use origin::PublicOrigins;
@@ -69,11 +70,10 @@ async fn imports_people(state: &AppState, headers: &http::HeaderMap) -> bool {
 /// their landing screen. Decided here rather than in the page, so the
 /// sign-in screen's wasm carries no code for it (issue "wallboard", Budget).
 async fn page_user(State(state): State<AppState>, mut request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    let path = request.uri().path();
-    // Server functions and the wasm, scripts and styles are not pages.
-    if request.method() != http::Method::GET || path.starts_with("/api/") || path.starts_with("/pkg/") {
+    if !render::renders_page(&request) {
         return next.run(request).await;
     }
+    let path = request.uri().path();
     let user = app::functions::page_user(&state.backend, request.headers()).await;
     if let (Ok(Some(user)), "/signin") = (&user, path) {
         return axum::response::Redirect::to(user.landing_path()).into_response();
@@ -109,6 +109,8 @@ pub struct AppState {
     pub throttle: Arc<crate::services::SignInThrottle>,
     /// argon2 work, on its own few threads.
     pub passwords: Arc<crate::services::PasswordChecker>,
+    /// How often each kind of write may be made.
+    pub quotas: Arc<crate::services::Quotas>,
     /// A console tab silent this long is closed (its presence then lapses).
     pub presence_ttl_ms: i64,
 }
@@ -140,6 +142,7 @@ pub fn router(state: AppState) -> Router {
         state.robots.clone(),
         state.throttle.clone(),
         state.passwords.clone(),
+        state.quotas.clone(),
     ));
     let datasets: app::functions::backend::SharedDatasets = Arc::new(crate::backend::DatasetsBackend(state.datasets.clone()));
     let provide_backend = move || {
@@ -166,6 +169,7 @@ pub fn router(state: AppState) -> Router {
         // own 64 KiB limit with JSON errors; layers wrap the routes above.)
         .layer(axum::middleware::from_fn_with_state(state.clone(), body_limit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), page_user))
+        .layer(axum::middleware::from_fn(render::run_to_end))
         .route("/healthz", get(healthz))
         .route("/admin/directory/people.csv", get(export::people_csv))
         .route("/datasets/{environment}/lerobot.tar", get(export::dataset_tar))

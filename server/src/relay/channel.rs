@@ -21,17 +21,59 @@ pub enum Side {
     Cockpit(String),
 }
 
-#[derive(Default)]
+/// The relay's limits (issue "Hardening II", finding 9): the demo robots'
+/// tokens are public, so a robot (or a cockpit) must not be able to flood
+/// the operator's link or the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RelayLimits {
+    /// Frames per second each direction of a channel may carry (a burst
+    /// of one second's worth is allowed); past it frames are refused.
+    pub max_fps: u32,
+    /// Bytes one session's recording may hold; past it samples are not recorded.
+    pub recording_max_bytes: u64,
+}
+
+impl Default for RelayLimits {
+    fn default() -> Self {
+        // 30 Hz state plus two 30 Hz cameras is 90 frames a second.
+        RelayLimits { max_fps: 120, recording_max_bytes: 1024 * 1024 * 1024 }
+    }
+}
+
 struct Flow {
     frames: AtomicU64,
     bytes: AtomicU64,
     dropped: AtomicU64,
+    over_rate: AtomicU64,
     last_ms: AtomicI64,
     /// (frames, bytes, at) at the last count, for the rates.
     previous: Mutex<(u64, u64, i64)>,
+    rate: governor::DefaultDirectRateLimiter,
 }
 
 impl Flow {
+    fn new(max_fps: u32) -> Flow {
+        let per_second = std::num::NonZeroU32::new(max_fps.max(1)).expect("at least one");
+        Flow {
+            frames: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            over_rate: AtomicU64::new(0),
+            last_ms: AtomicI64::new(0),
+            previous: Mutex::default(),
+            rate: governor::RateLimiter::direct(governor::Quota::per_second(per_second)),
+        }
+    }
+
+    /// Whether one more frame fits the rate cap; one that does not is counted.
+    fn admit(&self) -> bool {
+        let admitted = self.rate.check().is_ok();
+        if !admitted {
+            self.over_rate.fetch_add(1, Ordering::Relaxed);
+        }
+        admitted
+    }
+
     fn count(&self, bytes: usize, now: i64) {
         self.frames.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
@@ -54,6 +96,7 @@ impl Flow {
             frames,
             bytes,
             dropped: self.dropped.load(Ordering::Relaxed),
+            over_rate: self.over_rate.load(Ordering::Relaxed),
             last_frame_ms: (last > 0).then_some(last),
         }
     }
@@ -86,7 +129,7 @@ pub struct Channel {
 }
 
 impl Channel {
-    pub fn new(org_id: &str, session_id: &str, robot_id: &str, operator_id: Option<&str>, now: i64) -> Channel {
+    pub fn new(org_id: &str, session_id: &str, robot_id: &str, operator_id: Option<&str>, now: i64, max_fps: u32) -> Channel {
         Channel {
             org_id: org_id.into(),
             session_id: session_id.into(),
@@ -95,8 +138,8 @@ impl Channel {
             robot: Mutex::default(),
             cockpits: Mutex::default(),
             operator_id: Mutex::new(operator_id.map(str::to_string)),
-            up: Flow::default(),
-            down: Flow::default(),
+            up: Flow::new(max_fps),
+            down: Flow::new(max_fps),
             recording: AtomicBool::new(false),
             next_peer: AtomicU64::new(1),
             closed: watch::channel(false).0,
@@ -148,6 +191,9 @@ impl Channel {
     /// A robot frame from the edge agent: counted, sent to each cockpit
     /// that keeps up, recorded while ACTIVE.
     pub fn from_robot(&self, message: Message, bytes: usize, sample: Option<Sample>, recorder: &Recorder, now: i64) {
+        if !self.up.admit() {
+            return;
+        }
         self.up.count(bytes, now);
         let cockpits = self.cockpits.lock().expect("relay lock");
         for peer in cockpits.iter() {
@@ -165,6 +211,9 @@ impl Channel {
     /// ACTIVE. True when the engine should hear of the input (at most every
     /// `INPUT_REPORT_MS`: a 30 Hz stream of actions is not 30 engine commands).
     pub fn from_operator(&self, message: Message, bytes: usize, sample: Sample, recorder: &Recorder, now: i64) -> bool {
+        if !self.down.admit() {
+            return false;
+        }
         self.down.count(bytes, now);
         let sent = self.robot.lock().expect("relay lock").as_ref().map(|(_, tx)| tx.try_send(message).is_ok());
         if sent == Some(false) {
@@ -212,7 +261,8 @@ impl Channel {
         }
     }
 
-    /// The counts now; `advance` (the periodic count) starts the next rate interval.
+    /// The counts now; `advance` (the periodic count) starts the next rate
+    /// interval. (`unrecorded` is the recorder's to fill in.)
     pub fn stat(&self, now: i64, advance: bool) -> RelayStat {
         RelayStat {
             session_id: self.session_id.clone(),
@@ -222,6 +272,7 @@ impl Channel {
             robot_frames: self.up.stat(now, advance),
             operator_frames: self.down.stat(now, advance),
             open_since_ms: self.open_since_ms,
+            unrecorded: 0,
         }
     }
 }

@@ -13,7 +13,7 @@ mod channel;
 pub mod recording;
 mod socket;
 
-pub use channel::{Channel, Side};
+pub use channel::{Channel, RelayLimits, Side};
 pub use socket::relay_handler;
 
 use crate::bus::{Delivery, SharedBus};
@@ -35,12 +35,14 @@ pub struct Relay {
     bus: SharedBus,
     clock: Clock,
     pub recorder: Arc<Recorder>,
+    /// Frames per second per direction of each channel.
+    max_fps: u32,
 }
 
 impl Relay {
     /// The hub and its counting task (counts published, recordings flushed).
-    pub fn start(bus: SharedBus, clock: Clock, recorder: Arc<Recorder>) -> (Arc<Relay>, tokio::task::JoinHandle<()>) {
-        let relay = Arc::new(Relay { channels: Mutex::default(), followed: Mutex::default(), counted: Mutex::default(), bus, clock, recorder });
+    pub fn start(bus: SharedBus, clock: Clock, recorder: Arc<Recorder>, max_fps: u32) -> (Arc<Relay>, tokio::task::JoinHandle<()>) {
+        let relay = Arc::new(Relay { channels: Mutex::default(), followed: Mutex::default(), counted: Mutex::default(), bus, clock, recorder, max_fps });
         let task = tokio::spawn(count_and_flush(Arc::downgrade(&relay)));
         (relay, task)
     }
@@ -51,7 +53,7 @@ impl Relay {
         let mut channels = self.channels.lock().expect("relay lock");
         let channel = channels
             .entry(session_id.to_string())
-            .or_insert_with(|| Arc::new(Channel::new(org_id, session_id, robot_id, operator_id, self.clock.now_ms())))
+            .or_insert_with(|| Arc::new(Channel::new(org_id, session_id, robot_id, operator_id, self.clock.now_ms(), self.max_fps)))
             .clone();
         drop(channels);
         channel.set_recording(recording, &self.recorder, self.clock.now_ms());
@@ -66,9 +68,14 @@ impl Relay {
     pub fn stats(&self, org_id: &str) -> Vec<app::relay::RelayStat> {
         let now = self.clock.now_ms();
         let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().filter(|c| c.org_id == org_id).cloned().collect();
-        let mut stats: Vec<_> = channels.iter().map(|c| c.stat(now, false)).collect();
+        let mut stats: Vec<_> = channels.iter().map(|c| self.stat(c, now, false)).collect();
         stats.sort_by(|a, b| a.session_id.cmp(&b.session_id));
         stats
+    }
+
+    /// A channel's counts with what its recording's cap refused.
+    fn stat(&self, channel: &Channel, now: i64, advance: bool) -> app::relay::RelayStat {
+        app::relay::RelayStat { unrecorded: self.recorder.unrecorded(&channel.session_id), ..channel.stat(now, advance) }
     }
 
     /// Follows the org's lifecycle events (once per org).
@@ -122,7 +129,7 @@ impl Relay {
         let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().cloned().collect();
         let mut by_org: HashMap<String, Vec<app::relay::RelayStat>> = HashMap::new();
         for channel in &channels {
-            by_org.entry(channel.org_id.clone()).or_default().push(channel.stat(now, true));
+            by_org.entry(channel.org_id.clone()).or_default().push(self.stat(channel, now, true));
         }
         let mut counted = self.counted.lock().expect("relay lock");
         for org in counted.iter() {

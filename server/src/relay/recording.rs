@@ -65,10 +65,24 @@ enum Job {
     Finish { org_id: String, session_id: String, keep: bool },
 }
 
-/// Samples waiting for the next batch write, by session, with their size.
+/// One session's recording while it runs.
+#[derive(Default)]
+struct Recording {
+    /// Samples waiting for the next batch write, and their size.
+    waiting: Vec<Sample>,
+    waiting_bytes: usize,
+    /// Everything taken so far (roughly the file's size), and what the cap refused.
+    taken_bytes: u64,
+    unrecorded: u64,
+}
+
+/// Samples waiting for the next batch write, by session.
 pub struct Recorder {
     dir: PathBuf,
-    waiting: Mutex<HashMap<String, (Vec<Sample>, usize)>>,
+    recordings: Mutex<HashMap<String, Recording>>,
+    /// A session's recording takes no more than this (finding 9: frames
+    /// from a public demo token must not fill the disk).
+    max_bytes: u64,
     writer: Mutex<std_mpsc::Sender<Job>>,
 }
 
@@ -91,12 +105,12 @@ impl Sample {
 
 impl Recorder {
     /// A recorder writing under `dir`; finished COMPLETED recordings go to `finished`.
-    pub fn start(dir: PathBuf, finished: mpsc::UnboundedSender<FinishedRecording>) -> std::io::Result<Recorder> {
+    pub fn start(dir: PathBuf, finished: mpsc::UnboundedSender<FinishedRecording>, max_bytes: u64) -> std::io::Result<Recorder> {
         std::fs::create_dir_all(&dir)?;
         let (tx, rx) = std_mpsc::channel::<Job>();
         let writer_dir = dir.clone();
         std::thread::Builder::new().name("recording-writer".into()).spawn(move || write_jobs(&writer_dir, rx, finished))?;
-        Ok(Recorder { dir, waiting: Mutex::default(), writer: Mutex::new(tx) })
+        Ok(Recorder { dir, recordings: Mutex::default(), max_bytes, writer: Mutex::new(tx) })
     }
 
     pub fn path_of(dir: &Path, session_id: &str) -> PathBuf {
@@ -108,9 +122,16 @@ impl Recorder {
     }
 
     pub fn push(&self, session_id: &str, sample: Sample) {
-        let mut waiting = self.waiting.lock().expect("recorder lock");
-        let (samples, bytes) = waiting.entry(session_id.to_string()).or_default();
-        *bytes += sample.size();
+        let mut recordings = self.recordings.lock().expect("recorder lock");
+        let recording = recordings.entry(session_id.to_string()).or_default();
+        let size = sample.size();
+        if recording.taken_bytes + size as u64 > self.max_bytes {
+            recording.unrecorded += 1;
+            return;
+        }
+        recording.taken_bytes += size as u64;
+        recording.waiting_bytes += size;
+        let (samples, bytes) = (&mut recording.waiting, &mut recording.waiting_bytes);
         samples.push(sample);
         // Oldest first out, in one move rather than one shift per sample.
         let mut excess = 0;
@@ -123,10 +144,24 @@ impl Recorder {
         }
     }
 
+    /// Samples the session's recording cap refused so far.
+    pub fn unrecorded(&self, session_id: &str) -> u64 {
+        self.recordings.lock().expect("recorder lock").get(session_id).map_or(0, |r| r.unrecorded)
+    }
+
     /// Hands every waiting sample to the writer (called every second).
     pub fn flush(&self) {
-        let batches: Vec<(String, Vec<Sample>)> =
-            self.waiting.lock().expect("recorder lock").drain().filter(|(_, (s, _))| !s.is_empty()).map(|(id, (s, _))| (id, s)).collect();
+        let batches: Vec<(String, Vec<Sample>)> = self
+            .recordings
+            .lock()
+            .expect("recorder lock")
+            .iter_mut()
+            .filter(|(_, r)| !r.waiting.is_empty())
+            .map(|(id, r)| {
+                r.waiting_bytes = 0;
+                (id.clone(), std::mem::take(&mut r.waiting))
+            })
+            .collect();
         let writer = self.writer.lock().expect("recorder lock");
         for (session_id, samples) in batches {
             let _ = writer.send(Job::Append { session_id, samples });
@@ -136,7 +171,7 @@ impl Recorder {
     /// The session ended: its last samples, then its file kept for an
     /// episode (`keep`, COMPLETED) or deleted (CANCELLED).
     pub fn finish(&self, org_id: &str, session_id: &str, keep: bool) {
-        let rest = self.waiting.lock().expect("recorder lock").remove(session_id).map(|(s, _)| s).unwrap_or_default();
+        let rest = self.recordings.lock().expect("recorder lock").remove(session_id).map(|r| r.waiting).unwrap_or_default();
         let writer = self.writer.lock().expect("recorder lock");
         if !rest.is_empty() {
             let _ = writer.send(Job::Append { session_id: session_id.to_string(), samples: rest });
@@ -188,15 +223,29 @@ mod tests {
     fn a_stalled_writer_costs_the_oldest_samples_not_memory() {
         let dir = tempfile::tempdir().unwrap();
         let (finished, _) = mpsc::unbounded_channel();
-        let recorder = Recorder::start(dir.path().to_path_buf(), finished).unwrap();
+        let recorder = Recorder::start(dir.path().to_path_buf(), finished, u64::MAX).unwrap();
         for t_ms in 0..40 {
             recorder.push("s", Sample::Camera { t_ms, name: "front".into(), jpeg: vec![0; 1 << 20] });
         }
-        let waiting = recorder.waiting.lock().unwrap();
-        let (samples, bytes) = &waiting["s"];
-        assert!(*bytes <= MAX_WAITING_BYTES, "{bytes} bytes waiting");
+        let recordings = recorder.recordings.lock().unwrap();
+        let (samples, bytes) = (&recordings["s"].waiting, recordings["s"].waiting_bytes);
+        assert!(bytes <= MAX_WAITING_BYTES, "{bytes} bytes waiting");
         let times: Vec<i64> = samples.iter().map(|s| match s { Sample::Camera { t_ms, .. } => *t_ms, _ => -1 }).collect();
         assert_eq!(times.last(), Some(&39), "the newest kept");
         assert!(times[0] > 0, "the oldest dropped");
+    }
+
+    #[test]
+    fn s09_a_recording_stops_taking_samples_at_its_cap_and_counts_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let (finished, _) = mpsc::unbounded_channel();
+        let recorder = Recorder::start(dir.path().to_path_buf(), finished, 10 * 1024).unwrap();
+        for t_ms in 0..20 {
+            recorder.push("s", Sample::Camera { t_ms, name: "front".into(), jpeg: vec![0; 1024] });
+            recorder.flush();
+        }
+        // Each sample is ~1.1 KiB: nine fit under 10 KiB, the rest are counted.
+        assert_eq!(recorder.unrecorded("s"), 11);
+        assert_eq!(recorder.unrecorded("other"), 0);
     }
 }

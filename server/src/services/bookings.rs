@@ -6,7 +6,7 @@
 use crate::bus::SharedBus;
 use crate::clock::now_ms;
 use crate::store::{NewBooking, SharedStore, StoreError};
-use app::booking::{booking_problem, first_collision, Booking};
+use app::booking::{booking_problem, cap_problem, first_collision, Booking, BookingCaps};
 use app::events::{Event, OrgEvent, Topic};
 
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +24,7 @@ pub enum BookingError {
 pub struct BookingService {
     store: SharedStore,
     bus: SharedBus,
+    caps: BookingCaps,
 }
 
 /// Who books: the client for themself, or an admin for a client.
@@ -35,8 +36,8 @@ pub struct Booker<'a> {
 }
 
 impl BookingService {
-    pub fn new(store: SharedStore, bus: SharedBus) -> BookingService {
-        BookingService { store, bus }
+    pub fn new(store: SharedStore, bus: SharedBus, caps: BookingCaps) -> BookingService {
+        BookingService { store, bus, caps }
     }
 
     /// Books `robot_id` for `[starts_at, ends_at)`: refused for a bad
@@ -53,15 +54,6 @@ impl BookingService {
         };
         if self.store.robot(org_id, robot_id).await?.is_none() {
             return Err(BookingError::NotFound("robot"));
-        }
-        let held: Vec<Booking> = self.store.robot_bookings(org_id, robot_id, now).await?.into_iter().map(|b| b.booking()).collect();
-        if let Some(taken) = first_collision(&held, None, (starts_at, ends_at)) {
-            return Err(BookingError::Conflict(format!(
-                // Not by whom: another client's name is theirs.
-                "{robot_id} is already booked from {} to {}.",
-                app::booking::utc_when(taken.starts_at_ms),
-                app::booking::utc_when(taken.ends_at_ms)
-            )));
         }
         if let Some(session_id) = self.store.live_session_for_robot(org_id, robot_id).await? {
             let planned_end = self.store.session(org_id, &session_id).await?.and_then(|s| s.planned_end_at);
@@ -83,7 +75,24 @@ impl BookingService {
             created_at: now,
             task: booker.task.map(str::to_string),
         };
-        self.store.insert_booking(&booking).await?;
+        // Judged on what the write's own transaction reads: two bookings
+        // made at once cannot both take one window or pass one cap.
+        let (client, caps) = (booker.client_id, self.caps);
+        let judge = move |seen: &crate::store::BookingsSeen| -> Option<String> {
+            if let Some(taken) = first_collision(&seen.robot, None, (starts_at, ends_at)) {
+                // Not by whom: another client's name is theirs.
+                return Some(format!(
+                    "{robot_id} is already booked from {} to {}.",
+                    app::booking::utc_when(taken.starts_at_ms),
+                    app::booking::utc_when(taken.ends_at_ms)
+                ));
+            }
+            let mine_ahead = seen.robot.iter().filter(|b| b.client_id == client).count();
+            cap_problem(caps, mine_ahead, seen.client_in_month)
+        };
+        if let Some(refused) = self.store.insert_booking_judged(&booking, now, app::booking::utc_month(starts_at), &judge).await? {
+            return Err(BookingError::Conflict(refused));
+        }
         self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Bookings { robot_id: robot_id.to_string() }));
         Ok(Booking {
             id: booking.id,

@@ -5,6 +5,7 @@
 pub mod bookings;
 pub mod passwords;
 pub mod people;
+pub mod quotas;
 pub mod registry;
 pub mod sessions;
 pub mod signins;
@@ -14,6 +15,7 @@ pub mod throttle;
 pub use bookings::BookingService;
 pub use passwords::PasswordChecker;
 pub use people::PeopleService;
+pub use quotas::{Quotas, Write};
 pub use registry::RobotRegistry;
 pub use sessions::SessionService;
 pub use signins::SignIns;

@@ -42,6 +42,18 @@ pub struct NewBooking {
     pub task: Option<String>,
 }
 
+/// What a new booking is judged on, read in the transaction that writes it.
+#[derive(Clone, Debug)]
+pub struct BookingsSeen {
+    /// The robot's bookings still running after the given instant.
+    pub robot: Vec<app::booking::Booking>,
+    /// The client's bookings starting in the given month.
+    pub client_in_month: usize,
+}
+
+/// The service's judgement of a booking: `Some(why)` refuses it.
+pub type BookingJudge<'a> = &'a (dyn Fn(&BookingsSeen) -> Option<String> + Send + Sync);
+
 #[async_trait]
 pub trait BookingStore: Send + Sync {
     /// The robot's bookings still running after `after`, not cancelled, by start.
@@ -49,6 +61,11 @@ pub trait BookingStore: Send + Sync {
     /// The org's (or one client's) bookings still running after `after`.
     async fn bookings(&self, org_id: &str, client_id: Option<&str>, after: i64) -> StoreResult<Vec<BookingRow>>;
     async fn insert_booking(&self, booking: &NewBooking) -> StoreResult<()>;
+    /// Writes the booking unless `judge` refuses what it sees: the robot's
+    /// bookings running after `after` and the client's in `month`, read
+    /// under the robot's and the client's row locks, so two bookings made
+    /// at once are judged one after the other (PostgreSQL included).
+    async fn insert_booking_judged(&self, booking: &NewBooking, after: i64, month: (i64, i64), judge: BookingJudge<'_>) -> StoreResult<Option<String>>;
     /// Cancels a booking (only `client_id`'s, when given); false when there
     /// is no such live booking.
     async fn cancel_booking(&self, org_id: &str, booking_id: &str, client_id: Option<&str>, at: i64) -> StoreResult<Option<String>>;
@@ -90,6 +107,33 @@ macro_rules! booking_store {
                 .bind(&b.created_by).bind(b.created_at).bind(&b.task)
                 .execute(&self.pool).await?;
                 Ok(())
+            }
+
+            async fn insert_booking_judged(&self, b: &NewBooking, after: i64, month: (i64, i64), judge: BookingJudge<'_>) -> StoreResult<Option<String>> {
+                let mut tx = <Self as super::dispatch::StoreDb>::begin_write(&self.pool).await?;
+                sqlx::query("UPDATE robots SET model = model WHERE org_id = $1 AND id = $2").bind(&b.org_id).bind(&b.robot_id).execute(&mut *tx).await?;
+                sqlx::query("UPDATE memberships SET role = role WHERE org_id = $1 AND user_id = $2").bind(&b.org_id).bind(&b.client_id).execute(&mut *tx).await?;
+                let robot: Vec<BookingRow> = sqlx::query_as(&format!(
+                    "{BOOKING_SELECT} WHERE b.org_id = $1 AND b.robot_id = $2 AND b.ends_at > $3 AND b.cancelled_at IS NULL ORDER BY b.starts_at, b.id"
+                ))
+                .bind(&b.org_id).bind(&b.robot_id).bind(after).fetch_all(&mut *tx).await?;
+                let in_month: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM bookings WHERE org_id = $1 AND client_id = $2 AND starts_at >= $3 AND starts_at < $4 AND cancelled_at IS NULL",
+                )
+                .bind(&b.org_id).bind(&b.client_id).bind(month.0).bind(month.1).fetch_one(&mut *tx).await?;
+                let seen = BookingsSeen { robot: robot.into_iter().map(BookingRow::booking).collect(), client_in_month: in_month.max(0) as usize };
+                if let Some(refused) = judge(&seen) {
+                    return Ok(Some(refused));
+                }
+                sqlx::query(
+                    "INSERT INTO bookings (id, org_id, robot_id, client_id, starts_at, ends_at, created_by, created_at, task) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                )
+                .bind(&b.id).bind(&b.org_id).bind(&b.robot_id).bind(&b.client_id).bind(b.starts_at).bind(b.ends_at)
+                .bind(&b.created_by).bind(b.created_at).bind(&b.task)
+                .execute(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(None)
             }
 
             async fn cancel_booking(&self, org_id: &str, booking_id: &str, client_id: Option<&str>, at: i64) -> StoreResult<Option<String>> {

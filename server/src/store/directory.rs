@@ -49,7 +49,11 @@ fn changes(before: &RobotRecord, after: &RobotFields) -> String {
 }
 
 macro_rules! directory_store {
-    ($store:ident) => {
+    // `$lock`: how the robot's row is held for the rest of a change, so a
+    // call raised meanwhile (its session row references the robot) waits
+    // for a retirement and is seen by it (PostgreSQL; SQLite's writer is
+    // one at a time already).
+    ($store:ident, $lock:expr) => {
         impl $store {
             pub(super) async fn write_audit(tx: &mut sqlx::Transaction<'_, <Self as StoreDb>::Db>, org_id: &str, e: &AuditEntry) -> StoreResult<()> {
                 sqlx::query(
@@ -67,7 +71,7 @@ macro_rules! directory_store {
         impl DirectoryStore for $store {
             async fn edit_robot(&self, org_id: &str, robot_id: &str, f: &RobotFields, actor: &str, at: i64) -> StoreResult<RobotChange> {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
-                let Some(before) = sqlx::query_as::<_, RobotRecord>(LIVE_ROBOT).bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await? else {
+                let Some(before) = sqlx::query_as::<_, RobotRecord>(&format!("{LIVE_ROBOT}{}", $lock)).bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await? else {
                     return Ok(RobotChange::NotFound);
                 };
                 sqlx::query("UPDATE robots SET model = $1, site = $2, pop = $3, req_cert = $4 WHERE org_id = $5 AND id = $6")
@@ -82,7 +86,7 @@ macro_rules! directory_store {
 
             async fn retire_robot(&self, org_id: &str, robot_id: &str, actor: &str, at: i64) -> StoreResult<RobotChange> {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
-                let Some(before) = sqlx::query_as::<_, RobotRecord>(LIVE_ROBOT).bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await? else {
+                let Some(before) = sqlx::query_as::<_, RobotRecord>(&format!("{LIVE_ROBOT}{}", $lock)).bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await? else {
                     return Ok(RobotChange::NotFound);
                 };
                 let live: Option<String> = sqlx::query_scalar(
@@ -102,7 +106,7 @@ macro_rules! directory_store {
 
             async fn rotate_robot_token(&self, org_id: &str, robot_id: &str, token_hash: &str, actor: &str, at: i64) -> StoreResult<RobotChange> {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
-                let Some(before) = sqlx::query_as::<_, RobotRecord>(LIVE_ROBOT).bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await? else {
+                let Some(before) = sqlx::query_as::<_, RobotRecord>(&format!("{LIVE_ROBOT}{}", $lock)).bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await? else {
                     return Ok(RobotChange::NotFound);
                 };
                 sqlx::query("UPDATE robots SET token_hash = $1, token_rotated_at = $2 WHERE org_id = $3 AND id = $4")
@@ -117,5 +121,5 @@ macro_rules! directory_store {
     };
 }
 
-directory_store!(SqliteStore);
-directory_store!(PgStore);
+directory_store!(SqliteStore, "");
+directory_store!(PgStore, " FOR UPDATE");

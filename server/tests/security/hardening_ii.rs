@@ -4,7 +4,7 @@
 //! findings run on both databases. Findings whose rule is pure are proven
 //! where the rule lives (s05 in `app::people`, s12 in `server::http::client`).
 
-use crate::both_backends;
+use crate::{both_backends, both_backends_with};
 use crate::common::{self, browser, browser_from, call, relay, scalar, session_cookie, sign_in, Tab, TestApp, ADMIN, OPERATOR};
 use app::people::{InvitationState, InvitationView, InviteLink};
 use futures::StreamExt;
@@ -279,3 +279,213 @@ both_backends!(s14_an_expired_link_is_reissued_and_the_new_one_works, |app: Test
     assert!(set.status().is_success() || set.status().is_redirection(), "{}", set.status());
     assert!(signs_in(&app, "late@example.org", PASSWORD).await);
 });
+
+// ---- 9. The relay cannot flood a link or the disk -------------------------------
+
+fn robot_state(v: f32) -> tokio_tungstenite::tungstenite::Message {
+    let state = app::relay::RelayMsg::State { t_ms: 0, joints: vec![v; 6], fields: Default::default() };
+    tokio_tungstenite::tungstenite::Message::Text(serde_json::to_string(&state).unwrap().into())
+}
+
+both_backends_with!(
+    s09_frames_over_the_rate_cap_and_samples_past_the_recording_cap_are_held_back_and_counted,
+    |config: &mut server::config::Config| config.relay = server::relay::RelayLimits { max_fps: 5, recording_max_bytes: 400 },
+    |app: TestApp| async move {
+        use futures::SinkExt;
+        let session = common::attach_asha(&app, "uk-pick-01").await;
+        let mut watch = Tab::open_path(&app, &session_cookie(&app, ADMIN).await, "/ws?watch=org").await;
+        let cookie = session_cookie(&app, OPERATOR).await;
+        let mut cockpit = relay(&app, &session, None, Some(&cookie)).await.unwrap();
+        let mut robot = relay(&app, &session, Some("uk-pick-01"), None).await.unwrap();
+        // 40 frames at once: a one-second burst of 5 passes, the rest do not.
+        for i in 0..40 {
+            robot.send(robot_state(i as f32)).await.unwrap();
+        }
+        let mut states = 0;
+        while let Ok(Some(Ok(message))) = tokio::time::timeout(Duration::from_millis(700), cockpit.next()).await {
+            if let tokio_tungstenite::tungstenite::Message::Text(text) = message {
+                states += usize::from(text.contains("\"state\""));
+            }
+        }
+        assert!((1..=7).contains(&states), "{states} frames reached the cockpit");
+        // The wallboard's relay panel hears what was held back.
+        let deadline = std::time::Instant::now() + Duration::from_secs(8);
+        loop {
+            assert!(std::time::Instant::now() < deadline, "the counts never showed the held-back frames");
+            if let app::ring::RingMsg::Org { event: app::events::OrgEvent::Relay { stats, .. } } = watch.next().await {
+                if let Some(stat) = stats.iter().find(|s| s.session_id == session) {
+                    if stat.robot_frames.over_rate >= 30 && stat.unrecorded > 0 {
+                        assert!(app::relay::overflow_note(stat).is_some_and(|note| note.contains("frame-rate cap") && note.contains("recording cap")));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+);
+
+// ---- 15. A page load cut off at any point never panics ---------------------------
+
+/// Panics of the reactive graph (a disposed owner read) in this process.
+static REACTIVE_PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn count_reactive_panics() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let message = info.payload().downcast_ref::<String>().map(String::as_str).or_else(|| info.payload().downcast_ref::<&str>().copied()).unwrap_or("");
+            let file = info.location().map(|l| l.file()).unwrap_or("");
+            if message.contains("disposed") || file.contains("reactive_graph") || file.contains("leptos") || file.contains("tachys") {
+                REACTIVE_PANICS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            previous(info);
+        }));
+    });
+}
+
+/// Sends a page request and cuts the connection `after` into it (a reset).
+async fn cut_off(addr: std::net::SocketAddr, path: &str, cookie: &str, after: Duration) {
+    use tokio::io::AsyncWriteExt;
+    let Ok(mut tcp) = tokio::net::TcpStream::connect(addr).await else { return };
+    let request = format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\ncookie: {cookie}\r\naccept: text/html\r\n\r\n");
+    if tcp.write_all(request.as_bytes()).await.is_err() {
+        return;
+    }
+    tokio::time::sleep(after).await;
+    let _ = tcp.set_zero_linger();
+    drop(tcp);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn s15_page_loads_cut_off_at_random_points_never_panic() {
+    use rand::Rng;
+    count_reactive_panics();
+    let app = TestApp::spawn(common::Db::Sqlite).await.unwrap();
+    let session = common::attach_asha(&app, "uk-pick-01").await;
+    let (admin, operator) = (session_cookie(&app, ADMIN).await, session_cookie(&app, OPERATOR).await);
+    let screens: Vec<(String, &str)> = [
+        "/admin", "/admin/directory", "/admin/people", "/admin/floors", "/ops/wallboard", "/ops/roster", "/account", "/orgs", "/datasets", "/client",
+    ]
+    .into_iter()
+    .map(|path| (path.to_string(), admin.as_str()))
+    .chain([(format!("/ops/sessions?s={session}"), admin.as_str()), ("/operator".to_string(), operator.as_str()), (format!("/cockpit/{session}"), operator.as_str())])
+    .collect();
+    let before = REACTIVE_PANICS.load(std::sync::atomic::Ordering::SeqCst);
+    for (path, cookie) in &screens {
+        // How long a whole load takes: the cuts fall anywhere in it.
+        let started = std::time::Instant::now();
+        let whole = browser().get(app.url(path)).header("cookie", *cookie).send().await.unwrap();
+        assert!(whole.status().is_success(), "{path}: {}", whole.status());
+        whole.bytes().await.unwrap();
+        let whole_ms = started.elapsed().as_millis().max(2) as u64;
+        let cuts: Vec<_> = (0..24)
+            .map(|_| {
+                let after = Duration::from_micros(rand::thread_rng().gen_range(0..whole_ms * 1000));
+                cut_off(app.running().addr, path, cookie, after)
+            })
+            .collect();
+        futures::future::join_all(cuts).await;
+    }
+    // Renders still running finish (or panic) within this.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(REACTIVE_PANICS.load(std::sync::atomic::Ordering::SeqCst) - before, 0, "a cut-off page load panicked");
+    // And the server still serves whole pages.
+    assert!(browser().get(app.url("/admin")).header("cookie", &admin).send().await.unwrap().status().is_success());
+}
+
+// ---- 7 and 13. Bookings: one window once, and a capped number per client ----------
+
+const KOFI: &str = "kofi.mensah@leeds-logistics.example";
+
+/// Books `robot` for `minutes` from the minute `from_ms` falls in.
+async fn book(client: &reqwest::Client, app: &TestApp, robot: &str, from_ms: i64, minutes: i64, for_client: Option<&str>) -> reqwest::Response {
+    let start = app::booking::utc_when(from_ms).trim_end_matches(" UTC").replacen(' ', "T", 1);
+    let minutes = minutes.to_string();
+    let mut form = vec![("robot_id", robot), ("starts_at", start.as_str()), ("minutes", minutes.as_str())];
+    if let Some(c) = for_client {
+        form.push(("client_id", c));
+    }
+    call(client, app, "book_robot", &form).await
+}
+
+fn hours_ahead(hours: i64) -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    (now / 3_600_000 + hours) * 3_600_000
+}
+
+both_backends!(s07_one_window_booked_twice_at_once_is_taken_once, |app: TestApp| async move {
+    let (kofi, admin) = (browser(), dana(&app).await);
+    assert_eq!(sign_in(&kofi, &app, KOFI).await.status(), StatusCode::OK);
+    // Two clients, so nothing but the robot's window is shared.
+    assert_eq!(call(&admin, &app, "set_member_role", &[("user_id", "u-asha"), ("role", "client")]).await.status(), StatusCode::OK);
+    for round in 0..5 {
+        let at = hours_ahead(2 + round);
+        let (a, b) = tokio::join!(book(&kofi, &app, "uk-pick-01", at, 30, None), book(&admin, &app, "uk-pick-01", at + 10 * 60_000, 30, Some("u-asha")));
+        let taken = [a.status(), b.status()].iter().filter(|s| **s == StatusCode::OK).count();
+        assert_eq!(taken, 1, "round {round}: {} and {}", a.status(), b.status());
+    }
+});
+
+both_backends_with!(
+    s13_a_client_holds_at_most_the_configured_bookings_of_one_robot,
+    |config: &mut server::config::Config| config.booking_caps = app::booking::BookingCaps { per_robot: 2, per_month: 100 },
+    |app: TestApp| async move {
+        let kofi = browser();
+        assert_eq!(sign_in(&kofi, &app, KOFI).await.status(), StatusCode::OK);
+        assert_eq!(book(&kofi, &app, "uk-pick-01", hours_ahead(2), 30, None).await.status(), StatusCode::OK);
+        assert_eq!(book(&kofi, &app, "uk-pick-01", hours_ahead(3), 30, None).await.status(), StatusCode::OK);
+        let third = book(&kofi, &app, "uk-pick-01", hours_ahead(4), 30, None).await;
+        assert_eq!(third.status(), StatusCode::CONFLICT);
+        assert!(third.text().await.unwrap().contains("at most 2 upcoming bookings"));
+        assert_eq!(book(&kofi, &app, "uk-insp-01", hours_ahead(4), 30, None).await.status(), StatusCode::OK, "another robot has its own cap");
+    }
+);
+
+/// Chat posts have a quota per person, answered 429 with `Retry-After`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s13_chat_posts_past_the_quota_wait() {
+    let app = TestApp::spawn(common::Db::Sqlite).await.unwrap();
+    let session = common::attach_asha(&app, "uk-pick-01").await;
+    let asha = browser();
+    assert_eq!(sign_in(&asha, &app, OPERATOR).await.status(), StatusCode::OK);
+    let mut statuses = Vec::new();
+    for i in 0..32 {
+        let res = call(&asha, &app, "post_chat", &[("session_id", session.as_str()), ("body", &format!("note {i}"))]).await;
+        statuses.push((res.status(), res.headers().get("retry-after").is_some()));
+    }
+    assert!(statuses[..30].iter().all(|(s, _)| *s == StatusCode::OK), "{statuses:?}");
+    assert_eq!(statuses[31], (StatusCode::TOO_MANY_REQUESTS, true));
+}
+
+// ---- 12. X-Forwarded-For only from trusted proxies ----------------------------------
+
+async fn wrong_sign_in(app: &TestApp, forwarded_for: &str) -> StatusCode {
+    let res = browser()
+        .post(app.url("/api/sign_in"))
+        .header("origin", &app.base)
+        .header("x-forwarded-for", forwarded_for)
+        .form(&[("email", "someone@example.org"), ("password", "wrong")])
+        .send()
+        .await
+        .unwrap();
+    res.status()
+}
+
+/// Behind a trusted proxy each client has its own sign-in budget; a
+/// client talking to the server directly cannot pick its address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s12_sign_in_limits_follow_the_client_behind_a_trusted_proxy_only() {
+    let behind = TestApp::spawn_with(common::Db::Sqlite, |c| c.trusted_proxies = server::http::client::parse_trusted("127.0.0.1/32").unwrap()).await.unwrap();
+    for _ in 0..5 {
+        assert_eq!(wrong_sign_in(&behind, "198.51.100.1").await, StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(wrong_sign_in(&behind, "198.51.100.1").await, StatusCode::TOO_MANY_REQUESTS, "one client spent its budget");
+    assert_eq!(wrong_sign_in(&behind, "198.51.100.2").await, StatusCode::UNAUTHORIZED, "another client behind the proxy is not locked out");
+
+    let direct = TestApp::spawn(common::Db::Sqlite).await.unwrap();
+    for i in 0..5 {
+        assert_eq!(wrong_sign_in(&direct, &format!("198.51.100.{i}")).await, StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(wrong_sign_in(&direct, "198.51.100.99").await, StatusCode::TOO_MANY_REQUESTS, "a forged header buys no new budget");
+}

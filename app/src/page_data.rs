@@ -61,6 +61,14 @@ where
 }
 
 /// `Resource::new`, with the page's copy read as bytes.
+///
+/// On the server a page renders once: the source is read once and not
+/// tracked, so a resource never fetches again because a refresh trigger
+/// (another resource's arrival, say) changed mid-render. Such a refetch
+/// could outlive the render and read the page's disposed signals, which
+/// panicked (issue "Hardening II", finding 15); it also fetched twice.
+/// Sources here are ids and refresh triggers, never another resource's
+/// result, so the first read is the right one. The browser tracks as ever.
 #[track_caller]
 pub fn load<T, S, Fut>(source: impl Fn() -> S + Send + Sync + 'static, fetcher: impl Fn(S) -> Fut + Send + Sync + 'static) -> Loaded<T>
 where
@@ -68,6 +76,8 @@ where
     S: PartialEq + Clone + Send + Sync + 'static,
     Fut: Future<Output = T> + Send + 'static,
 {
+    #[cfg(feature = "ssr")]
+    let source = move || untrack(&source);
     Resource::new_with_options(source, fetcher, false)
 }
 

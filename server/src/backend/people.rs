@@ -104,7 +104,7 @@ impl DirectoryAdmin for PeopleBackend {
 
     async fn invitation(&self, token: &str, signed_in: Option<&CurrentUser>, client: Option<IpAddr>) -> Result<InvitationView, AppError> {
         let client = client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-        super::quota(&self.quotas, Write::InvitationLink, &client.to_string())?;
+        super::quota(&self.quotas, Write::InvitationLink, &crate::http::client::limit_key(client).to_string())?;
         let record = self.people.invitation(token).await.map_err(refused)?.ok_or_else(|| AppError::NotFound("The invitation".into()))?;
         let state = if record.used_at.is_some() || record.expires_at <= now_ms() {
             InvitationState::Gone

@@ -25,10 +25,13 @@ pub const DATASET_FPS: u32 = 30;
 /// in a loop must not take the disk and the cores from dispatch.
 pub const EXPORTS_PER_ORG: usize = 2;
 /// The tar is sent in pieces of this size, at most `TAR_PIECES_AHEAD`
-/// ahead of the client: memory per export stays flat however large the
-/// dataset, and a client that goes away stops the export.
+/// ahead of the client, so the archive itself is never held in memory and
+/// a client that goes away (or reads nothing for `CLIENT_STALL`) stops the
+/// export. (The dataset is still written to disk whole first, from the
+/// episodes' frames held in memory: see the issue note.)
 const TAR_PIECE_BYTES: usize = 64 * 1024;
 const TAR_PIECES_AHEAD: usize = 4;
+const CLIENT_STALL: std::time::Duration = std::time::Duration::from_secs(60);
 
 pub struct DatasetService {
     store: SharedStore,
@@ -157,6 +160,7 @@ impl DatasetService {
         let work = self.dir.join(".exports").join(uuid::Uuid::now_v7().simple().to_string());
         let name = format!("lerobot-{}-{}", slug(environment), version.as_str());
         let (pieces, received) = mpsc::channel::<std::io::Result<bytes::Bytes>>(TAR_PIECES_AHEAD);
+        let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
             let _place = place;
             let written = (|| -> anyhow::Result<()> {
@@ -169,7 +173,7 @@ impl DatasetService {
                 let root = work.join(&name);
                 lerobot::write_dataset(&root, version, &robot_type, &episodes)?;
                 drop(episodes);
-                let mut archive = tar::Builder::new(std::io::BufWriter::with_capacity(TAR_PIECE_BYTES, Pieces(pieces.clone())));
+                let mut archive = tar::Builder::new(std::io::BufWriter::with_capacity(TAR_PIECE_BYTES, Pieces(pieces.clone(), runtime.clone())));
                 archive.append_dir_all(&name, &root)?;
                 archive.into_inner()?.into_inner().map_err(|e| e.into_error())?;
                 Ok(())
@@ -185,13 +189,17 @@ impl DatasetService {
 }
 
 /// The tar's bytes, handed to the response a piece at a time; a write
-/// fails once the response is gone (the client went away).
-struct Pieces(mpsc::Sender<std::io::Result<bytes::Bytes>>);
+/// fails once the response is gone (the client went away) or the client
+/// read nothing for `CLIENT_STALL`, which frees the org's export place.
+struct Pieces(mpsc::Sender<std::io::Result<bytes::Bytes>>, tokio::runtime::Handle);
 
 impl std::io::Write for Pieces {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.blocking_send(Ok(bytes::Bytes::copy_from_slice(buf))).map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))?;
-        Ok(buf.len())
+        let piece = Ok(bytes::Bytes::copy_from_slice(buf));
+        match self.1.block_on(self.0.send_timeout(piece, CLIENT_STALL)) {
+            Ok(()) => Ok(buf.len()),
+            Err(_) => Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away or stopped reading")),
+        }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

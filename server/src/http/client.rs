@@ -54,17 +54,39 @@ pub fn parse_trusted(text: &str) -> Result<Vec<Cidr>, String> {
 }
 
 /// The client's address: the TCP peer, unless it is a trusted proxy; then
-/// the right-most `X-Forwarded-For` entry that is not a trusted proxy
-/// itself (the left-most when all are), or the peer when the header is
-/// missing or unreadable.
+/// `X-Forwarded-For` is walked from the right, each hop written by the
+/// trusted one after it, and the first hop that is not a trusted proxy is
+/// the client. The walk stops at a hop that does not parse (whatever
+/// stands left of it was written by the client), and the client is then
+/// the last hop a trusted proxy vouched for.
 pub fn client_address(peer: IpAddr, forwarded_for: &[&str], trusted: &[Cidr]) -> IpAddr {
     let is_trusted = |ip: IpAddr| trusted.iter().any(|cidr| cidr.contains(ip));
-    if !is_trusted(peer) {
-        return peer;
+    let mut client = peer;
+    let hops = forwarded_for.iter().flat_map(|header| header.split(',')).collect::<Vec<_>>();
+    for hop in hops.into_iter().rev() {
+        if !is_trusted(client) {
+            break;
+        }
+        match hop.trim().parse::<IpAddr>() {
+            Ok(ip) => client = ip,
+            Err(_) => break,
+        }
     }
-    let hops: Option<Vec<IpAddr>> = forwarded_for.iter().flat_map(|header| header.split(',')).map(|hop| hop.trim().parse().ok()).collect();
-    let Some(hops) = hops.filter(|hops| !hops.is_empty()) else { return peer };
-    hops.iter().rev().copied().find(|ip| !is_trusted(*ip)).unwrap_or(hops[0])
+    client
+}
+
+/// The key an address's limits are kept under: the address itself, or for
+/// IPv6 its /64 (one subscriber holds a whole /64, and would otherwise have
+/// 2^64 sign-in budgets).
+pub fn limit_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => {
+            let mut octets = v6.octets();
+            octets[8..].fill(0);
+            IpAddr::from(octets)
+        }
+        v4 => v4,
+    }
 }
 
 /// Records each request's client address (`app::functions::ClientAddress`)
@@ -102,6 +124,20 @@ mod tests {
         assert_eq!(client_address(ip("::1"), &[], &trusted), ip("::1"), "no header: the peer");
         assert_eq!(client_address(ip("10.1.2.3"), &["not an address"], &trusted), ip("10.1.2.3"));
         assert_eq!(client_address(ip("10.1.2.3"), &["1.1.1.1"], &[]), ip("10.1.2.3"), "nothing trusted by default");
+        // A client writing garbage before the proxy's entry is still charged as itself.
+        assert_eq!(client_address(ip("10.1.2.3"), &["x, 198.51.100.7"], &trusted), ip("198.51.100.7"));
+        // Every hop in a trusted block is a proxy vouching for the one left of it;
+        // an unreadable hop ends the walk at the last vouched-for address.
+        assert_eq!(client_address(ip("10.1.2.3"), &["6.6.6.6, 10.7.7.7"], &trusted), ip("6.6.6.6"));
+        assert_eq!(client_address(ip("10.1.2.3"), &["x, 10.7.7.7"], &trusted), ip("10.7.7.7"));
+    }
+
+    #[test]
+    fn s12_ipv6_limits_are_kept_per_64() {
+        assert_eq!(limit_key(ip("2001:db8:1:2:aaaa::1")), limit_key(ip("2001:db8:1:2:bbbb::9")));
+        assert_ne!(limit_key(ip("2001:db8:1:2::1")), limit_key(ip("2001:db8:1:3::1")));
+        assert_eq!(limit_key(ip("198.51.100.7")), ip("198.51.100.7"));
+        assert_eq!(limit_key(ip("::ffff:198.51.100.7")), ip("198.51.100.7"));
     }
 
     #[test]

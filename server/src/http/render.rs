@@ -4,11 +4,10 @@
 //! few milliseconds into a load dropped it mid-render, while Suspense and
 //! resource tasks on other workers still read its signals, and each such
 //! read panicked ("Tried to access a reactive value that has already been
-//! disposed"). Here the handler runs in a task of its own, and another
-//! task reads the body to its end whether or not anyone still listens, so
-//! the owner is cleaned up by Leptos itself, after the last chunk. An
-//! aborted load costs what a finished one does, and no more: the render
-//! is bounded by `RENDER_LIMIT`.
+//! disposed"). Here one task runs the handler and reads its body to the
+//! end whether or not anyone still listens, so the owner is cleaned up by
+//! Leptos itself, after the last chunk; the connection only receives the
+//! head and the chunks. An aborted load costs what a finished one does.
 
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
@@ -17,10 +16,11 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::StatusCode;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
-/// Longest a render may take once its client has gone.
-const RENDER_LIMIT: Duration = Duration::from_secs(60);
+/// Longest a page may take to render and send in all; past it the body is
+/// dropped (a client reading a page this slowly is not reading it).
+const RENDER_LIMIT: Duration = Duration::from_secs(120);
 /// Chunks read ahead of a slow client.
 const CHUNKS_AHEAD: usize = 8;
 
@@ -36,30 +36,27 @@ pub async fn run_to_end(request: Request, next: Next) -> Response {
     if !renders_page(&request) {
         return next.run(request).await;
     }
-    let response = match tokio::spawn(next.run(request)).await {
-        Ok(response) => response,
-        Err(e) => {
-            tracing::error!(error = %e, "a page render failed");
-            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-        }
-    };
-    let (parts, body) = response.into_parts();
+    let (head, headed) = oneshot::channel::<http::response::Parts>();
     let (chunks, received) = mpsc::channel::<Result<Bytes, axum::Error>>(CHUNKS_AHEAD);
     tokio::spawn(async move {
-        let mut body = body.into_data_stream();
-        let mut listening = true;
-        let drained = tokio::time::timeout(RENDER_LIMIT, async {
+        let render = async {
+            let (parts, body) = next.run(request).await.into_parts();
+            // Nobody waiting for the head: the body is still read to its end.
+            let mut listening = head.send(parts).is_ok();
+            let mut body = body.into_data_stream();
             while let Some(chunk) = body.next().await {
                 if listening && chunks.send(chunk).await.is_err() {
-                    // The browser went away: keep reading, send nothing.
                     listening = false;
                 }
             }
-        });
-        if drained.await.is_err() {
-            tracing::warn!("a page render outlived its limit after its client left");
+        };
+        if tokio::time::timeout(RENDER_LIMIT, render).await.is_err() {
+            tracing::warn!("a page took longer than {RENDER_LIMIT:?} to render and send");
         }
     });
+    let Ok(parts) = headed.await else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
     let stream = futures::stream::unfold(received, |mut received| async move { received.recv().await.map(|chunk| (chunk, received)) });
     Response::from_parts(parts, Body::from_stream(stream))
 }

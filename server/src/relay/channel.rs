@@ -180,6 +180,12 @@ impl Channel {
         self.recording.load(Ordering::Relaxed)
     }
 
+    /// Whether frames are recorded now: ACTIVE, and not closed (a frame
+    /// racing the session's end must not start its recording again).
+    fn records(&self) -> bool {
+        self.recording.load(Ordering::Relaxed) && !self.is_closed()
+    }
+
     pub fn is_closed(&self) -> bool {
         *self.closed.borrow()
     }
@@ -202,7 +208,7 @@ impl Channel {
             }
         }
         drop(cockpits);
-        if let Some(sample) = sample.filter(|_| self.recording.load(Ordering::Relaxed)) {
+        if let Some(sample) = sample.filter(|_| self.records()) {
             recorder.push(&self.session_id, sample);
         }
     }
@@ -219,7 +225,7 @@ impl Channel {
         if sent == Some(false) {
             self.down.dropped.fetch_add(1, Ordering::Relaxed);
         }
-        if self.recording.load(Ordering::Relaxed) {
+        if self.records() {
             recorder.push(&self.session_id, sample);
         }
         let last = self.input_reported_ms.load(Ordering::Relaxed);

@@ -92,12 +92,13 @@ pub struct Recorder {
 const MAX_WAITING_BYTES: usize = 32 * 1024 * 1024;
 
 impl Sample {
-    /// Roughly what the sample holds in memory.
+    /// Roughly what the sample takes as a line of the recording (numbers
+    /// as JSON text, a camera frame as base64), which bounds its memory too.
     fn size(&self) -> usize {
         match self {
-            Sample::State { joints, fields, .. } => 64 + joints.len() * 4 + fields.len() * 48,
-            Sample::Action { values, .. } => 64 + values.len() * 4,
-            Sample::Camera { jpeg, name, .. } => 64 + jpeg.len() + name.len(),
+            Sample::State { joints, fields, .. } => 64 + joints.len() * 12 + fields.len() * 48,
+            Sample::Action { values, .. } => 64 + values.len() * 12,
+            Sample::Camera { jpeg, name, .. } => 64 + jpeg.len().div_ceil(3) * 4 + name.len(),
             Sample::Switch { .. } | Sample::Pause { .. } | Sample::Resume { .. } => 64,
         }
     }
@@ -244,8 +245,8 @@ mod tests {
             recorder.push("s", Sample::Camera { t_ms, name: "front".into(), jpeg: vec![0; 1024] });
             recorder.flush();
         }
-        // Each sample is ~1.1 KiB: nine fit under 10 KiB, the rest are counted.
-        assert_eq!(recorder.unrecorded("s"), 11);
+        // Each sample is ~1.4 KiB as base64: seven fit under 10 KiB, the rest are counted.
+        assert_eq!(recorder.unrecorded("s"), 13);
         assert_eq!(recorder.unrecorded("other"), 0);
     }
 }

@@ -182,7 +182,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
             tracing::warn!(error = %e, "console refused");
             let _ = tx.send(RingMsg::error(refusal(&e))).await;
             drop(tx);
-            let _ = writer.await;
+            finish_writer(writer).await;
             return;
         }
     }
@@ -254,7 +254,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     }
     state.engine.tab_closed(&owner.org_id, &owner.user_id, last_seen).await;
     drop(tx);
-    let _ = writer.await;
+    finish_writer(writer).await;
 }
 
 /// A watch tab: the org's events (`parties`: only those about the
@@ -295,7 +295,16 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut pa
         }
     }
     drop(tx);
-    let _ = writer.await;
+    finish_writer(writer).await;
+}
+
+/// Lets the writer send what is queued, for at most a second: a tab that
+/// stopped reading (or whose sign-in was just revoked) is not kept open by
+/// its unsent messages.
+async fn finish_writer(mut writer: tokio::task::JoinHandle<()>) {
+    if tokio::time::timeout(Duration::from_secs(1), &mut writer).await.is_err() {
+        writer.abort();
+    }
 }
 
 /// The sign-in behind the socket still holds, in the same org.

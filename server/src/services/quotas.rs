@@ -20,7 +20,8 @@ pub enum Write {
     Invite,
     /// A CSV import (or its preview), per org: 20 an hour.
     Import,
-    /// An invitation link opened or taken up, per client address: 60 a minute.
+    /// An invitation link opened, per client address (an IPv6 /64): 60 a
+    /// minute. (Taking one up is throttled like a sign-in.)
     InvitationLink,
     /// A booking made, per person: 60 an hour.
     Booking,

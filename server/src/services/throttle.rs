@@ -47,6 +47,7 @@ impl SignInThrottle {
     /// limit is spent. The address is charged first, so an address over its
     /// limit adds no per-email state at all.
     pub fn admit(&self, address: IpAddr, email: &str) -> Result<(), Duration> {
+        let address = crate::http::client::limit_key(address);
         let now = DefaultClock::default().now();
         self.per_address.check_key(&address).map_err(|not_until| not_until.wait_time_from(now))?;
         let pair = (address, self.hasher.hash_one(email));

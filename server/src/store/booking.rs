@@ -111,8 +111,18 @@ macro_rules! booking_store {
 
             async fn insert_booking_judged(&self, b: &NewBooking, after: i64, month: (i64, i64), judge: BookingJudge<'_>) -> StoreResult<Option<String>> {
                 let mut tx = <Self as super::dispatch::StoreDb>::begin_write(&self.pool).await?;
-                sqlx::query("UPDATE robots SET model = model WHERE org_id = $1 AND id = $2").bind(&b.org_id).bind(&b.robot_id).execute(&mut *tx).await?;
-                sqlx::query("UPDATE memberships SET role = role WHERE org_id = $1 AND user_id = $2").bind(&b.org_id).bind(&b.client_id).execute(&mut *tx).await?;
+                // Held until the commit, and found still as they were checked:
+                // a robot in the fleet, a client of the org.
+                let robot = sqlx::query("UPDATE robots SET model = model WHERE org_id = $1 AND id = $2 AND retired_at IS NULL")
+                    .bind(&b.org_id).bind(&b.robot_id).execute(&mut *tx).await?;
+                if robot.rows_affected() != 1 {
+                    return Ok(Some(format!("{} is not in the fleet.", b.robot_id)));
+                }
+                let client = sqlx::query("UPDATE memberships SET role = role WHERE org_id = $1 AND user_id = $2 AND role = 'client'")
+                    .bind(&b.org_id).bind(&b.client_id).execute(&mut *tx).await?;
+                if client.rows_affected() != 1 {
+                    return Ok(Some("Bookings are made for one of the organisation's clients.".into()));
+                }
                 let robot: Vec<BookingRow> = sqlx::query_as(&format!(
                     "{BOOKING_SELECT} WHERE b.org_id = $1 AND b.robot_id = $2 AND b.ends_at > $3 AND b.cancelled_at IS NULL ORDER BY b.starts_at, b.id"
                 ))

@@ -40,19 +40,28 @@ pub struct InvitationRecord {
     pub password_hash: Option<String>,
     /// The account this invitation made (the only one whose password it may set).
     pub account_id: Option<String>,
+    /// Orgs the account belongs to (0 when there is none).
+    pub memberships: i64,
 }
 
 impl InvitationRecord {
     /// Whether whoever holds the link may choose the account's password:
-    /// there is no account yet, or it is the one this invitation made and
-    /// it still has none. Anyone else signs in first.
+    /// see [`may_set_password`].
     pub fn sets_password(&self) -> bool {
-        match (&self.user_id, &self.account_id) {
-            (None, _) => true,
-            (Some(user), Some(made)) => user == made && self.password_hash.as_deref().is_none_or(str::is_empty),
-            (Some(_), None) => false,
+        match &self.user_id {
+            None => true,
+            Some(user) => may_set_password(self.password_hash.as_deref().unwrap_or_default(), self.account_id.as_deref() == Some(user.as_str()), self.memberships),
         }
     }
+}
+
+/// Whether an invitation's link may set the password of an existing
+/// account (finding 1): only while it has none, and only if this
+/// invitation made it or it belongs to no org at all (a pending person
+/// who was removed). Another org's pending person is never touched: their
+/// owner takes up that org's link, or signs in to join.
+pub fn may_set_password(password_hash: &str, made_by_this_invitation: bool, memberships: i64) -> bool {
+    password_hash.is_empty() && (made_by_this_invitation || memberships == 0)
 }
 
 /// Who takes up an invitation.
@@ -216,6 +225,10 @@ macro_rules! people_store {
                 Ok(None)
             }
 
+            async fn membership_count(tx: &mut Tx<'_>, user_id: &str) -> StoreResult<i64> {
+                Ok(sqlx::query_scalar("SELECT COUNT(*) FROM memberships WHERE user_id = $1").bind(user_id).fetch_one(&mut **tx).await?)
+            }
+
             /// Whether one of this org's invitations created the account.
             async fn made_by(tx: &mut Tx<'_>, org_id: &str, user_id: &str) -> StoreResult<bool> {
                 let made: Option<String> = sqlx::query_scalar("SELECT token_hash FROM invitations WHERE org_id = $1 AND account_id = $2 LIMIT 1")
@@ -306,7 +319,8 @@ macro_rules! people_store {
 
             async fn invitation(&self, token_hash: &str) -> StoreResult<Option<InvitationRecord>> {
                 Ok(sqlx::query_as(
-                    "SELECT i.org_id, o.name AS org_name, i.email, i.role, i.expires_at, i.used_at, u.id AS user_id, u.password_hash, i.account_id \
+                    "SELECT i.org_id, o.name AS org_name, i.email, i.role, i.expires_at, i.used_at, u.id AS user_id, u.password_hash, i.account_id, \
+                     (SELECT COUNT(*) FROM memberships m WHERE m.user_id = u.id) AS memberships \
                      FROM invitations i JOIN orgs o ON o.id = i.org_id LEFT JOIN users u ON u.email = i.email WHERE i.token_hash = $1",
                 )
                 .bind(token_hash).fetch_optional(&self.pool).await?)
@@ -329,9 +343,12 @@ macro_rules! people_store {
                 )
                 .bind(token_hash).fetch_one(&mut *tx).await?;
                 let account: Option<(String, String)> = sqlx::query_as("SELECT id, password_hash FROM users WHERE email = $1").bind(&inv.email).fetch_optional(&mut *tx).await?;
+                let memberships = match &account {
+                    Some((id, _)) => Self::membership_count(&mut tx, id).await?,
+                    None => 0,
+                };
                 let user_id = match (who, account) {
-                    // Only the account this invitation made, while it has no password.
-                    (Acceptance::SetPassword(hash), Some((id, old))) if old.is_empty() && inv.account_id.as_deref() == Some(id.as_str()) => {
+                    (Acceptance::SetPassword(hash), Some((id, old))) if may_set_password(&old, inv.account_id.as_deref() == Some(id.as_str()), memberships) => {
                         let set = sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2 AND password_hash = ''").bind(hash).bind(&id).execute(&mut *tx).await?;
                         if set.rows_affected() != 1 {
                             return Ok(AcceptOutcome::SignInFirst);
@@ -465,4 +482,18 @@ mod sqlite {
 mod postgres {
     use super::*;
     people_store!(PgStore);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_set_password;
+
+    #[test]
+    fn s01_a_link_sets_only_its_own_accounts_password_or_a_password_nobody_holds() {
+        assert!(may_set_password("", true, 1), "the account this invitation made, still pending");
+        assert!(!may_set_password("", false, 1), "another org's pending person");
+        assert!(may_set_password("", false, 0), "a pending person removed from every org");
+        assert!(!may_set_password("$argon2id$…", true, 1), "an account with a password signs in");
+        assert!(!may_set_password("$argon2id$…", false, 0));
+    }
 }

@@ -63,12 +63,35 @@ both_backends!(s01_another_orgs_link_never_sets_a_pending_persons_password, |app
     // …and refuses to when asked anyway: nobody signs in with it.
     assert_eq!(accept(&browser(), &app, &token_of(&harbor)).await.status(), StatusCode::CONFLICT);
     assert!(!signs_in(&app, PAT, PASSWORD).await, "Harbor's admin did not take over Northstar's invitee");
+    // The store refuses it on its own too, whatever door asks.
+    use server::store::{AcceptOutcome, Acceptance};
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let set = Acceptance::SetPassword(server::auth::hash_password(PASSWORD));
+    let outcome = app.running().store.accept_invitation(&server::auth::token_hash(&token_of(&harbor)), &set, now).await.unwrap();
+    assert!(matches!(outcome, AcceptOutcome::SignInFirst), "{outcome:?}");
     // Northstar's own link still works, once.
     let view: InvitationView = call(&browser(), &app, "load_invitation", &[("token", &token_of(&northstar))]).await.json().await.unwrap();
     assert_eq!(view.state, InvitationState::SetPassword);
     let set = accept(&browser(), &app, &token_of(&northstar)).await;
     assert!(set.status().is_success() || set.status().is_redirection(), "{}", set.status());
     assert!(signs_in(&app, PAT, PASSWORD).await);
+});
+
+both_backends!(s01_a_pending_person_removed_from_every_org_can_still_be_invited_elsewhere, |app: TestApp| async move {
+    const QUINN: &str = "quinn.pending@example.org";
+    let dana = dana(&app).await;
+    invite_client(&dana, &app, QUINN).await;
+    let people: app::people::PeopleAdmin = call(&dana, &app, "load_people", &[]).await.json().await.unwrap();
+    let quinn = people.members.iter().find(|m| m.person.email == QUINN).unwrap().user_id.clone();
+    assert_eq!(call(&dana, &app, "remove_member", &[("user_id", &quinn)]).await.status(), StatusCode::OK);
+    // Quinn's account belongs to no org now: another org's link may set its password.
+    let (_, harbor_admin) = other_org(&app, "Harbor Test").await;
+    let harbor = invite_client(&harbor_admin, &app, QUINN).await;
+    let view: InvitationView = call(&browser(), &app, "load_invitation", &[("token", &token_of(&harbor))]).await.json().await.unwrap();
+    assert_eq!(view.state, InvitationState::SetPassword);
+    let set = accept(&browser(), &app, &token_of(&harbor)).await;
+    assert!(set.status().is_success() || set.status().is_redirection(), "{}", set.status());
+    assert!(signs_in(&app, QUINN, PASSWORD).await);
 });
 
 // ---- 2. Relay sockets end with their credential ---------------------------

@@ -47,6 +47,25 @@ pub struct EpisodeFrames {
     pub frames: Frames,
 }
 
+/// What the first pass learns of an episode (its frames are not kept).
+struct Summary {
+    task: String,
+    len: usize,
+    state_dim: usize,
+    action_dim: usize,
+    fps: u32,
+    /// Each camera's image size, from its first frame.
+    cameras: BTreeMap<String, Option<(u32, u32)>>,
+}
+
+impl Summary {
+    fn of(episode: &EpisodeFrames) -> Summary {
+        let f = &episode.frames;
+        let cameras = f.cameras.iter().map(|(name, frames)| (name.clone(), frames.first().and_then(|&i| jpeg_size(&f.images[i])))).collect();
+        Summary { task: episode.task.clone(), len: f.len(), state_dim: f.state_dim(), action_dim: f.action_dim(), fps: f.fps, cameras }
+    }
+}
+
 /// Frames of every episode share these features (LeRobot needs one
 /// schema): the widest state and action (narrower ones padded with 0) and
 /// the cameras every episode has.
@@ -58,12 +77,12 @@ struct Shape {
 }
 
 impl Shape {
-    fn of(episodes: &[EpisodeFrames]) -> Shape {
-        let state_dim = episodes.iter().map(|e| e.frames.state_dim()).max().unwrap_or(0);
-        let action_dim = episodes.iter().map(|e| e.frames.action_dim()).max().unwrap_or(0);
-        let mut cameras: Vec<String> = episodes.first().map(|e| e.frames.cameras.keys().cloned().collect()).unwrap_or_default();
-        cameras.retain(|c| episodes.iter().all(|e| e.frames.cameras.contains_key(c)));
-        let fps = episodes.first().map_or(30, |e| e.frames.fps);
+    fn of(episodes: &[Summary]) -> Shape {
+        let state_dim = episodes.iter().map(|e| e.state_dim).max().unwrap_or(0);
+        let action_dim = episodes.iter().map(|e| e.action_dim).max().unwrap_or(0);
+        let mut cameras: Vec<String> = episodes.first().map(|e| e.cameras.keys().cloned().collect()).unwrap_or_default();
+        cameras.retain(|c| episodes.iter().all(|e| e.cameras.contains_key(c)));
+        let fps = episodes.first().map_or(30, |e| e.fps);
         Shape { state_dim, action_dim, cameras, fps }
     }
 }
@@ -168,27 +187,57 @@ fn features(shape: &Shape, images: &[(u32, u32)], version: Version) -> Value {
     Value::Object(features)
 }
 
-/// min / max / mean / std / count per dimension of `rows`.
-fn stats(rows: impl Iterator<Item = Vec<f64>>) -> Value {
-    let rows: Vec<Vec<f64>> = rows.collect();
-    let dim = rows.first().map_or(0, Vec::len);
-    let n = rows.len().max(1) as f64;
-    let (mut min, mut max, mut sum) = (vec![f64::INFINITY; dim], vec![f64::NEG_INFINITY; dim], vec![0.0; dim]);
-    for row in &rows {
-        for (i, v) in row.iter().enumerate() {
-            min[i] = min[i].min(*v);
-            max[i] = max[i].max(*v);
-            sum[i] += v;
+/// min / max / mean / std / count per dimension, gathered a row at a time
+/// (Welford's method), so a dataset's stats never need all of its rows.
+#[derive(Default)]
+struct Stats {
+    count: usize,
+    min: Vec<f64>,
+    max: Vec<f64>,
+    mean: Vec<f64>,
+    /// Sums of squared distances from the mean.
+    m2: Vec<f64>,
+}
+
+impl Stats {
+    fn add(&mut self, row: &[f64]) {
+        if self.count == 0 {
+            let dim = row.len();
+            (self.min, self.max, self.mean, self.m2) = (vec![f64::INFINITY; dim], vec![f64::NEG_INFINITY; dim], vec![0.0; dim], vec![0.0; dim]);
+        }
+        self.count += 1;
+        let n = self.count as f64;
+        for (i, &v) in row.iter().enumerate().take(self.mean.len()) {
+            self.min[i] = self.min[i].min(v);
+            self.max[i] = self.max[i].max(v);
+            let delta = v - self.mean[i];
+            self.mean[i] += delta / n;
+            self.m2[i] += delta * (v - self.mean[i]);
         }
     }
-    let mean: Vec<f64> = sum.iter().map(|s| s / n).collect();
-    let std: Vec<f64> = (0..dim).map(|i| (rows.iter().map(|r| (r[i] - mean[i]).powi(2)).sum::<f64>() / n).sqrt()).collect();
-    json!({ "min": min, "max": max, "mean": mean, "std": std, "count": [rows.len()] })
+
+    fn json(&self) -> Value {
+        let n = self.count.max(1) as f64;
+        let std: Vec<f64> = self.m2.iter().map(|m2| (m2 / n).sqrt()).collect();
+        json!({ "min": self.min, "max": self.max, "mean": self.mean, "std": std, "count": [self.count] })
+    }
+}
+
+fn stats(rows: impl Iterator<Item = Vec<f64>>) -> Value {
+    let mut stats = Stats::default();
+    for row in rows {
+        stats.add(&row);
+    }
+    stats.json()
+}
+
+/// `v` as `dim` numbers (padded with 0).
+fn widen(v: &[f32], dim: usize) -> Vec<f64> {
+    (0..dim).map(|i| f64::from(v.get(i).copied().unwrap_or(0.0))).collect()
 }
 
 fn episode_stats(shape: &Shape, ep: usize, first: usize, episode: &EpisodeFrames, task: i64) -> Value {
     let f = &episode.frames;
-    let widen = |v: &Vec<f32>, dim: usize| (0..dim).map(|i| f64::from(v.get(i).copied().unwrap_or(0.0))).collect::<Vec<f64>>();
     let n = f.len();
     json!({
         "observation.state": stats(f.states.iter().map(|s| widen(s, shape.state_dim))),
@@ -201,53 +250,76 @@ fn episode_stats(shape: &Shape, ep: usize, first: usize, episode: &EpisodeFrames
     })
 }
 
-/// Writes `episodes` (in episode-index order) under `root` in `version`'s layout.
-pub fn write_dataset(root: &Path, version: Version, robot_type: &str, episodes: &[EpisodeFrames]) -> anyhow::Result<()> {
-    let shape = Shape::of(episodes);
+/// Writes `count` episodes (in episode-index order) under `root` in
+/// `version`'s layout. `load(i)` reads episode `i`; it is called twice per
+/// episode (a first pass learns the dataset's shape, the second writes the
+/// rows), and only one episode's frames are in memory at a time, so the
+/// dataset's size is not the memory's.
+pub fn write_dataset<E: std::borrow::Borrow<EpisodeFrames>>(
+    root: &Path,
+    version: Version,
+    robot_type: &str,
+    count: usize,
+    load: impl Fn(usize) -> anyhow::Result<E>,
+) -> anyhow::Result<()> {
+    let summaries = (0..count).map(|ep| load(ep).map(|e| Summary::of(e.borrow()))).collect::<anyhow::Result<Vec<_>>>()?;
+    let shape = Shape::of(&summaries);
     let mut tasks: Vec<String> = Vec::new();
-    for e in episodes {
+    for e in &summaries {
         if !tasks.contains(&e.task) {
             tasks.push(e.task.clone());
         }
     }
     let task_index: HashMap<String, i64> = tasks.iter().enumerate().map(|(i, t)| (t.clone(), i as i64)).collect();
-    let images: Vec<(u32, u32)> = shape
-        .cameras
-        .iter()
-        .map(|c| episodes.first().and_then(|e| e.frames.cameras[c].first().and_then(|&i| jpeg_size(&e.frames.images[i]))).unwrap_or((0, 0)))
-        .collect();
-    let mut placed = Vec::new();
-    let mut first = 0;
-    for (ep, episode) in episodes.iter().enumerate() {
-        placed.push((ep, first, episode));
-        first += episode.frames.len();
-    }
-    let total_frames = first;
+    let images: Vec<(u32, u32)> = shape.cameras.iter().map(|c| summaries.first().and_then(|e| e.cameras[c]).unwrap_or((0, 0))).collect();
+    let firsts: Vec<usize> = summaries.iter().scan(0, |next, e| Some(std::mem::replace(next, *next + e.len))).collect();
+    let total_frames: usize = summaries.iter().map(|e| e.len).sum();
     let meta = root.join("meta");
     std::fs::create_dir_all(&meta)?;
     let mut info = json!({
         "codebase_version": version.as_str(),
         "robot_type": robot_type,
-        "total_episodes": episodes.len(),
+        "total_episodes": count,
         "total_frames": total_frames,
         "total_tasks": tasks.len(),
         "chunks_size": 1000,
         "fps": shape.fps,
-        "splits": { "train": format!("0:{}", episodes.len()) },
+        "splits": { "train": format!("0:{count}") },
         "video_path": null,
         "features": features(&shape, &images, version),
     });
-    let all_stats = episode_stats(&shape, 0, 0, &EpisodeFrames { task: String::new(), frames: concat(episodes) }, 0);
     match version {
         Version::V30 => {
             info["data_files_size_in_mb"] = json!(100);
             info["video_files_size_in_mb"] = json!(200);
             info["data_path"] = json!("data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet");
-            write_parquet(&root.join("data/chunk-000/file-000.parquet"), &data_batch(&shape, &placed, &task_index)?, None)?;
-            write_v30_episodes(&meta, &placed)?;
+            // One file, one row group per episode, each flushed as it is written.
+            let path = root.join("data/chunk-000/file-000.parquet");
+            std::fs::create_dir_all(path.parent().expect("a parent"))?;
+            let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
+            let mut writer = ArrowWriter::try_new(std::fs::File::create(&path)?, data_schema(&shape), Some(props))?;
+            let (mut states, mut actions) = (Stats::default(), Stats::default());
+            for (ep, &first) in firsts.iter().enumerate() {
+                let loaded = load(ep)?;
+                let episode = loaded.borrow();
+                for (state, action) in episode.frames.states.iter().zip(&episode.frames.actions) {
+                    states.add(&widen(state, shape.state_dim));
+                    actions.add(&widen(action, shape.action_dim));
+                }
+                writer.write(&data_batch(&shape, &[(ep, first, episode)], &task_index)?)?;
+                writer.flush()?;
+            }
+            writer.close()?;
+            write_v30_episodes(&meta, &summaries, &firsts)?;
             write_v30_tasks(&meta, &tasks)?;
-            let mut stats = all_stats;
-            fix_index_stats(&mut stats, episodes.len(), total_frames, tasks.len());
+            let mut stats = json!({
+                "observation.state": states.json(),
+                "action": actions.json(),
+                // The dataset-wide time and frame columns run over every frame at once.
+                "timestamp": stats((0..total_frames).map(|i| vec![i as f64 / f64::from(shape.fps)])),
+                "frame_index": stats_of_range(total_frames),
+            });
+            fix_index_stats(&mut stats, count, total_frames, tasks.len());
             std::fs::write(meta.join("stats.json"), serde_json::to_vec_pretty(&stats)?)?;
         }
         Version::V21 => {
@@ -255,7 +327,9 @@ pub fn write_dataset(root: &Path, version: Version, robot_type: &str, episodes: 
             info["total_videos"] = json!(0);
             info["data_path"] = json!("data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet");
             let (mut episodes_jsonl, mut stats_jsonl) = (String::new(), String::new());
-            for &(ep, first, episode) in &placed {
+            for (ep, &first) in firsts.iter().enumerate() {
+                let loaded = load(ep)?;
+                let episode = loaded.borrow();
                 let path = root.join(format!("data/chunk-000/episode_{ep:06}.parquet"));
                 write_parquet(&path, &data_batch(&shape, &[(ep, first, episode)], &task_index)?, None)?;
                 episodes_jsonl.push_str(&json!({ "episode_index": ep, "tasks": [episode.task], "length": episode.frames.len() }).to_string());
@@ -274,16 +348,6 @@ pub fn write_dataset(root: &Path, version: Version, robot_type: &str, episodes: 
     Ok(())
 }
 
-/// Every episode's frames one after another (for the dataset's stats).
-fn concat(episodes: &[EpisodeFrames]) -> Frames {
-    let mut all = Frames { fps: episodes.first().map_or(30, |e| e.frames.fps), ..Frames::default() };
-    for e in episodes {
-        all.states.extend(e.frames.states.iter().cloned());
-        all.actions.extend(e.frames.actions.iter().cloned());
-    }
-    all
-}
-
 /// The dataset-wide stats of the index columns span all episodes.
 fn fix_index_stats(stats: &mut Value, episodes: usize, frames: usize, tasks: usize) {
     let range = |max: usize| stats_of_range(max);
@@ -296,13 +360,13 @@ fn stats_of_range(n: usize) -> Value {
     stats((0..n.max(1)).map(|i| vec![i as f64]))
 }
 
-fn write_v30_episodes(meta: &Path, placed: &[(usize, usize, &EpisodeFrames)]) -> anyhow::Result<()> {
+fn write_v30_episodes(meta: &Path, summaries: &[Summary], firsts: &[usize]) -> anyhow::Result<()> {
     let mut tasks = ListBuilder::new(StringBuilder::new());
     let mut ints: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
-    for &(ep, first, episode) in placed {
+    for (ep, (episode, &first)) in summaries.iter().zip(firsts).enumerate() {
         tasks.values().append_value(&episode.task);
         tasks.append(true);
-        let len = episode.frames.len() as i64;
+        let len = episode.len as i64;
         for (name, value) in [
             ("episode_index", ep as i64),
             ("length", len),
@@ -346,4 +410,67 @@ fn write_v30_tasks(meta: &Path, tasks: &[String]) -> anyhow::Result<()> {
         "pandas_version": "2.2.0"
     });
     write_parquet(&meta.join("tasks.parquet"), &batch, Some(("pandas", pandas.to_string())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_gathered_a_row_at_a_time_match_the_two_pass_figures() {
+        let rows = [vec![1.0, -2.0], vec![4.0, 0.5], vec![-3.5, 8.0], vec![2.0, 2.0]];
+        let got = stats(rows.iter().cloned());
+        for dim in 0..2 {
+            let column: Vec<f64> = rows.iter().map(|r| r[dim]).collect();
+            let mean = column.iter().sum::<f64>() / 4.0;
+            let std = (column.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 4.0).sqrt();
+            assert!((got["mean"][dim].as_f64().unwrap() - mean).abs() < 1e-12);
+            assert!((got["std"][dim].as_f64().unwrap() - std).abs() < 1e-12);
+            assert_eq!(got["min"][dim].as_f64().unwrap(), column.iter().cloned().fold(f64::INFINITY, f64::min));
+            assert_eq!(got["max"][dim].as_f64().unwrap(), column.iter().cloned().fold(f64::NEG_INFINITY, f64::max));
+        }
+        assert_eq!(got["count"], json!([4]));
+    }
+
+    /// An episode that counts how many are alive at once.
+    struct Held<'a> {
+        episode: EpisodeFrames,
+        alive: &'a std::sync::atomic::AtomicUsize,
+    }
+
+    impl std::borrow::Borrow<EpisodeFrames> for Held<'_> {
+        fn borrow(&self) -> &EpisodeFrames {
+            &self.episode
+        }
+    }
+
+    impl Drop for Held<'_> {
+        fn drop(&mut self) {
+            self.alive.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn s08_the_writer_holds_one_episode_at_a_time() {
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        for version in [Version::V30, Version::V21] {
+            let dir = tempfile::tempdir().unwrap();
+            let (alive, loads) = (AtomicUsize::new(0), AtomicUsize::new(0));
+            let load = |ep: usize| -> anyhow::Result<Held<'_>> {
+                loads.fetch_add(1, SeqCst);
+                assert_eq!(alive.fetch_add(1, SeqCst), 0, "episode {ep} was loaded while another was still held");
+                let frames = Frames { fps: 30, states: vec![vec![ep as f32; 3]; 5], actions: vec![vec![0.5; 2]; 5], ..Frames::default() };
+                Ok(Held { episode: EpisodeFrames { task: format!("task {}", ep % 2), frames }, alive: &alive })
+            };
+            write_dataset(dir.path(), version, "test", 4, load).unwrap();
+            assert_eq!(loads.load(SeqCst), 8, "twice each: the shape, then the rows");
+            let info: Value = serde_json::from_slice(&std::fs::read(dir.path().join("meta/info.json")).unwrap()).unwrap();
+            assert_eq!((info["total_episodes"].as_u64(), info["total_frames"].as_u64(), info["total_tasks"].as_u64()), (Some(4), Some(20), Some(2)));
+            if version == Version::V30 {
+                let stats: Value = serde_json::from_slice(&std::fs::read(dir.path().join("meta/stats.json")).unwrap()).unwrap();
+                assert_eq!(stats["observation.state"]["max"], json!([3.0, 3.0, 3.0]));
+                assert_eq!(stats["observation.state"]["count"], json!([20]));
+            }
+        }
+    }
 }

@@ -25,10 +25,10 @@ pub const DATASET_FPS: u32 = 30;
 /// in a loop must not take the disk and the cores from dispatch.
 pub const EXPORTS_PER_ORG: usize = 2;
 /// The tar is sent in pieces of this size, at most `TAR_PIECES_AHEAD`
-/// ahead of the client, so the archive itself is never held in memory and
-/// a client that goes away (or reads nothing for `CLIENT_STALL`) stops the
-/// export. (The dataset is still written to disk whole first, from the
-/// episodes' frames held in memory: see the issue note.)
+/// ahead of the client, so the archive is never held in memory, and a
+/// client that goes away (or reads nothing for `CLIENT_STALL`) stops the
+/// export. The dataset itself is written to disk first, one episode in
+/// memory at a time (`lerobot::write_dataset`).
 const TAR_PIECE_BYTES: usize = 64 * 1024;
 const TAR_PIECES_AHEAD: usize = 4;
 const CLIENT_STALL: std::time::Duration = std::time::Duration::from_secs(60);
@@ -164,15 +164,14 @@ impl DatasetService {
         tokio::task::spawn_blocking(move || {
             let _place = place;
             let written = (|| -> anyhow::Result<()> {
-                let mut episodes = Vec::with_capacity(files.len());
-                for (path, task) in files {
-                    // The client left while episodes were read: stop here.
+                // One episode in memory at a time; a client that left stops it between episodes.
+                let load = |ep: usize| -> anyhow::Result<EpisodeFrames> {
                     anyhow::ensure!(!pieces.is_closed(), "the client went away");
-                    episodes.push(EpisodeFrames { task, frames: resample::resample(&read_samples(&path)?, DATASET_FPS) });
-                }
+                    let (path, task) = &files[ep];
+                    Ok(EpisodeFrames { task: task.clone(), frames: resample::resample(&read_samples(path)?, DATASET_FPS) })
+                };
                 let root = work.join(&name);
-                lerobot::write_dataset(&root, version, &robot_type, &episodes)?;
-                drop(episodes);
+                lerobot::write_dataset(&root, version, &robot_type, files.len(), load)?;
                 let mut archive = tar::Builder::new(std::io::BufWriter::with_capacity(TAR_PIECE_BYTES, Pieces(pieces.clone(), runtime.clone())));
                 archive.append_dir_all(&name, &root)?;
                 archive.into_inner()?.into_inner().map_err(|e| e.into_error())?;

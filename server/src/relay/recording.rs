@@ -211,9 +211,16 @@ fn write_jobs(dir: &Path, jobs: std_mpsc::Receiver<Job>, finished: mpsc::Unbound
 }
 
 /// Reads a recording file back (the episode builder, tests).
+/// A line at a time: the file's text is never held whole beside its samples.
 pub fn read_samples(path: &Path) -> std::io::Result<Vec<Sample>> {
-    let text = std::fs::read_to_string(path)?;
-    Ok(text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
+    use std::io::BufRead;
+    let mut samples = Vec::new();
+    for line in std::io::BufReader::new(std::fs::File::open(path)?).lines() {
+        if let Ok(sample) = serde_json::from_str(&line?) {
+            samples.push(sample);
+        }
+    }
+    Ok(samples)
 }
 
 #[cfg(test)]

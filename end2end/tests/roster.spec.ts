@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { ADMIN, hydrated, signIn } from './helpers';
+import { ADMIN, adminContext, hydrated, signIn } from './helpers';
 
 // In Harbor Labs, where no other browser test takes calls: Lena is its
 // operator, and no robot of another test's calls can ring her.
@@ -71,4 +71,39 @@ test('the roster filters in place with counters fixed, shows an operator going r
   await expect(lenaRow).toHaveAttribute('data-state', 'offline', { timeout: 40_000 });
   await expect(lenaRow.getByTestId('roster-age')).toHaveText(/^\d+s$/);
   await adminCtx.close();
+});
+
+// Rule R05: the roster is read-only; a row's only evidence of a change is
+// its state and how long it has held it.
+test('r05 a roster row offers no transition control, only its state and its age', async ({ browser }) => {
+  const context = await adminContext(browser);
+  const admin = await context.newPage();
+  await admin.goto('/ops/roster');
+  await hydrated(admin);
+  const rows = admin.getByTestId('roster-row');
+  await expect(rows.first()).toBeVisible();
+  await expect(rows.locator('button, select, input, textarea, form, [role="button"], [contenteditable="true"]')).toHaveCount(0);
+  await expect(rows.first().getByTestId('roster-age')).toBeVisible();
+  await context.close();
+});
+
+// Rule R09: re-fetched every 8 s, on a clock the test moves (no waiting).
+// The org's socket is answered by the test and stays silent, so every
+// fetch counted is the poll's, not a push's.
+test('r09 the roster is fetched again every 8 s', async ({ browser }) => {
+  const context = await adminContext(browser);
+  const admin = await context.newPage();
+  await admin.routeWebSocket(/\/ws/, () => {});
+  await admin.clock.install();
+  let fetches = 0;
+  admin.on('request', (r) => { if (r.url().includes('/api/load_roster')) fetches += 1; });
+  await admin.goto('/ops/roster');
+  await hydrated(admin);
+  await expect(admin.getByTestId('roster-row').first()).toBeVisible();
+  await admin.clock.pauseAt(Date.now() + 1_000);
+  const before = fetches;
+  await admin.clock.runFor(3 * 8_000);
+  await expect.poll(() => fetches - before).toBeGreaterThanOrEqual(3);
+  expect(fetches - before, 'every 8 s, not more often').toBeLessThanOrEqual(4);
+  await context.close();
 });

@@ -89,121 +89,172 @@ impl DemoSeed {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("CLUTCHCALL_PUBLIC_ORIGIN={0:?} must be a scheme and host with no path, e.g. https://ops.example.com")]
-    Origin(String),
-    #[error("CLUTCHCALL_TRUSTED_PROXIES: {0}")]
-    TrustedProxies(String),
-    #[error("{name}={value:?} must be 1 or 0")]
-    Flag { name: &'static str, value: String },
-    #[error("{name}={value:?} is not a valid socket address (e.g. 127.0.0.1:3000)")]
-    Addr { name: &'static str, value: String },
-    #[error("{name}={value:?} is not a whole number")]
-    Number { name: &'static str, value: String },
+/// Every setting, each read from its environment variable (or a flag of
+/// the same name), with its default: `server --help` lists them all, and a
+/// test holds README's configuration table to this list.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Settings {
+    /// Listen address (`127.0.0.1:0` picks a free port). Default: `LEPTOS_SITE_ADDR`, else 127.0.0.1:3000.
+    #[arg(long, env = "CLUTCHCALL_ADDR")]
+    pub addr: Option<SocketAddr>,
+    /// Set by cargo-leptos: the listen address when `CLUTCHCALL_ADDR` is unset.
+    #[arg(long = "site-addr", env = "LEPTOS_SITE_ADDR", hide = true)]
+    pub site_addr: Option<SocketAddr>,
+    /// Where the SQLite file `clutchcall.db` lives (created on first start).
+    #[arg(long, env = "CLUTCHCALL_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// `postgres://user@host:5432/db` for PostgreSQL, or an explicit `sqlite://path`; unset: SQLite in the data dir.
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// The built wasm, JS, CSS and `public/` assets.
+    #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]
+    pub site_root: PathBuf,
+    /// The origin people open, e.g. `https://ops.example.com`: state changes and socket upgrades must come from it.
+    #[arg(long, env = "CLUTCHCALL_PUBLIC_ORIGIN", value_parser = origin)]
+    pub public_origin: Option<String>,
+    /// `1`/`0`: whether the sign-in cookie is `Secure`; default: exactly when the public origin is `https://`.
+    #[arg(long, env = "CLUTCHCALL_SECURE_COOKIES", value_parser = clap::builder::BoolishValueParser::new())]
+    pub secure_cookies: Option<bool>,
+    /// `1` creates the demo org on any empty database, `0` never; default: only on a loopback address.
+    #[arg(long, env = "CLUTCHCALL_DEMO", value_parser = clap::builder::BoolishValueParser::new())]
+    pub demo: Option<bool>,
+    /// Where `GET /metrics` listens (its figures span orgs: keep it private); `off` disables it.
+    #[arg(long, env = "CLUTCHCALL_METRICS_ADDR", default_value = "127.0.0.1:9464", value_parser = metrics_addr)]
+    pub metrics_addr: MetricsAddr,
+    /// Sign-in attempts one client address may make per minute, across all emails.
+    #[arg(long = "signin-per-minute", env = "CLUTCHCALL_SIGNIN_PER_MINUTE", default_value_t = crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE)]
+    pub sign_ins_per_minute: u32,
+    /// CIDR blocks (comma-separated) of reverse proxies whose `X-Forwarded-For` is believed for limits and logs.
+    #[arg(long, env = "CLUTCHCALL_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<TrustedBlock>,
+    /// Frames per second each direction of a session's relay carries; past it frames are held back (and counted).
+    #[arg(long, env = "CLUTCHCALL_RELAY_MAX_FPS", default_value_t = 120, value_parser = clap::value_parser!(u32).range(1..))]
+    pub relay_max_fps: u32,
+    /// One session's recording stops taking samples at this size (MiB).
+    #[arg(long, env = "CLUTCHCALL_RECORDING_MAX_MB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    pub recording_max_mb: u64,
+    /// Upcoming bookings one client may hold on one robot.
+    #[arg(long, env = "CLUTCHCALL_BOOKINGS_PER_ROBOT", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub bookings_per_robot: u32,
+    /// Bookings one client may make starting in one UTC month.
+    #[arg(long, env = "CLUTCHCALL_BOOKINGS_PER_MONTH", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub bookings_per_month: u32,
+    /// Wrap-up (`acw`) after a session before the operator is ready again, in seconds.
+    #[arg(long, env = "CLUTCHCALL_WRAP_UP_S", default_value_t = 60)]
+    pub wrap_up_s: u32,
+    /// An operator who declined or missed a call is not offered that same call again for this long (s, rule D08).
+    #[arg(long, env = "CLUTCHCALL_REOFFER_COOLDOWN_S", default_value_t = 60)]
+    pub reoffer_cooldown_s: u32,
+    /// A call nobody took (ringing or queued) is cancelled by the platform after this long (s).
+    #[arg(long, env = "CLUTCHCALL_PENDING_TIMEOUT_S", default_value_t = 900)]
+    pub pending_timeout_s: u32,
+    /// Inactivity chain of an ACTIVE session: an `ACTIVITY_CHECK` this often (s, rule L07).
+    #[arg(long, env = "CLUTCHCALL_ACTIVITY_CHECK_S", default_value_t = 30)]
+    pub activity_check_s: u32,
+    /// No operator input this long (s) → `INACTIVITY_WARNING`.
+    #[arg(long, env = "CLUTCHCALL_INACTIVITY_WARNING_S", default_value_t = 120)]
+    pub inactivity_warning_s: u32,
+    /// Still none this long (s) after the warning → `INACTIVITY_STOP`.
+    #[arg(long, env = "CLUTCHCALL_INACTIVITY_STOP_S", default_value_t = 60)]
+    pub inactivity_stop_s: u32,
+    /// A session outside any booking is planned to end this many minutes after it starts (rule L13).
+    #[arg(long, env = "CLUTCHCALL_SESSION_MIN", default_value_t = app::booking::DEFAULT_SESSION_MIN as u32)]
+    pub session_min: u32,
 }
 
-/// A whole number of seconds from the environment, in ms.
-fn seconds(value: Option<String>, name: &'static str) -> Result<Option<i64>, ConfigError> {
-    value
-        .map(|v| v.trim().parse::<u32>().map(|s| i64::from(s) * 1000).map_err(|_| ConfigError::Number { name, value: v.clone() }))
-        .transpose()
+/// `CLUTCHCALL_METRICS_ADDR`: an address, or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetricsAddr(pub Option<SocketAddr>);
+
+/// One block of `CLUTCHCALL_TRUSTED_PROXIES`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TrustedBlock(pub crate::http::client::Cidr);
+
+impl std::str::FromStr for TrustedBlock {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<TrustedBlock, String> {
+        text.parse().map(TrustedBlock)
+    }
 }
 
-/// `1`/`true` or `0`/`false`.
-fn flag(value: Option<String>, name: &'static str) -> Result<Option<bool>, ConfigError> {
-    value
-        .map(|v| match v.trim() {
-            "1" | "true" => Ok(true),
-            "0" | "false" => Ok(false),
-            _ => Err(ConfigError::Flag { name, value: v.clone() }),
-        })
-        .transpose()
+fn metrics_addr(text: &str) -> Result<MetricsAddr, String> {
+    match text.trim() {
+        "off" => Ok(MetricsAddr(None)),
+        address => address.parse().map(|a| MetricsAddr(Some(a))).map_err(|_| format!("{address:?} is not a socket address (e.g. 127.0.0.1:9464) nor `off`")),
+    }
 }
 
-/// An origin: `http(s)://host[:port]`, nothing after.
-fn origin(value: Option<String>) -> Result<Option<String>, ConfigError> {
-    value
-        .map(|v| {
-            let trimmed = v.trim().trim_end_matches('/');
-            let rest = trimmed.strip_prefix("https://").or_else(|| trimmed.strip_prefix("http://"));
-            match rest {
-                Some(host) if !host.is_empty() && !host.contains(['/', '?', '#', '@', ' ']) => Ok(trimmed.to_ascii_lowercase()),
-                _ => Err(ConfigError::Origin(v.clone())),
+/// An origin: `http(s)://host[:port]`, nothing after (lower-cased, no trailing slash).
+fn origin(text: &str) -> Result<String, String> {
+    let trimmed = text.trim().trim_end_matches('/');
+    let rest = trimmed.strip_prefix("https://").or_else(|| trimmed.strip_prefix("http://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.contains(['/', '?', '#', '@', ' ']) => Ok(trimmed.to_ascii_lowercase()),
+        _ => Err(format!("{text:?} must be a scheme and host with no path, e.g. https://ops.example.com")),
+    }
+}
+
+/// Treats a setting's variable that is set but empty (`CLUTCHCALL_X=`) as
+/// unset, as the server always has. Call before any thread starts: it
+/// edits the process environment.
+pub fn forget_empty_settings() {
+    use clap::CommandFactory;
+    for arg in SettingsOnly::command().get_arguments() {
+        if let Some(name) = arg.get_env() {
+            if std::env::var_os(name).is_some_and(|v| v.to_string_lossy().trim().is_empty()) {
+                std::env::remove_var(name);
             }
-        })
-        .transpose()
+        }
+    }
+}
+
+/// The settings alone, as the server binary reads them (no subcommand).
+#[derive(clap::Parser)]
+struct SettingsOnly {
+    #[command(flatten)]
+    settings: Settings,
 }
 
 impl Config {
-    pub fn from_env() -> Result<Config, ConfigError> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let (addr_name, addr_value) = match (var("CLUTCHCALL_ADDR"), var("LEPTOS_SITE_ADDR")) {
-            (Some(v), _) => ("CLUTCHCALL_ADDR", v),
-            (None, Some(v)) => ("LEPTOS_SITE_ADDR", v),
-            (None, None) => ("CLUTCHCALL_ADDR", "127.0.0.1:3000".to_string()),
-        };
-        let addr = addr_value
-            .parse()
-            .map_err(|_| ConfigError::Addr { name: addr_name, value: addr_value.clone() })?;
-        Ok(Config {
-            addr,
-            data_dir: var("CLUTCHCALL_DATA_DIR").unwrap_or_else(|| "data".into()).into(),
-            database_url: var("DATABASE_URL"),
-            site_root: var("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into()).into(),
-            public_origin: origin(var("CLUTCHCALL_PUBLIC_ORIGIN"))?,
-            metrics_addr: match var("CLUTCHCALL_METRICS_ADDR") {
-                Some(v) if v.trim() == "off" => None,
-                Some(v) => Some(v.trim().parse().map_err(|_| ConfigError::Addr { name: "CLUTCHCALL_METRICS_ADDR", value: v.clone() })?),
-                None => Some(SocketAddr::from(([127, 0, 0, 1], DEFAULT_METRICS_PORT))),
-            },
-            secure_cookies: flag(var("CLUTCHCALL_SECURE_COOKIES"), "CLUTCHCALL_SECURE_COOKIES")?,
-            demo: match flag(var("CLUTCHCALL_DEMO"), "CLUTCHCALL_DEMO")? {
+    /// The settings from the environment (flags aside): what `server` reads.
+    pub fn from_env() -> Result<Config, clap::Error> {
+        use clap::Parser;
+        Ok(Config::from_settings(SettingsOnly::try_parse_from(["server"])?.settings))
+    }
+
+    /// A configuration of `settings` (already checked by their parsers).
+    pub fn from_settings(s: Settings) -> Config {
+        let seconds = |s: u32| i64::from(s) * 1000;
+        Config {
+            addr: s.addr.or(s.site_addr).unwrap_or(SocketAddr::from(([127, 0, 0, 1], 3000))),
+            data_dir: s.data_dir,
+            database_url: s.database_url.filter(|url| !url.trim().is_empty()),
+            site_root: s.site_root,
+            public_origin: s.public_origin,
+            metrics_addr: s.metrics_addr.0,
+            secure_cookies: s.secure_cookies,
+            demo: match s.demo {
                 None => DemoSeed::LoopbackOnly,
                 Some(true) => DemoSeed::Always,
                 Some(false) => DemoSeed::Never,
             },
-            sign_ins_per_address_per_minute: var("CLUTCHCALL_SIGNIN_PER_MINUTE")
-                .map(|v| v.trim().parse::<u32>().map_err(|_| ConfigError::Number { name: "CLUTCHCALL_SIGNIN_PER_MINUTE", value: v.clone() }))
-                .transpose()?
-                .unwrap_or(crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE),
-            trusted_proxies: crate::http::client::parse_trusted(&var("CLUTCHCALL_TRUSTED_PROXIES").unwrap_or_default())
-                .map_err(ConfigError::TrustedProxies)?,
-            relay: {
-                let d = crate::relay::RelayLimits::default();
-                let number = |name: &'static str| {
-                    var(name).map(|v| v.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or(ConfigError::Number { name, value: v.clone() })).transpose()
-                };
-                crate::relay::RelayLimits {
-                    max_fps: number("CLUTCHCALL_RELAY_MAX_FPS")?.map_or(d.max_fps, |n| n.min(u64::from(u32::MAX)) as u32),
-                    recording_max_bytes: number("CLUTCHCALL_RECORDING_MAX_MB")?.map_or(d.recording_max_bytes, |mb| mb.saturating_mul(1024 * 1024)),
-                }
-            },
-            booking_caps: {
-                let d = app::booking::BookingCaps::default();
-                let count = |name: &'static str, default: usize| -> Result<usize, ConfigError> {
-                    var(name).map_or(Ok(default), |v| v.trim().parse::<usize>().ok().filter(|n| *n > 0).ok_or(ConfigError::Number { name, value: v.clone() }))
-                };
-                app::booking::BookingCaps { per_robot: count("CLUTCHCALL_BOOKINGS_PER_ROBOT", d.per_robot)?, per_month: count("CLUTCHCALL_BOOKINGS_PER_MONTH", d.per_month)? }
-            },
+            sign_ins_per_address_per_minute: s.sign_ins_per_minute,
+            trusted_proxies: s.trusted_proxies.into_iter().map(|b| b.0).collect(),
+            relay: crate::relay::RelayLimits { max_fps: s.relay_max_fps, recording_max_bytes: s.recording_max_mb.saturating_mul(1024 * 1024) },
+            booking_caps: app::booking::BookingCaps { per_robot: s.bookings_per_robot as usize, per_month: s.bookings_per_month as usize },
             offer_window_ms: crate::engine::OFFER_WINDOW_MS,
-            wrap_up_ms: seconds(var("CLUTCHCALL_WRAP_UP_S"), "CLUTCHCALL_WRAP_UP_S")?.unwrap_or(app::ring::DEFAULT_WRAP_UP_MS),
+            wrap_up_ms: seconds(s.wrap_up_s),
             presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
-            cooloff_ms: seconds(var("CLUTCHCALL_REOFFER_COOLDOWN_S"), "CLUTCHCALL_REOFFER_COOLDOWN_S")?
-                .unwrap_or(crate::engine::DEFAULT_COOLOFF_MS),
-            pending_timeout_ms: seconds(var("CLUTCHCALL_PENDING_TIMEOUT_S"), "CLUTCHCALL_PENDING_TIMEOUT_S")?
-                .unwrap_or(crate::engine::DEFAULT_PENDING_TIMEOUT_MS),
-            inactivity: {
-                let d = app::inactivity::InactivityPolicy::default();
-                app::inactivity::InactivityPolicy {
-                    check_ms: seconds(var("CLUTCHCALL_ACTIVITY_CHECK_S"), "CLUTCHCALL_ACTIVITY_CHECK_S")?.unwrap_or(d.check_ms),
-                    warning_after_ms: seconds(var("CLUTCHCALL_INACTIVITY_WARNING_S"), "CLUTCHCALL_INACTIVITY_WARNING_S")?.unwrap_or(d.warning_after_ms),
-                    stop_after_warning_ms: seconds(var("CLUTCHCALL_INACTIVITY_STOP_S"), "CLUTCHCALL_INACTIVITY_STOP_S")?.unwrap_or(d.stop_after_warning_ms),
-                }
+            cooloff_ms: seconds(s.reoffer_cooldown_s),
+            pending_timeout_ms: seconds(s.pending_timeout_s),
+            inactivity: app::inactivity::InactivityPolicy {
+                check_ms: seconds(s.activity_check_s),
+                warning_after_ms: seconds(s.inactivity_warning_s),
+                stop_after_warning_ms: seconds(s.inactivity_stop_s),
             },
-            session_ms: seconds(var("CLUTCHCALL_SESSION_MIN"), "CLUTCHCALL_SESSION_MIN")?
-                .map_or(app::booking::DEFAULT_SESSION_MIN * 60_000, |s| s * 60),
-        })
+            session_ms: i64::from(s.session_min) * 60_000,
+        }
     }
 
     /// The production defaults on a free loopback port, for tests and load
@@ -277,6 +328,43 @@ mod tests {
         assert_eq!(config.offer_window_ms, 30_000, "offers ring for 30 s");
     }
 
+    /// The defaults of every setting are the documented ones (the same
+    /// figures `Config::local` gives tests).
+    #[test]
+    fn every_setting_defaults_to_the_documented_value() {
+        use clap::Parser;
+        let parsed = SettingsOnly::try_parse_from(["server", "--addr", "127.0.0.1:0", "--data-dir", "data", "--site-root", "site", "--demo", "1", "--metrics-addr", "127.0.0.1:0"]).unwrap();
+        let from_flags = Config::from_settings(parsed.settings);
+        let local = Config::local("data".into(), None, "site".into());
+        assert_eq!(format!("{from_flags:?}"), format!("{local:?}"));
+        let off = SettingsOnly::try_parse_from(["server", "--metrics-addr", "off", "--trusted-proxies", "10.0.0.0/8,::1"]).unwrap().settings;
+        assert_eq!((off.metrics_addr, off.trusted_proxies.len()), (MetricsAddr(None), 2));
+        assert!(SettingsOnly::try_parse_from(["server", "--relay-max-fps", "0"]).is_err(), "a cap of nothing is refused");
+        assert!(SettingsOnly::try_parse_from(["server", "--trusted-proxies", "10.0.0.0/33"]).is_err());
+    }
+
+    /// README's configuration table names exactly the variables `server
+    /// --help` lists (the hidden cargo-leptos address aside).
+    #[test]
+    fn the_readme_table_lists_every_setting() {
+        use clap::CommandFactory;
+        let readme = include_str!("../../README.md");
+        let table = &readme[readme.find("## Configuration").expect("a configuration section")..];
+        let table = &table[..table.find("\n\n#").unwrap_or(table.len())];
+        let documented: std::collections::BTreeSet<String> =
+            table.lines().filter_map(|line| line.strip_prefix("| `")).filter_map(|rest| rest.split('`').next()).map(str::to_string).collect();
+        let command = SettingsOnly::command();
+        let known: std::collections::BTreeSet<String> = command
+            .get_arguments()
+            .filter(|a| !a.is_hide_set())
+            .filter_map(|a| a.get_env())
+            .map(|env| env.to_string_lossy().into_owned())
+            .collect();
+        let extra: Vec<&String> = documented.iter().filter(|d| !known.contains(*d) && d.as_str() != "RUST_LOG").collect();
+        let missing: Vec<&String> = known.iter().filter(|k| !documented.contains(*k)).collect();
+        assert!(extra.is_empty() && missing.is_empty(), "README documents {extra:?} that `server --help` lacks, and lacks {missing:?}");
+    }
+
     #[test]
     fn demo_data_is_seeded_by_default_only_on_loopback() {
         let (loopback, public) = ("127.0.0.1:3000".parse().unwrap(), "0.0.0.0:3000".parse().unwrap());
@@ -288,12 +376,12 @@ mod tests {
     fn cookies_are_secure_by_default_behind_https() {
         let mut config = Config::local("data".into(), None, "site".into());
         assert!(!config.cookies_secure());
-        config.public_origin = origin(Some("https://ops.example.com/".into())).unwrap();
+        config.public_origin = Some(origin("https://ops.example.com/").unwrap());
         assert_eq!(config.public_origin.as_deref(), Some("https://ops.example.com"));
         assert!(config.cookies_secure());
         config.secure_cookies = Some(false);
         assert!(!config.cookies_secure(), "an explicit setting wins");
-        assert!(origin(Some("ops.example.com".into())).is_err());
-        assert!(origin(Some("https://ops.example.com/app".into())).is_err());
+        assert!(origin("ops.example.com").is_err());
+        assert!(origin("https://ops.example.com/app").is_err());
     }
 }

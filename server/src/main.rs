@@ -5,12 +5,15 @@ use std::io::BufRead;
 use tracing_subscriber::EnvFilter;
 
 /// ClutchCall: distress calls from robots, rung to the nearest certified
-/// operator. Configured by environment variables (README).
+/// operator. Every setting is an environment variable (or the flag beside
+/// it); none is needed for the demo.
 #[derive(Parser)]
 #[command(name = "server", version)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    #[command(flatten)]
+    settings: server::config::Settings,
 }
 
 #[derive(Subcommand)]
@@ -53,11 +56,13 @@ fn cap_malloc_arenas() {}
 
 fn main() -> anyhow::Result<()> {
     cap_malloc_arenas();
+    server::config::forget_empty_settings();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let config = Config::from_settings(cli.settings);
     match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => runtime.block_on(serve()),
-        Command::CreateAdmin { org, email, name } => runtime.block_on(create_admin(&org, &email, &name)),
+        Command::Serve => runtime.block_on(serve(config)),
+        Command::CreateAdmin { org, email, name } => runtime.block_on(create_admin(config, &org, &email, &name)),
     }
 }
 
@@ -81,7 +86,7 @@ fn read_line_unechoed() -> std::io::Result<String> {
     read.map(|_| line)
 }
 
-async fn create_admin(org: &str, email: &str, name: &str) -> anyhow::Result<()> {
+async fn create_admin(config: Config, org: &str, email: &str, name: &str) -> anyhow::Result<()> {
     let password = match std::env::var("CLUTCHCALL_ADMIN_PASSWORD") {
         Ok(password) => password,
         Err(_) => {
@@ -90,7 +95,6 @@ async fn create_admin(org: &str, email: &str, name: &str) -> anyhow::Result<()> 
             line.trim_end_matches(['\r', '\n']).to_string()
         }
     };
-    let config = Config::from_env()?;
     if config.database_url.is_none() {
         std::fs::create_dir_all(&config.data_dir)?;
     }
@@ -100,14 +104,13 @@ async fn create_admin(org: &str, email: &str, name: &str) -> anyhow::Result<()> 
     Ok(())
 }
 
-async fn serve() -> anyhow::Result<()> {
+async fn serve(config: Config) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,tower_http=info,sqlx=warn")),
         )
         .init();
 
-    let config = Config::from_env()?;
     let running = server::start(config).await?;
     if running.seeded_demo {
         println!(

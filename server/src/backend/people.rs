@@ -139,7 +139,7 @@ impl DirectoryAdmin for PeopleBackend {
                     return Err(gone());
                 }
                 if !record.sets_password() {
-                    return Err(sign_in_first());
+                    return Err(refused(PeopleError::Conflict(crate::services::people::SIGN_IN_FIRST.into())));
                 }
                 Acceptance::SetPassword(self.passwords.hash(password.to_string()).await.map_err(|_| AppError::Busy)?)
             }
@@ -148,12 +148,6 @@ impl DirectoryAdmin for PeopleBackend {
         let (org_id, _) = self.people.accept(token, who).await.map_err(refused)?;
         Ok(org_id)
     }
-}
-
-/// Said to whoever holds a link that cannot set the account's password:
-/// the same words whatever the account's state (no enumeration).
-pub fn sign_in_first() -> AppError {
-    AppError::Conflict("Sign in with this email's ClutchCall account, then open the link again to join.".into())
 }
 
 /// The dataset browser's door: `app`'s `Datasets` over the dataset service.

@@ -17,6 +17,10 @@ use app::models::{LinkFloor, Role};
 use app::people::{person_problem, preview_import, ImportPreview, LineProblem, PersonFields, INVITATION_TTL_MS};
 use std::sync::Arc;
 
+/// Said to whoever holds a link that may not set the account's password:
+/// the same words whatever the account's state (no enumeration).
+pub const SIGN_IN_FIRST: &str = "Sign in with this email's ClutchCall account, then open the link again to join.";
+
 #[derive(Debug, thiserror::Error)]
 pub enum PeopleError {
     #[error("{0}")]
@@ -178,7 +182,7 @@ impl PeopleService {
                 Ok((org_id, user_id))
             }
             AcceptOutcome::Gone => Err(PeopleError::NotFound("invitation (it may have been used or expired)")),
-            AcceptOutcome::SignInFirst => Err(PeopleError::Conflict("Sign in with this email's ClutchCall account, then open the link again to join.".into())),
+            AcceptOutcome::SignInFirst => Err(PeopleError::Conflict(SIGN_IN_FIRST.into())),
             AcceptOutcome::OtherAccount => Err(PeopleError::Conflict("This invitation is for another account: sign out, then open the link again.".into())),
         }
     }
@@ -215,7 +219,7 @@ impl PeopleService {
 
     async fn member_changed(&self, org_id: &str, user_id: &str, change: MemberChange, access: Access) -> Result<(), PeopleError> {
         match change {
-            MemberChange::Done(entry, _) => {
+            MemberChange::Done(entry) => {
                 // What they may hear changed: their sockets in the org close
                 // (a new one is judged on the role they have now).
                 if access == Access::Changed {

@@ -86,8 +86,7 @@ pub enum AcceptOutcome {
 
 #[derive(Clone, Debug)]
 pub enum MemberChange {
-    /// Done; the sign-ins that had the org selected and lost it (a removal).
-    Done(AuditEntry, Vec<String>),
+    Done(AuditEntry),
     NotFound,
     /// The org's last admin cannot lose the role.
     LastAdmin,
@@ -403,7 +402,7 @@ macro_rules! people_store {
                 let entry = AuditEntry::by_user(actor, "member_role_changed", format!("{user_id}: {before} → {}", role.as_str()), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
-                Ok(MemberChange::Done(entry, Vec::new()))
+                Ok(MemberChange::Done(entry))
             }
 
             async fn remove_member(&self, org_id: &str, user_id: &str, actor: &str, at: i64) -> StoreResult<MemberChange> {
@@ -416,14 +415,13 @@ macro_rules! people_store {
                 for table in ["operator_certifications", "operator_profiles", "memberships"] {
                     sqlx::query(&format!("DELETE FROM {table} WHERE org_id = $1 AND user_id = $2")).bind(org_id).bind(user_id).execute(&mut *tx).await?;
                 }
-                // A sign-in that had this org selected selects nothing now.
-                let ended: Vec<String> = sqlx::query_scalar("SELECT token_hash FROM web_sessions WHERE org_id = $1 AND user_id = $2")
-                    .bind(org_id).bind(user_id).fetch_all(&mut *tx).await?;
+                // A sign-in that had this org selected selects nothing now
+                // (its sockets in the org are closed by the service).
                 sqlx::query("UPDATE web_sessions SET org_id = NULL WHERE org_id = $1 AND user_id = $2").bind(org_id).bind(user_id).execute(&mut *tx).await?;
                 let entry = AuditEntry::by_user(actor, "member_removed", format!("{user_id} ({before}) removed"), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
-                Ok(MemberChange::Done(entry, ended))
+                Ok(MemberChange::Done(entry))
             }
 
             async fn edit_profile(&self, org_id: &str, user_id: &str, e: &ProfileEdit, actor: &str, at: i64) -> StoreResult<MemberChange> {
@@ -468,7 +466,7 @@ macro_rules! people_store {
                 let entry = AuditEntry::by_user(actor, "member_edited", detail, at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
-                Ok(MemberChange::Done(entry, Vec::new()))
+                Ok(MemberChange::Done(entry))
             }
         }
     };

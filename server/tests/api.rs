@@ -34,9 +34,9 @@ both_backends!(authentication_errors_are_401_403_404, |app: TestApp| async move 
     assert_eq!(error_of(res).await, (StatusCode::UNAUTHORIZED, "unauthenticated".into()));
     let res = client.post(app.url("/v1/sessions")).header("authorization", "Basic abc").json(&body).send().await.unwrap();
     assert_eq!(error_of(res).await.0, StatusCode::UNAUTHORIZED);
-    // Another robot's token, same org: forbidden.
+    // Another robot's token, same org: as if the robot did not exist (no oracle).
     let res = app.robot(Method::POST, "ue-pick-02", "/v1/sessions").json(&body).send().await.unwrap();
-    assert_eq!(error_of(res).await, (StatusCode::FORBIDDEN, "forbidden".into()));
+    assert_eq!(error_of(res).await, (StatusCode::NOT_FOUND, "not_found".into()));
     // Another org's robot, or no such robot: not found.
     for robot in ["hb-pick-01", "no-such-robot"] {
         let res = app.robot(Method::POST, "ue-pick-01", "/v1/sessions").json(&json!({ "robotId": robot })).send().await.unwrap();
@@ -83,9 +83,9 @@ both_backends!(get_session_returns_the_seed_record_and_only_to_its_robot, |app: 
     }
     assert_eq!(record["state"], "BOOT");
     assert!(app::rules::parse_rfc3339(record["raisedAt"].as_str().unwrap()).is_some());
-    // Another robot of the org: forbidden; the admin: allowed; another org's admin view: 404.
+    // Another robot of the org: not found (no oracle); the admin: allowed; another org's admin view: 404.
     let other = app.robot(Method::GET, "ue-pick-02", &format!("/v1/sessions/{session}")).send().await.unwrap();
-    assert_eq!(error_of(other).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(error_of(other).await.0, StatusCode::NOT_FOUND);
     let admin = browser();
     sign_in(&admin, &app, ADMIN).await;
     assert_eq!(admin.get(app.url(&format!("/v1/sessions/{session}"))).send().await.unwrap().status(), StatusCode::OK);
@@ -166,9 +166,9 @@ both_backends!(heartbeats_keep_a_robot_online, |app: TestApp| async move {
     assert_eq!(ack["status"], "online");
     assert!(app::rules::parse_rfc3339(ack["at"].as_str().unwrap()).is_some());
     assert_eq!(status("uk-mm-01").await, "online");
-    // A token heartbeats only for its own robot.
+    // A token heartbeats only for its own robot: another's answers as an unknown one.
     let res = app.robot(Method::POST, "uk-mm-01", "/v1/robots/uk-pal-01/heartbeat").send().await.unwrap();
-    assert_eq!(error_of(res).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(error_of(res).await.0, StatusCode::NOT_FOUND);
     let res = app.robot(Method::POST, "uk-mm-01", "/v1/robots/hb-pick-01/heartbeat").send().await.unwrap();
     assert_eq!(error_of(res).await.0, StatusCode::NOT_FOUND);
     app.finish().await;

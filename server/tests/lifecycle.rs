@@ -234,7 +234,7 @@ both_backends!(l06_an_edge_agent_reports_errors_into_the_session_log, |app: Test
     let entry: ActivityEntry = logged.json().await.unwrap();
     assert_eq!((entry.kind, entry.detail.as_deref()), (ActivityKind::Error, Some("camera stream dropped")));
     assert_eq!(report("uk-pick-01", "   ").await.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(report("ue-pick-01", "not mine").await.status(), StatusCode::FORBIDDEN, "another robot's session");
+    assert_eq!(report("ue-pick-01", "not mine").await.status(), StatusCode::NOT_FOUND, "another robot's session answers as an unknown one");
     let asha = browser();
     sign_in(&asha, &app, OPERATOR).await;
     let log = activity(&asha, &app, &session).await;

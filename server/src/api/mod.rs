@@ -94,16 +94,13 @@ impl Caller {
         }
     }
 
-    /// The robot this caller may act for: a robot token only for itself
-    /// (another robot of its org is 403), an admin for any robot of the org;
-    /// anything else does not exist here (404).
+    /// The robot this caller may act for: a robot token only for itself,
+    /// an admin for any robot of the org; anything else does not exist
+    /// here (404, whether or not it exists elsewhere: no oracle).
     async fn robot(&self, state: &AppState, robot_id: &str) -> Result<RobotRecord, ApiError> {
         match self {
             Caller::Robot(own) if own.id == robot_id => Ok(own.clone()),
-            Caller::Robot(own) => match state.robots.robot(&own.org_id, robot_id).await? {
-                Some(_) => Err(ApiError::Forbidden(format!("this token acts only for robot {}", own.id))),
-                None => Err(ApiError::not_found("robot", robot_id)),
-            },
+            Caller::Robot(_) => Err(ApiError::not_found("robot", robot_id)),
             Caller::Admin { org_id, .. } => state.robots.robot(org_id, robot_id).await?.ok_or_else(|| ApiError::not_found("robot", robot_id)),
         }
     }
@@ -117,7 +114,8 @@ impl Caller {
             .ok_or_else(|| ApiError::not_found("session", session_id))?;
         if let Caller::Robot(own) = self {
             if record.robot != own.id {
-                return Err(ApiError::Forbidden(format!("session {session_id} belongs to another robot")));
+                // Another robot's session answers as an unknown one.
+                return Err(ApiError::not_found("session", session_id));
             }
         }
         Ok(record)
@@ -172,7 +170,7 @@ pub struct CallQueued {
         (status = 202, description = "Queued: no ready certified operator", body = CallQueued),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Missing or unknown token", body = ErrorBody),
-        (status = 403, description = "Token of another robot", body = ErrorBody),
+        (status = 403, description = "Not an admin (a person acting for robots)", body = ErrorBody),
         (status = 404, description = "Unknown robot, or another org's", body = ErrorBody),
         (status = 409, description = "The robot already has a call in progress (`call_in_progress`)", body = ErrorBody),
         (status = 413, description = "Body over 64 KiB", body = ErrorBody),

@@ -85,8 +85,8 @@ pub struct FlowStat {
     pub bytes: u64,
     /// Frames a slow reader was not sent (dropped, never queued without bound).
     pub dropped: u64,
-    /// Frames refused for coming faster than the relay's frame-rate cap
-    /// (neither forwarded nor recorded).
+    /// Frames refused for coming faster than the relay's rate caps (frames
+    /// or bytes a second): neither forwarded nor recorded.
     #[serde(default)]
     pub over_rate: u64,
     /// Unix ms of the last frame in this direction.
@@ -116,7 +116,7 @@ pub struct RelayStat {
 /// `None` when nothing was.
 pub fn overflow_note(stat: &RelayStat) -> Option<String> {
     let over = stat.robot_frames.over_rate + stat.operator_frames.over_rate;
-    let parts: Vec<String> = [(over, "over the frame-rate cap"), (stat.unrecorded, "past the recording cap")]
+    let parts: Vec<String> = [(over, "over the rate cap"), (stat.unrecorded, "past the recording cap")]
         .into_iter()
         .filter(|(n, _)| *n > 0)
         .map(|(n, what)| format!("{n} {what}"))
@@ -205,9 +205,9 @@ mod tests {
         assert_eq!(overflow_note(&held), None, "nothing held back: nothing said");
         held.robot_frames.over_rate = 3;
         held.operator_frames.over_rate = 2;
-        assert_eq!(overflow_note(&held).as_deref(), Some("5 over the frame-rate cap"));
+        assert_eq!(overflow_note(&held).as_deref(), Some("5 over the rate cap"));
         held.unrecorded = 40;
-        assert_eq!(overflow_note(&held).as_deref(), Some("5 over the frame-rate cap · 40 past the recording cap"));
+        assert_eq!(overflow_note(&held).as_deref(), Some("5 over the rate cap · 40 past the recording cap"));
     }
 
     #[test]

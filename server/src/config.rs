@@ -130,6 +130,9 @@ pub struct Settings {
     /// Frames per second each direction of a session's relay carries; past it frames are held back (and counted).
     #[arg(long, env = "CLUTCHCALL_RELAY_MAX_FPS", default_value_t = 120, value_parser = clap::value_parser!(u32).range(1..))]
     pub relay_max_fps: u32,
+    /// KiB per second each direction of a session's relay carries; past it frames are held back (and counted).
+    #[arg(long = "relay-max-kib-s", env = "CLUTCHCALL_RELAY_MAX_KIB_S", default_value_t = 32 * 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub relay_max_kib_per_s: u32,
     /// One session's recording stops taking samples at this size (MiB).
     #[arg(long, env = "CLUTCHCALL_RECORDING_MAX_MB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
     pub recording_max_mb: u64,
@@ -241,7 +244,11 @@ impl Config {
             },
             sign_ins_per_address_per_minute: s.sign_ins_per_minute,
             trusted_proxies: s.trusted_proxies.into_iter().map(|b| b.0).collect(),
-            relay: crate::relay::RelayLimits { max_fps: s.relay_max_fps, recording_max_bytes: s.recording_max_mb.saturating_mul(1024 * 1024) },
+            relay: crate::relay::RelayLimits {
+                max_fps: s.relay_max_fps,
+                max_kib_per_s: s.relay_max_kib_per_s,
+                recording_max_bytes: s.recording_max_mb.saturating_mul(1024 * 1024),
+            },
             booking_caps: app::booking::BookingCaps { per_robot: s.bookings_per_robot as usize, per_month: s.bookings_per_month as usize },
             offer_window_ms: crate::engine::OFFER_WINDOW_MS,
             wrap_up_ms: seconds(s.wrap_up_s),

@@ -114,7 +114,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // The relay records ACTIVE sessions; COMPLETED recordings become episodes.
     let (finished, recordings) = tokio::sync::mpsc::unbounded_channel();
     let recorder = Arc::new(relay::recording::Recorder::start(config.data_dir.join("recordings"), finished, config.relay.recording_max_bytes)?);
-    let (relay, relay_job) = relay::Relay::start(bus.clone(), clock::Clock::system(), recorder, config.relay.max_fps);
+    let (relay, relay_job) = relay::Relay::start(bus.clone(), clock::Clock::system(), recorder, config.relay);
     let datasets = Arc::new(datasets::DatasetService::new(store.clone(), bus.clone(), config.data_dir.join("datasets")));
     let episodes_job = tokio::spawn(datasets.clone().make_episodes(recordings));
     let passwords = Arc::new(crate::services::PasswordChecker::new(crate::services::passwords::HASHING_THREADS, crate::services::passwords::WAITING_CHECKS));

@@ -29,6 +29,9 @@ pub struct RelayLimits {
     /// Frames per second each direction of a channel may carry (a burst
     /// of one second's worth is allowed); past it frames are refused.
     pub max_fps: u32,
+    /// KiB per second each direction may carry, likewise: the frame cap
+    /// alone would let 120 frames of 512 KiB through every second.
+    pub max_kib_per_s: u32,
     /// Bytes one session's recording may hold; past it samples are not recorded.
     pub recording_max_bytes: u64,
 }
@@ -36,7 +39,7 @@ pub struct RelayLimits {
 impl Default for RelayLimits {
     fn default() -> Self {
         // 30 Hz state plus two 30 Hz cameras is 90 frames a second.
-        RelayLimits { max_fps: 120, recording_max_bytes: 1024 * 1024 * 1024 }
+        RelayLimits { max_fps: 120, max_kib_per_s: 32 * 1024, recording_max_bytes: 1024 * 1024 * 1024 }
     }
 }
 
@@ -49,11 +52,13 @@ struct Flow {
     /// (frames, bytes, at) at the last count, for the rates.
     previous: Mutex<(u64, u64, i64)>,
     rate: governor::DefaultDirectRateLimiter,
+    /// In KiB.
+    volume: governor::DefaultDirectRateLimiter,
 }
 
 impl Flow {
-    fn new(max_fps: u32) -> Flow {
-        let per_second = std::num::NonZeroU32::new(max_fps.max(1)).expect("at least one");
+    fn new(limits: RelayLimits) -> Flow {
+        let per_second = |n: u32| governor::Quota::per_second(std::num::NonZeroU32::new(n.max(1)).expect("at least one"));
         Flow {
             frames: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
@@ -61,13 +66,16 @@ impl Flow {
             over_rate: AtomicU64::new(0),
             last_ms: AtomicI64::new(0),
             previous: Mutex::default(),
-            rate: governor::RateLimiter::direct(governor::Quota::per_second(per_second)),
+            rate: governor::RateLimiter::direct(per_second(limits.max_fps)),
+            volume: governor::RateLimiter::direct(per_second(limits.max_kib_per_s)),
         }
     }
 
-    /// Whether one more frame fits the rate cap; one that does not is counted.
-    fn admit(&self) -> bool {
-        let admitted = self.rate.check().is_ok();
+    /// Whether one more frame of `bytes` fits the rate caps (frames and
+    /// KiB a second); one that does not is counted.
+    fn admit(&self, bytes: usize) -> bool {
+        let kib = std::num::NonZeroU32::new(bytes.div_ceil(1024).max(1) as u32).expect("at least one");
+        let admitted = self.rate.check().is_ok() && matches!(self.volume.check_n(kib), Ok(Ok(())));
         if !admitted {
             self.over_rate.fetch_add(1, Ordering::Relaxed);
         }
@@ -129,7 +137,7 @@ pub struct Channel {
 }
 
 impl Channel {
-    pub fn new(org_id: &str, session_id: &str, robot_id: &str, operator_id: Option<&str>, now: i64, max_fps: u32) -> Channel {
+    pub fn new(org_id: &str, session_id: &str, robot_id: &str, operator_id: Option<&str>, now: i64, limits: RelayLimits) -> Channel {
         Channel {
             org_id: org_id.into(),
             session_id: session_id.into(),
@@ -138,8 +146,8 @@ impl Channel {
             robot: Mutex::default(),
             cockpits: Mutex::default(),
             operator_id: Mutex::new(operator_id.map(str::to_string)),
-            up: Flow::new(max_fps),
-            down: Flow::new(max_fps),
+            up: Flow::new(limits),
+            down: Flow::new(limits),
             recording: AtomicBool::new(false),
             next_peer: AtomicU64::new(1),
             closed: watch::channel(false).0,
@@ -197,7 +205,7 @@ impl Channel {
     /// A robot frame from the edge agent: counted, sent to each cockpit
     /// that keeps up, recorded while ACTIVE.
     pub fn from_robot(&self, message: Message, bytes: usize, sample: Option<Sample>, recorder: &Recorder, now: i64) {
-        if !self.up.admit() {
+        if !self.up.admit(bytes) {
             return;
         }
         self.up.count(bytes, now);
@@ -217,7 +225,7 @@ impl Channel {
     /// ACTIVE. True when the engine should hear of the input (at most every
     /// `INPUT_REPORT_MS`: a 30 Hz stream of actions is not 30 engine commands).
     pub fn from_operator(&self, message: Message, bytes: usize, sample: Sample, recorder: &Recorder, now: i64) -> bool {
-        if !self.down.admit() {
+        if !self.down.admit(bytes) {
             return false;
         }
         self.down.count(bytes, now);
@@ -280,5 +288,25 @@ impl Channel {
             open_since_ms: self.open_since_ms,
             unrecorded: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(max_fps: u32, max_kib_per_s: u32) -> RelayLimits {
+        RelayLimits { max_fps, max_kib_per_s, recording_max_bytes: u64::MAX }
+    }
+
+    #[test]
+    fn s09_a_direction_carries_a_seconds_worth_of_frames_and_of_bytes() {
+        let bytes = Flow::new(limits(100, 8));
+        assert!(bytes.admit(4096) && bytes.admit(4096));
+        assert!(!bytes.admit(4096), "8 KiB a second: a third 4 KiB frame is held back");
+        assert_eq!(bytes.over_rate.load(Ordering::Relaxed), 1, "and counted");
+        let frames = Flow::new(limits(2, 1024));
+        assert!(frames.admit(10) && frames.admit(10) && !frames.admit(10), "two frames a second");
+        assert!(!Flow::new(limits(100, 8)).admit(16 * 1024), "a frame larger than a second's bytes never passes");
     }
 }

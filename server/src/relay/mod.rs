@@ -35,14 +35,14 @@ pub struct Relay {
     bus: SharedBus,
     clock: Clock,
     pub recorder: Arc<Recorder>,
-    /// Frames per second per direction of each channel.
-    max_fps: u32,
+    /// The rate caps of each channel's directions.
+    limits: RelayLimits,
 }
 
 impl Relay {
     /// The hub and its counting task (counts published, recordings flushed).
-    pub fn start(bus: SharedBus, clock: Clock, recorder: Arc<Recorder>, max_fps: u32) -> (Arc<Relay>, tokio::task::JoinHandle<()>) {
-        let relay = Arc::new(Relay { channels: Mutex::default(), followed: Mutex::default(), counted: Mutex::default(), bus, clock, recorder, max_fps });
+    pub fn start(bus: SharedBus, clock: Clock, recorder: Arc<Recorder>, limits: RelayLimits) -> (Arc<Relay>, tokio::task::JoinHandle<()>) {
+        let relay = Arc::new(Relay { channels: Mutex::default(), followed: Mutex::default(), counted: Mutex::default(), bus, clock, recorder, limits });
         let task = tokio::spawn(count_and_flush(Arc::downgrade(&relay)));
         (relay, task)
     }
@@ -53,7 +53,7 @@ impl Relay {
         let mut channels = self.channels.lock().expect("relay lock");
         let channel = channels
             .entry(session_id.to_string())
-            .or_insert_with(|| Arc::new(Channel::new(org_id, session_id, robot_id, operator_id, self.clock.now_ms(), self.max_fps)))
+            .or_insert_with(|| Arc::new(Channel::new(org_id, session_id, robot_id, operator_id, self.clock.now_ms(), self.limits)))
             .clone();
         drop(channels);
         channel.set_recording(recording, &self.recorder, self.clock.now_ms());

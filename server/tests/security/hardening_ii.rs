@@ -312,7 +312,7 @@ fn robot_state(v: f32) -> tokio_tungstenite::tungstenite::Message {
 
 both_backends_with!(
     s09_frames_over_the_rate_cap_and_samples_past_the_recording_cap_are_held_back_and_counted,
-    |config: &mut server::config::Config| config.relay = server::relay::RelayLimits { max_fps: 5, recording_max_bytes: 400 },
+    |config: &mut server::config::Config| config.relay = server::relay::RelayLimits { max_fps: 5, max_kib_per_s: 1024, recording_max_bytes: 400 },
     |app: TestApp| async move {
         use futures::SinkExt;
         let session = common::attach_asha(&app, "uk-pick-01").await;
@@ -338,7 +338,7 @@ both_backends_with!(
             if let app::ring::RingMsg::Org { event: app::events::OrgEvent::Relay { stats, .. } } = watch.next().await {
                 if let Some(stat) = stats.iter().find(|s| s.session_id == session) {
                     if stat.robot_frames.over_rate >= 30 && stat.unrecorded > 0 {
-                        assert!(app::relay::overflow_note(stat).is_some_and(|note| note.contains("frame-rate cap") && note.contains("recording cap")));
+                        assert!(app::relay::overflow_note(stat).is_some_and(|note| note.contains("rate cap") && note.contains("recording cap")));
                         break;
                     }
                 }

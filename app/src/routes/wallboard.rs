@@ -215,7 +215,7 @@ fn RelayPanel(board: StoredValue<OpsBoard>, live: LiveBoard, now: impl Fn() -> i
                 let now = now();
                 view! {
                     <table class="grid relay" data-testid="relay">
-                        <thead><tr><th>"Robot"</th><th>"Frames"</th><th>"Robot → cockpit"</th><th>"Cockpit → robot"</th><th>"Last frame"</th><th>"Held back"</th></tr></thead>
+                        <thead><tr><th>"Robot"</th><th>"Frames"</th><th>"Robot → cockpit"</th><th>"Cockpit → robot"</th><th>"Last frame"</th></tr></thead>
                         <tbody>
                             {rows.into_iter().map(|(row, stat)| {
                                 let health = relay_health(stat.as_ref(), row.since, now);
@@ -231,17 +231,19 @@ fn RelayPanel(board: StoredValue<OpsBoard>, live: LiveBoard, now: impl Fn() -> i
                                     )
                                 });
                                 let last = stat.as_ref().and_then(|s| s.robot_frames.last_frame_ms).map_or("never".to_string(), |at| format!("{} ago", format_age(Some(at), now)));
-                                // The relay's limits: frames over the rate cap, samples past the recording cap.
+                                // The relay's limits: frames over the rate cap, samples past the
+                                // recording cap. A tag only when something was held back.
                                 let held = stat.as_ref().and_then(overflow_note);
-                                let held_tone = if held.is_some() { "tone-warning" } else { "muted" };
                                 view! {
                                     <tr data-testid=format!("relay-{}", row.robot)>
                                         <td><a href=format!("/ops/sessions?s={}", row.id)>{row.robot.clone()}</a></td>
-                                        <td><span class=tone data-testid="relay-health">{health.label()}</span></td>
+                                        <td>
+                                            <span class=tone data-testid="relay-health">{health.label()}</span>
+                                            {held.map(|note| view! { " "<span class="tag tone-warn" title=note.clone() aria-label=note data-testid="relay-held">"held back"</span> })}
+                                        </td>
                                         <td>{up}</td>
                                         <td>{down}</td>
                                         <td>{last}</td>
-                                        <td class=held_tone data-testid="relay-held">{held.unwrap_or_else(|| "—".to_string())}</td>
                                     </tr>
                                 }
                             }).collect_view()}

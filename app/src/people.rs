@@ -202,6 +202,15 @@ pub fn export_cells(p: &PersonFields) -> [String; 6] {
     .map(|cell| spreadsheet_safe(&cell))
 }
 
+/// Whether an invitation's link may set the password of an existing
+/// account (finding 1): only while it has none, and only if this
+/// invitation made it or it belongs to no org at all (a pending person
+/// who was removed). Another org's pending person is never touched: their
+/// owner takes up that org's link, or signs in to join.
+pub fn may_set_password(password_hash: &str, made_by_this_invitation: bool, memberships: i64) -> bool {
+    password_hash.is_empty() && (made_by_this_invitation || memberships == 0)
+}
+
 /// What makes a spreadsheet read a cell as a formula (OWASP's rule for CSV
 /// injection): `=HYPERLINK(…)` in a name would run when the file is opened.
 const FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
@@ -318,6 +327,15 @@ pub fn csv_data_url(csv: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn s01_a_link_sets_only_its_own_accounts_password_or_a_password_nobody_holds() {
+        assert!(super::may_set_password("", true, 1), "the account this invitation made, still pending");
+        assert!(!super::may_set_password("", false, 1), "another org's pending person");
+        assert!(super::may_set_password("", false, 0), "a pending person removed from every org");
+        assert!(!super::may_set_password("$argon2id$…", true, 1), "an account with a password signs in");
+        assert!(!super::may_set_password("$argon2id$…", false, 0));
+    }
+
     #[test]
     fn s05_cells_that_start_a_formula_are_neutralised_and_read_back_as_they_were() {
         for cell in ["=HYPERLINK(\"http://evil.example/?x\",\"open\")", "+1", "-2", "@SUM(A1)", "\tx", "\rx"] {

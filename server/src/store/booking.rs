@@ -60,7 +60,6 @@ pub trait BookingStore: Send + Sync {
     async fn robot_bookings(&self, org_id: &str, robot_id: &str, after: i64) -> StoreResult<Vec<BookingRow>>;
     /// The org's (or one client's) bookings still running after `after`.
     async fn bookings(&self, org_id: &str, client_id: Option<&str>, after: i64) -> StoreResult<Vec<BookingRow>>;
-    async fn insert_booking(&self, booking: &NewBooking) -> StoreResult<()>;
     /// Writes the booking unless `judge` refuses what it sees: the robot's
     /// bookings running after `after` and the client's in `month`, read
     /// under the robot's and the client's row locks, so two bookings made
@@ -96,17 +95,6 @@ macro_rules! booking_store {
                      AND b.cancelled_at IS NULL ORDER BY b.starts_at, b.id"
                 ))
                 .bind(org_id).bind(client_id).bind(after).fetch_all(&self.pool).await?)
-            }
-
-            async fn insert_booking(&self, b: &NewBooking) -> StoreResult<()> {
-                sqlx::query(
-                    "INSERT INTO bookings (id, org_id, robot_id, client_id, starts_at, ends_at, created_by, created_at, task) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                )
-                .bind(&b.id).bind(&b.org_id).bind(&b.robot_id).bind(&b.client_id).bind(b.starts_at).bind(b.ends_at)
-                .bind(&b.created_by).bind(b.created_at).bind(&b.task)
-                .execute(&self.pool).await?;
-                Ok(())
             }
 
             async fn insert_booking_judged(&self, b: &NewBooking, after: i64, month: (i64, i64), judge: BookingJudge<'_>) -> StoreResult<Option<String>> {

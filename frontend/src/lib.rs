@@ -35,4 +35,4 @@ pub fn hydrate() {
 /// with every page. These bytes lengthen the linker's segment; no code
 /// refers to them, so no chunk includes them and they cost nothing.
 #[used]
-static SPLIT_DATA_SLACK: [u8; 16 * 1024] = [0; 16 * 1024];
+static SPLIT_DATA_SLACK: [u8; 24 * 1024] = [0; 24 * 1024];

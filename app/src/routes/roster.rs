@@ -11,6 +11,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_query_map};
 use leptos_router::NavigateOptions;
+use std::sync::Arc;
 
 #[component]
 pub fn Roster() -> impl IntoView {
@@ -89,11 +90,14 @@ fn RosterRows(roster: Roster, live: Live<Roster>, state: RwSignal<Option<Presenc
     let Roster { rows, as_of_ms } = roster;
     // Rule R10: the header counts the whole roster, whatever the filters.
     let c = counters(&rows);
-    let texts = StoredValue::new(rows.iter().map(search_text).collect::<Vec<_>>());
-    let rows = StoredValue::new(rows);
+    // Plain shared data, not StoredValues: a push may run these rows'
+    // effects once more after a reload has replaced (and disposed) them.
+    let texts: Arc<[String]> = rows.iter().map(search_text).collect();
+    let rows: Arc<[RosterRow]> = rows.into();
+    let all = rows.clone();
     let filtered = Memo::new(move |_| {
         let (state, q) = (state.get(), search.get());
-        rows.with_value(|all| texts.with_value(|texts| matching_rows(all, texts, state, &q)))
+        matching_rows(&all, &texts, state, &q)
     });
     // The browser's clock once running (ages tick locally); the server's
     // moment when rendered there.
@@ -101,7 +105,7 @@ fn RosterRows(roster: Roster, live: Live<Roster>, state: RwSignal<Option<Presenc
         0 => as_of_ms,
         n => n,
     };
-    let empty = rows.with_value(Vec::is_empty);
+    let empty = rows.is_empty();
     // One root element: a reload replaces it whole.
     view! {
         <div class="roster-view">
@@ -117,7 +121,7 @@ fn RosterRows(roster: Roster, live: Live<Roster>, state: RwSignal<Option<Presenc
                 // Rows of one load never change, so a row's position keys it.
                 <ul class="roster" data-testid="roster">
                     <For each=move || filtered.with(|f| f.iter().take(shown.get()).copied().collect::<Vec<_>>()) key=|i| *i let:i>
-                        <RosterLine row=rows.with_value(|all| all[i].clone()) now/>
+                        <RosterLine row=rows[i].clone() now/>
                     </For>
                 </ul>
                 {move || {

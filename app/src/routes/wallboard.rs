@@ -12,6 +12,7 @@ use crate::models::{SafetyState, SessionRecord};
 use crate::relay::{overflow_note, relay_health, RelayHealth, RelayStat};
 use crate::rules::{fixed, format_age, utc_clock};
 use leptos::prelude::*;
+use std::sync::Arc;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_query_map};
 
@@ -46,17 +47,20 @@ pub fn Wallboard() -> impl IntoView {
 
 #[component]
 fn Board(board: OpsBoard, live: LiveBoard, filter: Memo<BoardFilter>) -> impl IntoView {
-    let board = StoredValue::new(board);
-    let cards = board.with_value(OpsBoard::cards);
-    let counts = board.with_value(|b| state_counts(&b.live));
+    // Plain shared data, not a StoredValue: a push may run this board's
+    // effects once more after a reload has replaced (and disposed) it, and a
+    // disposed StoredValue panics where an Arc is still there to read.
+    let board = Arc::new(board);
+    let cards = Arc::new(board.cards());
+    let counts = state_counts(&board.live);
     let attached = cards.len();
-    let as_of = board.with_value(|b| b.as_of_ms);
+    let as_of = board.as_of_ms;
     let now = move || {
         let n = live.now_ms.get();
         if n == 0 { as_of } else { n }
     };
-    let cards = StoredValue::new(cards);
-    let shown = move || cards.with_value(|all| all.iter().filter(|s| filter.get().matches(s)).cloned().collect::<Vec<_>>());
+    let shown = move || cards.iter().filter(|s| filter.get().matches(s)).cloned().collect::<Vec<_>>();
+    let statuses = board.clone();
     // One root element: a reload replaces it whole.
     view! {
         <div class="board">
@@ -75,7 +79,7 @@ fn Board(board: OpsBoard, live: LiveBoard, filter: Memo<BoardFilter>) -> impl In
             </ul>
             <LiveStatus live as_of/>
         </header>
-        <Filters board filter/>
+        <Filters board=board.clone() filter/>
         <section class="cards" aria-label="Live sessions" data-testid="cards">
             {move || {
                 let shown = shown();
@@ -84,15 +88,15 @@ fn Board(board: OpsBoard, live: LiveBoard, filter: Memo<BoardFilter>) -> impl In
                     view! { <p class="empty">{message}</p> }.into_any()
                 } else {
                     shown.into_iter().map(|s| {
-                        let status = board.with_value(|b| b.robot_status(&s.robot));
+                        let status = statuses.robot_status(&s.robot);
                         view! { <Card session=s chip=registry_chip(status) now/> }
                     }).collect_view().into_any()
                 }
             }}
         </section>
         <div class="board-panels">
-            <RelayPanel board live now/>
-            <SafetyFeed board/>
+            <RelayPanel board=board.clone() live now/>
+            <SafetyFeed board=board.clone()/>
             <LinkHealth board/>
         </div>
         </div>
@@ -115,10 +119,10 @@ pub fn LiveStatus(live: LiveBoard, as_of: i64) -> impl IntoView {
 }
 
 #[component]
-fn Filters(board: StoredValue<OpsBoard>, filter: Memo<BoardFilter>) -> impl IntoView {
+fn Filters(board: Arc<OpsBoard>, filter: Memo<BoardFilter>) -> impl IntoView {
     let navigate = use_navigate();
     let options = |pick: fn(&SessionRecord) -> String| {
-        let mut values: Vec<String> = board.with_value(|b| b.live.iter().map(pick).collect());
+        let mut values: Vec<String> = board.live.iter().map(pick).collect();
         values.sort();
         values.dedup();
         values
@@ -190,19 +194,17 @@ fn Card(session: SessionRecord, chip: Option<String>, now: impl Fn() -> i64 + Se
 /// 2 s), frames per second each way, and how long since the last frame —
 /// what tells a held session that stopped delivering from a healthy one.
 #[component]
-fn RelayPanel(board: StoredValue<OpsBoard>, live: LiveBoard, now: impl Fn() -> i64 + Send + Sync + Copy + 'static) -> impl IntoView {
+fn RelayPanel(board: Arc<OpsBoard>, live: LiveBoard, now: impl Fn() -> i64 + Send + Sync + Copy + 'static) -> impl IntoView {
     let rows = move || {
-        let stats = live.relay.get().unwrap_or_else(|| board.with_value(|b| b.relay.clone()));
-        board.with_value(|b| {
-            let mut rows: Vec<(app_session::Row, Option<RelayStat>)> = b
-                .live
-                .iter()
-                .filter(|s| s.operator_id.is_some())
-                .map(|s| (app_session::Row { id: s.id.clone(), robot: s.robot.clone(), since: s.started_at.unwrap_or(s.raised_at) }, stats.iter().find(|r| r.session_id == s.id).cloned()))
-                .collect();
-            rows.sort_by(|a, b| a.0.robot.cmp(&b.0.robot));
-            rows
-        })
+        let stats = live.relay.get().unwrap_or_else(|| board.relay.clone());
+        let mut rows: Vec<(app_session::Row, Option<RelayStat>)> = board
+            .live
+            .iter()
+            .filter(|s| s.operator_id.is_some())
+            .map(|s| (app_session::Row { id: s.id.clone(), robot: s.robot.clone(), since: s.started_at.unwrap_or(s.raised_at) }, stats.iter().find(|r| r.session_id == s.id).cloned()))
+            .collect();
+        rows.sort_by(|a, b| a.0.robot.cmp(&b.0.robot));
+        rows
     };
     view! {
         <section class="panel" aria-labelledby="relay-h">
@@ -266,8 +268,8 @@ mod app_session {
 
 /// Rule W13: the org's audit records, newest first.
 #[component]
-fn SafetyFeed(board: StoredValue<OpsBoard>) -> impl IntoView {
-    let audit = board.with_value(|b| b.audit.clone());
+fn SafetyFeed(board: Arc<OpsBoard>) -> impl IntoView {
+    let audit = board.audit.clone();
     view! {
         <section class="panel" aria-labelledby="safety-h">
             <h2 id="safety-h">"Safety events"</h2>
@@ -293,8 +295,8 @@ fn SafetyFeed(board: StoredValue<OpsBoard>) -> impl IntoView {
 
 /// Rule W16.
 #[component]
-fn LinkHealth(board: StoredValue<OpsBoard>) -> impl IntoView {
-    let rows = board.with_value(|b| link_rows(&b.floors, &b.live));
+fn LinkHealth(board: Arc<OpsBoard>) -> impl IntoView {
+    let rows = link_rows(&board.floors, &board.live);
     view! {
         <section class="panel" aria-labelledby="links-h">
             <h2 id="links-h">"Link health"</h2>

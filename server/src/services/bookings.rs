@@ -55,15 +55,6 @@ impl BookingService {
         if self.store.robot(org_id, robot_id).await?.is_none() {
             return Err(BookingError::NotFound("robot"));
         }
-        if let Some(session_id) = self.store.live_session_for_robot(org_id, robot_id).await? {
-            let planned_end = self.store.session(org_id, &session_id).await?.and_then(|s| s.planned_end_at);
-            if planned_end.is_some_and(|end| end > starts_at) {
-                return Err(BookingError::Conflict(format!(
-                    "{robot_id} is in session {session_id} until {}.",
-                    app::booking::utc_when(planned_end.unwrap_or_default())
-                )));
-            }
-        }
         let booking = NewBooking {
             id: format!("bkg-{}", uuid::Uuid::now_v7().simple()),
             org_id: org_id.to_string(),
@@ -76,9 +67,13 @@ impl BookingService {
             task: booker.task.map(str::to_string),
         };
         // Judged on what the write's own transaction reads: two bookings
-        // made at once cannot both take one window or pass one cap.
+        // made at once cannot both take one window or pass one cap, and a
+        // session extended meanwhile is seen with its new end.
         let (client, caps) = (booker.client_id, self.caps);
         let judge = move |seen: &crate::store::BookingsSeen| -> Option<String> {
+            if let Some((session_id, planned_end)) = seen.live_session.as_ref().filter(|(_, end)| *end > starts_at) {
+                return Some(format!("{robot_id} is in session {session_id} until {}.", app::booking::utc_when(*planned_end)));
+            }
             if let Some(taken) = first_collision(&seen.robot, None, (starts_at, ends_at)) {
                 // Not by whom: another client's name is theirs.
                 return Some(format!(

@@ -49,6 +49,11 @@ pub struct BookingsSeen {
     pub robot: Vec<app::booking::Booking>,
     /// The client's bookings starting in the given month.
     pub client_in_month: usize,
+    /// The robot's live session and its planned end, if it has one: read
+    /// under the robot's row lock, which an extension's write takes too
+    /// (store/apply.rs), so a booking and an extension made at once are
+    /// judged one after the other.
+    pub live_session: Option<(String, i64)>,
 }
 
 /// The service's judgement of a booking: `Some(why)` refuses it.
@@ -119,7 +124,16 @@ macro_rules! booking_store {
                     "SELECT COUNT(*) FROM bookings WHERE org_id = $1 AND client_id = $2 AND starts_at >= $3 AND starts_at < $4 AND cancelled_at IS NULL",
                 )
                 .bind(&b.org_id).bind(&b.client_id).bind(month.0).bind(month.1).fetch_one(&mut *tx).await?;
-                let seen = BookingsSeen { robot: robot.into_iter().map(BookingRow::booking).collect(), client_in_month: in_month.max(0) as usize };
+                let live_session: Option<(String, i64)> = sqlx::query_as(
+                    "SELECT id, planned_end_at FROM sessions WHERE org_id = $1 AND robot_id = $2 \
+                     AND lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED') AND planned_end_at IS NOT NULL",
+                )
+                .bind(&b.org_id).bind(&b.robot_id).fetch_optional(&mut *tx).await?;
+                let seen = BookingsSeen {
+                    robot: robot.into_iter().map(BookingRow::booking).collect(),
+                    client_in_month: in_month.max(0) as usize,
+                    live_session,
+                };
                 if let Some(refused) = judge(&seen) {
                     return Ok(Some(refused));
                 }

@@ -450,6 +450,41 @@ both_backends!(s07_one_window_booked_twice_at_once_is_taken_once, |app: TestApp|
     }
 });
 
+async fn planned_end(admin: &reqwest::Client, app: &TestApp, session: &str) -> i64 {
+    let res = call(admin, app, "load_session", &[("session_id", session)]).await;
+    res.json::<app::models::SessionRecord>().await.unwrap().planned_end_at.expect("a planned end")
+}
+
+both_backends!(s07_a_booking_and_an_extension_made_at_once_never_overlap, |app: TestApp| async move {
+    // A live session of uk-pick-01 (planned end: 30 minutes on) and a
+    // client booking the robot from just after that end, while an admin
+    // extends the session past it, at once. One of them may win; never both.
+    let session = common::attach_asha(&app, "uk-pick-01").await;
+    let (kofi, admin) = (browser(), dana(&app).await);
+    assert_eq!(sign_in(&kofi, &app, KOFI).await.status(), StatusCode::OK);
+    let mut both = Vec::new();
+    for round in 0..8 {
+        let end = planned_end(&admin, &app, &session).await;
+        // The minute two minutes after the end; the extension reaches five past it.
+        let start = (end / 60_000 + 2) * 60_000;
+        let extension = [("session_id", session.as_str()), ("minutes", "5")];
+        let (booked, extended) = tokio::join!(book(&kofi, &app, "uk-pick-01", start, 30, None), call(&admin, &app, "extend_session", &extension));
+        let (booked_ok, extended_ok) = (booked.status() == StatusCode::OK, extended.status() == StatusCode::OK);
+        if booked_ok && extended_ok {
+            both.push(round);
+        }
+        // What the database holds agrees: no live booking inside the session's time.
+        let now_end = planned_end(&admin, &app, &session).await;
+        if booked_ok {
+            assert!(now_end <= start, "round {round}: the session runs to {now_end}, into a booking from {start}");
+            let booking: app::booking::Booking = booked.json().await.unwrap();
+            let cancelled = call(&kofi, &app, "cancel_booking", &[("booking_id", booking.id.as_str())]).await;
+            assert_eq!(cancelled.status(), StatusCode::OK);
+        }
+    }
+    assert!(both.is_empty(), "rounds where the booking and the extension both won: {both:?}");
+});
+
 both_backends_with!(
     s13_a_client_holds_at_most_the_configured_bookings_of_one_robot,
     |config: &mut server::config::Config| config.booking_caps = app::booking::BookingCaps { per_robot: 2, per_month: 100 },

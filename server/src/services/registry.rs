@@ -10,7 +10,7 @@ use app::events::{Event, OrgEvent, Topic};
 use app::models::RegistryStatus;
 use app::rules::{registry_status, ROBOT_HEARTBEAT_TIMEOUT_MS};
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::sync::{Arc, RwLock};
 use tokio::sync::mpsc;
 
@@ -45,18 +45,30 @@ struct Robots {
     by_id: HashMap<(String, String), String>,
     /// Org → the PoPs of its robots (what every console tab measures).
     pops: HashMap<String, BTreeSet<String>>,
-    /// Token hashes rotated away or retired in this process: a store
-    /// lookup that raced the change must not put one back (finding 10).
-    revoked: HashSet<String>,
+    /// Counts token revocations (rotations, retirements) in this process.
+    /// A store lookup remembers what it read only if no revocation came
+    /// between its read and its remembering: otherwise the row it read may
+    /// hold a token already revoked (finding 10), whether or not that robot
+    /// was in memory when it was revoked.
+    epoch: u64,
 }
 
 impl Robots {
     /// Forgets the robot's token; it never works again in this process.
     fn revoke(&mut self, org_id: &str, robot_id: &str) -> Option<RobotRecord> {
+        self.epoch += 1;
         let hash = self.by_id.remove(&(org_id.to_string(), robot_id.to_string()))?;
-        let robot = self.by_token.remove(&hash);
-        self.revoked.insert(hash);
-        robot
+        self.by_token.remove(&hash)
+    }
+
+    /// Remembers a robot read from the store at `epoch`, unless a token
+    /// was revoked since (the read may be stale); false then.
+    fn remember_read_at(&mut self, epoch: u64, robot: RobotRecord, token_hash: String) -> bool {
+        if self.epoch != epoch {
+            return false;
+        }
+        self.remember(robot, token_hash);
+        true
     }
 
     fn remember(&mut self, robot: RobotRecord, token_hash: String) {
@@ -94,17 +106,24 @@ impl RobotRegistry {
     /// The robot a bearer token belongs to: from memory, else (a robot
     /// written by another path, e.g. a seed) from the store, then remembered.
     pub async fn by_token_hash(&self, token_hash: &str) -> StoreResult<Option<RobotRecord>> {
-        if let Some(robot) = self.robots.read().expect("robots lock").by_token.get(token_hash) {
-            return Ok(Some(robot.clone()));
+        // A revocation while the store was read may make the read stale:
+        // read again (the store then has the revocation committed). Under a
+        // storm of revocations the last read answers this request alone,
+        // like a request that came just before them, and is not remembered.
+        for attempt in 1..=3 {
+            let epoch = {
+                let robots = self.robots.read().expect("robots lock");
+                if let Some(robot) = robots.by_token.get(token_hash) {
+                    return Ok(Some(robot.clone()));
+                }
+                robots.epoch
+            };
+            let Some(robot) = self.store.robot_by_token_hash(token_hash).await? else { return Ok(None) };
+            if self.robots.write().expect("robots lock").remember_read_at(epoch, robot.clone(), token_hash.to_string()) || attempt == 3 {
+                return Ok(Some(robot));
+            }
         }
-        let Some(robot) = self.store.robot_by_token_hash(token_hash).await? else { return Ok(None) };
-        let mut robots = self.robots.write().expect("robots lock");
-        // Rotated or retired while the store was read: the old row is stale.
-        if robots.revoked.contains(token_hash) {
-            return Ok(None);
-        }
-        robots.remember(robot.clone(), token_hash.to_string());
-        Ok(Some(robot))
+        unreachable!("the third attempt answers")
     }
 
     /// A robot of this org; `None` for an unknown id or another org's robot.
@@ -314,5 +333,41 @@ async fn lapse_heartbeats(registry: std::sync::Weak<RobotRegistry>, mut rx: mpsc
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn robot(id: &str) -> RobotRecord {
+        RobotRecord {
+            id: id.into(),
+            org_id: "o".into(),
+            model: "m".into(),
+            site: "s".into(),
+            pop: "p".into(),
+            req_cert: "c".into(),
+            last_heartbeat_at: None,
+            token_rotated_at: None,
+        }
+    }
+
+    #[test]
+    fn s10_a_store_read_that_raced_a_rotation_is_never_remembered() {
+        let mut robots = Robots::default();
+        // A lookup reads the store (the robot was not in memory, e.g. made
+        // by a seed after start) while its token is rotated.
+        let read_at = robots.epoch;
+        robots.revoke("o", "r1");
+        assert!(!robots.remember_read_at(read_at, robot("r1"), "old-hash".into()), "the stale row stays out");
+        assert!(!robots.by_token.contains_key("old-hash"));
+        // A read after the rotation is remembered.
+        let read_at = robots.epoch;
+        assert!(robots.remember_read_at(read_at, robot("r1"), "new-hash".into()));
+        assert_eq!(robots.by_token.get("new-hash").map(|r| r.id.as_str()), Some("r1"));
+        // Revoking forgets it.
+        robots.revoke("o", "r1");
+        assert!(!robots.by_token.contains_key("new-hash"));
     }
 }

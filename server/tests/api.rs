@@ -219,6 +219,11 @@ both_backends!(openapi_describes_every_endpoint, |app: TestApp| async move {
     ] {
         assert!(paths[path].get(method).is_some(), "{method} {path} missing");
     }
+    // Every error code a client may match on is listed in the schema.
+    let codes = doc["components"]["schemas"]["ErrorCode"]["enum"].as_array().expect("ErrorCode is an enum");
+    for code in ["protective_stop_latched", "call_in_progress", "dispatched_elsewhere", "rate_limited"] {
+        assert!(codes.iter().any(|c| c == code), "{code} missing from ErrorCode");
+    }
     let responses = &paths["/v1/sessions"]["post"]["responses"];
     for code in ["201", "202", "400", "401", "403", "404", "409", "413", "422"] {
         assert!(responses.get(code).is_some(), "POST /v1/sessions lacks {code}");

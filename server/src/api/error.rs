@@ -24,7 +24,7 @@ pub enum ApiError {
     #[error("request body is larger than 64 KiB")]
     PayloadTooLarge,
     #[error("{message}")]
-    Conflict { code: &'static str, message: String },
+    Conflict { code: ErrorCode, message: String },
     #[error("the server could not complete the request")]
     Internal,
     /// Over the robot token's request rate (`Retry-After`).
@@ -32,7 +32,34 @@ pub enum ApiError {
     RateLimited { retry_after_s: u64 },
     /// Retry shortly (`Retry-After`).
     #[error("{message}")]
-    Unavailable { code: &'static str, message: String },
+    Unavailable { code: ErrorCode, message: String },
+}
+
+/// Every code a `/v1` error answers with: the wire's stable strings, named
+/// once (a client matches on them; a typo here would be a silent break).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    MalformedJson,
+    InvalidBody,
+    Unauthenticated,
+    Forbidden,
+    NotFound,
+    PayloadTooLarge,
+    Internal,
+    RateLimited,
+    CallInProgress,
+    NoOpenOffer,
+    SessionEnded,
+    SessionPaused,
+    IllegalTransition,
+    HandoverRinging,
+    NotHandoverCandidate,
+    CannotExtend,
+    RobotExists,
+    ProtectiveStopLatched,
+    Unavailable,
+    DispatchedElsewhere,
 }
 
 /// `{"error": {"code", "message"}}`
@@ -44,7 +71,7 @@ pub struct ErrorBody {
 #[derive(Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// Stable machine-readable code, e.g. `not_found`, `protective_stop_latched`.
-    pub code: String,
+    pub code: ErrorCode,
     /// What went wrong, for a person.
     pub message: String,
 }
@@ -65,18 +92,17 @@ impl ApiError {
         }
     }
 
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            ApiError::MalformedJson(_) => "malformed_json",
-            ApiError::Invalid(_) => "invalid_body",
-            ApiError::Unauthenticated(_) => "unauthenticated",
-            ApiError::Forbidden(_) => "forbidden",
-            ApiError::NotFound(_) => "not_found",
-            ApiError::PayloadTooLarge => "payload_too_large",
-            ApiError::Conflict { code, .. } => code,
-            ApiError::Internal => "internal",
-            ApiError::Unavailable { code, .. } => code,
-            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::MalformedJson(_) => ErrorCode::MalformedJson,
+            ApiError::Invalid(_) => ErrorCode::InvalidBody,
+            ApiError::Unauthenticated(_) => ErrorCode::Unauthenticated,
+            ApiError::Forbidden(_) => ErrorCode::Forbidden,
+            ApiError::NotFound(_) => ErrorCode::NotFound,
+            ApiError::PayloadTooLarge => ErrorCode::PayloadTooLarge,
+            ApiError::Conflict { code, .. } | ApiError::Unavailable { code, .. } => *code,
+            ApiError::Internal => ErrorCode::Internal,
+            ApiError::RateLimited { .. } => ErrorCode::RateLimited,
         }
     }
 
@@ -87,7 +113,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = ErrorBody { error: ErrorDetail { code: self.code().to_string(), message: self.to_string() } };
+        let body = ErrorBody { error: ErrorDetail { code: self.code(), message: self.to_string() } };
         let mut response = (self.status(), axum::Json(body)).into_response();
         let retry_after_s = match self {
             ApiError::Unavailable { .. } => Some(1),
@@ -126,21 +152,57 @@ impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         match e {
             EngineError::NotFound(what) => ApiError::NotFound(format!("{what} not found")),
-            EngineError::CallInProgress { .. } => ApiError::Conflict { code: "call_in_progress", message: e.to_string() },
+            EngineError::CallInProgress { .. } => ApiError::Conflict { code: ErrorCode::CallInProgress, message: e.to_string() },
             EngineError::NoSkill(_) | EngineError::ImplausibleRtt => ApiError::Invalid(e.to_string()),
-            EngineError::NoOpenOffer => ApiError::Conflict { code: "no_open_offer", message: e.to_string() },
-            EngineError::SessionEnded => ApiError::Conflict { code: "session_ended", message: e.to_string() },
+            EngineError::NoOpenOffer => ApiError::Conflict { code: ErrorCode::NoOpenOffer, message: e.to_string() },
+            EngineError::SessionEnded => ApiError::Conflict { code: ErrorCode::SessionEnded, message: e.to_string() },
             // Someone else's session answers as an unknown one: no oracle.
             EngineError::NotAttached => ApiError::NotFound("session not found".into()),
             EngineError::Inactive => ApiError::Forbidden(e.to_string()),
-            EngineError::Paused => ApiError::Conflict { code: "session_paused", message: e.to_string() },
-            EngineError::IllegalTransition { .. } => ApiError::Conflict { code: "illegal_transition", message: e.to_string() },
-            EngineError::HandoverRinging(_) => ApiError::Conflict { code: "handover_ringing", message: e.to_string() },
-            EngineError::NotHandoverCandidate => ApiError::Conflict { code: "not_handover_candidate", message: e.to_string() },
-            EngineError::CannotExtend(_) => ApiError::Conflict { code: "cannot_extend", message: e.to_string() },
-            EngineError::Unavailable => ApiError::Unavailable { code: "unavailable", message: e.to_string() },
-            EngineError::DispatchedElsewhere => ApiError::Unavailable { code: "dispatched_elsewhere", message: e.to_string() },
+            EngineError::Paused => ApiError::Conflict { code: ErrorCode::SessionPaused, message: e.to_string() },
+            EngineError::IllegalTransition { .. } => ApiError::Conflict { code: ErrorCode::IllegalTransition, message: e.to_string() },
+            EngineError::HandoverRinging(_) => ApiError::Conflict { code: ErrorCode::HandoverRinging, message: e.to_string() },
+            EngineError::NotHandoverCandidate => ApiError::Conflict { code: ErrorCode::NotHandoverCandidate, message: e.to_string() },
+            EngineError::CannotExtend(_) => ApiError::Conflict { code: ErrorCode::CannotExtend, message: e.to_string() },
+            EngineError::Unavailable => ApiError::Unavailable { code: ErrorCode::Unavailable, message: e.to_string() },
+            EngineError::DispatchedElsewhere => ApiError::Unavailable { code: ErrorCode::DispatchedElsewhere, message: e.to_string() },
             EngineError::Store(e) => e.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    /// The wire's codes are what clients were promised (README's table):
+    /// typing them changed no string.
+    #[test]
+    fn every_error_code_keeps_its_wire_string() {
+        let codes = [
+            (ErrorCode::MalformedJson, "malformed_json"),
+            (ErrorCode::InvalidBody, "invalid_body"),
+            (ErrorCode::Unauthenticated, "unauthenticated"),
+            (ErrorCode::Forbidden, "forbidden"),
+            (ErrorCode::NotFound, "not_found"),
+            (ErrorCode::PayloadTooLarge, "payload_too_large"),
+            (ErrorCode::Internal, "internal"),
+            (ErrorCode::RateLimited, "rate_limited"),
+            (ErrorCode::CallInProgress, "call_in_progress"),
+            (ErrorCode::NoOpenOffer, "no_open_offer"),
+            (ErrorCode::SessionEnded, "session_ended"),
+            (ErrorCode::SessionPaused, "session_paused"),
+            (ErrorCode::IllegalTransition, "illegal_transition"),
+            (ErrorCode::HandoverRinging, "handover_ringing"),
+            (ErrorCode::NotHandoverCandidate, "not_handover_candidate"),
+            (ErrorCode::CannotExtend, "cannot_extend"),
+            (ErrorCode::RobotExists, "robot_exists"),
+            (ErrorCode::ProtectiveStopLatched, "protective_stop_latched"),
+            (ErrorCode::Unavailable, "unavailable"),
+            (ErrorCode::DispatchedElsewhere, "dispatched_elsewhere"),
+        ];
+        for (code, wire) in codes {
+            assert_eq!(serde_json::to_value(code).unwrap(), wire);
         }
     }
 }

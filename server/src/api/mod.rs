@@ -8,7 +8,7 @@ mod error;
 mod events;
 mod telemetry;
 
-pub use error::{ApiError, ErrorBody, ErrorDetail};
+pub use error::{ApiError, ErrorBody, ErrorCode, ErrorDetail};
 
 use crate::engine::CallOutcome;
 use crate::http::{AppState, Principal};
@@ -136,12 +136,22 @@ pub struct MatchedOperatorBody {
     pub region: String,
 }
 
+/// What became of a raised call: the `status` of its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// `201`: an operator's console is ringing.
+    Matched,
+    /// `202`: nobody could take it yet; it waits in its skill's queue.
+    Queued,
+}
+
 /// `201`: an operator was selected and their console is ringing.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CallMatched {
     /// Always `matched`.
-    pub status: String,
+    pub status: CallStatus,
     pub session_id: String,
     pub operator: MatchedOperatorBody,
     pub rtt_ms: u32,
@@ -153,7 +163,7 @@ pub struct CallMatched {
 #[serde(rename_all = "camelCase")]
 pub struct CallQueued {
     /// Always `queued`.
-    pub status: String,
+    pub status: CallStatus,
     pub session_id: String,
     /// The skill that went unserved.
     pub skill: String,
@@ -186,7 +196,7 @@ async fn raise_call(State(state): State<AppState>, caller: Caller, ApiJson(body)
         CallOutcome::Matched { session_id, operator, rtt_ms, offer } => (
             StatusCode::CREATED,
             Json(CallMatched {
-                status: "matched".into(),
+                status: CallStatus::Matched,
                 session_id,
                 operator: MatchedOperatorBody { id: operator.id, name: operator.name, region: operator.region },
                 rtt_ms,
@@ -195,7 +205,7 @@ async fn raise_call(State(state): State<AppState>, caller: Caller, ApiJson(body)
         )
             .into_response(),
         CallOutcome::Queued { session_id, skill, position } => {
-            (StatusCode::ACCEPTED, Json(CallQueued { status: "queued".into(), session_id, skill, position })).into_response()
+            (StatusCode::ACCEPTED, Json(CallQueued { status: CallStatus::Queued, session_id, skill, position })).into_response()
         }
     })
 }
@@ -241,7 +251,8 @@ async fn withdraw_call(State(state): State<AppState>, caller: Caller, Path(id): 
 pub struct HeartbeatAck {
     pub robot_id: String,
     /// Always `online`: the robot reads `offline` 15 s after its last heartbeat.
-    pub status: String,
+    #[schema(value_type = String, example = "online")]
+    pub status: app::models::RegistryStatus,
     #[schema(format = DateTime)]
     pub at: String,
 }
@@ -260,7 +271,7 @@ pub struct HeartbeatAck {
 async fn heartbeat(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<HeartbeatAck>, ApiError> {
     let robot = caller.robot(&state, &id).await?;
     let now = state.robots.heartbeat(&robot).await?;
-    Ok(Json(HeartbeatAck { robot_id: robot.id, status: "online".into(), at: rfc3339(now) }))
+    Ok(Json(HeartbeatAck { robot_id: robot.id, status: app::models::RegistryStatus::Online, at: rfc3339(now) }))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -311,7 +322,7 @@ async fn register_robot(State(state): State<AppState>, caller: Caller, ApiJson(b
     };
     let fields = app::directory::RobotFields { model: body.model, site: body.site, pop: body.pop, req_cert: body.req_cert };
     let (skill, token) = state.robots.enroll(&org_id, &body.id, fields, &admin_id).await.map_err(|e| match e {
-        DirectoryError::Exists(id) => ApiError::Conflict { code: "robot_exists", message: format!("robot {id} already exists") },
+        DirectoryError::Exists(id) => ApiError::Conflict { code: ErrorCode::RobotExists, message: format!("robot {id} already exists") },
         DirectoryError::Invalid(problem) => ApiError::Invalid(problem),
         DirectoryError::Store(e) => e.into(),
         other => ApiError::Invalid(other.to_string()),
@@ -347,7 +358,7 @@ impl Modify for Security {
     paths(raise_call, get_session, withdraw_call, telemetry::report_telemetry, events::report_error, heartbeat, register_robot, openapi),
     components(schemas(
         CallRequest, CallMatched, CallQueued, MatchedOperatorBody, Offer, SessionRecord, SafetyState, LifecycleState,
-        telemetry::TelemetryBody, HeartbeatAck, NewRobotBody, RegisteredRobot, ErrorBody, ErrorDetail,
+        telemetry::TelemetryBody, HeartbeatAck, NewRobotBody, RegisteredRobot, ErrorBody, ErrorDetail, ErrorCode, CallStatus,
         events::ErrorReport, app::lifecycle::ActivityEntry, app::lifecycle::ActivityKind
     )),
     modifiers(&Security)

@@ -1,7 +1,7 @@
 //! `POST /v1/sessions/{id}/telemetry`: the edge agent reports its session's
 //! safety state and link numbers (PROTECTIVE_STOP latched until cleared).
 
-use super::{ApiError, ApiJson, Caller, ErrorBody};
+use super::{ApiError, ApiJson, Caller, ErrorBody, ErrorCode};
 use crate::http::AppState;
 use crate::store::{Telemetry, TelemetryOutcome};
 use app::models::{SafetyState, SessionRecord};
@@ -73,10 +73,10 @@ pub async fn report_telemetry(
     match state.sessions.telemetry(caller.org_id(), &id, telemetry).await? {
         TelemetryOutcome::Applied { row, .. } => Ok(Json(row.record()?)),
         TelemetryOutcome::Latched => Err(ApiError::Conflict {
-            code: "protective_stop_latched",
+            code: ErrorCode::ProtectiveStopLatched,
             message: "the session is latched in PROTECTIVE_STOP; only an explicit clear on the session detail view leaves it".into(),
         }),
-        TelemetryOutcome::Ended => Err(ApiError::Conflict { code: "session_ended", message: "the session has already ended".into() }),
+        TelemetryOutcome::Ended => Err(ApiError::Conflict { code: ErrorCode::SessionEnded, message: "the session has already ended".into() }),
         TelemetryOutcome::NotFound => Err(ApiError::not_found("session", &id)),
     }
 }

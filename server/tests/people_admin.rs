@@ -281,3 +281,30 @@ both_backends!(w16_an_admin_edits_the_orgs_link_floors_and_the_next_decision_use
     assert_eq!(people(&admin, &app).await.floors.len(), 8);
     app.finish().await;
 });
+
+both_backends!(w16_removing_the_last_two_paths_at_once_leaves_one, |app: TestApp| async move {
+    let admin = browser();
+    assert_eq!(sign_in(&admin, &app, ADMIN).await.status(), StatusCode::OK);
+    let mut floors = people(&admin, &app).await.floors;
+    while floors.len() > 2 {
+        let f = floors.pop().unwrap();
+        let res = call(&admin, &app, "remove_link_floor", &[("region", f.region.as_str()), ("pop", f.pop.as_str())]).await;
+        assert_eq!(res.status(), StatusCode::OK);
+    }
+    for round in 0..6 {
+        let floors = people(&admin, &app).await.floors;
+        let (a, b) = (&floors[0], &floors[1]);
+        // Two removals at once, each of a different path: one is refused.
+        let (path_a, path_b) = ([("region", a.region.as_str()), ("pop", a.pop.as_str())], [("region", b.region.as_str()), ("pop", b.pop.as_str())]);
+        let (first, second) = tokio::join!(call(&admin, &app, "remove_link_floor", &path_a), call(&admin, &app, "remove_link_floor", &path_b));
+        let mut statuses = [first.status(), second.status()];
+        statuses.sort();
+        assert_eq!(statuses, [StatusCode::OK, StatusCode::CONFLICT], "round {round}");
+        assert_eq!(people(&admin, &app).await.floors.len(), 1, "round {round}: an org keeps one path");
+        // A second path again for the next round.
+        let pop = format!("pop-{round}");
+        let added = call(&admin, &app, "set_link_floor", &[("region", "BLR"), ("pop", pop.as_str()), ("floor_ms", "40")]).await;
+        assert_eq!(added.status(), StatusCode::OK);
+    }
+    app.finish().await;
+});

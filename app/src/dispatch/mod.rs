@@ -129,6 +129,25 @@ pub fn floor_problem(f: &LinkFloor) -> Option<String> {
     None
 }
 
+/// Whether an admin may remove the path `region → pop` from the org's
+/// `floors` (rule W16): it must be one of them, and an org keeps at least one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloorRemoval {
+    Allowed,
+    NotFound,
+    LastPath,
+}
+
+pub fn floor_removal(floors: &[LinkFloor], region: &str, pop: &str) -> FloorRemoval {
+    if !floors.iter().any(|f| f.region == region && f.pop == pop) {
+        FloorRemoval::NotFound
+    } else if floors.len() == 1 {
+        FloorRemoval::LastPath
+    } else {
+        FloorRemoval::Allowed
+    }
+}
+
 /// With no floor for the path, a measurement below this is not believed
 /// (a console reporting 0 ms would otherwise win every call).
 pub const MIN_UNFLOORED_RTT_MS: u32 = 5;
@@ -421,4 +440,13 @@ mod tests {
         }
         assert_eq!(json["certs"], serde_json::json!(["pick-place"]));
     }
+    #[test]
+    fn w16_an_org_keeps_at_least_one_path() {
+        let path = |region: &str, pop: &str| LinkFloor { region: region.into(), pop: pop.into(), floor_ms: 20, note: None };
+        let two = [path("uk", "lhr"), path("de", "fra")];
+        assert_eq!(floor_removal(&two, "uk", "lhr"), FloorRemoval::Allowed);
+        assert_eq!(floor_removal(&two, "uk", "fra"), FloorRemoval::NotFound);
+        assert_eq!(floor_removal(&two[..1], "uk", "lhr"), FloorRemoval::LastPath);
+    }
+
 }

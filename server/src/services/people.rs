@@ -249,7 +249,7 @@ impl PeopleService {
     }
 
     pub async fn remove_floor(&self, org_id: &str, actor: &str, region: &str, pop: &str) -> Result<(), PeopleError> {
-        let change = self.store.remove_link_floor(org_id, region, pop, actor, now_ms()).await?;
+        let change = self.store.remove_link_floor(org_id, region, pop, actor, now_ms(), &app::dispatch::floor_removal).await?;
         self.floors_changed(org_id, change).await
     }
 

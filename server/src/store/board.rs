@@ -59,7 +59,7 @@ pub trait BoardStore: Send + Sync {
     /// Queued calls per skill.
     async fn queue_depths(&self, org_id: &str) -> StoreResult<Vec<QueueDepthRow>>;
     /// Calls raised at or after `since`: answered, total answer time, answered
-    /// within 20 s, withdrawn while waiting.
+    /// within `app::board::PROMPT_ANSWER_MS`, withdrawn while waiting.
     async fn answer_speed(&self, org_id: &str, since: i64) -> StoreResult<AnswerSpeedRow>;
     /// Writes an audit record of the org.
     async fn record_audit(&self, org_id: &str, entry: &AuditEntry) -> StoreResult<()>;
@@ -95,12 +95,14 @@ macro_rules! board_store {
                     "SELECT \
                        CAST(SUM(CASE WHEN started_at IS NOT NULL THEN 1 ELSE 0 END) AS BIGINT) AS answered, \
                        CAST(SUM(CASE WHEN started_at IS NOT NULL THEN started_at - raised_at ELSE 0 END) AS BIGINT) AS answer_ms_total, \
-                       CAST(SUM(CASE WHEN started_at IS NOT NULL AND started_at - raised_at <= 20000 THEN 1 ELSE 0 END) AS BIGINT) AS within_20s, \
+                       CAST(SUM(CASE WHEN started_at IS NOT NULL AND started_at - raised_at <= $4 THEN 1 ELSE 0 END) AS BIGINT) AS within_20s, \
                        CAST(SUM(CASE WHEN started_at IS NULL AND lifecycle = 'CANCELLED' AND COALESCE(end_reason, '') <> $3 THEN 1 ELSE 0 END) AS BIGINT) AS withdrawn, \
                        CAST(SUM(CASE WHEN started_at IS NULL AND lifecycle = 'CANCELLED' AND end_reason = $3 THEN 1 ELSE 0 END) AS BIGINT) AS abandoned \
                      FROM sessions WHERE org_id = $1 AND raised_at >= $2",
                 )
-                .bind(org_id).bind(since).bind(app::lifecycle::NOBODY_TOOK_IT).fetch_one(&self.pool).await?)
+                // The prompt-answer threshold is the board's rule, bound here, not written in the SQL.
+                .bind(org_id).bind(since).bind(app::lifecycle::NOBODY_TOOK_IT).bind(app::board::PROMPT_ANSWER_MS)
+                .fetch_one(&self.pool).await?)
             }
 
             async fn record_audit(&self, org_id: &str, e: &AuditEntry) -> StoreResult<()> {

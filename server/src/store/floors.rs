@@ -5,6 +5,7 @@ use super::dispatch::StoreDb;
 use super::sql::{PgStore, SqliteStore};
 use super::{Store, StoreResult};
 use app::events::AuditEntry;
+use app::dispatch::FloorRemoval;
 use app::models::LinkFloor;
 use async_trait::async_trait;
 
@@ -22,8 +23,14 @@ pub trait FloorStore: Send + Sync {
     async fn org_link_floors(&self, org_id: &str) -> StoreResult<Vec<LinkFloor>>;
     /// Adds or changes one path.
     async fn set_link_floor(&self, org_id: &str, floor: &LinkFloor, actor: &str, at: i64) -> StoreResult<FloorChange>;
-    async fn remove_link_floor(&self, org_id: &str, region: &str, pop: &str, actor: &str, at: i64) -> StoreResult<FloorChange>;
+    /// Removes one path if `judge`, given the org's paths as read under the
+    /// org's row lock (two admins removing the last two paths at once are
+    /// judged one after the other), allows it.
+    async fn remove_link_floor(&self, org_id: &str, region: &str, pop: &str, actor: &str, at: i64, judge: FloorJudge<'_>) -> StoreResult<FloorChange>;
 }
+
+/// The service's rule for a removal (`app::dispatch::floor_removal`).
+pub type FloorJudge<'a> = &'a (dyn Fn(&[LinkFloor], &str, &str) -> FloorRemoval + Send + Sync);
 
 type FloorRow = (String, String, i64, Option<String>);
 
@@ -77,15 +84,16 @@ macro_rules! floor_store {
                 Ok(FloorChange::Done(entry))
             }
 
-            async fn remove_link_floor(&self, org_id: &str, region: &str, pop: &str, actor: &str, at: i64) -> StoreResult<FloorChange> {
+            async fn remove_link_floor(&self, org_id: &str, region: &str, pop: &str, actor: &str, at: i64, judge: FloorJudge<'_>) -> StoreResult<FloorChange> {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
-                let rows = Self::own_floors(&mut tx, org_id).await?;
-                let Some((_, _, ms, _)) = rows.iter().find(|(r, p, _, _)| r == region && p == pop).cloned() else {
-                    return Ok(FloorChange::NotFound);
-                };
-                if rows.len() == 1 {
-                    return Ok(FloorChange::LastPath);
+                sqlx::query("UPDATE orgs SET name = name WHERE id = $1").bind(org_id).execute(&mut *tx).await?;
+                let floors: Vec<LinkFloor> = Self::own_floors(&mut tx, org_id).await?.into_iter().map(floor).collect();
+                match judge(&floors, region, pop) {
+                    FloorRemoval::Allowed => {}
+                    FloorRemoval::NotFound => return Ok(FloorChange::NotFound),
+                    FloorRemoval::LastPath => return Ok(FloorChange::LastPath),
                 }
+                let ms = floors.iter().find(|f| f.region == region && f.pop == pop).map_or(0, |f| f.floor_ms);
                 sqlx::query("DELETE FROM org_link_floors WHERE org_id = $1 AND region = $2 AND pop = $3").bind(org_id).bind(region).bind(pop).execute(&mut *tx).await?;
                 let entry = AuditEntry::by_user(actor, "link_floor_removed", format!("{region} → {pop} ({ms} ms) removed"), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;

@@ -39,7 +39,12 @@ pub const APP_BODY_LIMIT: usize = 16 * 1024;
 /// The people CSV of an import (5,000 rows is about 400 KiB).
 pub const IMPORT_BODY_LIMIT: usize = 4 * 1024 * 1024;
 /// The server functions that carry a CSV.
-const IMPORT_PATHS: [&str; 2] = ["/api/preview_people_import", "/api/import_people"];
+/// The CSV import's two server functions, by their own paths (a renamed
+/// endpoint cannot leave this list behind).
+const IMPORT_PATHS: [&str; 2] = [
+    <app::functions::PreviewPeopleImport as leptos::server_fn::ServerFn>::PATH,
+    <app::functions::ImportPeople as leptos::server_fn::ServerFn>::PATH,
+];
 
 /// Bodies are limited to `APP_BODY_LIMIT`, a CSV import's to
 /// `IMPORT_BODY_LIMIT`: a declared length over it is refused unread, and a

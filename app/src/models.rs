@@ -18,6 +18,16 @@ pub enum Role {
     Client,
 }
 
+/// A role as stored (the database keeps its name): read with
+/// `#[sqlx(try_from = "String")]`, so a row never carries a role as text.
+impl TryFrom<String> for Role {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Role, String> {
+        Role::parse(&text).ok_or_else(|| format!("unknown role {text:?}"))
+    }
+}
+
 impl Role {
     pub fn as_str(self) -> &'static str {
         match self {

@@ -248,7 +248,7 @@ pub struct Member {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingInvite {
     pub email: String,
-    pub role: String,
+    pub role: Role,
     pub expires_ms: i64,
 }
 
@@ -316,7 +316,7 @@ pub enum InvitationState {
 pub struct InvitationView {
     pub org_name: String,
     pub email: String,
-    pub role: String,
+    pub role: Role,
     pub state: InvitationState,
 }
 

@@ -36,7 +36,7 @@ pub fn InvitePage() -> impl IntoView {
 fn Invitation(view: InvitationView, token: String) -> impl IntoView {
     let accept = ServerAction::<AcceptInvitation>::new();
     let InvitationView { org_name, email, role, state } = view;
-    let heading = format!("{org_name} invites {email} as {role}.");
+    let heading = format!("{org_name} invites {email} as {}.", role.as_str());
     let submit = dispatch_on_submit(accept, |form| AcceptInvitation { token: form.text("token"), password: form.optional("password"), confirm: form.optional("confirm") });
     let body = match state {
         InvitationState::SetPassword => view! {

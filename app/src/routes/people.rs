@@ -118,7 +118,7 @@ fn MembersPanel(admin: StoredValue<PeopleAdmin>, filter: RwSignal<String>, actio
                 <h3>"Invitations not taken up"</h3>
                 <ul class="plain" data-testid="pending-invitations">
                     {invitations.into_iter().map(|i| view! {
-                        <li>{i.email}" · "{i.role}" · link valid until "{crate::booking::utc_when(i.expires_ms)}</li>
+                        <li>{i.email}" · "{i.role.as_str()}" · link valid until "{crate::booking::utc_when(i.expires_ms)}</li>
                     }).collect_view()}
                 </ul>
             })}

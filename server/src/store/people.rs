@@ -32,7 +32,8 @@ pub struct InvitationRecord {
     pub org_id: String,
     pub org_name: String,
     pub email: String,
-    pub role: String,
+    #[sqlx(try_from = "String")]
+    pub role: Role,
     pub expires_at: i64,
     pub used_at: Option<i64>,
     /// The account the email belongs to, if any, and whether it has a password.
@@ -103,7 +104,8 @@ struct MemberRow {
     email: String,
     display_name: String,
     external_id: Option<String>,
-    role: String,
+    #[sqlx(try_from = "String")]
+    role: Role,
     region: Option<String>,
     active: Option<i64>,
     has_password: i64,
@@ -123,7 +125,8 @@ pub struct ProfileEdit {
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct PendingInvitation {
     pub email: String,
-    pub role: String,
+    #[sqlx(try_from = "String")]
+    pub role: Role,
     pub created_at: i64,
     pub expires_at: i64,
 }
@@ -261,7 +264,6 @@ macro_rules! people_store {
                 let mut by_user = crate::store::sql::certifications_by_user(certs);
                 rows.into_iter()
                     .map(|r| {
-                        let role = crate::store::sql::role_of(&r.role)?;
                         Ok(MemberRecord {
                             person: PersonFields {
                                 certifications: by_user.remove(&r.id).unwrap_or_default(),
@@ -269,7 +271,7 @@ macro_rules! people_store {
                                 display_name: r.display_name,
                                 external_id: r.external_id,
                                 region: r.region,
-                                role,
+                                role: r.role,
                             },
                             user_id: r.id,
                             active: r.active.unwrap_or(1) != 0,
@@ -319,7 +321,7 @@ macro_rules! people_store {
 
             async fn accept_invitation(&self, token_hash: &str, who: &Acceptance, at: i64) -> StoreResult<AcceptOutcome> {
                 #[derive(sqlx::FromRow)]
-                struct Row { org_id: String, email: String, role: String, display_name: String, external_id: Option<String>, region: Option<String>, certifications: String, account_id: Option<String> }
+                struct Row { org_id: String, email: String, #[sqlx(try_from = "String")] role: Role, display_name: String, external_id: Option<String>, region: Option<String>, certifications: String, account_id: Option<String> }
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
                 // Claimed before anything is read: a second acceptance of the
                 // same link at once waits on this row (PostgreSQL) and then
@@ -364,10 +366,10 @@ macro_rules! people_store {
                     external_id: inv.external_id,
                     region: inv.region,
                     certifications: app::people::split_certifications(&inv.certifications),
-                    role: crate::store::sql::role_of(&inv.role)?,
+                    role: inv.role,
                 };
                 Self::join(&mut tx, &inv.org_id, &user_id, &person, at).await?;
-                let entry = AuditEntry::by_user(&user_id, "member_joined", format!("{} joined as {}", inv.email, inv.role), at);
+                let entry = AuditEntry::by_user(&user_id, "member_joined", format!("{} joined as {}", inv.email, inv.role.as_str()), at);
                 Self::write_audit(&mut tx, &inv.org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(AcceptOutcome::Joined { org_id: inv.org_id, user_id, entry })
@@ -438,7 +440,7 @@ macro_rules! people_store {
                 };
                 note("display name", row.display_name.clone(), e.display_name.clone());
                 note("external id", row.external_id.clone().unwrap_or_default(), e.external_id.clone().unwrap_or_default());
-                if row.role != "client" {
+                if row.role != Role::Client {
                     let region = e.region.clone().or(row.region.clone()).unwrap_or_default();
                     Self::ensure_profile(&mut tx, org_id, user_id, &region).await?;
                     sqlx::query("UPDATE operator_profiles SET region = $1, active = $2 WHERE org_id = $3 AND user_id = $4")

@@ -7,15 +7,17 @@
 
 pub mod lerobot;
 pub mod resample;
+pub mod stream;
 
 use crate::bus::SharedBus;
 use crate::clock::now_ms;
-use crate::relay::recording::{read_samples, FinishedRecording};
+use crate::relay::recording::FinishedRecording;
 use crate::store::{EpisodeRow, NewEpisode, SharedStore};
 use app::events::{AuditEntry, Event, OrgEvent, Topic};
-use lerobot::{EpisodeFrames, Version};
+use lerobot::{Episode, FrameStream, Summary, Version};
 use std::path::PathBuf;
 use std::sync::Arc;
+use stream::RecordingFile;
 use tokio::sync::mpsc;
 
 /// Every dataset's frame rate.
@@ -27,8 +29,9 @@ pub const EXPORTS_PER_ORG: usize = 2;
 /// The tar is sent in pieces of this size, at most `TAR_PIECES_AHEAD`
 /// ahead of the client, so the archive is never held in memory, and a
 /// client that goes away (or reads nothing for `CLIENT_STALL`) stops the
-/// export. The dataset itself is written to disk first, one episode in
-/// memory at a time (`lerobot::write_dataset`).
+/// export. The dataset itself is written to disk first, a batch of frames
+/// in memory at a time (`lerobot::write_dataset`), each recording read a
+/// line at a time (`stream`).
 const TAR_PIECE_BYTES: usize = 64 * 1024;
 const TAR_PIECES_AHEAD: usize = 4;
 const CLIENT_STALL: std::time::Duration = std::time::Duration::from_secs(60);
@@ -94,13 +97,14 @@ impl DatasetService {
         let target = self.episode_file(org_id, session_id);
         let source = recording.path.clone();
         let moved = target.clone();
-        let frames = tokio::task::spawn_blocking(move || -> anyhow::Result<resample::Frames> {
+        let plan = tokio::task::spawn_blocking(move || -> anyhow::Result<resample::Plan> {
             std::fs::create_dir_all(moved.parent().expect("a parent"))?;
             std::fs::rename(&source, &moved)?;
-            Ok(resample::resample(&read_samples(&moved)?, DATASET_FPS))
+            // Read a line at a time for the counts: the recording may be 1 GiB.
+            Ok(RecordingFile::open(&moved, DATASET_FPS)?.plan().clone())
         })
         .await??;
-        if frames.is_empty() {
+        if plan.is_empty() {
             // Nothing was recorded while ACTIVE: no episode.
             let _ = std::fs::remove_file(&target);
             return Ok(());
@@ -114,9 +118,9 @@ impl DatasetService {
             client_id: session.client_id.clone(),
             task,
             fps: i64::from(DATASET_FPS),
-            frames: frames.len() as i64,
-            duration_ms: frames.duration_ms,
-            cameras: frames.cameras.keys().cloned().collect(),
+            frames: plan.len() as i64,
+            duration_ms: plan.duration_ms(),
+            cameras: plan.cameras().to_vec(),
             created_at: now_ms(),
         };
         let index = self.store.add_episode(&episode).await?;
@@ -164,14 +168,17 @@ impl DatasetService {
         tokio::task::spawn_blocking(move || {
             let _place = place;
             let written = (|| -> anyhow::Result<()> {
-                // One episode in memory at a time; a client that left stops it between episodes.
-                let load = |ep: usize| -> anyhow::Result<EpisodeFrames> {
-                    anyhow::ensure!(!pieces.is_closed(), "the client went away");
-                    let (path, task) = &files[ep];
-                    Ok(EpisodeFrames { task: task.clone(), frames: resample::resample(&read_samples(path)?, DATASET_FPS) })
-                };
+                // Every recording is read once here for its plan, and once
+                // more for its frames as they are written; a client that
+                // left stops either.
+                let gone = || pieces.is_closed();
+                let mut episodes = Vec::with_capacity(files.len());
+                for (path, task) in &files {
+                    anyhow::ensure!(!gone(), "the client went away");
+                    episodes.push(Recorded { task: task.clone(), file: RecordingFile::open(path, DATASET_FPS)?, gone: &gone });
+                }
                 let root = work.join(&name);
-                lerobot::write_dataset(&root, version, &robot_type, files.len(), load)?;
+                lerobot::write_dataset(&root, version, &robot_type, &episodes)?;
                 let mut archive = tar::Builder::new(std::io::BufWriter::with_capacity(TAR_PIECE_BYTES, Pieces(pieces.clone(), runtime.clone())));
                 archive.append_dir_all(&name, &root)?;
                 archive.into_inner()?.into_inner().map_err(|e| e.into_error())?;
@@ -184,6 +191,27 @@ impl DatasetService {
             let _ = std::fs::remove_dir_all(&work);
         });
         Ok(Some(Box::pin(futures::stream::unfold(received, |mut received| async move { received.recv().await.map(|piece| (piece, received)) }))))
+    }
+}
+
+/// An episode as an export reads it: its recording, a line at a time.
+struct Recorded<'a> {
+    task: String,
+    file: RecordingFile,
+    /// Whether the client has gone (the export then stops at the next frame).
+    gone: &'a dyn Fn() -> bool,
+}
+
+impl Episode for Recorded<'_> {
+    fn summary(&self) -> Summary {
+        Summary::of(&self.task, self.file.plan())
+    }
+
+    fn frames(&self) -> anyhow::Result<FrameStream<'_>> {
+        Ok(Box::new(self.file.frames()?.map(|frame| {
+            anyhow::ensure!(!(self.gone)(), "the client went away");
+            Ok(frame?)
+        })))
     }
 }
 

@@ -3,9 +3,19 @@
 //! recorded (ACTIVE) time. LeRobot checks that timestamps are exactly
 //! `frame_index / fps`; the recording's own times are irregular, so each
 //! frame samples and holds. Paused stretches are not part of the episode.
+//!
+//! One rule, two ways in: a [`Plan`] is what a first pass over the samples
+//! learns (the ACTIVE windows, the widths, the cameras, the frame count), and
+//! a [`Stepper`] walks the frames in order from samples given one at a
+//! time, holding only the latest of each. [`resample`] drives both over
+//! samples in memory; `stream` drives them over a recording's file, so an
+//! episode of any size is exported in constant memory (finding 8).
 
 use crate::relay::recording::Sample;
-use std::collections::BTreeMap;
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::iter::Peekable;
 
 /// An episode's frames, ready to be written.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -40,13 +50,24 @@ impl Frames {
     }
 }
 
+/// One frame as the [`Stepper`] gives it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Frame<I> {
+    pub state: Vec<f32>,
+    pub action: Vec<f32>,
+    /// Each camera's latest image, in the plan's camera order (by name).
+    pub images: Vec<I>,
+    /// Who took control since the frame before, if anyone did.
+    pub switch: Option<Option<String>>,
+}
+
 fn fit(values: &[f32], dim: usize) -> Vec<f32> {
     let mut out: Vec<f32> = values.iter().copied().take(dim).collect();
     out.resize(dim, 0.0);
     out
 }
 
-fn time_of(sample: &Sample) -> i64 {
+pub(crate) fn time_of(sample: &Sample) -> i64 {
     match sample {
         Sample::State { t_ms, .. }
         | Sample::Action { t_ms, .. }
@@ -57,94 +78,313 @@ fn time_of(sample: &Sample) -> i64 {
     }
 }
 
-/// The recorded (ACTIVE) windows: from a resume (or the first sample) to
-/// the next pause (or the last sample).
-fn windows(samples: &[Sample]) -> Vec<(i64, i64)> {
-    let mut windows = Vec::new();
-    let mut open: Option<i64> = None;
-    let mut last = i64::MIN;
-    for sample in samples {
+/// What a first pass over a recording learns, a sample at a time: enough
+/// to describe the episode and to step through its frames, none of its data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    fps: u32,
+    /// The recorded (ACTIVE) windows: from a resume (or the first sample)
+    /// to the next pause (or the last sample).
+    windows: Vec<(i64, i64)>,
+    /// Widths of the first state and the first action.
+    state_dim: Option<usize>,
+    action_dim: Option<usize>,
+    /// Every camera that sent an image, by name.
+    cameras: Vec<String>,
+    frames: usize,
+}
+
+/// Builds a [`Plan`] from samples in arrival order.
+pub(crate) struct Planner {
+    fps: u32,
+    windows: Vec<(i64, i64)>,
+    open: Option<i64>,
+    state_dim: Option<usize>,
+    action_dim: Option<usize>,
+    cameras: BTreeSet<String>,
+    /// The latest time so far (a window open at the end closes there),
+    /// and what it was when the first state came.
+    latest: i64,
+    first_state_at: Option<i64>,
+}
+
+impl Planner {
+    pub(crate) fn new(fps: u32) -> Planner {
+        Planner {
+            fps: fps.max(1),
+            windows: Vec::new(),
+            open: None,
+            state_dim: None,
+            action_dim: None,
+            cameras: BTreeSet::new(),
+            latest: i64::MIN,
+            first_state_at: None,
+        }
+    }
+
+    pub(crate) fn add(&mut self, sample: &Sample) {
         let t = time_of(sample);
-        last = last.max(t);
+        self.latest = self.latest.max(t);
         match sample {
-            Sample::Resume { .. } => open = open.or(Some(t)),
+            Sample::Resume { .. } => self.open = self.open.or(Some(t)),
             Sample::Pause { .. } => {
-                if let Some(start) = open.take() {
-                    windows.push((start, t));
+                if let Some(start) = self.open.take() {
+                    self.windows.push((start, t));
                 }
             }
-            Sample::State { .. } | Sample::Action { .. } | Sample::Camera { .. } => open = open.or(Some(t)),
+            Sample::State { joints, .. } => {
+                self.open = self.open.or(Some(t));
+                self.state_dim = self.state_dim.or(Some(joints.len()));
+                self.first_state_at = self.first_state_at.or(Some(self.latest));
+            }
+            Sample::Action { values, .. } => {
+                self.open = self.open.or(Some(t));
+                self.action_dim = self.action_dim.or(Some(values.len()));
+            }
+            Sample::Camera { name, .. } => {
+                self.open = self.open.or(Some(t));
+                if !self.cameras.contains(name) {
+                    self.cameras.insert(name.clone());
+                }
+            }
             Sample::Switch { .. } => {}
         }
     }
-    if let Some(start) = open {
-        windows.push((start, last));
+
+    pub(crate) fn finish(mut self) -> Plan {
+        if let Some(start) = self.open {
+            self.windows.push((start, self.latest));
+        }
+        let mut plan = Plan {
+            fps: self.fps,
+            windows: self.windows,
+            state_dim: self.state_dim,
+            action_dim: self.action_dim,
+            cameras: self.cameras.into_iter().collect(),
+            frames: 0,
+        };
+        plan.frames = plan.count(self.first_state_at);
+        plan
     }
-    windows
 }
 
-/// Resamples a recording (samples in arrival order) to `fps`.
+impl Plan {
+    /// The plan of samples in memory.
+    pub fn of<'a>(samples: impl IntoIterator<Item = &'a Sample>, fps: u32) -> Plan {
+        let mut planner = Planner::new(fps);
+        samples.into_iter().for_each(|s| planner.add(s));
+        planner.finish()
+    }
+
+    /// How many frames a [`Stepper`] gives, counted without the samples. It
+    /// takes samples in arrival order while their time is at or before the
+    /// frame's, so it has the first state once the frame times have reached
+    /// `first_state_at` (the latest time of any sample up to and including
+    /// that state), and from then on gives every frame.
+    fn count(&self, first_state_at: Option<i64>) -> usize {
+        let Some(ready) = first_state_at else { return 0 };
+        let mut reached = f64::NEG_INFINITY;
+        self.clock()
+            .filter(|&t| {
+                reached = reached.max(t);
+                ready as f64 <= reached
+            })
+            .count()
+    }
+
+    fn clock(&self) -> Clock {
+        Clock { windows: self.windows.clone(), step: 1000.0 / f64::from(self.fps), window: 0, k: 0 }
+    }
+
+    pub fn fps(&self) -> u32 {
+        self.fps
+    }
+
+    /// Frames in the episode.
+    pub fn len(&self) -> usize {
+        self.frames
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames == 0
+    }
+
+    /// Recorded (ACTIVE) time, ms (none without a state: no episode).
+    pub fn duration_ms(&self) -> i64 {
+        match self.state_dim {
+            Some(_) => self.windows.iter().map(|(start, end)| end - start).sum(),
+            None => 0,
+        }
+    }
+
+    /// Width of a frame's state (0 without frames).
+    pub fn state_dim(&self) -> usize {
+        if self.is_empty() { 0 } else { self.state_dim.unwrap_or(0) }
+    }
+
+    /// Width of a frame's action: the first action's, or before any the
+    /// state's (the robot is held where it is); 0 without frames.
+    pub fn action_dim(&self) -> usize {
+        if self.is_empty() { 0 } else { self.action_dim.or(self.state_dim).unwrap_or(0) }
+    }
+
+    /// The cameras the frames carry, by name (none without frames).
+    pub fn cameras(&self) -> &[String] {
+        if self.is_empty() { &[] } else { &self.cameras }
+    }
+}
+
+/// The frames' times: every `1000 / fps` ms of each window, its end included.
+struct Clock {
+    windows: Vec<(i64, i64)>,
+    step: f64,
+    window: usize,
+    k: u64,
+}
+
+impl Iterator for Clock {
+    type Item = f64;
+
+    fn next(&mut self) -> Option<f64> {
+        loop {
+            let &(start, end) = self.windows.get(self.window)?;
+            let t = start as f64 + self.k as f64 * self.step;
+            if t > end as f64 {
+                (self.window, self.k) = (self.window + 1, 0);
+                continue;
+            }
+            self.k += 1;
+            return Some(t);
+        }
+    }
+}
+
+/// Takes `source`'s next item if it happened at or before `t` (or fails with its error).
+fn next_by<T>(source: &mut Peekable<impl Iterator<Item = io::Result<T>>>, t: f64, time: impl Fn(&T) -> i64) -> io::Result<Option<T>> {
+    match source.peek() {
+        Some(Ok(item)) if time(item) as f64 > t => Ok(None),
+        _ => source.next().transpose(),
+    }
+}
+
+/// Walks a recording's frames in order from its samples (`M`, in arrival
+/// order) and each camera's images (`C`, in arrival order, as (time,
+/// image), where `I` is how an image is referred to), holding only the
+/// latest state, action and operator, and per camera the image shown and
+/// the next one.
+pub struct Stepper<M: Iterator, C: Iterator, I> {
+    clock: Clock,
+    state_dim: usize,
+    action_dim: usize,
+    samples: Peekable<M>,
+    /// Per camera (the plan's, by name): the image shown now and the rest.
+    cameras: Vec<(I, Peekable<C>)>,
+    state: Option<Vec<f32>>,
+    action: Option<Vec<f32>>,
+    operator: Option<Option<String>>,
+}
+
+impl<S, M, C, I> Stepper<M, C, I>
+where
+    S: Borrow<Sample>,
+    M: Iterator<Item = io::Result<S>>,
+    C: Iterator<Item = io::Result<(i64, I)>>,
+    I: Clone,
+{
+    /// `camera(name)` gives the images of each of the plan's cameras.
+    pub fn new(plan: &Plan, samples: M, mut camera: impl FnMut(&str) -> io::Result<C>) -> io::Result<Self> {
+        let mut cameras = Vec::with_capacity(plan.cameras.len());
+        for name in &plan.cameras {
+            let mut images = camera(name)?.peekable();
+            // Until a camera's first image time, frames show its first image.
+            let Some((_, first)) = images.next().transpose()? else {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("camera {name} has no image (the recording changed?)")));
+            };
+            cameras.push((first, images));
+        }
+        let state_dim = plan.state_dim.unwrap_or(0);
+        Ok(Stepper {
+            clock: plan.clock(),
+            state_dim,
+            action_dim: plan.action_dim.unwrap_or(state_dim),
+            samples: samples.peekable(),
+            cameras,
+            state: None,
+            action: None,
+            operator: None,
+        })
+    }
+
+    fn step(&mut self) -> io::Result<Option<Frame<I>>> {
+        for t in self.clock.by_ref() {
+            // Everything that happened at or before `t`.
+            while let Some(sample) = next_by(&mut self.samples, t, |s| time_of(s.borrow()))? {
+                match sample.borrow() {
+                    Sample::State { joints, .. } => self.state = Some(joints.clone()),
+                    Sample::Action { values, .. } => self.action = Some(values.clone()),
+                    Sample::Switch { operator_id, .. } => self.operator = Some(operator_id.clone()),
+                    _ => {}
+                }
+            }
+            // No frame before the robot's first state.
+            let Some(state) = &self.state else { continue };
+            let mut images = Vec::with_capacity(self.cameras.len());
+            for (now, rest) in &mut self.cameras {
+                while let Some((_, image)) = next_by(rest, t, |(time, _)| *time)? {
+                    *now = image;
+                }
+                images.push(now.clone());
+            }
+            // Before the first action the robot is held where it is.
+            let action = fit(self.action.as_deref().unwrap_or(state), self.action_dim);
+            return Ok(Some(Frame { state: fit(state, self.state_dim), action, images, switch: self.operator.take() }));
+        }
+        Ok(None)
+    }
+}
+
+impl<S, M, C, I> Iterator for Stepper<M, C, I>
+where
+    S: Borrow<Sample>,
+    M: Iterator<Item = io::Result<S>>,
+    C: Iterator<Item = io::Result<(i64, I)>>,
+    I: Clone,
+{
+    type Item = io::Result<Frame<I>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step().transpose()
+    }
+}
+
+/// Resamples a recording (samples in arrival order) to `fps`, in memory.
 pub fn resample(samples: &[Sample], fps: u32) -> Frames {
-    let fps = fps.max(1);
-    let mut frames = Frames { fps, ..Frames::default() };
-    let Some(state_dim) = samples.iter().find_map(|s| match s {
-        Sample::State { joints, .. } => Some(joints.len()),
-        _ => None,
-    }) else {
+    let plan = Plan::of(samples, fps);
+    let mut frames = Frames { fps: plan.fps, ..Frames::default() };
+    if plan.state_dim.is_none() {
         return frames;
-    };
-    let action_dim = samples.iter().find_map(|s| match s {
-        Sample::Action { values, .. } => Some(values.len()),
-        _ => None,
-    });
+    }
+    frames.duration_ms = plan.duration_ms();
     // Camera images, each stored once; per name, (time, image index) in order.
-    let mut shots: BTreeMap<String, Vec<(i64, usize)>> = BTreeMap::new();
+    let mut shots: BTreeMap<&str, Vec<(i64, usize)>> = BTreeMap::new();
     for sample in samples {
         if let Sample::Camera { t_ms, name, jpeg } = sample {
             frames.images.push(jpeg.clone());
-            shots.entry(name.clone()).or_default().push((*t_ms, frames.images.len() - 1));
+            shots.entry(name).or_default().push((*t_ms, frames.images.len() - 1));
         }
     }
-    let step = 1000.0 / f64::from(fps);
-    let (mut state, mut action, mut operator): (Option<&Vec<f32>>, Option<&Vec<f32>>, Option<Option<String>>) = (None, None, None);
-    let mut cursor = 0;
-    let mut shot_cursor: BTreeMap<&str, usize> = BTreeMap::new();
-    for (start, end) in windows(samples) {
-        let mut k = 0u64;
-        loop {
-            let t = start as f64 + k as f64 * step;
-            if t > end as f64 {
-                break;
-            }
-            // Everything that happened at or before `t`.
-            while cursor < samples.len() && (time_of(&samples[cursor]) as f64) <= t {
-                match &samples[cursor] {
-                    Sample::State { joints, .. } => state = Some(joints),
-                    Sample::Action { values, .. } => action = Some(values),
-                    Sample::Switch { operator_id, .. } => operator = Some(operator_id.clone()),
-                    _ => {}
-                }
-                cursor += 1;
-            }
-            k += 1;
-            // No frame before the robot's first state.
-            let Some(now_state) = state else { continue };
-            if let Some(operator_id) = operator.take() {
-                frames.switches.push((frames.states.len(), operator_id));
-            }
-            frames.states.push(fit(now_state, state_dim));
-            // Before the first action the robot is held where it is.
-            let dim = action_dim.unwrap_or(state_dim);
-            frames.actions.push(fit(action.unwrap_or(now_state), dim));
-            for (name, list) in &shots {
-                let at = shot_cursor.entry(name).or_insert(0);
-                while *at + 1 < list.len() && (list[*at + 1].0 as f64) <= t {
-                    *at += 1;
-                }
-                frames.cameras.entry(name.clone()).or_default().push(list[*at].1);
-            }
+    let camera = |name: &str| Ok(shots[name].clone().into_iter().map(Ok));
+    let stepper = Stepper::new(&plan, samples.iter().map(Ok), camera).expect("every planned camera has an image");
+    for frame in stepper {
+        let frame = frame.expect("samples in memory are read without error");
+        if let Some(operator_id) = frame.switch {
+            frames.switches.push((frames.len(), operator_id));
         }
-        frames.duration_ms += end - start;
+        frames.states.push(frame.state);
+        frames.actions.push(frame.action);
+        for (name, image) in plan.cameras.iter().zip(frame.images) {
+            frames.cameras.entry(name.clone()).or_default().push(image);
+        }
     }
     frames
 }

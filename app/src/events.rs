@@ -59,14 +59,130 @@ pub struct PresenceUpdate {
     pub aux_reason: Option<String>,
 }
 
+/// Who made an audited change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActorKind {
+    User,
+    Robot,
+    System,
+}
+
+/// What an audit record records: every action, named once. The wire and
+/// the database keep the snake_case names (`as_str`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditAction {
+    /// A robot's telemetry entered PROTECTIVE_STOP (latched).
+    ProtectiveStop,
+    /// An operator's E-stop from the cockpit (rules O04, W13).
+    OperatorEstop,
+    /// A latched stop cleared on the detail view, with a reason (W11).
+    ProtectiveStopCleared,
+    SessionExtended,
+    EpisodeRecorded,
+    RobotRegistered,
+    RobotEdited,
+    RobotTokenRotated,
+    RobotRetired,
+    LinkFloorSet,
+    LinkFloorRemoved,
+    MemberInvited,
+    PeopleImported,
+    MemberJoined,
+    MemberRoleChanged,
+    MemberRemoved,
+    MemberEdited,
+}
+
+impl AuditAction {
+    pub const ALL: [AuditAction; 17] = [
+        AuditAction::ProtectiveStop,
+        AuditAction::OperatorEstop,
+        AuditAction::ProtectiveStopCleared,
+        AuditAction::SessionExtended,
+        AuditAction::EpisodeRecorded,
+        AuditAction::RobotRegistered,
+        AuditAction::RobotEdited,
+        AuditAction::RobotTokenRotated,
+        AuditAction::RobotRetired,
+        AuditAction::LinkFloorSet,
+        AuditAction::LinkFloorRemoved,
+        AuditAction::MemberInvited,
+        AuditAction::PeopleImported,
+        AuditAction::MemberJoined,
+        AuditAction::MemberRoleChanged,
+        AuditAction::MemberRemoved,
+        AuditAction::MemberEdited,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditAction::ProtectiveStop => "protective_stop",
+            AuditAction::OperatorEstop => "operator_estop",
+            AuditAction::ProtectiveStopCleared => "protective_stop_cleared",
+            AuditAction::SessionExtended => "session_extended",
+            AuditAction::EpisodeRecorded => "episode_recorded",
+            AuditAction::RobotRegistered => "robot_registered",
+            AuditAction::RobotEdited => "robot_edited",
+            AuditAction::RobotTokenRotated => "robot_token_rotated",
+            AuditAction::RobotRetired => "robot_retired",
+            AuditAction::LinkFloorSet => "link_floor_set",
+            AuditAction::LinkFloorRemoved => "link_floor_removed",
+            AuditAction::MemberInvited => "member_invited",
+            AuditAction::PeopleImported => "people_imported",
+            AuditAction::MemberJoined => "member_joined",
+            AuditAction::MemberRoleChanged => "member_role_changed",
+            AuditAction::MemberRemoved => "member_removed",
+            AuditAction::MemberEdited => "member_edited",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<AuditAction> {
+        AuditAction::ALL.into_iter().find(|a| a.as_str() == s)
+    }
+
+    /// As the safety feed shows it: "operator estop".
+    pub fn label(self) -> String {
+        self.as_str().replace('_', " ")
+    }
+}
+
+impl ActorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActorKind::User => "user",
+            ActorKind::Robot => "robot",
+            ActorKind::System => "system",
+        }
+    }
+}
+
+/// Read from the database's text (`#[sqlx(try_from = "String")]`).
+impl TryFrom<String> for AuditAction {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<AuditAction, String> {
+        AuditAction::parse(&text).ok_or_else(|| format!("unknown audit action {text:?}"))
+    }
+}
+
+impl TryFrom<String> for ActorKind {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<ActorKind, String> {
+        [ActorKind::User, ActorKind::Robot, ActorKind::System].into_iter().find(|k| k.as_str() == text).ok_or_else(|| format!("unknown actor kind {text:?}"))
+    }
+}
+
 /// One audit record (safety events feed, directory changes).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditEntry {
     pub at_ms: i64,
-    pub actor_kind: String,
+    pub actor_kind: ActorKind,
     pub actor_id: Option<String>,
-    pub action: String,
+    pub action: AuditAction,
     pub session_id: Option<String>,
     pub robot_id: Option<String>,
     pub detail: Option<String>,
@@ -74,12 +190,12 @@ pub struct AuditEntry {
 
 impl AuditEntry {
     /// A change a person made (`actor`), with its before → after in `detail`.
-    pub fn by_user(actor: &str, action: &str, detail: String, at_ms: i64) -> AuditEntry {
+    pub fn by_user(actor: &str, action: AuditAction, detail: String, at_ms: i64) -> AuditEntry {
         AuditEntry {
             at_ms,
-            actor_kind: "user".into(),
+            actor_kind: ActorKind::User,
             actor_id: Some(actor.to_string()),
-            action: action.into(),
+            action,
             session_id: None,
             robot_id: None,
             detail: Some(detail),
@@ -121,4 +237,26 @@ pub enum OrgEvent {
 pub enum Event {
     Operator(OperatorEvent),
     Org(OrgEvent),
+}
+
+#[cfg(test)]
+mod audit_tests {
+    use super::{ActorKind, AuditAction};
+
+    /// The database and the wire keep each action's name: the enum's serde
+    /// form, `as_str` and `parse` agree for every action.
+    #[test]
+    fn every_audit_action_keeps_one_name_everywhere() {
+        for action in AuditAction::ALL {
+            assert_eq!(serde_json::to_value(action).unwrap(), action.as_str());
+            assert_eq!(AuditAction::parse(action.as_str()), Some(action));
+            assert_eq!(AuditAction::try_from(action.as_str().to_string()), Ok(action));
+        }
+        assert_eq!(AuditAction::OperatorEstop.label(), "operator estop");
+        assert!(AuditAction::try_from("dropped_tables".to_string()).is_err());
+        for kind in [ActorKind::User, ActorKind::Robot, ActorKind::System] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+            assert_eq!(ActorKind::try_from(kind.as_str().to_string()), Ok(kind));
+        }
+    }
 }

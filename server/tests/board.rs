@@ -55,7 +55,7 @@ both_backends!(o01_o05_the_overview_counts_live_sessions_robots_operators_and_es
     let states: Vec<_> = b.presences.iter().filter(|p| p.operator_id == "u-tom").map(|p| p.state).collect();
     assert_eq!(states, [PresenceState::OnCall]);
     assert_eq!(h.estops_24h, 1, "O04");
-    assert_eq!(b.audit[0].action, app::board::OPERATOR_ESTOP, "W13: the stop is on the safety feed");
+    assert_eq!(b.audit[0].action, app::events::AuditAction::OperatorEstop, "W13: the stop is on the safety feed");
     let counts = state_counts(&b.live);
     assert_eq!(counts.iter().map(|(_, n)| n).sum::<usize>(), h.live_sessions, "O05: rows sum to Live sessions");
     assert_eq!(b.queue.len(), 1);
@@ -86,7 +86,7 @@ both_backends!(w03_w04_cards_are_the_live_sessions_in_priority_order, |app: Test
     assert_eq!(cards.len(), b.live.len(), "W03: N attached is the number of records");
     assert_eq!(cards[0].id, stopped, "W04: the latched stop comes first, though it attached later");
     assert_eq!(cards[0].state, SafetyState::ProtectiveStop);
-    assert_eq!(b.audit[0].action, "protective_stop", "the robot's stop is on the feed too");
+    assert_eq!(b.audit[0].action, app::events::AuditAction::ProtectiveStop, "the robot's stop is on the feed too");
     // Operators get no board: it is an admin screen.
     let operator = browser();
     sign_in(&operator, &app, common::OPERATOR).await;

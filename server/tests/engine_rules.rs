@@ -239,7 +239,7 @@ both_backends!(d12_presence_lifecycle_telemetry_registry_and_audit_reach_the_org
     }
     assert_eq!(telemetry.unwrap().state, SafetyState::ProtectiveStop);
     let audit = audit.unwrap();
-    assert_eq!((audit.action.as_str(), audit.session_id.as_deref()), ("protective_stop", Some(session.as_str())));
+    assert_eq!((audit.action, audit.session_id.as_deref()), (app::events::AuditAction::ProtectiveStop, Some(session.as_str())));
     // Registry status: a heartbeat brings the robot online.
     app.robot(Method::POST, "ue-pick-02", "/v1/robots/ue-pick-02/heartbeat").send().await.unwrap();
     let status = screen

@@ -5,7 +5,8 @@
 
 mod common;
 
-use app::board::{OpsBoard, OPERATOR_ESTOP, STOP_CLEARED};
+use app::board::OpsBoard;
+use app::events::AuditAction;
 use app::models::{SafetyState, SessionRecord};
 use common::{browser, call, sign_in, TestApp, ADMIN, OPERATOR};
 use reqwest::{Method, StatusCode};
@@ -48,7 +49,7 @@ both_backends!(w13_o04_the_cockpit_estop_latches_the_session_and_reaches_the_fee
     sign_in(&admin, &app, ADMIN).await;
     let b = board(&admin, &app).await;
     assert_eq!(b.headline().estops_24h, 1, "O04");
-    assert_eq!(b.audit[0].action, OPERATOR_ESTOP, "W13: on the safety feed");
+    assert_eq!(b.audit[0].action, AuditAction::OperatorEstop, "W13: on the safety feed");
     assert_eq!(b.audit[0].actor_id.as_deref(), Some("u-asha"));
     assert_eq!(b.cards()[0].state, SafetyState::ProtectiveStop, "the card latches");
     // Another operator of the org cannot stop Asha's session.
@@ -78,7 +79,7 @@ both_backends!(w11_only_a_clear_with_a_reason_by_an_admin_or_the_attached_operat
     assert_eq!(cleared.status(), StatusCode::OK);
     assert_eq!(cleared.json::<SessionRecord>().await.unwrap().state, SafetyState::Safe);
     let b = board(&admin, &app).await;
-    assert_eq!(b.audit[0].action, STOP_CLEARED);
+    assert_eq!(b.audit[0].action, AuditAction::ProtectiveStopCleared);
     assert_eq!(b.audit[0].detail.as_deref(), Some("cell inspected, guard closed"));
     assert_eq!(b.audit[0].actor_id.as_deref(), Some("u-dana"));
     let again = clear("twice").await;

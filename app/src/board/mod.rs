@@ -7,7 +7,7 @@ mod snapshot;
 
 pub use snapshot::{utc_midnight, AnswerSpeed, OpsBoard, QueueDepth, PROMPT_ANSWER_MS};
 
-use crate::events::AuditEntry;
+use crate::events::{AuditAction, AuditEntry};
 use crate::models::{LifecycleState, LinkFloor, PresenceState, RegistryStatus, SafetyState, SessionRecord};
 use serde::{Deserialize, Serialize};
 
@@ -32,10 +32,6 @@ pub const DIVERGENCE_WARN_DEG: f64 = 8.0;
 pub const DIVERGENCE_ALARM_DEG: f64 = 15.0;
 /// Rule O06: a matched RTT above this is highlighted on the overview.
 pub const MATCHED_RTT_WARN_MS: u32 = 250;
-/// The audit action of an operator-initiated stop (rule O04, W13).
-pub const OPERATOR_ESTOP: &str = "operator_estop";
-/// The audit action of a cleared PROTECTIVE_STOP (rule W11's clear path).
-pub const STOP_CLEARED: &str = "protective_stop_cleared";
 /// Rule O04's window.
 pub const ESTOP_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
 
@@ -178,7 +174,7 @@ pub fn operators_available(presences: impl IntoIterator<Item = PresenceState>) -
 
 /// Rule O04: operator-initiated stops in the trailing 24 h.
 pub fn estops_24h(audit: &[AuditEntry], now_ms: i64) -> usize {
-    audit.iter().filter(|a| a.action == OPERATOR_ESTOP && a.at_ms > now_ms - ESTOP_WINDOW_MS && a.at_ms <= now_ms).count()
+    audit.iter().filter(|a| a.action == AuditAction::OperatorEstop && a.at_ms > now_ms - ESTOP_WINDOW_MS && a.at_ms <= now_ms).count()
 }
 
 /// The overview's four headline metrics (seed 000, rules O01–O04).
@@ -386,21 +382,21 @@ mod tests {
 
     #[test]
     fn o04_estops_count_operator_stops_in_the_trailing_day_only() {
-        let entry = |action: &str, at_ms: i64| AuditEntry {
+        let entry = |action: AuditAction, at_ms: i64| AuditEntry {
             at_ms,
-            actor_kind: "user".into(),
+            actor_kind: crate::events::ActorKind::User,
             actor_id: Some("u-tom".into()),
-            action: action.into(),
+            action,
             session_id: None,
             robot_id: None,
             detail: None,
         };
         let now = 10 * ESTOP_WINDOW_MS;
         let audit = vec![
-            entry(OPERATOR_ESTOP, now - 1_000),
-            entry(OPERATOR_ESTOP, now - ESTOP_WINDOW_MS), // exactly a day ago: out
-            entry("protective_stop", now - 1_000),        // not operator-initiated
-            entry(OPERATOR_ESTOP, now - ESTOP_WINDOW_MS + 1),
+            entry(AuditAction::OperatorEstop, now - 1_000),
+            entry(AuditAction::OperatorEstop, now - ESTOP_WINDOW_MS), // exactly a day ago: out
+            entry(AuditAction::ProtectiveStop, now - 1_000),        // not operator-initiated
+            entry(AuditAction::OperatorEstop, now - ESTOP_WINDOW_MS + 1),
         ];
         assert_eq!(estops_24h(&audit, now), 2);
     }

@@ -281,7 +281,7 @@ fn SafetyFeed(board: Arc<OpsBoard>) -> impl IntoView {
                         {audit.into_iter().take(30).map(|a| view! {
                             <li>
                                 <time>{utc_clock(a.at_ms)}</time>" "
-                                <strong>{a.action.replace('_', " ")}</strong>" "
+                                <strong>{a.action.label()}</strong>" "
                                 {a.robot_id.clone().unwrap_or_default()}" "
                                 <span class="muted">{a.detail.clone().unwrap_or_default()}</span>
                             </li>

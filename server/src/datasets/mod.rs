@@ -126,9 +126,9 @@ impl DatasetService {
         let index = self.store.add_episode(&episode).await?;
         let entry = AuditEntry {
             at_ms: episode.created_at,
-            actor_kind: "system".into(),
+            actor_kind: app::events::ActorKind::System,
             actor_id: None,
-            action: "episode_recorded".into(),
+            action: app::events::AuditAction::EpisodeRecorded,
             session_id: Some(session_id.clone()),
             robot_id: Some(session.robot_id.clone()),
             detail: Some(format!("episode {index} of {}: {} frames at {} fps", session.site, episode.frames, DATASET_FPS)),

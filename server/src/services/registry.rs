@@ -207,7 +207,7 @@ impl RobotRegistry {
             return Err(DirectoryError::Exists(id.to_string()));
         }
         let detail = format!("{} at {} via {}, reqCert {}", fields.model, fields.site, fields.pop, fields.req_cert);
-        let entry = app::events::AuditEntry { robot_id: Some(id.to_string()), ..app::events::AuditEntry::by_user(actor, "robot_registered", detail, now_ms()) };
+        let entry = app::events::AuditEntry { robot_id: Some(id.to_string()), ..app::events::AuditEntry::by_user(actor, app::events::AuditAction::RobotRegistered, detail, now_ms()) };
         self.store.record_audit(org_id, &entry).await?;
         self.publish_audit(org_id, entry);
         Ok((skill, token))

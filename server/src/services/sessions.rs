@@ -5,7 +5,7 @@ use crate::bus::SharedBus;
 use crate::clock::now_ms;
 use crate::store::{SafetyChange, SharedStore, StoreResult, Telemetry, TelemetryOutcome};
 use app::chat::ChatMessage;
-use app::events::{AuditEntry, Event, OperatorEvent, OrgEvent, Topic};
+use app::events::{ActorKind, AuditAction, AuditEntry, Event, OperatorEvent, OrgEvent, Topic};
 use app::models::{SafetyState, SessionRecord};
 
 pub struct SessionService {
@@ -47,9 +47,9 @@ impl SessionService {
                 tracing::warn!(session = %session_id, robot = %session.robot, "PROTECTIVE_STOP latched");
                 let entry = AuditEntry {
                     at_ms: now,
-                    actor_kind: "robot".into(),
+                    actor_kind: ActorKind::Robot,
                     actor_id: Some(session.robot.clone()),
-                    action: "protective_stop".into(),
+                    action: AuditAction::ProtectiveStop,
                     session_id: Some(session_id.to_string()),
                     robot_id: Some(session.robot.clone()),
                     detail: Some("entered PROTECTIVE_STOP".into()),
@@ -67,7 +67,7 @@ impl SessionService {
     /// learns of it from the answer to its next telemetry post (409
     /// `protective_stop_latched`) and from `GET /v1/sessions/{id}`.
     pub async fn operator_estop(&self, org_id: &str, user_id: &str, session: &SessionRecord) -> StoreResult<SafetyChange> {
-        let entry = person_on_session(user_id, session, app::board::OPERATOR_ESTOP, "operator E-stop");
+        let entry = person_on_session(user_id, session, AuditAction::OperatorEstop, "operator E-stop");
         let change = self.store.change_safety(org_id, &session.id, None, SafetyState::ProtectiveStop, &entry).await?;
         self.publish_change(org_id, &change, entry)?;
         Ok(change)
@@ -77,7 +77,7 @@ impl SessionService {
     /// detail, by an admin or the attached operator, with a reason): the
     /// session goes to SAFE, and the robot re-arms by telemetry.
     pub async fn clear_protective_stop(&self, org_id: &str, user_id: &str, session: &SessionRecord, reason: &str) -> StoreResult<SafetyChange> {
-        let entry = person_on_session(user_id, session, app::board::STOP_CLEARED, reason);
+        let entry = person_on_session(user_id, session, AuditAction::ProtectiveStopCleared, reason);
         let change = self.store.change_safety(org_id, &session.id, Some(SafetyState::ProtectiveStop), SafetyState::Safe, &entry).await?;
         self.publish_change(org_id, &change, entry)?;
         Ok(change)
@@ -121,12 +121,12 @@ impl SessionService {
 }
 
 /// The audit record of a person's `action` on a session, now.
-fn person_on_session(user_id: &str, session: &SessionRecord, action: &str, detail: &str) -> AuditEntry {
+fn person_on_session(user_id: &str, session: &SessionRecord, action: AuditAction, detail: &str) -> AuditEntry {
     AuditEntry {
         at_ms: now_ms(),
-        actor_kind: "user".into(),
+        actor_kind: ActorKind::User,
         actor_id: Some(user_id.to_string()),
-        action: action.to_string(),
+        action,
         session_id: Some(session.id.clone()),
         robot_id: Some(session.robot.clone()),
         detail: Some(detail.to_string()),

@@ -156,10 +156,11 @@ macro_rules! apply_writes {
                         }
                         sqlx::query(
                             "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, detail) \
-                             VALUES ($1, $2, 'user', $3, 'session_extended', $4, $5)",
+                             VALUES ($1, $2, $6, $3, $7, $4, $5)",
                         )
                         .bind(org_id).bind(at).bind(by).bind(session_id)
                         .bind(format!("planned end {} → {}", app::booking::utc_when(*from), app::booking::utc_when(*to)))
+                        .bind(app::events::ActorKind::User.as_str()).bind(app::events::AuditAction::SessionExtended.as_str())
                         .execute(&mut **tx).await?;
                     }
                     Write::Record { org_id, session_id, record } => {

@@ -4,15 +4,17 @@
 use super::dispatch::SESSION_SELECT;
 use super::sql::{PgStore, SqliteStore};
 use super::{SessionRow, StoreResult};
-use app::events::AuditEntry;
+use app::events::{ActorKind, AuditAction, AuditEntry};
 use async_trait::async_trait;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct AuditRow {
     pub at: i64,
-    pub actor_kind: String,
+    #[sqlx(try_from = "String")]
+    pub actor_kind: ActorKind,
     pub actor_id: Option<String>,
-    pub action: String,
+    #[sqlx(try_from = "String")]
+    pub action: AuditAction,
     pub session_id: Option<String>,
     pub robot_id: Option<String>,
     pub detail: Option<String>,
@@ -110,7 +112,7 @@ macro_rules! board_store {
                     "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 )
-                .bind(org_id).bind(e.at_ms).bind(&e.actor_kind).bind(&e.actor_id).bind(&e.action)
+                .bind(org_id).bind(e.at_ms).bind(e.actor_kind.as_str()).bind(&e.actor_id).bind(e.action.as_str())
                 .bind(&e.session_id).bind(&e.robot_id).bind(&e.detail)
                 .execute(&self.pool).await?;
                 Ok(())

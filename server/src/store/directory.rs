@@ -5,7 +5,7 @@
 use super::dispatch::StoreDb;
 use super::sql::{PgStore, SqliteStore};
 use super::{RobotRecord, StoreResult};
-use app::events::AuditEntry;
+use app::events::{AuditAction, AuditEntry};
 use async_trait::async_trait;
 
 /// A robot's editable fields.
@@ -37,7 +37,7 @@ pub trait DirectoryStore: Send + Sync {
 const LIVE_ROBOT: &str = "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at, token_rotated_at FROM robots \
      WHERE org_id = $1 AND id = $2 AND retired_at IS NULL";
 
-fn audit(actor: &str, action: &str, robot_id: &str, detail: String, at: i64) -> AuditEntry {
+fn audit(actor: &str, action: AuditAction, robot_id: &str, detail: String, at: i64) -> AuditEntry {
     AuditEntry { robot_id: Some(robot_id.to_string()), ..AuditEntry::by_user(actor, action, detail, at) }
 }
 
@@ -60,7 +60,7 @@ macro_rules! directory_store {
                     "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 )
-                .bind(org_id).bind(e.at_ms).bind(&e.actor_kind).bind(&e.actor_id).bind(&e.action)
+                .bind(org_id).bind(e.at_ms).bind(e.actor_kind.as_str()).bind(&e.actor_id).bind(e.action.as_str())
                 .bind(&e.session_id).bind(&e.robot_id).bind(&e.detail)
                 .execute(&mut **tx).await?;
                 Ok(())
@@ -77,7 +77,7 @@ macro_rules! directory_store {
                 sqlx::query("UPDATE robots SET model = $1, site = $2, pop = $3, req_cert = $4 WHERE org_id = $5 AND id = $6")
                     .bind(&f.model).bind(&f.site).bind(&f.pop).bind(&f.req_cert).bind(org_id).bind(robot_id)
                     .execute(&mut *tx).await?;
-                let entry = audit(actor, "robot_edited", robot_id, changes(&before, f), at);
+                let entry = audit(actor, AuditAction::RobotEdited, robot_id, changes(&before, f), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 let after = RobotRecord { model: f.model.clone(), site: f.site.clone(), pop: f.pop.clone(), req_cert: f.req_cert.clone(), ..before };
                 tx.commit().await?;
@@ -98,7 +98,7 @@ macro_rules! directory_store {
                 }
                 sqlx::query("UPDATE robots SET retired_at = $1 WHERE org_id = $2 AND id = $3")
                     .bind(at).bind(org_id).bind(robot_id).execute(&mut *tx).await?;
-                let entry = audit(actor, "robot_retired", robot_id, format!("{} at {} retired", before.model, before.site), at);
+                let entry = audit(actor, AuditAction::RobotRetired, robot_id, format!("{} at {} retired", before.model, before.site), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(RobotChange::Done(before, entry))
@@ -112,7 +112,7 @@ macro_rules! directory_store {
                 sqlx::query("UPDATE robots SET token_hash = $1, token_rotated_at = $2 WHERE org_id = $3 AND id = $4")
                     .bind(token_hash).bind(at).bind(org_id).bind(robot_id).execute(&mut *tx).await?;
                 // The token itself is never written anywhere, the audit included.
-                let entry = audit(actor, "robot_token_rotated", robot_id, "bearer token rotated: the old one no longer works".into(), at);
+                let entry = audit(actor, AuditAction::RobotTokenRotated, robot_id, "bearer token rotated: the old one no longer works".into(), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(RobotChange::Done(RobotRecord { token_rotated_at: Some(at), ..before }, entry))

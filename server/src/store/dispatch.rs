@@ -211,10 +211,11 @@ macro_rules! dispatch_store {
                 if entered {
                     sqlx::query(
                         "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
-                         VALUES ($1, $2, 'robot', $3, 'protective_stop', $4, $3, $5)",
+                         VALUES ($1, $2, $6, $3, $7, $4, $3, $5)",
                     )
                     .bind(org_id).bind(now).bind(&current.robot_id).bind(session_id)
                     .bind(format!("entered PROTECTIVE_STOP from {}", safety.as_str()))
+                    .bind(app::events::ActorKind::Robot.as_str()).bind(app::events::AuditAction::ProtectiveStop.as_str())
                     .execute(&mut *tx).await?;
                 }
                 let row = sqlx::query_as(&format!("{SESSION_SELECT} WHERE s.id = $1")).bind(session_id).fetch_one(&mut *tx).await?;

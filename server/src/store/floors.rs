@@ -4,7 +4,7 @@
 use super::dispatch::StoreDb;
 use super::sql::{PgStore, SqliteStore};
 use super::{Store, StoreResult};
-use app::events::AuditEntry;
+use app::events::{AuditAction, AuditEntry};
 use app::dispatch::FloorRemoval;
 use app::models::LinkFloor;
 use async_trait::async_trait;
@@ -78,7 +78,7 @@ macro_rules! floor_store {
                     Some((_, _, ms, note)) => format!("{} → {}: {ms} ms → {} ms (note: {} → {})", f.region, f.pop, f.floor_ms, note.unwrap_or_default(), f.note.clone().unwrap_or_default()),
                     None => format!("{} → {}: new path, {} ms", f.region, f.pop, f.floor_ms),
                 };
-                let entry = AuditEntry::by_user(actor, "link_floor_set", detail, at);
+                let entry = AuditEntry::by_user(actor, AuditAction::LinkFloorSet, detail, at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(FloorChange::Done(entry))
@@ -95,7 +95,7 @@ macro_rules! floor_store {
                 }
                 let ms = floors.iter().find(|f| f.region == region && f.pop == pop).map_or(0, |f| f.floor_ms);
                 sqlx::query("DELETE FROM org_link_floors WHERE org_id = $1 AND region = $2 AND pop = $3").bind(org_id).bind(region).bind(pop).execute(&mut *tx).await?;
-                let entry = AuditEntry::by_user(actor, "link_floor_removed", format!("{region} → {pop} ({ms} ms) removed"), at);
+                let entry = AuditEntry::by_user(actor, AuditAction::LinkFloorRemoved, format!("{region} → {pop} ({ms} ms) removed"), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(FloorChange::Done(entry))

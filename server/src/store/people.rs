@@ -6,7 +6,7 @@
 use super::dispatch::StoreDb;
 use super::sql::{PgStore, SqliteStore};
 use super::StoreResult;
-use app::events::AuditEntry;
+use app::events::{AuditAction, AuditEntry};
 use app::models::Role;
 use app::people::{may_set_password, PersonFields};
 use async_trait::async_trait;
@@ -286,7 +286,7 @@ macro_rules! people_store {
                 if let Some(email) = Self::invite_in(&mut tx, org_id, inv, actor, at).await? {
                     return Ok(InviteOutcome::AlreadyMember(email));
                 }
-                let entry = AuditEntry::by_user(actor, "member_invited", format!("{} invited as {}", inv.person.email, inv.person.role.as_str()), at);
+                let entry = AuditEntry::by_user(actor, AuditAction::MemberInvited, format!("{} invited as {}", inv.person.email, inv.person.role.as_str()), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(InviteOutcome::Invited(entry))
@@ -304,7 +304,7 @@ macro_rules! people_store {
                     // Dropping the transaction rolls every row back.
                     return Ok(Err(members));
                 }
-                let entry = AuditEntry::by_user(actor, "people_imported", format!("{} people imported from CSV", invitations.len()), at);
+                let entry = AuditEntry::by_user(actor, AuditAction::PeopleImported, format!("{} people imported from CSV", invitations.len()), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(Ok(entry))
@@ -369,7 +369,7 @@ macro_rules! people_store {
                     role: inv.role,
                 };
                 Self::join(&mut tx, &inv.org_id, &user_id, &person, at).await?;
-                let entry = AuditEntry::by_user(&user_id, "member_joined", format!("{} joined as {}", inv.email, inv.role.as_str()), at);
+                let entry = AuditEntry::by_user(&user_id, AuditAction::MemberJoined, format!("{} joined as {}", inv.email, inv.role.as_str()), at);
                 Self::write_audit(&mut tx, &inv.org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(AcceptOutcome::Joined { org_id: inv.org_id, user_id, entry })
@@ -394,7 +394,7 @@ macro_rules! people_store {
                 if role != Role::Client {
                     Self::ensure_profile(&mut tx, org_id, user_id, default_region).await?;
                 }
-                let entry = AuditEntry::by_user(actor, "member_role_changed", format!("{user_id}: {before} → {}", role.as_str()), at);
+                let entry = AuditEntry::by_user(actor, AuditAction::MemberRoleChanged, format!("{user_id}: {before} → {}", role.as_str()), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(MemberChange::Done(entry))
@@ -413,7 +413,7 @@ macro_rules! people_store {
                 // A sign-in that had this org selected selects nothing now
                 // (its sockets in the org are closed by the service).
                 sqlx::query("UPDATE web_sessions SET org_id = NULL WHERE org_id = $1 AND user_id = $2").bind(org_id).bind(user_id).execute(&mut *tx).await?;
-                let entry = AuditEntry::by_user(actor, "member_removed", format!("{user_id} ({before}) removed"), at);
+                let entry = AuditEntry::by_user(actor, AuditAction::MemberRemoved, format!("{user_id} ({before}) removed"), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(MemberChange::Done(entry))
@@ -458,7 +458,7 @@ macro_rules! people_store {
                     note("active", was_active.to_string(), e.active.to_string());
                 }
                 let detail = if changed.is_empty() { format!("{user_id}: no change") } else { format!("{user_id}: {}", changed.join("; ")) };
-                let entry = AuditEntry::by_user(actor, "member_edited", detail, at);
+                let entry = AuditEntry::by_user(actor, AuditAction::MemberEdited, detail, at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(MemberChange::Done(entry))

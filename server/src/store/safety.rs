@@ -64,7 +64,7 @@ macro_rules! safety_store {
                     "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 )
-                .bind(org_id).bind(e.at_ms).bind(&e.actor_kind).bind(&e.actor_id).bind(&e.action)
+                .bind(org_id).bind(e.at_ms).bind(e.actor_kind.as_str()).bind(&e.actor_id).bind(e.action.as_str())
                 .bind(&e.session_id).bind(&e.robot_id).bind(&e.detail)
                 .execute(&mut *tx).await?;
                 let row = sqlx::query_as(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"))

@@ -60,6 +60,7 @@ fn Cockpit() -> impl IntoView {
     // Kept here, not in the controls: a push re-renders them, and a first
     // press of Complete must survive that.
     let confirming = RwSignal::new(false);
+    cockpit_keys(record, steer, estop, confirming);
     view! {
         <section class="panel">
             <div class="toolbar">
@@ -147,6 +148,56 @@ fn SessionFacts(s: SessionRecord, now_ms: RwSignal<i64>) -> impl IntoView {
     }
 }
 
+/// The cockpit's keys: E stops, the steer keys (P, C then C) move the
+/// lifecycle, drive keys and any other key are operator input (rule L07).
+/// One listener for the page, judged on the record as it is when the key
+/// is pressed: the controls re-render on every push (a latched robot's
+/// telemetry pushes several a second) and a listener of theirs could be
+/// gone between a reload's start and its end, losing the key.
+fn cockpit_keys(record: crate::page_data::Loaded<Result<SessionRecord, crate::error::AppError>>, steer: ServerAction<SteerSession>, estop: ServerAction<EstopSession>, confirming: RwSignal<bool>) {
+    let console = expect_context::<crate::console::Console>();
+    let relay = expect_context::<crate::console::relay::CockpitRelay>();
+    window_keys(move |ev| {
+        if typing_in_field(&ev) || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+            return;
+        }
+        let Some(s) = record.get_untracked().and_then(Result::ok) else { return };
+        let key = ev.key().to_lowercase();
+        let ended = s.lifecycle.is_terminal();
+        let active = s.lifecycle == LifecycleState::Active;
+        let operate_with = |action: [f32; crate::teleop::ACTION_DIM]| {
+            if active {
+                relay.send_action(&action);
+                console.input_seen(&s.id);
+            }
+        };
+        if key == "e" && !ended {
+            ev.prevent_default();
+            // One key, no confirmation: a stop must never wait for a second press.
+            if s.state != SafetyState::ProtectiveStop && !estop.pending().get_untracked() {
+                estop.dispatch(EstopSession { session_id: s.id.clone() });
+            }
+        } else if let Some(control) = steer_controls(s.lifecycle).into_iter().find(|c| c.key.to_string() == key) {
+            ev.prevent_default();
+            if control.to == LifecycleState::Completed && !confirming.get_untracked() {
+                confirming.set(true);
+            } else {
+                confirming.set(false);
+                if !steer.pending().get_untracked() {
+                    steer.dispatch(SteerSession { session_id: s.id.clone(), to: control.to });
+                }
+            }
+        } else if ev.key() == "Escape" {
+            confirming.set(false);
+        } else if let Some(action) = crate::teleop::key_action(&ev.key()) {
+            ev.prevent_default();
+            operate_with(action);
+        } else {
+            operate_with([0.0; crate::teleop::ACTION_DIM]);
+        }
+    });
+}
+
 /// Pause/Resume (key P) and Complete (key C, then C again to confirm):
 /// only the moves seed 001 allows from the session's state are shown.
 #[component]
@@ -191,7 +242,6 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAc
         }
     };
     let operate = move || operate_with([0.0; crate::teleop::ACTION_DIM]);
-    let keyed = controls.clone();
     // A gamepad (Gamepad API) is read every 100 ms: buttons or a stick out
     // of its dead zone are input, like keys.
     #[cfg(feature = "hydrate")]
@@ -204,26 +254,6 @@ fn Controls(s: SessionRecord, steer: ServerAction<SteerSession>, estop: ServerAc
         let handle = set_interval_with_handle(poll, std::time::Duration::from_millis(100)).ok();
         on_cleanup(move || handle.into_iter().for_each(|h| h.clear()));
     }
-    window_keys(move |ev| {
-        if typing_in_field(&ev) || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
-            return;
-        }
-        let key = ev.key().to_lowercase();
-        if key == "e" && !ended {
-            ev.prevent_default();
-            stop();
-        } else if let Some(control) = keyed.iter().find(|c| c.key.to_string() == key) {
-            ev.prevent_default();
-            press(*control);
-        } else if ev.key() == "Escape" {
-            confirming.set(false);
-        } else if let Some(action) = crate::teleop::key_action(&ev.key()) {
-            ev.prevent_default();
-            operate_with(action);
-        } else {
-            operate();
-        }
-    });
     view! {
         <div class="controls" role="group" aria-label="Session controls">
             {(!ended).then(|| view! {

@@ -31,6 +31,7 @@ pub mod ring;
 pub mod roster;
 pub mod routes;
 pub mod rules;
+pub mod socket;
 #[cfg(feature = "ssr")]
 pub mod session_cookie;
 pub mod timeline;

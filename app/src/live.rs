@@ -155,13 +155,11 @@ pub fn read_watch(text: &str) -> WatchNotice {
 #[cfg(feature = "hydrate")]
 mod browser {
     use super::{read_watch, WatchNotice};
+    use crate::socket::{AfterClose, Handler, Socket};
     use gloo_timers::callback::{Interval, Timeout};
     use leptos::prelude::*;
     use std::cell::RefCell;
     use std::rc::Rc;
-    use wasm_bindgen::prelude::*;
-    use wasm_bindgen::JsCast;
-    use web_sys::{MessageEvent, WebSocket};
 
     pub fn now() -> i64 {
         web_sys::window().and_then(|w| w.performance()).map(|p| p.time_origin() + p.now()).unwrap_or(0.0) as i64
@@ -186,6 +184,38 @@ mod browser {
         }
     }
 
+    /// What a watch socket hears, for a live screen.
+    struct Watcher {
+        reloader: Rc<Reloader>,
+        connected: RwSignal<bool>,
+        relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>,
+    }
+
+    impl Handler for Watcher {
+        fn opened(&mut self, reconnected: bool) {
+            self.connected.set(true);
+            // Whatever changed while disconnected: reload once (the first
+            // connection follows a fresh load).
+            if reconnected {
+                self.reloader.poke();
+            }
+        }
+
+        fn text(&mut self, text: String) {
+            match read_watch(&text) {
+                WatchNotice::Relay(stats) => self.relay.set(Some(stats)),
+                WatchNotice::Changed => self.reloader.poke(),
+                WatchNotice::Nothing => {}
+            }
+        }
+
+        /// Always retried: the poll keeps the screen fresh meanwhile.
+        fn closed(&mut self, _code: u16, wait_s: u32) -> AfterClose {
+            self.connected.set(false);
+            AfterClose::RetryIn(wait_s)
+        }
+    }
+
     pub fn start(watch: super::Watch, version: RwSignal<u64>, connected: RwSignal<bool>, now_ms: RwSignal<i64>, relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>, poll_ms: u32) {
         now_ms.set(now());
         let reloader = Rc::new(Reloader { version, pending: RefCell::new(None) });
@@ -194,93 +224,25 @@ mod browser {
             let reloader = reloader.clone();
             Interval::new(poll_ms, move || reloader.poke())
         };
-        let socket = Rc::new(RefCell::new(None::<WebSocket>));
+        let watcher = Watcher { reloader, connected, relay };
+        let socket = Socket::open(&format!("/ws?watch={}", watch.as_str()), false, crate::rules::MAX_RETRY_WAIT_S, Box::new(watcher));
         // The server closes a socket silent for the presence TTL: ping.
         let ping = {
             let socket = socket.clone();
             Interval::new(5_000, move || {
-                if let Some(ws) = socket.borrow().as_ref().filter(|ws| ws.ready_state() == WebSocket::OPEN) {
-                    let _ = ws.send_with_str(r#"{"type":"ping","nonce":0}"#);
-                }
+                socket.send_text(r#"{"type":"ping","nonce":0}"#);
             })
         };
-        let stopped = Rc::new(std::cell::Cell::new(false));
-        connect(watch, socket.clone(), stopped.clone(), reloader, connected, relay, 1);
         // Browser-only state, held where the reactive owner can drop it.
-        let held = StoredValue::new_local(Some((tick, poll, ping, socket, stopped)));
+        let held = StoredValue::new_local(Some((tick, poll, ping, socket)));
         on_cleanup(move || {
             held.update_value(|held| {
-                if let Some((tick, poll, ping, socket, stopped)) = held.take() {
-                    stopped.set(true);
+                if let Some((tick, poll, ping, socket)) = held.take() {
                     drop((tick, poll, ping));
-                    if let Some(ws) = socket.borrow_mut().take() {
-                        let _ = ws.close();
-                    }
+                    socket.stop();
                 }
             });
         });
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn connect(
-        watch: super::Watch,
-        socket: Rc<RefCell<Option<WebSocket>>>,
-        stopped: Rc<std::cell::Cell<bool>>,
-        reloader: Rc<Reloader>,
-        connected: RwSignal<bool>,
-        relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>,
-        backoff_s: u32,
-    ) {
-        if stopped.get() {
-            return;
-        }
-        let Some(location) = web_sys::window().map(|w| w.location()) else { return };
-        let scheme = if location.protocol().as_deref() == Ok("https:") { "wss" } else { "ws" };
-        let Ok(host) = location.host() else { return };
-        let Ok(ws) = WebSocket::new(&format!("{scheme}://{host}/ws?watch={}", watch.as_str())) else { return };
-
-        let on_open = {
-            let reloader = reloader.clone();
-            Closure::<dyn FnMut()>::new(move || {
-                connected.set(true);
-                // Whatever changed while disconnected: reload once (the first
-                // connection follows a fresh load).
-                if backoff_s > 1 {
-                    reloader.poke();
-                }
-            })
-        };
-        ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
-        on_open.forget();
-
-        let on_message = {
-            let reloader = reloader.clone();
-            Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-                let Some(text) = ev.data().as_string() else { return };
-                match read_watch(&text) {
-                    WatchNotice::Relay(stats) => relay.set(Some(stats)),
-                    WatchNotice::Changed => reloader.poke(),
-                    WatchNotice::Nothing => {}
-                }
-            })
-        };
-        ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        on_message.forget();
-
-        let on_close = {
-            let (socket, stopped) = (socket.clone(), stopped.clone());
-            Closure::<dyn FnMut()>::new(move || {
-                connected.set(false);
-                socket.borrow_mut().take();
-                let (socket, stopped, reloader) = (socket.clone(), stopped.clone(), reloader.clone());
-                let next = crate::rules::doubled_wait_s(backoff_s, crate::rules::MAX_RETRY_WAIT_S);
-                Timeout::new(backoff_s * 1_000, move || connect(watch, socket, stopped, reloader, connected, relay, next)).forget();
-            })
-        };
-        ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
-        on_close.forget();
-
-        *socket.borrow_mut() = Some(ws);
     }
 }
 

@@ -2,13 +2,14 @@
 
 use super::{Console, Link};
 use crate::ring::{cockpit_path, ConsoleMsg, OfferEnd, RingMsg, HEARTBEAT_MS};
-use gloo_timers::callback::{Interval, Timeout};
+use crate::socket::{AfterClose, Handler, Socket};
+use gloo_timers::callback::Interval;
 use leptos::prelude::*;
 use leptos::wasm_split::wasm_split;
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
-use web_sys::{AudioContext, MessageEvent, WebSocket};
+use web_sys::AudioContext;
 
 const TICK_MS: u32 = 250;
 const RING_EVERY_TICKS: u32 = 6;
@@ -21,10 +22,8 @@ pub struct LinkHandle {
 struct Inner {
     console: Console,
     navigate: Box<dyn Fn(&str)>,
-    socket: RefCell<Option<WebSocket>>,
-    stopped: Cell<bool>,
-    /// Seconds before the next try to reconnect.
-    retry_wait_s: Cell<u32>,
+    /// The ring channel (`/ws`), reconnecting until stopped or refused.
+    socket: RefCell<Option<Socket>>,
     /// server clock − browser clock, ms.
     skew_ms: Cell<i64>,
     pops: RefCell<Vec<String>>,
@@ -35,7 +34,6 @@ struct Inner {
     reported_rtt: Cell<Option<u32>>,
     audio: RefCell<Option<AudioContext>>,
     timers: RefCell<Vec<Interval>>,
-    retry: RefCell<Option<Timeout>>,
     ticks: Cell<u32>,
     /// The offer panel, mounted in the page's offer slot; dropping it
     /// unmounts the panel.
@@ -59,8 +57,6 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
         console,
         navigate,
         socket: RefCell::new(None),
-        stopped: Cell::new(false),
-        retry_wait_s: Cell::new(1),
         skew_ms: Cell::new(0),
         pops: RefCell::new(Vec::new()),
         ping_sent_at: Cell::new(0.0),
@@ -68,7 +64,6 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
         reported_rtt: Cell::new(None),
         audio: RefCell::new(None),
         timers: RefCell::new(Vec::new()),
-        retry: RefCell::new(None),
         ticks: Cell::new(0),
         panel: RefCell::new(None),
     });
@@ -99,7 +94,9 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
     inner.timers.borrow_mut().extend([tick, heartbeat, ping]);
     inner.tick();
     *inner.panel.borrow_mut() = mount_offer_panel(console);
-    connect(&inner);
+    // Backoff: 1, 2, 4, 8, 16, then every 30 s.
+    let socket = Socket::open("/ws", false, crate::rules::MAX_RETRY_WAIT_S, Box::new(Ring(Rc::downgrade(&inner))));
+    *inner.socket.borrow_mut() = Some(socket);
     Ok(LinkHandle { inner })
 }
 
@@ -117,12 +114,11 @@ impl LinkHandle {
     }
 
     pub fn stop(&self) {
-        self.inner.stopped.set(true);
         self.inner.timers.borrow_mut().clear();
         self.inner.panel.borrow_mut().take();
-        self.inner.retry.borrow_mut().take();
-        if let Some(ws) = self.inner.socket.borrow_mut().take() {
-            let _ = ws.close();
+        let socket = self.inner.socket.borrow_mut().take();
+        if let Some(socket) = socket {
+            socket.stop();
         }
     }
 
@@ -136,77 +132,50 @@ impl LinkHandle {
     }
 }
 
-fn connect(inner: &Rc<Inner>) {
-    if inner.stopped.get() {
-        return;
-    }
-    let Some(location) = web_sys::window().map(|w| w.location()) else { return };
-    let scheme = if location.protocol().ok().as_deref() == Some("https:") { "wss" } else { "ws" };
-    let url = format!("{scheme}://{}/ws", location.host().unwrap_or_default());
-    let Ok(ws) = WebSocket::new(&url) else {
-        schedule_retry(inner);
-        return;
-    };
-    inner.console.link.set(Link::Connecting);
+/// What the ring channel's socket hears, for the console.
+struct Ring(Weak<Inner>);
 
-    let weak = Rc::downgrade(inner);
-    let on_open = Closure::<dyn FnMut()>::new(move || {
-        if let Some(inner) = weak.upgrade() {
-            inner.retry_wait_s.set(1);
+impl Handler for Ring {
+    fn connecting(&mut self) {
+        if let Some(inner) = self.0.upgrade() {
+            inner.console.link.set(Link::Connecting);
+        }
+    }
+
+    fn opened(&mut self, _reconnected: bool) {
+        if let Some(inner) = self.0.upgrade() {
             inner.console.link.set(Link::Open);
             inner.send(&ConsoleMsg::Heartbeat);
         }
-    });
-    ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
-    on_open.forget();
+    }
 
-    let weak = Rc::downgrade(inner);
-    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-        let Some(inner) = weak.upgrade() else { return };
-        let Some(text) = ev.data().as_string() else { return };
+    fn text(&mut self, text: String) {
+        let Some(inner) = self.0.upgrade() else { return };
         if let Ok(msg) = crate::page_data::read_json::<RingMsg>(&text) {
             inner.apply(msg);
         }
-    });
-    ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    on_message.forget();
+    }
 
-    let weak = Rc::downgrade(inner);
-    let on_close = Closure::<dyn FnMut()>::new(move || {
-        if let Some(inner) = weak.upgrade() {
-            inner.socket.borrow_mut().take();
-            if !inner.stopped.get() && !matches!(inner.console.link.get_untracked(), Link::Refused(_)) {
-                schedule_retry(&inner);
-            }
+    /// Retried after the backoff's wait, said with the time of the next
+    /// try; a refused console is not.
+    fn closed(&mut self, _code: u16, wait_s: u32) -> AfterClose {
+        let Some(inner) = self.0.upgrade() else { return AfterClose::Stop };
+        if matches!(inner.console.link.get_untracked(), Link::Refused(_)) {
+            return AfterClose::Stop;
         }
-    });
-    ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
-    on_close.forget();
-
-    *inner.socket.borrow_mut() = Some(ws);
-}
-
-/// Backoff: 1, 2, 4, 8, 16, then every 30 s.
-fn schedule_retry(inner: &Rc<Inner>) {
-    let wait_s = inner.retry_wait_s.get();
-    inner.retry_wait_s.set(crate::rules::doubled_wait_s(wait_s, crate::rules::MAX_RETRY_WAIT_S));
-    let delay_ms = wait_s * 1_000;
-    inner.console.link.set(Link::Retrying { at_ms: browser_now() + inner.skew_ms.get() + i64::from(delay_ms) });
-    let weak = Rc::downgrade(inner);
-    *inner.retry.borrow_mut() = Some(Timeout::new(delay_ms, move || {
-        if let Some(inner) = weak.upgrade() {
-            connect(&inner);
-        }
-    }));
+        let delay_ms = i64::from(wait_s) * 1_000;
+        inner.console.link.set(Link::Retrying { at_ms: browser_now() + inner.skew_ms.get() + delay_ms });
+        AfterClose::RetryIn(wait_s)
+    }
 }
 
 impl Inner {
+    /// Sends `msg` if the socket is open (dropped otherwise: the server's
+    /// state is re-sent on reconnect).
     fn send(&self, msg: &ConsoleMsg) {
-        if let Some(ws) = self.socket.borrow().as_ref() {
-            if ws.ready_state() == WebSocket::OPEN {
-                if let Ok(text) = serde_json::to_string(msg) {
-                    let _ = ws.send_with_str(&text);
-                }
+        if let Some(socket) = self.socket.borrow().as_ref() {
+            if let Ok(text) = serde_json::to_string(msg) {
+                socket.send_text(&text);
             }
         }
     }

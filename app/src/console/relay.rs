@@ -23,8 +23,9 @@ pub struct CockpitRelay {
     /// Whether the session is live (ACTIVE or PAUSED): the socket is open
     /// only then, and an ended session is not reconnected to.
     pub live: RwSignal<bool>,
+    /// The socket on the relay while the session is live.
     #[cfg(feature = "hydrate")]
-    socket: StoredValue<Option<web_sys::WebSocket>, LocalStorage>,
+    socket: StoredValue<Option<crate::socket::Socket>, LocalStorage>,
 }
 
 impl CockpitRelay {
@@ -32,11 +33,11 @@ impl CockpitRelay {
     pub fn send_action(&self, values: &[f32]) {
         #[cfg(feature = "hydrate")]
         self.socket.with_value(|socket| {
-            if let Some(ws) = socket.as_ref().filter(|ws| ws.ready_state() == web_sys::WebSocket::OPEN) {
+            if let Some(socket) = socket {
                 let t_ms = js_sys_now();
                 let msg = crate::relay::RelayMsg::Action { t_ms, values: values.to_vec() };
                 if let Ok(text) = serde_json::to_string(&msg) {
-                    let _ = ws.send_with_str(&text);
+                    socket.send_text(&text);
                 }
             }
         });
@@ -93,29 +94,30 @@ impl Default for CockpitRelay {
 
 #[cfg(feature = "hydrate")]
 fn keep_open(relay: CockpitRelay, session_id: String) {
-    // Set when the cockpit closes, or when the relay lets it go.
-    let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let stop = stopped.clone();
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    // Set when the relay lets the cockpit go: not reopened after that.
+    let released = Arc::new(AtomicBool::new(false));
     let socket = relay.socket;
+    // Stops the socket (and its retries); true if there was one.
     let close = move || {
-        socket.update_value(|ws| {
-            if let Some(ws) = ws.take() {
-                let _ = ws.close();
-            }
-        });
+        let open = socket.try_update_value(Option::take).flatten();
+        open.map(|socket| socket.stop()).is_some()
     };
     on_cleanup(move || {
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
         close();
     });
     // Open while the session is live; closed (and not retried) once it ends.
     Effect::new(move |_| {
         if relay.live.get() {
-            if relay.socket.with_value(Option::is_none) {
-                browser::connect(relay, session_id.clone(), stopped.clone(), 1);
+            if socket.with_value(Option::is_none) && !released.load(Ordering::Relaxed) {
+                let cockpit = browser::Cockpit { relay, released: released.clone() };
+                let opened = crate::socket::Socket::open(&format!("/relay/{session_id}"), true, crate::relay::RELAY_MAX_WAIT_S, Box::new(cockpit));
+                socket.set_value(Some(opened));
             }
-        } else {
-            close();
+        } else if close() {
+            relay.connected.set(false);
+            relay.robot_connected.set(false);
         }
     });
 }
@@ -123,65 +125,54 @@ fn keep_open(relay: CockpitRelay, session_id: String) {
 #[cfg(feature = "hydrate")]
 mod browser {
     use super::{js_sys_now, CockpitRelay};
-    use crate::relay::{after_relay_close, AfterRelayClose, CameraFrame, RelayMsg, RELAY_MAX_WAIT_S};
-    use crate::rules::doubled_wait_s;
+    use crate::relay::{after_relay_close, AfterRelayClose, CameraFrame, RelayMsg};
+    use crate::socket::{AfterClose, Handler};
     use leptos::prelude::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    use wasm_bindgen::prelude::*;
-    use wasm_bindgen::JsCast;
-    use web_sys::{BinaryType, Blob, BlobPropertyBag, MessageEvent, Url, WebSocket};
+    use web_sys::{Blob, BlobPropertyBag, Url};
 
-    pub fn connect(relay: CockpitRelay, session_id: String, stopped: Arc<AtomicBool>, wait_s: u32) {
-        if stopped.load(Ordering::Relaxed) || !relay.live.get_untracked() {
-            return;
+    /// What the relay socket hears, for the cockpit.
+    pub struct Cockpit {
+        pub relay: CockpitRelay,
+        pub released: Arc<AtomicBool>,
+    }
+
+    impl Handler for Cockpit {
+        fn opened(&mut self, _reconnected: bool) {
+            self.relay.connected.set(true);
         }
-        let Some(location) = web_sys::window().map(|w| w.location()) else { return };
-        let scheme = if location.protocol().as_deref() == Ok("https:") { "wss" } else { "ws" };
-        let Ok(host) = location.host() else { return };
-        let Ok(ws) = WebSocket::new(&format!("{scheme}://{host}/relay/{session_id}")) else { return };
-        ws.set_binary_type(BinaryType::Arraybuffer);
-        let on_open = Closure::<dyn FnMut()>::new(move || relay.connected.set(true));
-        ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
-        on_open.forget();
-        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-            if let Some(text) = ev.data().as_string() {
-                match crate::page_data::read_json::<RelayMsg>(&text) {
-                    Ok(RelayMsg::State { joints, .. }) => relay.push_joints(js_sys_now(), joints),
-                    Ok(RelayMsg::Peers { robot, .. }) => relay.robot_connected.set(robot),
-                    Ok(RelayMsg::Refused { reason }) => relay.refused.set(Some(reason)),
-                    _ => {}
-                }
-            } else if let Ok(buffer) = ev.data().dyn_into::<js_sys::ArrayBuffer>() {
-                let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
-                if let Some(frame) = CameraFrame::decode(&bytes) {
-                    show_frame(relay, frame);
-                }
+
+        fn text(&mut self, text: String) {
+            let relay = self.relay;
+            match crate::page_data::read_json::<RelayMsg>(&text) {
+                Ok(RelayMsg::State { joints, .. }) => relay.push_joints(js_sys_now(), joints),
+                Ok(RelayMsg::Peers { robot, .. }) => relay.robot_connected.set(robot),
+                Ok(RelayMsg::Refused { reason }) => relay.refused.set(Some(reason)),
+                _ => {}
             }
-        });
-        ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        on_message.forget();
-        let on_close = {
-            let (session_id, stopped) = (session_id.clone(), stopped.clone());
-            Closure::<dyn FnMut(web_sys::CloseEvent)>::new(move |ev: web_sys::CloseEvent| {
-                relay.connected.set(false);
-                relay.robot_connected.set(false);
-                relay.socket.set_value(None);
-                match after_relay_close(ev.code(), wait_s) {
-                    // Stopped for good: a record reloaded after this may
-                    // still say ACTIVE, and must not reopen it (a 409).
-                    AfterRelayClose::Released => stopped.store(true, Ordering::Relaxed),
-                    AfterRelayClose::RetryIn(wait_s) => {
-                        let (session_id, stopped) = (session_id.clone(), stopped.clone());
-                        let retry = move || connect(relay, session_id, stopped, doubled_wait_s(wait_s, RELAY_MAX_WAIT_S));
-                        gloo_timers::callback::Timeout::new(wait_s * 1_000, retry).forget();
-                    }
+        }
+
+        /// A camera frame.
+        fn binary(&mut self, bytes: Vec<u8>) {
+            if let Some(frame) = CameraFrame::decode(&bytes) {
+                show_frame(self.relay, frame);
+            }
+        }
+
+        fn closed(&mut self, code: u16, wait_s: u32) -> AfterClose {
+            self.relay.connected.set(false);
+            self.relay.robot_connected.set(false);
+            match after_relay_close(code, wait_s) {
+                // Stopped for good: a record reloaded after this may
+                // still say ACTIVE, and must not reopen it (a 409).
+                AfterRelayClose::Released => {
+                    self.released.store(true, Ordering::Relaxed);
+                    AfterClose::Stop
                 }
-            })
-        };
-        ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
-        on_close.forget();
-        relay.socket.set_value(Some(ws));
+                AfterRelayClose::RetryIn(wait_s) => AfterClose::RetryIn(wait_s),
+            }
+        }
     }
 
     /// The frame as an object URL for the `<img>`; the previous one is freed.

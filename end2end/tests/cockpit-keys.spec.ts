@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test';
-import { adminContext, hydrated, signIn } from './helpers';
+import { hydrated, ownRobotAndOperator, signIn } from './helpers';
 
 // The cockpit's keys work while its record reloads. A robot's telemetry
 // pushes a reload of the record several times a second, and under load each
@@ -13,28 +13,12 @@ const PASSWORD = 'kit-has-a-long-password';
 
 test('L01 the cockpit keys act while a push storm keeps its record reloading', async ({ browser, baseURL }) => {
   test.setTimeout(90_000);
-  const admin = await adminContext(browser);
-  const api = admin.request;
-  const origin = { origin: baseURL! };
-  const robot = await api.post('/v1/robots', { data: { id: 'uk-keys-01', model: 'UR5e', site: 'Keys Bay', pop: 'uk-london', reqCert: CERT } });
-  expect(robot.status()).toBe(201);
-  const { token } = await robot.json();
-  const invited = await api.post('/api/invite_person', {
-    headers: origin,
-    form: { email: EMAIL, display_name: 'Kit Keys', region: 'Manchester', role: 'operator', 'certifications[0]': CERT },
-  });
-  expect(invited.status()).toBe(200);
-  const link: string = (await invited.json()).url;
-  await admin.close();
-  // Accepted by a browser of the invitee's own (the admin's is signed in as the admin).
-  const invitee = await browser.newContext();
-  const accepted = await invitee.request.post('/api/accept_invitation', {
-    headers: origin,
-    form: { token: link.split('/').pop()!, password: PASSWORD, confirm: PASSWORD },
-    maxRedirects: 0,
-  });
-  expect(accepted.status()).toBeLessThan(400);
-  await invitee.close();
+  const token = await ownRobotAndOperator(
+    browser,
+    baseURL!,
+    { id: 'uk-keys-01', model: 'UR5e', site: 'Keys Bay', pop: 'uk-london' },
+    { email: EMAIL, name: 'Kit Keys', region: 'Manchester', password: PASSWORD, cert: CERT },
+  );
 
   const context = await browser.newContext();
   const page = await context.newPage();

@@ -50,3 +50,37 @@ export function panicsOf(page: Page): string[] {
   page.on('console', (m) => { if (m.type() === 'error' && m.text().includes('panicked')) errors.push(m.text().slice(0, 300)); });
   return errors;
 }
+
+/** A robot and an operator of the test's own in the demo org: the robot
+ * needs a certification only this operator holds, so its calls ring nobody
+ * else and no other test's operator takes them. Registered and invited by
+ * the admin; the invitation is accepted from a browser of the operator's
+ * own. Returns the robot's bearer token. */
+export async function ownRobotAndOperator(
+  browser: Browser,
+  baseURL: string,
+  robot: { id: string; model: string; site: string; pop: string },
+  operator: { email: string; name: string; region: string; password: string; cert: string },
+): Promise<string> {
+  const admin = await adminContext(browser);
+  const origin = { origin: baseURL };
+  const registered = await admin.request.post('/v1/robots', { data: { ...robot, reqCert: operator.cert } });
+  expect(registered.status()).toBe(201);
+  const { token } = await registered.json();
+  const invited = await admin.request.post('/api/invite_person', {
+    headers: origin,
+    form: { email: operator.email, display_name: operator.name, region: operator.region, role: 'operator', 'certifications[0]': operator.cert },
+  });
+  expect(invited.status()).toBe(200);
+  const link: string = (await invited.json()).url;
+  await admin.close();
+  const invitee = await browser.newContext();
+  const accepted = await invitee.request.post('/api/accept_invitation', {
+    headers: origin,
+    form: { token: link.split('/').pop()!, password: operator.password, confirm: operator.password },
+    maxRedirects: 0,
+  });
+  expect(accepted.status()).toBeLessThan(400);
+  await invitee.close();
+  return token;
+}

@@ -1,7 +1,7 @@
 import { expect, test } from '@playwright/test';
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
-import { adminContext, hydrated, signIn } from '../helpers';
+import { adminContext, hydrated, ownRobotAndOperator, signIn } from '../helpers';
 
 // A real edge agent: the simulator playing a robot this test registers,
 // whose skill only this test's operator holds, so no other test's
@@ -16,25 +16,12 @@ test('W15 L12: the cockpit shows the joints and camera the robot sends on the re
   // this one's cockpit steps took up to 10 s each under that load.
   test.setTimeout(120_000);
   const admin = await adminContext(browser);
-  const api = admin.request;
-  const origin = { origin: baseURL! };
-  const robot = await api.post('/v1/robots', { data: { id: 'ue-relay-01', model: 'UR10e', site: 'Relay Bay', pop: 'us-east', reqCert: CERT } });
-  expect(robot.status()).toBe(201);
-  const { token } = await robot.json();
-  const invited = await api.post('/api/invite_person', {
-    headers: origin,
-    form: { email: EMAIL, display_name: 'Rhea Relay', region: 'Austin', role: 'operator', 'certifications[0]': CERT },
-  });
-  expect(invited.status()).toBe(200);
-  const link: string = (await invited.json()).url;
-  const set = await browser.newContext();
-  const accepted = await set.request.post('/api/accept_invitation', {
-    headers: origin,
-    form: { token: link.split('/').pop()!, password: PASSWORD, confirm: PASSWORD },
-    maxRedirects: 0,
-  });
-  expect(accepted.status()).toBeLessThan(400);
-  await set.close();
+  const token = await ownRobotAndOperator(
+    browser,
+    baseURL!,
+    { id: 'ue-relay-01', model: 'UR10e', site: 'Relay Bay', pop: 'us-east' },
+    { email: EMAIL, name: 'Rhea Relay', region: 'Austin', password: PASSWORD, cert: CERT },
+  );
 
   const context = await browser.newContext();
   const page = await context.newPage();

@@ -29,12 +29,15 @@ pub fn key_action(key: &str) -> Option<[f32; ACTION_DIM]> {
     Some(action)
 }
 
+/// A stick moved less than this (of its full travel) is at rest.
+pub const GAMEPAD_DEAD_ZONE: f64 = 0.2;
+
 /// The action a gamepad's sticks give: left stick x/y, right stick z/yaw,
 /// inside the dead zone nothing.
 pub fn gamepad_action(axes: &[f64]) -> [f32; ACTION_DIM] {
     let axis = |i: usize| {
         let v = axes.get(i).copied().unwrap_or(0.0);
-        if v.abs() > crate::console::GAMEPAD_DEAD_ZONE { v as f32 } else { 0.0 }
+        if v.abs() > GAMEPAD_DEAD_ZONE { v as f32 } else { 0.0 }
     };
     // Screen y grows downwards: pushing a stick up is forward / up.
     [-axis(1), -axis(0), -axis(3), 0.0, 0.0, axis(2)]

@@ -250,13 +250,10 @@ pub fn OfferPanel(console: Console) -> impl IntoView {
     }
 }
 
-/// A stick moved less than this (of its full travel) is at rest.
-pub const GAMEPAD_DEAD_ZONE: f64 = 0.2;
-
 /// Whether a gamepad's state is operator input (rule L07): a button held,
 /// or a stick out of its dead zone. A pad lying still is not input.
 pub fn gamepad_input(any_button_pressed: bool, axes: &[f64]) -> bool {
-    any_button_pressed || axes.iter().any(|a| a.abs() > GAMEPAD_DEAD_ZONE)
+    any_button_pressed || axes.iter().any(|a| a.abs() > crate::teleop::GAMEPAD_DEAD_ZONE)
 }
 
 /// The axes of the first connected gamepad (Gamepad API) that gives

@@ -42,8 +42,10 @@ pub enum Command {
     HandOver { session_id: String, by: Option<String>, to: String, reply: Reply<Offer> },
     /// Who the live session may be handed to, best first.
     HandoverCandidates { session_id: String, reply: Reply<Vec<app::dispatch::Candidate>> },
-    /// Moves a live session's planned end (rule L13).
-    Extend { session_id: String, operator: Option<String>, actor: String, from: i64, to: i64, reply: Reply<i64> },
+    /// Whether the planned end of a live session may move (rule L13).
+    MayExtend { session_id: String, operator: Option<String>, from: i64, reply: Reply<()> },
+    /// A committed extension: new timers and the event.
+    Extended { session_id: String, from: i64, to: i64, reply: Reply<i64> },
     /// Operator input on their session (resets its inactivity chain).
     Input { operator_id: String, session_id: String, reply: Reply<()> },
     TabOpened { operator_id: String, reply: Reply<(OperatorPresence, Option<Offer>)> },
@@ -87,7 +89,8 @@ impl Command {
             Command::Finish { reply, .. } | Command::Steer { reply, .. } => drop(reply.send(Err(error()))),
             Command::Input { reply, .. } => drop(reply.send(Err(error()))),
             Command::HandOver { reply, .. } => drop(reply.send(Err(error()))),
-            Command::Extend { reply, .. } => drop(reply.send(Err(error()))),
+            Command::MayExtend { reply, .. } => drop(reply.send(Err(error()))),
+            Command::Extended { reply, .. } => drop(reply.send(Err(error()))),
             Command::HandoverCandidates { reply, .. } => drop(reply.send(Err(error()))),
             Command::ReportError { reply, .. } => drop(reply.send(Err(error()))),
             Command::TabOpened { reply, .. } => drop(reply.send(Err(error()))),
@@ -137,9 +140,8 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
         Command::Input { operator_id, session_id, reply } => hold(reply, desk.input(&operator_id, &session_id, now)),
         Command::HandOver { session_id, by, to, reply } => hold(reply, desk.hand_over(&session_id, by.as_deref(), &to, now)),
         Command::HandoverCandidates { session_id, reply } => hold(reply, desk.handover_candidates(&session_id)),
-        Command::Extend { session_id, operator, actor, from, to, reply } => {
-            hold(reply, desk.extend(&session_id, operator.as_deref(), &actor, from, to, now))
-        }
+        Command::MayExtend { session_id, operator, from, reply } => hold(reply, desk.may_extend(&session_id, operator.as_deref(), from)),
+        Command::Extended { session_id, from, to, reply } => hold(reply, desk.extended(&session_id, from, to)),
         Command::ReportError { session_id, detail, reply } => hold(reply, desk.report_error(&session_id, &detail, now)),
         Command::TabOpened { operator_id, reply } => hold(reply, desk.tab_opened(&operator_id, now)),
         Command::TabClosed { operator_id, last_seen } => {

@@ -278,8 +278,21 @@ impl Engine {
         let bookings: Vec<app::booking::Booking> =
             self.shared.store.robot_bookings(org_id, &row.robot_id, from).await?.into_iter().map(|b| b.booking()).collect();
         let to = app::booking::extension(from, minutes, &bookings, row.booking_id.as_deref()).map_err(EngineError::CannotExtend)?;
-        let (ses, op, who) = (session_id.to_string(), operator.map(str::to_string), actor.to_string());
-        self.ask(org_id, |reply| Command::Extend { session_id: ses, operator: op, actor: who, from, to, reply }).await?;
+        // The desk says whether this caller may; the extension commits in a
+        // transaction of its own, judged again on the bookings as they are
+        // under the robot's lock (a booking may have landed since the read
+        // above); then the desk sets its timers. A refusal there is a 409
+        // with the reason, and nothing else waits on it.
+        let (ses, op) = (session_id.to_string(), operator.map(str::to_string));
+        self.ask(org_id, |reply| Command::MayExtend { session_id: ses, operator: op, from, reply }).await?;
+        let judge = move |bookings: &[app::booking::Booking], own: Option<&str>| app::booking::extension(from, minutes, bookings, own).err();
+        match self.shared.store.extend_planned_end(org_id, session_id, from, to, actor, self.shared.clock.now_ms(), &judge).await? {
+            crate::store::Extension::Done => {}
+            crate::store::Extension::Refused(why) => return Err(EngineError::CannotExtend(why)),
+            crate::store::Extension::Moved => return Err(EngineError::CannotExtend("The planned end changed meanwhile: look again and retry.".into())),
+        }
+        let ses = session_id.to_string();
+        self.ask(org_id, |reply| Command::Extended { session_id: ses, from, to, reply }).await?;
         self.session(org_id, session_id).await
     }
 

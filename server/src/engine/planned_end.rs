@@ -7,7 +7,6 @@
 use super::desk::Desk;
 use super::timers::Timer;
 use super::types::EngineError;
-use crate::store::Write;
 use app::booking::{PLANNED_END_NOTICE_MS, PLANNED_END_REACHED};
 use app::events::{Event, OperatorEvent, OrgEvent, Topic};
 use app::models::LifecycleState;
@@ -36,12 +35,11 @@ impl Desk {
         }
     }
 
-    /// Moves the planned end from `from` to `to` (the caller checked the
-    /// robot's bookings against `from`; a different end means someone
-    /// extended meanwhile). `operator`: the operator asking, who must be
-    /// in control; `None` for an admin or the session's client. `actor` is
-    /// written in the audit record.
-    pub fn extend(&mut self, session_id: &str, operator: Option<&str>, actor: &str, from: i64, to: i64, now: i64) -> Result<i64, EngineError> {
+    /// Whether `operator` (the operator asking, who must be in control;
+    /// `None` for an admin or the session's client) may move the planned
+    /// end that is now `from`. Nothing is written: the extension commits in
+    /// a transaction of its own (see `Engine::extend_session`).
+    pub fn may_extend(&self, session_id: &str, operator: Option<&str>, from: i64) -> Result<(), EngineError> {
         let live = self.live.get(session_id).ok_or(EngineError::SessionEnded)?;
         if operator.is_some() && live.operator_id.as_deref() != operator {
             return Err(EngineError::NotAttached);
@@ -49,14 +47,15 @@ impl Desk {
         if live.planned_end != Some(from) {
             return Err(EngineError::CannotExtend("The planned end changed meanwhile: look again and retry.".into()));
         }
-        self.fx.writes.push(Write::Extend {
-            org_id: self.org_id.clone(),
-            session_id: session_id.to_string(),
-            from,
-            to,
-            by: actor.to_string(),
-            at: now,
-        });
+        Ok(())
+    }
+
+    /// The extension from `from` to `to` is committed: new timers, and the
+    /// org's screens told. A session that ended meanwhile has nothing to move.
+    pub fn extended(&mut self, session_id: &str, from: i64, to: i64) -> Result<i64, EngineError> {
+        if self.live.get(session_id).and_then(|l| l.planned_end) != Some(from) {
+            return Err(EngineError::SessionEnded);
+        }
         self.plan_end(session_id, to);
         let event = OrgEvent::PlannedEnd { session_id: session_id.to_string(), planned_end_ms: to };
         self.fx.events.push((Topic::org(&self.org_id), Event::Org(event)));

@@ -118,51 +118,6 @@ macro_rules! apply_writes {
                             .bind(org_id).bind(session_id).bind(at).bind(to).bind(detail)
                             .execute(&mut **tx).await?;
                     }
-                    Write::Extend { org_id, session_id, from, to, by, at } => {
-                        // The engine judged the extension on the bookings it read
-                        // before asking the desk; a booking may have landed since.
-                        // Judged again here under the robot's row lock, which a new
-                        // booking's transaction takes too: a collision now fails the
-                        // batch (503, retried), so a session never runs into a
-                        // booking made while it was being extended.
-                        let (robot_id, own): (String, Option<String>) =
-                            sqlx::query_as("SELECT robot_id, booking_id FROM sessions WHERE org_id = $1 AND id = $2")
-                                .bind(org_id).bind(session_id).fetch_optional(&mut **tx).await?
-                                .ok_or_else(|| diverged("extended session not found"))?;
-                        sqlx::query("UPDATE robots SET model = model WHERE org_id = $1 AND id = $2")
-                            .bind(org_id).bind(&robot_id).execute(&mut **tx).await?;
-                        let bookings: Vec<(String, String, i64, i64)> = sqlx::query_as(
-                            "SELECT id, client_id, starts_at, ends_at FROM bookings WHERE org_id = $1 AND robot_id = $2 \
-                             AND ends_at > $3 AND cancelled_at IS NULL",
-                        )
-                        .bind(org_id).bind(&robot_id).bind(from).fetch_all(&mut **tx).await?;
-                        let bookings: Vec<app::booking::Booking> = bookings
-                            .into_iter()
-                            .map(|(id, client_id, starts_at_ms, ends_at_ms)| app::booking::Booking {
-                                id, robot_id: robot_id.clone(), client_id, client_name: String::new(), starts_at_ms, ends_at_ms,
-                            })
-                            .collect();
-                        if app::booking::first_collision(&bookings, own.as_deref(), (*from, *to)).is_some() {
-                            return Err(diverged("a booking was made while the session was being extended"));
-                        }
-                        let done = sqlx::query(
-                            "UPDATE sessions SET planned_end_at = $1 WHERE org_id = $2 AND id = $3 AND planned_end_at = $4 \
-                             AND lifecycle IN ('ACTIVE', 'PAUSED')",
-                        )
-                        .bind(to).bind(org_id).bind(session_id).bind(from)
-                        .execute(&mut **tx).await?;
-                        if done.rows_affected() != 1 {
-                            return Err(diverged("planned end not the one the engine holds"));
-                        }
-                        sqlx::query(
-                            "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, detail) \
-                             VALUES ($1, $2, $6, $3, $7, $4, $5)",
-                        )
-                        .bind(org_id).bind(at).bind(by).bind(session_id)
-                        .bind(format!("planned end {} → {}", app::booking::utc_when(*from), app::booking::utc_when(*to)))
-                        .bind(app::events::ActorKind::User.as_str()).bind(app::events::AuditAction::SessionExtended.as_str())
-                        .execute(&mut **tx).await?;
-                    }
                     Write::Record { org_id, session_id, record } => {
                         sqlx::query(
                             "INSERT INTO dispatch_records (org_id, session_id, at, trigger, pool_source, outcome, operator_id, rtt_ms, candidates) \

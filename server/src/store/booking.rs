@@ -59,6 +59,20 @@ pub struct BookingsSeen {
 /// The service's judgement of a booking: `Some(why)` refuses it.
 pub type BookingJudge<'a> = &'a (dyn Fn(&BookingsSeen) -> Option<String> + Send + Sync);
 
+/// The judgement of an extension on the robot's bookings after the old
+/// planned end and the session's own booking: `Some(why)` refuses it.
+pub type ExtensionJudge<'a> = &'a (dyn Fn(&[app::booking::Booking], Option<&str>) -> Option<String> + Send + Sync);
+
+/// What became of an extension.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Extension {
+    Done,
+    /// The judge refused it: why.
+    Refused(String),
+    /// The session is no longer live, or its planned end is no longer `from`.
+    Moved,
+}
+
 #[async_trait]
 pub trait BookingStore: Send + Sync {
     /// The robot's bookings still running after `after`, not cancelled, by start.
@@ -70,6 +84,12 @@ pub trait BookingStore: Send + Sync {
     /// under the robot's and the client's row locks, so two bookings made
     /// at once are judged one after the other (PostgreSQL included).
     async fn insert_booking_judged(&self, booking: &NewBooking, after: i64, month: (i64, i64), judge: BookingJudge<'_>) -> StoreResult<Option<String>>;
+    /// Moves a live session's planned end from `from` to `to` with its
+    /// audit record, unless `judge` refuses the robot's bookings as read
+    /// under the robot's row lock, which a new booking's transaction takes
+    /// too: a booking and an extension made at once are judged one after
+    /// the other (PostgreSQL included), never both on what was before.
+    async fn extend_planned_end(&self, org_id: &str, session_id: &str, from: i64, to: i64, actor: &str, at: i64, judge: ExtensionJudge<'_>) -> StoreResult<Extension>;
     /// Cancels a booking (only `client_id`'s, when given); false when there
     /// is no such live booking.
     async fn cancel_booking(&self, org_id: &str, booking_id: &str, client_id: Option<&str>, at: i64) -> StoreResult<Option<String>>;
@@ -146,6 +166,44 @@ macro_rules! booking_store {
                 .execute(&mut *tx).await?;
                 tx.commit().await?;
                 Ok(None)
+            }
+
+            async fn extend_planned_end(&self, org_id: &str, session_id: &str, from: i64, to: i64, actor: &str, at: i64, judge: ExtensionJudge<'_>) -> StoreResult<Extension> {
+                let mut tx = <Self as super::dispatch::StoreDb>::begin_write(&self.pool).await?;
+                let Some((robot_id, own)): Option<(String, Option<String>)> = sqlx::query_as(
+                    "SELECT robot_id, booking_id FROM sessions WHERE org_id = $1 AND id = $2 AND planned_end_at = $3 AND lifecycle IN ('ACTIVE', 'PAUSED')",
+                )
+                .bind(org_id).bind(session_id).bind(from).fetch_optional(&mut *tx).await?
+                else {
+                    return Ok(Extension::Moved);
+                };
+                sqlx::query("UPDATE robots SET model = model WHERE org_id = $1 AND id = $2").bind(org_id).bind(&robot_id).execute(&mut *tx).await?;
+                let bookings: Vec<BookingRow> = sqlx::query_as(&format!(
+                    "{BOOKING_SELECT} WHERE b.org_id = $1 AND b.robot_id = $2 AND b.ends_at > $3 AND b.cancelled_at IS NULL ORDER BY b.starts_at, b.id"
+                ))
+                .bind(org_id).bind(&robot_id).bind(from).fetch_all(&mut *tx).await?;
+                let bookings: Vec<app::booking::Booking> = bookings.into_iter().map(BookingRow::booking).collect();
+                if let Some(why) = judge(&bookings, own.as_deref()) {
+                    return Ok(Extension::Refused(why));
+                }
+                // Compared with `from` again: two extensions at once move it once.
+                let moved = sqlx::query(
+                    "UPDATE sessions SET planned_end_at = $1 WHERE org_id = $2 AND id = $3 AND planned_end_at = $4 AND lifecycle IN ('ACTIVE', 'PAUSED')",
+                )
+                .bind(to).bind(org_id).bind(session_id).bind(from).execute(&mut *tx).await?;
+                if moved.rows_affected() != 1 {
+                    return Ok(Extension::Moved);
+                }
+                sqlx::query(
+                    "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                )
+                .bind(org_id).bind(at).bind(app::events::ActorKind::User.as_str()).bind(actor)
+                .bind(app::events::AuditAction::SessionExtended.as_str()).bind(session_id).bind(&robot_id)
+                .bind(format!("planned end {} → {}", app::booking::utc_when(from), app::booking::utc_when(to)))
+                .execute(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(Extension::Done)
             }
 
             async fn cancel_booking(&self, org_id: &str, booking_id: &str, client_id: Option<&str>, at: i64) -> StoreResult<Option<String>> {

@@ -63,8 +63,6 @@ pub enum Write {
     Record { org_id: String, session_id: String, record: DispatchRecord },
     /// Control of a live session moves to `to` (rule L08); logs OPERATOR_SWITCH.
     Switch { org_id: String, session_id: String, from: Option<String>, to: String, region: String, rtt_ms: u32, detail: Option<String>, at: i64 },
-    /// The planned end moves from `from` to `to` (rule L13), with an audit record.
-    Extend { org_id: String, session_id: String, from: i64, to: i64, by: String, at: i64 },
 }
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]

@@ -17,7 +17,7 @@ mod safety;
 mod sql;
 
 pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
-pub use booking::{BookingJudge, BookingRow, BookingStore, BookingsSeen, NewBooking};
+pub use booking::{BookingJudge, BookingRow, BookingStore, BookingsSeen, Extension, ExtensionJudge, NewBooking};
 pub use datasets::{DatasetStore, EpisodeRow, NewEpisode};
 pub use dispatch::{ActivityRow, DispatchStore};
 pub use chat::{ChatRow, ChatStore};

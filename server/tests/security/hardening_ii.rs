@@ -473,6 +473,11 @@ both_backends!(s07_a_booking_and_an_extension_made_at_once_never_overlap, |app: 
         if booked_ok && extended_ok {
             both.push(round);
         }
+        // One wins, and the other is told why (409), not asked to retry.
+        assert!(booked_ok || extended_ok, "round {round}: neither won ({} and {})", booked.status(), extended.status());
+        for (ok, status) in [(booked_ok, booked.status()), (extended_ok, extended.status())] {
+            assert!(ok || status == StatusCode::CONFLICT, "round {round}: the loser answered {status}");
+        }
         // What the database holds agrees: no live booking inside the session's time.
         let now_end = planned_end(&admin, &app, &session).await;
         if booked_ok {

@@ -253,6 +253,29 @@ mod audit_tests {
             assert_eq!(AuditAction::try_from(action.as_str().to_string()), Ok(action));
         }
         assert_eq!(AuditAction::OperatorEstop.label(), "operator estop");
+        // A new action must join ALL (else its rows would not read back):
+        // this match stops compiling until it is named here too.
+        let listed = |a: AuditAction| match a {
+            AuditAction::ProtectiveStop
+            | AuditAction::OperatorEstop
+            | AuditAction::ProtectiveStopCleared
+            | AuditAction::SessionExtended
+            | AuditAction::EpisodeRecorded
+            | AuditAction::RobotRegistered
+            | AuditAction::RobotEdited
+            | AuditAction::RobotTokenRotated
+            | AuditAction::RobotRetired
+            | AuditAction::LinkFloorSet
+            | AuditAction::LinkFloorRemoved
+            | AuditAction::MemberInvited
+            | AuditAction::PeopleImported
+            | AuditAction::MemberJoined
+            | AuditAction::MemberRoleChanged
+            | AuditAction::MemberRemoved
+            | AuditAction::MemberEdited => AuditAction::ALL.contains(&a),
+        };
+        assert!(AuditAction::ALL.into_iter().all(listed));
+        assert_eq!(AuditAction::ALL.len(), 17, "every variant of the match above is in ALL");
         assert!(AuditAction::try_from("dropped_tables".to_string()).is_err());
         for kind in [ActorKind::User, ActorKind::Robot, ActorKind::System] {
             assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());

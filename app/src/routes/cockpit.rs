@@ -157,6 +157,8 @@ fn SessionFacts(s: SessionRecord, now_ms: RwSignal<i64>) -> impl IntoView {
 fn cockpit_keys(record: crate::page_data::Loaded<Result<SessionRecord, crate::error::AppError>>, steer: ServerAction<SteerSession>, estop: ServerAction<EstopSession>, confirming: RwSignal<bool>) {
     let console = expect_context::<crate::console::Console>();
     let relay = expect_context::<crate::console::relay::CockpitRelay>();
+    // Made once: each call of `pending()` makes a memo of its own.
+    let (estop_pending, steer_pending) = (estop.pending(), steer.pending());
     window_keys(move |ev| {
         if typing_in_field(&ev) || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
             return;
@@ -174,7 +176,7 @@ fn cockpit_keys(record: crate::page_data::Loaded<Result<SessionRecord, crate::er
         if key == "e" && !ended {
             ev.prevent_default();
             // One key, no confirmation: a stop must never wait for a second press.
-            if s.state != SafetyState::ProtectiveStop && !estop.pending().get_untracked() {
+            if s.state != SafetyState::ProtectiveStop && !estop_pending.get_untracked() {
                 estop.dispatch(EstopSession { session_id: s.id.clone() });
             }
         } else if let Some(control) = steer_controls(s.lifecycle).into_iter().find(|c| c.key.to_string() == key) {
@@ -183,7 +185,7 @@ fn cockpit_keys(record: crate::page_data::Loaded<Result<SessionRecord, crate::er
                 confirming.set(true);
             } else {
                 confirming.set(false);
-                if !steer.pending().get_untracked() {
+                if !steer_pending.get_untracked() {
                     steer.dispatch(SteerSession { session_id: s.id.clone(), to: control.to });
                 }
             }

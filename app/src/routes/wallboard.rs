@@ -12,9 +12,9 @@ use crate::models::{SafetyState, SessionRecord};
 use crate::relay::{overflow_note, relay_health, RelayHealth, RelayStat};
 use crate::rules::{fixed, format_age, utc_clock};
 use leptos::prelude::*;
-use std::sync::Arc;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_query_map};
+use std::sync::Arc;
 
 /// The wallboard's filters, read from the URL.
 fn filter_from_query() -> Memo<BoardFilter> {

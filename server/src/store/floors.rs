@@ -68,6 +68,8 @@ macro_rules! floor_store {
 
             async fn set_link_floor(&self, org_id: &str, f: &LinkFloor, actor: &str, at: i64) -> StoreResult<FloorChange> {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                // As a removal does: the first edit copies the defaults, once.
+                sqlx::query("UPDATE orgs SET name = name WHERE id = $1").bind(org_id).execute(&mut *tx).await?;
                 let before = Self::own_floors(&mut tx, org_id).await?.into_iter().find(|(r, p, _, _)| *r == f.region && *p == f.pop);
                 sqlx::query(
                     "INSERT INTO org_link_floors (org_id, region, pop, floor_ms, note) VALUES ($1, $2, $3, $4, $5) \

@@ -2,9 +2,8 @@
 # The roster's keystroke benchmark (BENCHMARKS.md): seeds N operators
 # (default 5,000) into a scratch SQLite database, serves them with the
 # release build, and measures keystroke → updated rows in Chromium.
-# Needs the release site, built as scripts/run.sh builds it
-# (`RUSTFLAGS="--cfg erase_components" cargo leptos build --release`), and
-# scripts/setup.sh.
+# Needs the release site and server, built as scripts/run.sh builds them
+# (`cargo run -p clutchcall-site -- --release`), and scripts/setup.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -2,7 +2,7 @@
 # The wasm budget (BENCHMARKS.md, issue "Hardening"): what each screen
 # fetches from /pkg before it is interactive, in Chromium, against the
 # release build with the demo org. Builds the site as scripts/run.sh does
-# (release, views erased, lazy routes split into chunks, precompressed)
+# (frontend/site --release: lazy routes split, optimised, precompressed)
 # unless BENCH_NO_BUILD=1, then fails if any screen loads over 350 KB gzip.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -10,10 +10,8 @@ cd "$ROOT"
 export PATH="$HOME/.cargo/bin:${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-tools}/node_modules/.bin:$PATH"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 if [[ "${BENCH_NO_BUILD:-0}" != "1" ]]; then
-  RUSTFLAGS="${RUSTFLAGS:-} --cfg erase_components" cargo leptos build --release --split --precompress
+  cargo run --quiet -p clutchcall-site -- --release
 fi
-python3 "$ROOT/scripts/check-split-data.py" "$ROOT/target/site/pkg"
-node "$ROOT/scripts/bundle-split.mjs" "$ROOT/target/site/pkg"
 source "$ROOT/scripts/serve-scratch.sh"
 data="$(mktemp -d)"
 serve_scratch "$TARGET_DIR/release/server" "$data" CLUTCHCALL_METRICS_ADDR=off

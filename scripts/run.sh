@@ -8,18 +8,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-tools}/node_modules/.bin:$PATH"
-# Release build: the server optimised for speed, the wasm for size. Views
-# are type-erased in release builds (server and browser alike, or hydration
-# fails): the wasm is a quarter smaller. Debug builds stay unerased so that
-# `cargo test -p server` and `cargo leptos build` share compiled dependencies.
-# Every screen is a lazy route: --split cuts each into its own wasm chunk
-# (and is required: the wasm links the chunks' loader), and --precompress
-# writes the .gz/.br files the server sends to browsers that accept them.
-export RUSTFLAGS="${RUSTFLAGS:-} --cfg erase_components"
+# Release build (frontend/site, the one site build): the server optimised
+# for speed, the wasm for size, every screen its own chunks, precompressed.
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-cargo leptos build --release --split --precompress
-# Each screen's chunks travel as one file (see the script).
-node scripts/bundle-split.mjs "$ROOT/target/site/pkg"
+cargo run --quiet -p clutchcall-site -- --release
 
 ADDR="${CLUTCHCALL_ADDR:-127.0.0.1:3000}"
 "$TARGET_DIR/release/server" &

@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # Installs what ClutchCall's build and tests need, and only what is missing.
 # Idempotent: a second run checks versions and does nothing.
-# Nothing here downloads from GitHub: cargo-leptos would, so every tool it
-# looks for is put on PATH first (wasm-bindgen from crates.io, wasm-opt from
-# the npm package binaryen; the stylesheet is plain CSS, so no dart-sass).
+# The site is built by the workspace's own tool (frontend/site), which cargo
+# builds like any crate; what it runs besides is binaryen's wasm-opt (the npm
+# package, run in Node) and nothing from GitHub.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-CARGO_LEPTOS_VERSION="0.3.10"
-WASM_BINDGEN_VERSION="0.2.130"   # must equal the `=` pin in Cargo.toml
 BINARYEN_VERSION="132.0.0"
 PLAYWRIGHT_VERSION="1.65.1"
 PYARROW_VERSION="26.0.1"
@@ -23,20 +21,6 @@ export PATH="$HOME/.cargo/bin:$TOOLS_DIR/node_modules/.bin:$PATH"
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   say "adding rust target wasm32-unknown-unknown"
   rustup target add wasm32-unknown-unknown
-fi
-
-# cargo-leptos's own release profile asks for fat LTO and one codegen
-# unit: 21 minutes on 2 cores for a build tool. Cargo lets the environment
-# override an installed package's profile, and the tool runs as fast.
-if [[ "$(cargo leptos --version 2>/dev/null || true)" != *"$CARGO_LEPTOS_VERSION"* ]]; then
-  say "installing cargo-leptos $CARGO_LEPTOS_VERSION (without its LTO profile)"
-  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=2 \
-    cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked
-fi
-
-if [[ "$(wasm-bindgen --version 2>/dev/null || true)" != *"$WASM_BINDGEN_VERSION"* ]]; then
-  say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"
-  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
 fi
 
 if [[ "$(wasm-opt --version 2>/dev/null || true)" != *"version ${BINARYEN_VERSION%%.*}"* ]]; then
@@ -75,4 +59,4 @@ if [[ -f "$ROOT/end2end/package.json" ]]; then
   fi
 fi
 
-say "tools ready: $(cargo leptos --version), $(wasm-bindgen --version), $(wasm-opt --version | head -1), $(/usr/bin/chromium --version 2>/dev/null), schemathesis $("$TOOLS_DIR/venv/bin/st" --version | awk '{print $NF}')"
+say "tools ready: $(wasm-opt --version | head -1), $(/usr/bin/chromium --version 2>/dev/null), schemathesis $("$TOOLS_DIR/venv/bin/st" --version | awk '{print $NF}')"

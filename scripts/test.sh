@@ -41,10 +41,9 @@ cargo build -p clutchcall-bench --bins
 step "fuzz the /v1 API from its OpenAPI document (schemathesis)"
 bash scripts/fuzz-api.sh "$TARGET_DIR/debug/server"
 
-step "build the site for the browser tests (server + wasm, debug)"
-cargo leptos build --split
-python3 scripts/check-split-data.py "$ROOT/target/site/pkg"
-node scripts/bundle-split.mjs "$ROOT/target/site/pkg"
+step "the site build's own tests, then the site for the browser tests (server + wasm, debug)"
+cargo test -p clutchcall-site
+cargo run --quiet -p clutchcall-site
 
 step "browser tests: Playwright in Chromium"
 cd end2end

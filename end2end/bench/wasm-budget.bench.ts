@@ -7,12 +7,12 @@ import { hydrated, signIn } from '../tests/helpers';
 // What each screen loads before it is interactive: every wasm and JS file
 // the browser fetches from /pkg between navigation and hydration (screens
 // are lazy routes, so that is the main module plus the screen's chunks,
-// which arrive as one bundle: scripts/bundle-split.mjs). Each screen is
+// which arrive as one bundle: frontend/site/src/bundle.rs). Each screen is
 // also loaded with its bundle blocked, chunk by chunk, for comparison.
 // Run by scripts/bench-wasm.sh against the release build; figures in
 // BENCHMARKS.md. Sizes are the site's own files: raw, gzip -9 of each file
 // (the budget's measure, as in earlier figures), and what Chromium actually
-// received (the server sends the `.br` that `--precompress` wrote).
+// received (the server sends the `.br` the release site build wrote).
 const BUDGET_GZIP = 350 * 1024;
 const SITE = process.env.BENCH_SITE ?? path.resolve(__dirname, '../../target/site');
 
@@ -60,7 +60,7 @@ type Row = { screen: string; files: number; raw: number; gzip: number; received:
 
 // One load of a screen in a fresh context; `chunkByChunk` blocks the
 // screen's bundle, so the loader fetches its chunks one by one (as before
-// scripts/bundle-split.mjs): the floor, measured in the same run.
+// chunks were bundled): the floor, measured in the same run.
 async function load(browser: Browser, storage: Awaited<ReturnType<typeof storageFor>>, screen: string, chunkByChunk: boolean): Promise<Row> {
   const context = await browser.newContext({ storageState: storage });
   if (chunkByChunk) await context.route(/\/pkg\/bundle_[^/]*\.wasm$/, (route) => route.abort());

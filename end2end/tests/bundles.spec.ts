@@ -1,7 +1,7 @@
 import { BrowserContext, expect, test } from '@playwright/test';
 import { adminContext, hydrated, panicsOf } from './helpers';
 
-// A screen's wasm chunks arrive as one file (scripts/bundle-split.mjs): the
+// A screen's wasm chunks arrive as one file (frontend/site, bundle.rs): the
 // page preloads its bundle (or the loader fetches it), each chunk is taken
 // from it, and a bundle that cannot be fetched falls back to the chunks one
 // by one.

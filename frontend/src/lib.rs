@@ -27,8 +27,8 @@ pub fn hydrate() {
     });
 }
 
-/// Room for the chunk splitter (`wasm-split`, run by `cargo leptos build
-/// --split`) to give each chunk its own read-only data. It re-packs every
+/// Room for the chunk splitter (`wasm_split_cli_support`, run by the site
+/// build, `frontend/site`) to give each chunk its own read-only data. It re-packs every
 /// chunk's strings and tables at their own alignment, and when the re-packed
 /// segment comes out longer than the linker's (by 1.9 KB here) it gives up
 /// and keeps all data in the shell: every screen's static text then loads

@@ -1,5 +1,5 @@
-//! Every screen is a lazy route. Built with `cargo leptos build --split`, each
-//! screen's code leaves the main wasm for a chunk of its own that the browser
+//! Every screen is a lazy route. Split by the site build (`frontend/site`),
+//! each screen's code leaves the main wasm for a chunk of its own that the browser
 //! fetches when the screen is entered (and, on a server-rendered first load,
 //! preloads from the `<link rel="preload">` the server puts in the head), so a
 //! page loads the shell plus its own screen, not every screen of the app.

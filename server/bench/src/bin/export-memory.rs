@@ -9,7 +9,7 @@
 //! tar that is read to the end. VmRSS is sampled every 5 ms throughout;
 //! each phase prints its baseline, peak and growth.
 //!
-//! RUSTFLAGS="--cfg erase_components" cargo build --release -p clutchcall-bench --bin export-memory
+//! cargo build --release -p clutchcall-bench --bin export-memory
 //! target/release/export-memory [--total-mb 1100] [--big-mb 600] [--episode-mb 125] [--version v3.0]
 
 use clutchcall_bench::{number, parse_flags, ScratchDb};

@@ -2,12 +2,13 @@
 # Installs what ClutchCall's build and tests need, and only what is missing.
 # Idempotent: a second run checks versions and does nothing.
 # The site is built by the workspace's own tool (frontend/site), which cargo
-# builds like any crate; what it runs besides is binaryen's wasm-opt (the npm
-# package, run in Node) and nothing from GitHub.
+# builds like any crate; what it runs besides is binaryen and terser (npm
+# packages, run in Node) and nothing from GitHub.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BINARYEN_VERSION="132.0.0"
+TERSER_VERSION="5.51.4"
 PLAYWRIGHT_VERSION="1.65.1"
 PYARROW_VERSION="26.0.1"
 SCHEMATHESIS_VERSION="4.32.5"
@@ -23,10 +24,18 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
-if [[ "$(wasm-opt --version 2>/dev/null || true)" != *"version ${BINARYEN_VERSION%%.*}"* ]]; then
-  say "installing wasm-opt (npm binaryen@$BINARYEN_VERSION) into $TOOLS_DIR"
+# frontend/site/wasm-opt.mjs runs this package's library, not a wasm-opt on PATH.
+if [[ "$(node -p "require('$TOOLS_DIR/node_modules/binaryen/package.json').version" 2>/dev/null || true)" != "$BINARYEN_VERSION" ]]; then
+  say "installing binaryen $BINARYEN_VERSION (npm) into $TOOLS_DIR"
   mkdir -p "$TOOLS_DIR"
   npm install --prefix "$TOOLS_DIR" --no-audit --no-fund "binaryen@$BINARYEN_VERSION" >/dev/null
+fi
+
+# frontend/site/minify.mjs runs terser's library on the release scripts.
+if [[ "$(node -p "require('$TOOLS_DIR/node_modules/terser/package.json').version" 2>/dev/null || true)" != "$TERSER_VERSION" ]]; then
+  say "installing terser $TERSER_VERSION (npm) into $TOOLS_DIR"
+  mkdir -p "$TOOLS_DIR"
+  npm install --prefix "$TOOLS_DIR" --no-audit --no-fund "terser@$TERSER_VERSION" >/dev/null
 fi
 
 if [[ "$("$TOOLS_DIR/venv/bin/st" --version 2>/dev/null || true)" != *"$SCHEMATHESIS_VERSION"* ]]; then
@@ -59,4 +68,4 @@ if [[ -f "$ROOT/end2end/package.json" ]]; then
   fi
 fi
 
-say "tools ready: $(wasm-opt --version | head -1), $(/usr/bin/chromium --version 2>/dev/null), schemathesis $("$TOOLS_DIR/venv/bin/st" --version | awk '{print $NF}')"
+say "tools ready: binaryen $BINARYEN_VERSION, terser $TERSER_VERSION, $(/usr/bin/chromium --version 2>/dev/null), schemathesis $("$TOOLS_DIR/venv/bin/st" --version | awk '{print $NF}')"

@@ -12,13 +12,13 @@ pub struct Build {
 
 impl Build {
     /// The flags both builds need come from `.cargo/config.toml`; a RUSTFLAGS
-    /// variable would replace them, so one without them is refused.
+    /// variable replaces them, so one without `--cfg erase_components` is
+    /// refused (server and browser would render different views). The
+    /// wasm's own flag is added for its build alone (below).
     pub fn new(root: &Path, release: bool) -> Result<Build> {
         if let Ok(flags) = std::env::var("RUSTFLAGS") {
-            for needed in ["--cfg erase_components", "-Clink-args=--emit-relocs"] {
-                if !flags.contains(needed) {
-                    bail!("RUSTFLAGS is set, which replaces the flags in .cargo/config.toml, and lacks `{needed}`: unset it or add them");
-                }
+            if !flags.contains("--cfg erase_components") {
+                bail!("RUSTFLAGS is set, which replaces the flags in .cargo/config.toml, and lacks `--cfg erase_components`: unset it or add that");
             }
         }
         let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
@@ -45,6 +45,13 @@ impl Build {
             .current_dir(&self.root)
             .args(["build", "--package=frontend", "--lib", "--target=wasm32-unknown-unknown", "--no-default-features"])
             .arg(format!("--target-dir={}", self.front_dir().display()));
+        // The splitter needs the linker's relocations: `.cargo/config.toml`
+        // asks for them, unless a RUSTFLAGS variable replaced it.
+        if let Ok(flags) = std::env::var("RUSTFLAGS") {
+            if !flags.contains("--emit-relocs") {
+                cargo.env("RUSTFLAGS", format!("{flags} -Clink-args=--emit-relocs"));
+            }
+        }
         if self.release {
             cargo.arg("--profile=wasm-release");
         }

@@ -98,7 +98,6 @@ pub fn split(wasm: &Path, scratch: &Path, pkg: &Path) -> Result<Layout> {
     drop(input);
 
     let mut splits = Vec::new();
-    let mut chunk_files = BTreeSet::new();
     let manifest: BTreeMap<_, _> = split.prefetch_map.into_iter().collect();
     for (name, files) in manifest {
         let mut point = SplitPoint { name: name.clone(), chunks: Vec::new(), own_module: false };
@@ -107,7 +106,6 @@ pub fn split(wasm: &Path, scratch: &Path, pkg: &Path) -> Result<Layout> {
                 point.own_module = true;
             } else if let Some(n) = file.strip_prefix("chunk_").and_then(|n| n.parse::<u32>().ok()) {
                 point.chunks.push(n);
-                chunk_files.insert(file);
             } else {
                 bail!("the splitter lists {file} for {name}: neither chunk_<n> nor split_{name} (has wasm_split_cli_support changed how it names files?)");
             }
@@ -138,7 +136,10 @@ pub fn split(wasm: &Path, scratch: &Path, pkg: &Path) -> Result<Layout> {
                     shared.insert(import);
                 }
             }
-            std::fs::rename(&from, pkg.join(&name))?;
+            // Copied, not renamed: the target directory may be on another
+            // file system than the site.
+            std::fs::copy(&from, pkg.join(&name))?;
+            std::fs::remove_file(&from)?;
         }
     }
     // A split point's loader calls back into Rust through the table, whether

@@ -104,8 +104,21 @@ function ccOnce(load) {
     return loading;
   };
 }
+// Instantiates a module with the main module's exports. A debug build's
+// chunks import its canary: a chunk of another build (a cached one, after a
+// deploy) fails on it, and says so.
+async function ccLink(source) {
+  try {
+    return await WebAssembly.instantiateStreaming(source, ccImports());
+  } catch (e) {
+    if (ccCanary && e instanceof WebAssembly.LinkError && e.message.includes(ccCanary)) {
+      console.error('wasm-split: a chunk of another build was loaded (reload the page)');
+    }
+    throw e;
+  }
+}
 function ccInstantiate(name) {
-  return async () => WebAssembly.instantiateStreaming(ccFetch(name), ccImports());
+  return () => ccLink(ccFetch(name));
 }
 // One loader per file, shared by the split points that need it.
 const ccFiles = new Map();
@@ -135,7 +148,7 @@ function ccSplit(split) {
     const ownSource = own ? ccFetch(own) : null;
     ownSource?.catch(() => {}); // reported where it is awaited
     await Promise.all(chunks.map((c) => ccFile(c)()));
-    if (ownSource) await WebAssembly.instantiateStreaming(ownSource, ccImports());
+    if (ownSource) await ccLink(ownSource);
   });
   return async (callbackIndex, callbackData) => {
     if (hasBundle && names.filter((n) => !ccRequested.has(n)).length * 2 > names.length) {

@@ -12,7 +12,8 @@
 //! Steps: build the browser crate for wasm32 (with relocations, which the
 //! splitter needs); cut it into a module per screen and the chunks they
 //! share; generate the bindings for the main module; in release, optimise
-//! every module for size (`wasm-opt.mjs`, binaryen in one Node process);
+//! every module for size (`wasm-opt.mjs`, binaryen in one Node process)
+//! and minify the scripts (`minify.mjs`, terser);
 //! bundle each screen's chunks into one file and write the loader and the
 //! server's preload manifest; copy the stylesheet and assets; in release,
 //! precompress; then build the server (with the wasm's flags, from
@@ -79,24 +80,28 @@ fn run(args: &Args) -> Result<()> {
     let scratch = build.scratch_dir();
     let layout = layout::split(&wasm, &scratch, &pkg)?;
     say(started, &format!("split into {} split points and {} chunk files", layout.splits.len(), layout.chunk_files()));
-    layout.check_data(&pkg, &scratch.join("main.wasm"))?;
 
     bindgen(&scratch.join("main.wasm"), &pkg)?;
     say(started, "bindings written");
 
     if args.release {
-        optimize::all(&root, &pkg)?;
+        optimize::wasm(&root, &pkg)?;
         say(started, "wasm optimised");
     }
+    layout.check_data(&pkg, &pkg.join(format!("{OUTPUT_NAME}.wasm")))?;
 
     let bundles = bundle::write_all(&layout, &pkg)?;
     loader::write(&layout, &bundles, &pkg)?;
     say(started, &format!("{} bundles, the loader and the manifest written", bundles.len()));
 
+    if args.release {
+        optimize::scripts(&root, &[pkg.join(format!("{OUTPUT_NAME}.js")), pkg.join(layout::LOADER_NAME)])?;
+        say(started, "scripts minified");
+    }
     std::fs::copy(root.join("style/main.css"), pkg.join(format!("{OUTPUT_NAME}.css"))).context("copying style/main.css")?;
     copy_dir(&root.join("public"), &site)?;
     if args.release {
-        compress::all(&pkg)?;
+        compress::all(&site)?;
         say(started, "precompressed");
     }
 

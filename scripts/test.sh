@@ -23,10 +23,12 @@ else
 fi
 
 # Per package, never --workspace: that would unify app's ssr and hydrate features.
-step "unit tests: app (shared types and rules)"
+step "unit tests: the domain (types and pure rules), then app (server functions, pages)"
+cargo test -p clutchcall-domain
 cargo test -p app --features ssr
 
-step "the browser build reads JSON one way (app/clippy.toml)"
+step "the browser build reads JSON one way (app/clippy.toml, app/domain/clippy.toml)"
+cargo clippy -p clutchcall-domain --target wasm32-unknown-unknown -- -A clippy::all -D clippy::disallowed_methods
 cargo clippy -p app --features hydrate --target wasm32-unknown-unknown -- -A clippy::all -D clippy::disallowed_methods
 
 step "unit + integration tests: server (SQLite and PostgreSQL)"

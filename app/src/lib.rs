@@ -1,40 +1,29 @@
-//! ClutchCall's shared crate: domain types and rules, server functions, and
-//! the Leptos pages, compiled for the server (`ssr`) and the browser
-//! (`hydrate`).
+//! ClutchCall's Leptos app: server functions, pages, the console and the
+//! browser's sockets, compiled for the server (`ssr`) and the browser
+//! (`hydrate`). The types and rules they share with the server's engine and
+//! the simulator are the domain crate's (`app/domain`), re-exported here.
 
-pub mod board;
-pub mod booking;
-pub mod chat;
 pub mod chunk;
 pub mod components;
 pub mod console;
-pub mod datasets;
 pub mod deferred;
-pub mod directory;
-pub mod dispatch;
 pub mod error;
-pub mod events;
 pub mod forms;
 pub mod functions;
-pub mod handover;
-pub mod inactivity;
-pub mod lifecycle;
 pub mod live;
 pub mod page_data;
-pub mod models;
-pub mod people;
-pub mod presence;
-pub mod rating;
-pub mod relay;
-pub mod teleop;
-pub mod ring;
-pub mod roster;
+pub mod page_user;
 pub mod routes;
-pub mod rules;
 pub mod socket;
 #[cfg(feature = "ssr")]
 pub mod session_cookie;
-pub mod timeline;
+
+// The domain (types and pure rules), under the paths the screens, the
+// server and the tests have always used.
+pub use clutchcall_domain::{
+    board, booking, chat, datasets, directory, dispatch, events, handover, inactivity, lifecycle, models, people, presence, rating, relay, ring,
+    roster, rules, teleop, timeline,
+};
 
 use components::{ConsoleStatus, Session, SignedInData, TopBar};
 use routes::screens;

@@ -41,7 +41,7 @@ pub struct Config {
     /// `CLUTCHCALL_BOOKINGS_PER_ROBOT` (a client's upcoming bookings of
     /// one robot, default 10) and `CLUTCHCALL_BOOKINGS_PER_MONTH` (a
     /// client's bookings starting in one UTC month, default 100).
-    pub booking_caps: app::booking::BookingCaps,
+    pub booking_caps: domain::booking::BookingCaps,
     /// How long an offer rings: 30 s (seed 000). Only tests change it.
     pub offer_window_ms: i64,
     /// `CLUTCHCALL_WRAP_UP_S`: wrap-up (`acw`) after a session before the
@@ -58,7 +58,7 @@ pub struct Config {
     /// `CLUTCHCALL_ACTIVITY_CHECK_S` (30), `CLUTCHCALL_INACTIVITY_WARNING_S`
     /// (120 s idle) and `CLUTCHCALL_INACTIVITY_STOP_S` (60 s after the
     /// warning): the inactivity chain of ACTIVE sessions (rule L07).
-    pub inactivity: app::inactivity::InactivityPolicy,
+    pub inactivity: domain::inactivity::InactivityPolicy,
     /// `CLUTCHCALL_SESSION_MIN`: a session outside any booking is planned
     /// to end this long after it starts (rule L13). Default 30 min.
     pub session_ms: i64,
@@ -161,7 +161,7 @@ pub struct Settings {
     #[arg(long, env = "CLUTCHCALL_INACTIVITY_STOP_S", default_value_t = 60)]
     pub inactivity_stop_s: u32,
     /// A session outside any booking is planned to end this many minutes after it starts (rule L13).
-    #[arg(long, env = "CLUTCHCALL_SESSION_MIN", default_value_t = app::booking::DEFAULT_SESSION_MIN as u32)]
+    #[arg(long, env = "CLUTCHCALL_SESSION_MIN", default_value_t = domain::booking::DEFAULT_SESSION_MIN as u32)]
     pub session_min: u32,
 }
 
@@ -249,13 +249,13 @@ impl Config {
                 max_kib_per_s: s.relay_max_kib_per_s,
                 recording_max_bytes: s.recording_max_mb.saturating_mul(1024 * 1024),
             },
-            booking_caps: app::booking::BookingCaps { per_robot: s.bookings_per_robot as usize, per_month: s.bookings_per_month as usize },
+            booking_caps: domain::booking::BookingCaps { per_robot: s.bookings_per_robot as usize, per_month: s.bookings_per_month as usize },
             offer_window_ms: crate::engine::OFFER_WINDOW_MS,
             wrap_up_ms: seconds(s.wrap_up_s),
-            presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
+            presence_ttl_ms: domain::ring::PRESENCE_TTL_MS,
             cooloff_ms: seconds(s.reoffer_cooldown_s),
             pending_timeout_ms: seconds(s.pending_timeout_s),
-            inactivity: app::inactivity::InactivityPolicy {
+            inactivity: domain::inactivity::InactivityPolicy {
                 check_ms: seconds(s.activity_check_s),
                 warning_after_ms: seconds(s.inactivity_warning_s),
                 stop_after_warning_ms: seconds(s.inactivity_stop_s),
@@ -279,14 +279,14 @@ impl Config {
             sign_ins_per_address_per_minute: crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE,
             trusted_proxies: Vec::new(),
             relay: crate::relay::RelayLimits::default(),
-            booking_caps: app::booking::BookingCaps::default(),
+            booking_caps: domain::booking::BookingCaps::default(),
             offer_window_ms: crate::engine::OFFER_WINDOW_MS,
-            wrap_up_ms: app::ring::DEFAULT_WRAP_UP_MS,
-            presence_ttl_ms: app::ring::PRESENCE_TTL_MS,
+            wrap_up_ms: domain::ring::DEFAULT_WRAP_UP_MS,
+            presence_ttl_ms: domain::ring::PRESENCE_TTL_MS,
             cooloff_ms: crate::engine::DEFAULT_COOLOFF_MS,
             pending_timeout_ms: crate::engine::DEFAULT_PENDING_TIMEOUT_MS,
-            inactivity: app::inactivity::InactivityPolicy::default(),
-            session_ms: app::booking::DEFAULT_SESSION_MIN * 60_000,
+            inactivity: domain::inactivity::InactivityPolicy::default(),
+            session_ms: domain::booking::DEFAULT_SESSION_MIN * 60_000,
         }
     }
 

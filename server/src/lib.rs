@@ -16,15 +16,16 @@ pub mod relay;
 pub mod ring;
 pub mod seed;
 pub mod services;
+pub mod state;
 pub mod store;
 
 use crate::backend::ServerBackend;
 use crate::bus::{InProcessBus, SharedBus};
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::http::AppState;
-use crate::http::PublicOrigins;
-use crate::services::{OpenTabs, RobotRegistry, SessionService, SignInThrottle, SignIns};
+use crate::http::origin::PublicOrigins;
+use crate::state::AppState;
+use crate::services::{Accounts, OpenTabs, RobotRegistry, SessionService, SignInThrottle};
 use crate::store::SharedStore;
 use app::functions::backend::SharedBackend;
 use leptos::prelude::LeptosOptions;
@@ -118,8 +119,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let datasets = Arc::new(datasets::DatasetService::new(store.clone(), bus.clone(), config.data_dir.join("datasets")));
     let episodes_job = tokio::spawn(datasets.clone().make_episodes(recordings));
     let passwords = Arc::new(crate::services::PasswordChecker::new(crate::services::passwords::HASHING_THREADS, crate::services::passwords::WAITING_CHECKS));
-    let services = crate::backend::Services { sessions: sessions.clone(), bookings, robots: robots.clone(), relay: relay.clone(), passwords: passwords.clone(), quotas: quotas.clone() };
-    let backend: SharedBackend = Arc::new(ServerBackend::new(store.clone(), engine.clone(), services, throttle.clone(), tabs.clone(), cookie));
+    let accounts = Arc::new(Accounts::new(store.clone(), robots.clone(), throttle.clone(), passwords.clone(), tabs.clone(), cookie));
+    let views = Arc::new(crate::services::OrgViews::new(store.clone(), engine.clone(), relay.clone()));
+    let backend: SharedBackend = Arc::new(ServerBackend {
+        engine: engine.clone(),
+        views,
+        sessions: sessions.clone(),
+        bookings,
+        robots: robots.clone(),
+        quotas: quotas.clone(),
+        accounts: accounts.clone(),
+    });
     let sign_in_throttle = throttle.clone();
     let backend_for_metrics = backend.clone();
     let state = AppState {
@@ -128,13 +138,13 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         engine: engine.clone(),
         robots,
         sessions: sessions.clone(),
-        sign_ins: Arc::new(SignIns::new(store.clone(), tabs.clone())),
+        accounts,
         tabs,
         origins,
         people,
         relay,
         datasets,
-        robot_limits: Arc::new(http::RobotRateLimit::new()),
+        robot_limits: Arc::new(http::robot_rate::RobotRateLimit::new()),
         throttle: sign_in_throttle,
         trusted_proxies: Arc::new(config.trusted_proxies.clone()),
         passwords,

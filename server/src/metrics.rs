@@ -4,11 +4,11 @@
 //! default), never on the public port.
 //!
 //! Gauges are computed at scrape time from the same picture the overview
-//! shows (`Backend::ops_board`, rules in `app::board`); the dispatch latency
+//! shows (`Backend::ops_board`, rules in `domain::board`); the dispatch latency
 //! histogram is recorded by the engine as calls are raised.
 
 use app::functions::backend::SharedBackend;
-use app::models::PresenceState;
+use domain::models::PresenceState;
 use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
@@ -74,7 +74,7 @@ async fn scrape(State(s): State<Scrape>) -> String {
 }
 
 /// The overview's figures for one org, as gauges labelled by org.
-fn record(org: &str, board: &app::board::OpsBoard) {
+fn record(org: &str, board: &domain::board::OpsBoard) {
     let h = board.headline();
     let org = org.to_string();
     metrics::gauge!("clutchcall_live_sessions", "org" => org.clone()).set(h.live_sessions as f64);
@@ -82,7 +82,7 @@ fn record(org: &str, board: &app::board::OpsBoard) {
     metrics::gauge!("clutchcall_robots_total", "org" => org.clone()).set(h.robots_total as f64);
     metrics::gauge!("clutchcall_operators_available", "org" => org.clone()).set(h.operators_available as f64);
     metrics::gauge!("clutchcall_estops_24h", "org" => org.clone()).set(h.estops_24h as f64);
-    for (state, n) in app::board::state_counts(&board.live) {
+    for (state, n) in domain::board::state_counts(&board.live) {
         metrics::gauge!("clutchcall_sessions_by_state", "org" => org.clone(), "state" => state.as_str()).set(n as f64);
     }
     for state in PresenceState::ALL {

@@ -3,7 +3,7 @@
 
 use crate::auth::{hash_password, token_hash};
 use crate::store::{NewMembership, NewOperatorProfile, NewOrg, NewRobot, NewUser, Seed, Store, StoreResult};
-use app::models::{LinkFloor, Role};
+use domain::models::{LinkFloor, Role};
 
 /// Every demo person signs in with this password.
 pub const DEMO_PASSWORD: &str = "clutchcall-demo";
@@ -164,14 +164,14 @@ pub enum FirstAdminError {
 /// Creates an organisation and its first admin (`server create-admin`).
 /// Returns the new org's id.
 pub async fn create_first_admin(store: &dyn Store, org_name: &str, email: &str, name: &str, password: &str) -> Result<String, FirstAdminError> {
-    let (org_name, name, email) = (org_name.trim(), name.trim(), app::rules::normalize_email(email));
+    let (org_name, name, email) = (org_name.trim(), name.trim(), domain::rules::normalize_email(email));
     if org_name.is_empty() {
         return Err(FirstAdminError::Empty("the organisation's name"));
     }
     if name.is_empty() {
         return Err(FirstAdminError::Empty("the admin's name"));
     }
-    let plausible = email.len() <= app::rules::MAX_EMAIL_CHARS
+    let plausible = email.len() <= domain::rules::MAX_EMAIL_CHARS
         && email.split_once('@').is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'));
     if !plausible {
         return Err(FirstAdminError::Email(email));
@@ -256,7 +256,7 @@ pub fn load_org(operators: usize, robots: usize) -> Seed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use app::rules::skill_of;
+    use domain::rules::skill_of;
 
     #[test]
     fn demo_fleet_covers_three_pops_and_several_skills() {

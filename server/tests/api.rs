@@ -82,7 +82,7 @@ both_backends!(get_session_returns_the_seed_record_and_only_to_its_robot, |app: 
         assert!(record.get(field).is_some(), "missing {field}: {record}");
     }
     assert_eq!(record["state"], "BOOT");
-    assert!(app::rules::parse_rfc3339(record["raisedAt"].as_str().unwrap()).is_some());
+    assert!(domain::rules::parse_rfc3339(record["raisedAt"].as_str().unwrap()).is_some());
     // Another robot of the org: not found (no oracle); the admin: allowed; another org's admin view: 404.
     let other = app.robot(Method::GET, "ue-pick-02", &format!("/v1/sessions/{session}")).send().await.unwrap();
     assert_eq!(error_of(other).await.0, StatusCode::NOT_FOUND);
@@ -164,7 +164,7 @@ both_backends!(heartbeats_keep_a_robot_online, |app: TestApp| async move {
     assert_eq!(res.status(), StatusCode::OK);
     let ack: Value = res.json().await.unwrap();
     assert_eq!(ack["status"], "online");
-    assert!(app::rules::parse_rfc3339(ack["at"].as_str().unwrap()).is_some());
+    assert!(domain::rules::parse_rfc3339(ack["at"].as_str().unwrap()).is_some());
     assert_eq!(status("uk-mm-01").await, "online");
     // A token heartbeats only for its own robot: another's answers as an unknown one.
     let res = app.robot(Method::POST, "uk-mm-01", "/v1/robots/uk-pal-01/heartbeat").send().await.unwrap();

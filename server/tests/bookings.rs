@@ -4,10 +4,10 @@
 
 mod common;
 
-use app::booking::{Booking, ClientSessions, PLANNED_END_REACHED};
-use app::events::{Event, OperatorEvent, Topic};
-use app::lifecycle::SessionActivity;
-use app::models::{LifecycleState, SessionRecord};
+use domain::booking::{Booking, ClientSessions, PLANNED_END_REACHED};
+use domain::events::{Event, OperatorEvent, Topic};
+use domain::lifecycle::SessionActivity;
+use domain::models::{LifecycleState, SessionRecord};
 use common::{attach_asha, browser, call, sign_in, TestApp, OPERATOR};
 use reqwest::StatusCode;
 use server::bus::Delivery;
@@ -23,7 +23,7 @@ fn now_ms() -> i64 {
 
 /// `2026-11-30T14:05` for the minute holding `ms` (the booking form's format).
 fn minute(ms: i64) -> String {
-    app::booking::utc_when(ms).trim_end_matches(" UTC").replacen(' ', "T", 1)
+    domain::booking::utc_when(ms).trim_end_matches(" UTC").replacen(' ', "T", 1)
 }
 
 async fn book(client: &reqwest::Client, app: &TestApp, robot: &str, from_ms: i64, minutes: i64, for_client: Option<&str>) -> reqwest::Response {
@@ -171,8 +171,8 @@ both_backends_with!(l13_at_the_planned_end_the_session_completes_unless_extended
 });
 
 both_backends!(a_client_watch_socket_hears_only_the_clients_own_sessions, |app: TestApp| async move {
-    use app::events::OrgEvent;
-    use app::ring::RingMsg;
+    use domain::events::OrgEvent;
+    use domain::ring::RingMsg;
     use common::{session_cookie, Tab};
     let kofi_cookie = session_cookie(&app, KOFI).await;
     assert_eq!(Tab::refused(&app, &kofi_cookie, "/ws?watch=org").await, 403, "the org's whole stream is the admins'");

@@ -6,8 +6,8 @@
 
 mod common;
 
-use app::board::OpsBoard;
-use app::models::Robot;
+use domain::board::OpsBoard;
+use domain::models::Robot;
 use common::{browser, call, scalar, sign_in, TestApp, ADMIN, OPERATOR};
 use reqwest::{Method, StatusCode};
 
@@ -118,7 +118,7 @@ both_backends!(a_person_changes_their_password_and_every_other_sign_in_ends, |ap
     assert_eq!(change("not my password", "a long new password", "a long new password").await, StatusCode::FORBIDDEN);
     assert_eq!(change("clutchcall-demo", "a long new password", "a long new password").await, StatusCode::OK);
     // This sign-in goes on; the other one ended, its socket closed at once.
-    let me: Option<app::models::CurrentUser> = call(&here, &app, "signed_in_user", &[]).await.json().await.unwrap();
+    let me: Option<domain::models::CurrentUser> = call(&here, &app, "signed_in_user", &[]).await.json().await.unwrap();
     assert!(me.is_some());
     assert!(elsewhere_tab.closed_within(std::time::Duration::from_secs(5)).await, "the other browser's socket closed");
     let other = common::http()
@@ -128,7 +128,7 @@ both_backends!(a_person_changes_their_password_and_every_other_sign_in_ends, |ap
         .send()
         .await
         .unwrap();
-    let other: Option<app::models::CurrentUser> = other.json().await.unwrap();
+    let other: Option<domain::models::CurrentUser> = other.json().await.unwrap();
     assert!(other.is_none(), "the other sign-in ended");
     // The old password no longer opens; the new one does (from another
     // address: this one has used its burst of sign-in attempts).

@@ -7,15 +7,15 @@ mod common;
 use common::{browser, sign_in, TestApp, ADMIN, OPERATOR};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use app::events::{Event, OperatorEvent, Topic};
-use app::presence::MISSED_OFFER;
+use domain::events::{Event, OperatorEvent, Topic};
+use domain::presence::MISSED_OFFER;
 use server::bus::Delivery;
-use app::models::{LifecycleState, PresenceState};
+use domain::models::{LifecycleState, PresenceState};
 
 const ORG: &str = "org-northstar";
 
 fn rfc3339_ms(v: &Value) -> i64 {
-    app::rules::parse_rfc3339(v.as_str().expect("timestamp string")).expect("RFC 3339")
+    domain::rules::parse_rfc3339(v.as_str().expect("timestamp string")).expect("RFC 3339")
 }
 
 async fn ready(app: &TestApp, operator: &str) {

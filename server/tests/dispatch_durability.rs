@@ -3,7 +3,7 @@
 
 mod common;
 
-use app::models::{LifecycleState, PresenceState};
+use domain::models::{LifecycleState, PresenceState};
 use common::{execute, scalar, TestApp};
 use reqwest::StatusCode;
 use std::collections::{HashMap, HashSet};

@@ -4,9 +4,9 @@
 
 mod common;
 
-use app::events::OrgEvent;
-use app::models::{LifecycleState, PresenceState, RegistryStatus, SafetyState};
-use app::ring::{ConsoleMsg, RingMsg};
+use domain::events::OrgEvent;
+use domain::models::{LifecycleState, PresenceState, RegistryStatus, SafetyState};
+use domain::ring::{ConsoleMsg, RingMsg};
 use common::{execute, scalar, session_cookie, Tab, TestApp, ADMIN, OPERATOR};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -239,7 +239,7 @@ both_backends!(d12_presence_lifecycle_telemetry_registry_and_audit_reach_the_org
     }
     assert_eq!(telemetry.unwrap().state, SafetyState::ProtectiveStop);
     let audit = audit.unwrap();
-    assert_eq!((audit.action, audit.session_id.as_deref()), (app::events::AuditAction::ProtectiveStop, Some(session.as_str())));
+    assert_eq!((audit.action, audit.session_id.as_deref()), (domain::events::AuditAction::ProtectiveStop, Some(session.as_str())));
     // Registry status: a heartbeat brings the robot online.
     app.robot(Method::POST, "ue-pick-02", "/v1/robots/ue-pick-02/heartbeat").send().await.unwrap();
     let status = screen

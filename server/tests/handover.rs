@@ -4,10 +4,10 @@
 
 mod common;
 
-use app::events::{Event, OperatorEvent, Topic};
-use app::handover::{control_spans, HandoverOutcome};
-use app::lifecycle::{ActivityKind, SessionActivity};
-use app::models::{LifecycleState, Offer, PresenceState, SessionRecord};
+use domain::events::{Event, OperatorEvent, Topic};
+use domain::handover::{control_spans, HandoverOutcome};
+use domain::lifecycle::{ActivityKind, SessionActivity};
+use domain::models::{LifecycleState, Offer, PresenceState, SessionRecord};
 use common::{attach_asha, browser, call, scalar, sign_in, TestApp, OPERATOR};
 use reqwest::StatusCode;
 use server::bus::{Delivery, Subscription};
@@ -50,7 +50,7 @@ both_backends!(l08_the_operator_in_control_hands_over_and_the_log_shows_who_held
     // uk-london than Austin); never Asha herself, never Meera (welding).
     let listed = call(&asha, &app, "load_handover_candidates", &[("session_id", &session)]).await;
     assert_eq!(listed.status(), StatusCode::OK);
-    let listed: Vec<app::dispatch::Candidate> = listed.json().await.unwrap();
+    let listed: Vec<domain::dispatch::Candidate> = listed.json().await.unwrap();
     let ids: Vec<&str> = listed.iter().map(|c| c.operator_id.as_str()).collect();
     assert_eq!(ids, ["u-tom", "u-carla"]);
 

@@ -5,8 +5,8 @@
 
 mod common;
 
-use app::models::Offer;
-use app::ring::{ConsoleMsg, RingMsg};
+use domain::models::Offer;
+use domain::ring::{ConsoleMsg, RingMsg};
 use server::seed::{load_operator_email, load_org, load_robot_token, LOAD_ORG_ID, LOAD_PASSWORD};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -62,7 +62,7 @@ async fn kill9_keeps_every_acknowledged_call(database_url: String, scratch: temp
         tab.until(welcome_offer).await;
         tab.send(ConsoleMsg::Ready).await;
         tab.until(|m| match m {
-            RingMsg::Presence { presence } if presence.state == app::models::PresenceState::Ready => Some(()),
+            RingMsg::Presence { presence } if presence.state == domain::models::PresenceState::Ready => Some(()),
             _ => None,
         })
         .await;

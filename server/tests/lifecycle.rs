@@ -4,9 +4,9 @@
 
 mod common;
 
-use app::events::{Event, OrgEvent, Topic};
-use app::lifecycle::{ActivityEntry, ActivityKind};
-use app::models::{LifecycleState, SessionRecord};
+use domain::events::{Event, OrgEvent, Topic};
+use domain::lifecycle::{ActivityEntry, ActivityKind};
+use domain::models::{LifecycleState, SessionRecord};
 use common::{attach_asha, browser, call, sign_in, TestApp, OPERATOR};
 use reqwest::StatusCode;
 use server::bus::Delivery;
@@ -21,7 +21,7 @@ async fn steer(client: &reqwest::Client, app: &TestApp, session: &str, to: &str)
 async fn activity(client: &reqwest::Client, app: &TestApp, session: &str) -> Vec<ActivityEntry> {
     let res = call(client, app, "load_session_activity", &[("session_id", session)]).await;
     assert_eq!(res.status(), StatusCode::OK);
-    res.json::<app::lifecycle::SessionActivity>().await.unwrap().entries
+    res.json::<domain::lifecycle::SessionActivity>().await.unwrap().entries
 }
 
 both_backends!(l01_l03_l04_l05_the_attached_operator_pauses_resumes_and_completes_and_the_log_tells_it, |app: TestApp| async move {
@@ -75,7 +75,7 @@ both_backends!(l01_l03_l04_l05_the_attached_operator_pauses_resumes_and_complete
     use ActivityKind::*;
     assert_eq!(kinds, [SessionStart, Pause, Resume, Pause, SessionEnd]);
     // Billing time excludes the paused stretches and stops at the end.
-    let billed: app::lifecycle::SessionActivity = call(&asha, &app, "load_session_activity", &[("session_id", &session)]).await.json().await.unwrap();
+    let billed: domain::lifecycle::SessionActivity = call(&asha, &app, "load_session_activity", &[("session_id", &session)]).await.json().await.unwrap();
     assert_eq!(billed.billable_ms, (log[1].at_ms - log[0].at_ms) + (log[3].at_ms - log[2].at_ms));
     assert!(log.iter().all(|e| e.operator_id.as_deref() == Some("u-asha")));
     assert!(log.windows(2).all(|w| w[0].at_ms <= w[1].at_ms));
@@ -135,7 +135,7 @@ both_backends_with!(l02_a_pending_call_nobody_takes_is_cancelled_after_the_pendi
     assert_eq!(record.lifecycle, LifecycleState::Cancelled, "the edge agent sees it in the session record");
     let log = activity(&admin, &app, &session).await;
     assert_eq!(log.last().unwrap().detail.as_deref(), Some("CANCELLED · no operator took it"));
-    let board: app::board::OpsBoard = call(&admin, &app, "load_ops_board", &[]).await.json().await.unwrap();
+    let board: domain::board::OpsBoard = call(&admin, &app, "load_ops_board", &[]).await.json().await.unwrap();
     assert_eq!((board.today.abandoned, board.today.withdrawn), (1, 0), "counted as abandoned on the overview");
     // The robot may raise again.
     let (again, _) = app.raise("uw-weld-01").await;
@@ -144,7 +144,7 @@ both_backends_with!(l02_a_pending_call_nobody_takes_is_cancelled_after_the_pendi
 });
 
 fn short_chain(c: &mut server::config::Config) {
-    c.inactivity = app::inactivity::InactivityPolicy { check_ms: 150, warning_after_ms: 600, stop_after_warning_ms: 400 };
+    c.inactivity = domain::inactivity::InactivityPolicy { check_ms: 150, warning_after_ms: 600, stop_after_warning_ms: 400 };
 }
 
 both_backends_with!(l07_an_idle_session_is_checked_warned_over_the_ring_channel_and_cancelled, short_chain, |app: TestApp| async move {
@@ -153,7 +153,7 @@ both_backends_with!(l07_an_idle_session_is_checked_warned_over_the_ring_channel_
     // Nobody gives input: the warning reaches Asha's console with the moment it stops.
     let stop_at = tab
         .until(|m| match m {
-            app::ring::RingMsg::InactivityWarning { session_id, stop_at_ms } if session_id == session => Some(stop_at_ms),
+            domain::ring::RingMsg::InactivityWarning { session_id, stop_at_ms } if session_id == session => Some(stop_at_ms),
             _ => None,
         })
         .await;
@@ -184,7 +184,7 @@ both_backends_with!(l03_l07_input_keeps_a_session_alive_and_a_paused_one_takes_n
     let session = attach_asha(&app, "uk-pick-01").await;
     // Operator input reaches the server only through the relay, as actions.
     let mut cockpit = common::relay(&app, &session, None, Some(&common::session_cookie(&app, OPERATOR).await)).await.unwrap();
-    let action = || Message::Text(serde_json::to_string(&app::relay::RelayMsg::Action { t_ms: 0, values: vec![0.1; 6] }).unwrap().into());
+    let action = || Message::Text(serde_json::to_string(&domain::relay::RelayMsg::Action { t_ms: 0, values: vec![0.1; 6] }).unwrap().into());
     // Input every 150 ms for 1.5 s (well past warning + stop): never warned.
     for _ in 0..10 {
         cockpit.send(action()).await.unwrap();
@@ -198,7 +198,7 @@ both_backends_with!(l03_l07_input_keeps_a_session_alive_and_a_paused_one_takes_n
     cockpit.send(action()).await.unwrap();
     let refused = tokio::time::timeout(std::time::Duration::from_secs(5), async {
         while let Some(Ok(Message::Text(text))) = cockpit.next().await {
-            if let Ok(app::relay::RelayMsg::Refused { reason }) = serde_json::from_str(&text) {
+            if let Ok(domain::relay::RelayMsg::Refused { reason }) = serde_json::from_str(&text) {
                 return reason;
             }
         }
@@ -251,12 +251,12 @@ both_backends!(the_session_detail_shows_who_the_acd_considered_with_rtt_and_verd
     sign_in(&admin, &app, common::ADMIN).await;
     let res = call(&admin, &app, "load_dispatch_decisions", &[("session_id", &session)]).await;
     assert_eq!(res.status(), StatusCode::OK);
-    let decisions: Vec<app::dispatch::DispatchDecision> = res.json().await.unwrap();
+    let decisions: Vec<domain::dispatch::DispatchDecision> = res.json().await.unwrap();
     assert_eq!(decisions.len(), 1);
     let d = &decisions[0];
-    assert_eq!((d.trigger, d.outcome, d.operator_id.as_deref()), (app::dispatch::Trigger::Raised, app::dispatch::Outcome::Offered, Some("u-asha")));
+    assert_eq!((d.trigger, d.outcome, d.operator_id.as_deref()), (domain::dispatch::Trigger::Raised, domain::dispatch::Outcome::Offered, Some("u-asha")));
     let chosen = &d.considered.candidates[0];
-    assert_eq!((chosen.operator_id.as_str(), chosen.verdict), ("u-asha", app::dispatch::Verdict::Chosen));
+    assert_eq!((chosen.operator_id.as_str(), chosen.verdict), ("u-asha", domain::dispatch::Verdict::Chosen));
     assert_eq!(chosen.rtt_ms, d.rtt_ms);
     // Operators do not read the ACD's reasoning about their colleagues.
     let asha = browser();
@@ -281,7 +281,7 @@ both_backends!(l09_operator_and_admins_chat_on_the_session_live_and_the_transcri
     // Pushed to the operator's console.
     let pushed = console
         .until(|m| match m {
-            app::ring::RingMsg::Chat { session_id, message } if session_id == session && message.author_id == "u-dana" => Some(message.body),
+            domain::ring::RingMsg::Chat { session_id, message } if session_id == session && message.author_id == "u-dana" => Some(message.body),
             _ => None,
         })
         .await;
@@ -292,7 +292,7 @@ both_backends!(l09_operator_and_admins_chat_on_the_session_live_and_the_transcri
 
     assert_eq!(steer(&asha, &app, &session, "COMPLETED").await.status(), StatusCode::OK);
     assert_eq!(post(&asha, "one more thing").await.status(), StatusCode::CONFLICT, "read-only once ended");
-    let transcript: Vec<app::chat::ChatMessage> = call(&admin, &app, "load_chat", &[("session_id", &session)]).await.json().await.unwrap();
+    let transcript: Vec<domain::chat::ChatMessage> = call(&admin, &app, "load_chat", &[("session_id", &session)]).await.json().await.unwrap();
     let lines: Vec<_> = transcript.iter().map(|m| (m.author_name.as_str(), m.body.as_str())).collect();
     assert_eq!(lines, [("Asha Rao", "Gripper feels slow, checking."), ("Dana Okafor", "<b>Thanks</b> — take your time")]);
     app.finish().await;
@@ -315,7 +315,7 @@ both_backends!(l10_a_completed_session_is_rated_once_and_the_score_shows_where_o
     assert_eq!(own.status(), StatusCode::FORBIDDEN, "an operator does not rate herself");
     let rated = rate(first.clone(), "5", "Smooth pick, good comms.").await;
     assert_eq!(rated.status(), StatusCode::OK);
-    let given: app::rating::SessionRating = rated.json().await.unwrap();
+    let given: domain::rating::SessionRating = rated.json().await.unwrap();
     assert_eq!((given.stars, given.feedback.as_str(), given.rated_by_name.as_str()), (5, "Smooth pick, good comms.", "Dana Okafor"));
     assert_eq!(rate(first.clone(), "1", "changed my mind").await.status(), StatusCode::CONFLICT, "once");
 
@@ -331,13 +331,13 @@ both_backends!(l10_a_completed_session_is_rated_once_and_the_score_shows_where_o
     assert!(refused.text().await.unwrap().contains("CANCELLED"));
 
     // The score shows wherever operators are listed.
-    let five = Some(app::rating::OperatorScore::new(5.0, 1));
-    let roster: app::roster::Roster = call(&admin, &app, "load_roster", &[]).await.json().await.unwrap();
+    let five = Some(domain::rating::OperatorScore::new(5.0, 1));
+    let roster: domain::roster::Roster = call(&admin, &app, "load_roster", &[]).await.json().await.unwrap();
     let score = |id: &str| roster.rows.iter().find(|r| r.agent_id == id).unwrap().score;
     assert_eq!((score("u-asha"), score("u-tom")), (five, None));
-    let board: app::board::OpsBoard = call(&admin, &app, "load_ops_board", &[]).await.json().await.unwrap();
+    let board: domain::board::OpsBoard = call(&admin, &app, "load_ops_board", &[]).await.json().await.unwrap();
     assert_eq!(board.operators.iter().find(|o| o.id == "u-asha").unwrap().score, five);
-    let directory: app::models::Directory = call(&admin, &app, "load_directory", &[]).await.json().await.unwrap();
+    let directory: domain::models::Directory = call(&admin, &app, "load_directory", &[]).await.json().await.unwrap();
     assert_eq!(directory.operators.iter().find(|o| o.id == "u-asha").unwrap().score, five);
     app.finish().await;
 });

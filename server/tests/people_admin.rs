@@ -7,8 +7,8 @@
 
 mod common;
 
-use app::people::{ImportPreview, ImportResult, InviteLink, PeopleAdmin};
-use app::ring::{ConsoleMsg, RingError, RingMsg};
+use domain::people::{ImportPreview, ImportResult, InviteLink, PeopleAdmin};
+use domain::ring::{ConsoleMsg, RingError, RingMsg};
 use common::{browser, call, scalar, sign_in, Tab, TestApp, ADMIN, HARBOR_OPERATOR, OPERATOR};
 use reqwest::StatusCode;
 
@@ -82,7 +82,7 @@ both_backends!(an_invited_operator_sets_a_password_signs_in_and_is_rung_by_a_rob
     // A robot registered from the directory page, with the skill she holds.
     let registered = call(&admin, &app, "register_robot", &[("robot_id", "ue-weld-09"), ("model", "KUKA KR 10"), ("site", "Ashburn FC-2"), ("pop", "us-east"), ("req_cert", "welding · tier-3")]).await;
     assert_eq!(registered.status(), StatusCode::OK);
-    let robot: app::people::RegisteredRobot = registered.json().await.unwrap();
+    let robot: domain::people::RegisteredRobot = registered.json().await.unwrap();
     assert_eq!(robot.skill, "welding");
     assert_eq!(audits(&app, "robot_registered").await, 1);
     let bad = call(&admin, &app, "register_robot", &[("robot_id", "ue-weld-10"), ("model", "X"), ("site", "Y"), ("pop", "us-east"), ("req_cert", "  ")]).await;
@@ -93,7 +93,7 @@ both_backends!(an_invited_operator_sets_a_password_signs_in_and_is_rung_by_a_rob
     // She presses Ready; the new robot's call rings her.
     let mut tab = Tab::open(&app, &cookie).await;
     tab.send(ConsoleMsg::Ready).await;
-    tab.until(|m| matches!(m, RingMsg::Presence { presence } if presence.state == app::models::PresenceState::Ready).then_some(())).await;
+    tab.until(|m| matches!(m, RingMsg::Presence { presence } if presence.state == domain::models::PresenceState::Ready).then_some(())).await;
     let raised = common::http().post(app.url("/v1/sessions")).bearer_auth(&robot.token).json(&serde_json::json!({ "robotId": "ue-weld-09" })).send().await.unwrap();
     assert_eq!(raised.status(), StatusCode::CREATED);
     let offer = tab.until(|m| match m { RingMsg::Offer { offer } => Some(offer), _ => None }).await;
@@ -124,8 +124,8 @@ both_backends!(an_existing_account_joins_by_opening_the_link_signed_in_and_the_a
     assert_eq!(call(&other, &app, "accept_invitation", &[("token", &token)]).await.status(), StatusCode::CONFLICT, "another account");
     let lena = browser();
     sign_in(&lena, &app, HARBOR_OPERATOR).await;
-    let view: app::people::InvitationView = call(&lena, &app, "load_invitation", &[("token", &token)]).await.json().await.unwrap();
-    assert_eq!(view.state, app::people::InvitationState::Join);
+    let view: domain::people::InvitationView = call(&lena, &app, "load_invitation", &[("token", &token)]).await.json().await.unwrap();
+    assert_eq!(view.state, domain::people::InvitationState::Join);
     let joined = call(&lena, &app, "accept_invitation", &[("token", &token)]).await;
     assert!(joined.status().is_success() || joined.status().is_redirection(), "{}", joined.status());
     assert!(people(&admin, &app).await.members.iter().any(|m| m.person.email == HARBOR_OPERATOR));
@@ -150,7 +150,7 @@ both_backends!(the_last_admin_stays_and_a_removed_operator_loses_access_at_once,
     tab.send(ConsoleMsg::Ready).await;
     assert_eq!(call(&admin, &app, "remove_member", &[("user_id", "u-asha")]).await.status(), StatusCode::OK);
     assert!(tab.closed_within(std::time::Duration::from_secs(5)).await, "the console closes");
-    let me: Option<app::models::CurrentUser> = call(&asha, &app, "signed_in_user", &[]).await.json().await.unwrap();
+    let me: Option<domain::models::CurrentUser> = call(&asha, &app, "signed_in_user", &[]).await.json().await.unwrap();
     assert!(me.is_some_and(|me| me.selected_org.is_none() && me.memberships.is_empty()), "no longer in the org");
     // Never offered again: a pick-place call goes to someone else.
     app.engine().operator_ready(ORG, "u-tom", true).await.unwrap();

@@ -7,10 +7,10 @@
 
 mod common;
 
-use app::events::OrgEvent;
-use app::models::LifecycleState;
-use app::relay::{relay_health, CameraFrame, RelayHealth, RelayMsg, RelayStat};
-use app::ring::RingMsg;
+use domain::events::OrgEvent;
+use domain::models::LifecycleState;
+use domain::relay::{relay_health, CameraFrame, RelayHealth, RelayMsg, RelayStat};
+use domain::ring::RingMsg;
 use common::{attach_asha, relay, scalar, session_cookie, RelaySocket as Socket, Tab, TestApp, ADMIN, HARBOR_OPERATOR};
 use futures::{SinkExt, StreamExt};
 use std::time::Duration;
@@ -244,7 +244,7 @@ both_backends!(l12_a_multi_episode_dataset_exports_as_lerobot_v3_0_and_v2_1_and_
     record_episode(&app, "uk-pick-01", 2.0).await;
     let admin = common::browser();
     common::sign_in(&admin, &app, ADMIN).await;
-    let listed: Vec<app::datasets::Episode> = common::call(&admin, &app, "load_datasets", &[]).await.json().await.unwrap();
+    let listed: Vec<domain::datasets::Episode> = common::call(&admin, &app, "load_datasets", &[]).await.json().await.unwrap();
     assert_eq!(listed.len(), 2);
     assert!(listed.iter().all(|e| e.environment == "Leeds Hub" && e.task == "pick-place" && e.frames > 0 && e.operator_name.as_deref() == Some("Asha Rao")));
     let work = tempfile::tempdir().unwrap();
@@ -280,7 +280,7 @@ both_backends!(l12_a_multi_episode_dataset_exports_as_lerobot_v3_0_and_v2_1_and_
     let kofi = common::browser();
     common::sign_in(&kofi, &app, server::seed::DEMO_CLIENT.2).await;
     assert_eq!(kofi.get(app.url("/datasets/Leeds%20Hub/lerobot.tar")).send().await.unwrap().status(), reqwest::StatusCode::NOT_FOUND);
-    let kofis: Vec<app::datasets::Episode> = common::call(&kofi, &app, "load_datasets", &[]).await.json().await.unwrap();
+    let kofis: Vec<domain::datasets::Episode> = common::call(&kofi, &app, "load_datasets", &[]).await.json().await.unwrap();
     assert!(kofis.is_empty());
     assert_eq!(admin.get(app.url("/datasets/Leeds%20Hub/lerobot.tar?version=v9")).send().await.unwrap().status(), reqwest::StatusCode::UNPROCESSABLE_ENTITY);
     app.finish().await;
@@ -291,11 +291,11 @@ both_backends!(a_booked_sessions_episode_has_the_bookings_task_and_belongs_to_it
     common::sign_in(&kofi, &app, server::seed::DEMO_CLIENT.2).await;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     // The booking starts at this minute (the form books whole minutes).
-    let start = app::booking::utc_when(now).trim_end_matches(" UTC").replacen(' ', "T", 1);
+    let start = domain::booking::utc_when(now).trim_end_matches(" UTC").replacen(' ', "T", 1);
     let booked = common::call(&kofi, &app, "book_robot", &[("robot_id", "uk-pick-01"), ("starts_at", &start), ("minutes", "60"), ("task", "stack the blue totes")]).await;
     assert_eq!(booked.status(), reqwest::StatusCode::OK, "{}", booked.text().await.unwrap_or_default());
     let session = record_episode(&app, "uk-pick-01", 1.0).await;
-    let episodes: Vec<app::datasets::Episode> = common::call(&kofi, &app, "load_datasets", &[]).await.json().await.unwrap();
+    let episodes: Vec<domain::datasets::Episode> = common::call(&kofi, &app, "load_datasets", &[]).await.json().await.unwrap();
     assert_eq!(episodes.len(), 1, "the client who booked owns the episode");
     assert_eq!((episodes[0].session_id.as_str(), episodes[0].task.as_str()), (session.as_str(), "stack the blue totes"));
     let tar = kofi.get(app.url("/datasets/Leeds%20Hub/lerobot.tar?version=v2.1")).send().await.unwrap();

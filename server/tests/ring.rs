@@ -2,8 +2,8 @@
 
 mod common;
 
-use app::models::PresenceState;
-use app::ring::{ConsoleMsg, OfferEnd, RingMsg};
+use domain::models::PresenceState;
+use domain::ring::{ConsoleMsg, OfferEnd, RingMsg};
 use common::{session_cookie, Tab, TestApp, OPERATOR};
 use reqwest::{Method, StatusCode};
 use std::time::{Duration, Instant};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 const ORG: &str = "org-northstar";
 const CARLA: &str = "carla.mendes@northstar.example";
 
-async fn welcome(tab: &mut Tab) -> (app::ring::MyPresence, Option<app::models::Offer>) {
+async fn welcome(tab: &mut Tab) -> (domain::ring::MyPresence, Option<domain::models::Offer>) {
     tab.until(|m| match m {
         RingMsg::Welcome { presence, offer, pops, .. } => {
             assert_eq!(pops, vec!["uk-london", "us-east", "us-west"], "PoPs to measure");
@@ -23,7 +23,7 @@ async fn welcome(tab: &mut Tab) -> (app::ring::MyPresence, Option<app::models::O
 }
 
 /// Waits until the tab shows `state`.
-async fn shows(tab: &mut Tab, state: PresenceState) -> app::ring::MyPresence {
+async fn shows(tab: &mut Tab, state: PresenceState) -> domain::ring::MyPresence {
     tab.until(|m| match m {
         RingMsg::Presence { presence } if presence.state == state => Some(presence),
         _ => None,
@@ -40,7 +40,7 @@ async fn ready_tab(app: &TestApp, email: &str) -> Tab {
     tab
 }
 
-fn offer(msg: RingMsg) -> Option<app::models::Offer> {
+fn offer(msg: RingMsg) -> Option<domain::models::Offer> {
     match msg {
         RingMsg::Offer { offer } => Some(offer),
         _ => None,
@@ -92,7 +92,7 @@ both_backends_with!(d04_an_unanswered_offer_goes_aux_missed_and_rings_the_next_o
     let missed = carla.until(|m| match m { RingMsg::OfferClosed { how, .. } => Some(how), _ => None }).await;
     assert_eq!(missed, OfferEnd::Expired);
     let aux = shows(&mut carla, PresenceState::Aux).await;
-    assert_eq!(aux.aux_reason.as_deref(), Some(app::presence::MISSED_OFFER));
+    assert_eq!(aux.aux_reason.as_deref(), Some(domain::presence::MISSED_OFFER));
     assert_eq!(asha.until(offer).await.session_id, session, "the call went to the next operator");
     app.finish().await;
 });

@@ -2,8 +2,8 @@
 
 mod common;
 
-use app::models::PresenceState;
-use app::roster::{counters, Roster};
+use domain::models::PresenceState;
+use domain::roster::{counters, Roster};
 use common::{browser, call, session_cookie, sign_in, Tab, TestApp, ADMIN, OPERATOR};
 use reqwest::StatusCode;
 use std::time::Duration;

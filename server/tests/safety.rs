@@ -5,9 +5,9 @@
 
 mod common;
 
-use app::board::OpsBoard;
-use app::events::AuditAction;
-use app::models::{SafetyState, SessionRecord};
+use domain::board::OpsBoard;
+use domain::events::AuditAction;
+use domain::models::{SafetyState, SessionRecord};
 use common::{browser, call, sign_in, TestApp, ADMIN, OPERATOR};
 use reqwest::{Method, StatusCode};
 
@@ -106,13 +106,13 @@ both_backends!(the_timeline_holds_every_safety_change_and_the_lifecycle_from_the
     let cleared = call(&asha, &app, "clear_protective_stop", &[("session_id", &session), ("reason", "cell checked")]).await;
     assert_eq!(cleared.status(), StatusCode::OK);
     assert_eq!(call(&asha, &app, "steer_session", &[("session_id", &session), ("to", "PAUSED")]).await.status(), StatusCode::OK);
-    let history: app::timeline::StateHistory =
+    let history: domain::timeline::StateHistory =
         call(&asha, &app, "load_state_history", &[("session_id", &session)]).await.json().await.unwrap();
     use SafetyState as S;
     let safety: Vec<S> = history.safety.iter().map(|s| s.state).collect();
     assert_eq!(safety, [S::Boot, S::Safe, S::Armed, S::Degraded, S::Armed, S::ProtectiveStop, S::Safe], "repeats merge; E-stop and clear included");
     assert!(history.safety.windows(2).all(|w| w[0].to_ms == Some(w[1].from_ms)), "spans meet");
-    use app::models::LifecycleState as L;
+    use domain::models::LifecycleState as L;
     let lifecycle: Vec<L> = history.lifecycle.iter().map(|s| s.state).collect();
     assert_eq!(lifecycle, [L::Pending, L::Active, L::Paused]);
     // Another operator sees nothing of it.

@@ -7,7 +7,7 @@ mod common;
 #[path = "security/hardening_ii.rs"]
 mod hardening_ii;
 
-use app::ring::{ConsoleMsg, RingError, RingMsg};
+use domain::ring::{ConsoleMsg, RingError, RingMsg};
 use common::process::{command, ServerProcess};
 use common::{browser, browser_from, call, session_cookie, sign_in, Tab, TestApp, ADMIN, OPERATOR};
 use reqwest::{Method, StatusCode};
@@ -238,7 +238,7 @@ both_backends!(a_socket_is_closed_at_sign_out_and_a_ready_after_it_does_nothing,
     tab.send_text(serde_json::to_string(&ConsoleMsg::Ready).unwrap()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let presence = app.engine().presence_of("org-northstar", "u-asha").await.unwrap();
-    assert_ne!(presence.state, app::models::PresenceState::Ready, "a Ready after sign-out is not applied");
+    assert_ne!(presence.state, domain::models::PresenceState::Ready, "a Ready after sign-out is not applied");
     app.finish().await;
 });
 

@@ -5,7 +5,6 @@
 //! browser, which renders them.
 
 use crate::models::{LifecycleState, Offer, PresenceState, RegistryStatus, SessionRecord};
-use crate::ring::{MyPresence, OfferEnd};
 use serde::{Deserialize, Serialize};
 
 /// Where an event is published.
@@ -26,6 +25,26 @@ impl Topic {
     pub fn org(org_id: &str) -> Topic {
         Topic::Org { org_id: org_id.to_string() }
     }
+}
+
+/// The operator's own presence, as every tab shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MyPresence {
+    pub state: PresenceState,
+    /// Unix ms of the last state change (server clock).
+    pub since_ms: i64,
+    pub aux_reason: Option<String>,
+    pub current_call: Option<String>,
+}
+
+/// How an offer stopped ringing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OfferEnd {
+    Accepted,
+    Declined,
+    Expired,
+    Withdrawn,
 }
 
 /// For one operator's console tabs.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// Activity events of seed 001, in the session's log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ActivityKind {
     SessionStart,
@@ -57,7 +57,7 @@ impl ActivityKind {
 
 /// One line of a session's activity log (rule L05).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ActivityEntry {
     /// Unix milliseconds.

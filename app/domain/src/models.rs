@@ -159,7 +159,7 @@ pub struct Operator {
     pub skills: Vec<String>,
     /// Clients' ratings (rule L10); `None` before the first.
     #[serde(default)]
-    pub score: Option<crate::rating::OperatorScore>,
+    pub score: Option<OperatorScore>,
 }
 
 /// The org's directory: its fleet and its people.
@@ -186,7 +186,7 @@ pub struct LinkFloor {
 /// A distress call offered to one operator (seed 000, rules A04, A05). Pushed
 /// to every open tab of that operator, which rings until `expires_at`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Offer {
     pub session_id: String,
@@ -197,11 +197,11 @@ pub struct Offer {
     pub rtt_ms: u32,
     pub operator_id: String,
     #[serde(with = "crate::rules::rfc3339_ms")]
-    #[cfg_attr(feature = "ssr", schema(value_type = String, format = DateTime))]
+    #[schema(value_type = String, format = DateTime)]
     pub offered_at: i64,
     /// `offered_at` + 30 s.
     #[serde(with = "crate::rules::rfc3339_ms")]
-    #[cfg_attr(feature = "ssr", schema(value_type = String, format = DateTime))]
+    #[schema(value_type = String, format = DateTime)]
     pub expires_at: i64,
     /// A handover (rule L08): the name of the operator handing the live
     /// session over; absent for a distress call.
@@ -213,7 +213,7 @@ pub struct Offer {
 /// skill). Optional fields are empty until the session is attached or the
 /// edge agent reports them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionRecord {
     pub id: String,
@@ -231,14 +231,14 @@ pub struct SessionRecord {
     /// The operator's region: the other end of the RTT path.
     pub region: Option<String>,
     #[serde(with = "crate::rules::rfc3339_ms")]
-    #[cfg_attr(feature = "ssr", schema(value_type = String, format = DateTime))]
+    #[schema(value_type = String, format = DateTime)]
     pub raised_at: i64,
     /// Attach time.
     #[serde(with = "crate::rules::rfc3339_ms::option")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, format = DateTime))]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub started_at: Option<i64>,
     #[serde(with = "crate::rules::rfc3339_ms::option")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, format = DateTime))]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub ended_at: Option<i64>,
     pub rtt_ms: Option<u32>,
     pub divergence_deg: Option<f64>,
@@ -253,13 +253,13 @@ pub struct SessionRecord {
     /// When the session completes unless extended (rule L13): the booking's
     /// end, or attach time + the default session length.
     #[serde(default, with = "crate::rules::rfc3339_ms::option")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, format = DateTime))]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub planned_end_at: Option<i64>,
 }
 
 /// Safety state reported by the edge agent (seed 000).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum SafetyState {
     Boot,
@@ -298,7 +298,7 @@ impl SafetyState {
 
 /// Lifecycle of a session (seed 001).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[derive(utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum LifecycleState {
     Pending,
@@ -405,6 +405,28 @@ mod tests {
         assert!(!Role::Client.grants(Role::Operator) && !Role::Operator.grants(Role::Client) && !Role::Client.grants(Role::Admin));
         for role in [Role::Admin, Role::Operator, Role::Client] {
             assert_eq!(Role::parse(role.as_str()), Some(role));
+        }
+    }
+}
+
+/// An operator's score: the average of their ratings (in tenths of a
+/// star, rounded) and how many.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorScore {
+    pub average_tenths: u32,
+    pub count: u32,
+}
+
+impl OperatorScore {
+    pub fn new(average: f64, count: u32) -> OperatorScore {
+        OperatorScore { average_tenths: (average * 10.0).round().clamp(0.0, 50.0) as u32, count }
+    }
+
+    /// `4.5 ★ (12)`; `—` without ratings.
+    pub fn label(score: Option<OperatorScore>) -> String {
+        match score {
+            Some(s) if s.count > 0 => format!("{}.{} ★ ({})", s.average_tenths / 10, s.average_tenths % 10, s.count),
+            _ => "—".into(),
         }
     }
 }

@@ -17,27 +17,7 @@ pub struct SessionRating {
     pub at_ms: i64,
 }
 
-/// An operator's score: the average of their ratings (in tenths of a
-/// star, rounded) and how many.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OperatorScore {
-    pub average_tenths: u32,
-    pub count: u32,
-}
-
-impl OperatorScore {
-    pub fn new(average: f64, count: u32) -> OperatorScore {
-        OperatorScore { average_tenths: (average * 10.0).round().clamp(0.0, 50.0) as u32, count }
-    }
-
-    /// `4.5 ★ (12)`; `—` without ratings.
-    pub fn label(score: Option<OperatorScore>) -> String {
-        match score {
-            Some(s) if s.count > 0 => format!("{}.{} ★ ({})", s.average_tenths / 10, s.average_tenths % 10, s.count),
-            _ => "—".into(),
-        }
-    }
-}
+pub use crate::models::OperatorScore;
 
 /// Why this rating cannot be given, if it cannot: the session's state
 /// first, then the rating itself.

@@ -1,8 +1,9 @@
 //! The ring channel: one WebSocket per console tab (`/ws`), carrying offers
 //! and presence as these serde types, shared by browser and server.
 
+pub use crate::events::{MyPresence, OfferEnd};
 use crate::events::OrgEvent;
-use crate::models::{Offer, PresenceState};
+use crate::models::Offer;
 use serde::{Deserialize, Serialize};
 
 /// A console tab heartbeats this often…
@@ -31,26 +32,6 @@ pub enum ConsoleMsg {
     Ping { nonce: u64 },
     /// RTT this console measured to a PoP.
     Rtt { pop: String, rtt_ms: u32 },
-}
-
-/// The operator's own presence, as every tab shows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MyPresence {
-    pub state: PresenceState,
-    /// Unix ms of the last state change (server clock).
-    pub since_ms: i64,
-    pub aux_reason: Option<String>,
-    pub current_call: Option<String>,
-}
-
-/// How an offer stopped ringing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OfferEnd {
-    Accepted,
-    Declined,
-    Expired,
-    Withdrawn,
 }
 
 /// Server → browser.

@@ -13,8 +13,11 @@ pub trait Backend: Send + Sync + 'static {
     /// and per address and email) and opens a sign-in session. Returns
     /// the session token and the user.
     async fn sign_in(&self, email: &str, password: &str, client: Option<IpAddr>) -> Result<(String, CurrentUser), AppError>;
-    /// The user behind a session token, if the session is still valid.
-    async fn session_user(&self, token: &str) -> Result<Option<CurrentUser>, AppError>;
+    /// Who a request with these headers is signed in as, with the token of
+    /// that sign-in: the first of its session cookies that is a live
+    /// sign-in. The server's one door for "who is asking" (its REST
+    /// extractor and sockets ask the same service).
+    async fn signed_in(&self, headers: &http::HeaderMap) -> Result<Option<(String, CurrentUser)>, AppError>;
     /// Ends the sign-in, and closes its open sockets at once.
     async fn sign_out(&self, token: &str) -> Result<(), AppError>;
     /// Changes the signed-in person's password (the current one checked,

@@ -102,7 +102,7 @@ pub fn fail(error: AppError) -> AppError {
 /// was resolved to before rendering (`server::http::page_user`) instead of
 /// each looking the sign-in up again; a call from the browser looks it up.
 pub async fn user() -> Result<CurrentUser, AppError> {
-    let page = use_context::<http::request::Parts>().and_then(|parts| parts.extensions.get::<crate::components::Session>().cloned());
+    let page = use_context::<http::request::Parts>().and_then(|parts| parts.extensions.get::<crate::page_user::Session>().cloned());
     match page {
         Some(page) => page.user().clone()?.ok_or(AppError::Unauthenticated),
         None => Ok(signed_in().await?.1),
@@ -117,15 +117,10 @@ pub async fn signed_in() -> Result<(String, CurrentUser), AppError> {
     signed_in_by(&backend, &headers).await?.ok_or(AppError::Unauthenticated)
 }
 
-/// The sign-in of a request with these headers, with its token: the first
-/// of its session cookies that is a live sign-in.
+/// The sign-in of a request with these headers, with its token (see
+/// `Backend::signed_in`).
 pub async fn signed_in_by(backend: &SharedBackend, headers: &http::HeaderMap) -> Result<Option<(String, CurrentUser)>, AppError> {
-    for token in backend.session_cookie().tokens(headers) {
-        if let Some(user) = backend.session_user(&token).await? {
-            return Ok(Some((token, user)));
-        }
-    }
-    Ok(None)
+    backend.signed_in(headers).await
 }
 
 /// The caller's user and selected org, if their role there grants `needed`.

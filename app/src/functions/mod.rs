@@ -38,7 +38,7 @@ pub async fn signed_in_user() -> Result<Option<CurrentUser>, AppError> {
 }
 
 /// Who is asking for a page, resolved before it renders: the page's
-/// [`Session`](crate::components::Session).
+/// [`Session`](crate::page_user::Session).
 #[cfg(feature = "ssr")]
 pub async fn page_user(backend: &backend::SharedBackend, headers: &http::HeaderMap) -> Result<Option<CurrentUser>, AppError> {
     Ok(guard::signed_in_by(backend, headers).await?.map(|(_, user)| user))
@@ -47,7 +47,7 @@ pub async fn page_user(backend: &backend::SharedBackend, headers: &http::HeaderM
 /// Signs in; answers where to go: `next` (a local path) or the landing
 /// screen of the user's role. A plain form's post is redirected there; the
 /// sign-in screen's script loads it whole, since the signed-in user comes
-/// with the page (see `components::Session`).
+/// with the page (see `page_user::Session`).
 #[server(endpoint = "sign_in")]
 pub async fn sign_in(email: String, password: String, next: Option<String>) -> Result<String, AppError> {
     if email.trim().is_empty() || password.is_empty() {

@@ -3,7 +3,7 @@
 //! certifications (each with the skill it gives, rule A08) and whether the
 //! operator is active. The next dispatch decision uses the change.
 
-use super::people::{CertificationChoices, PeopleList};
+use super::people_parts::{CertificationChoices, PeopleList};
 use crate::components::ErrorNotice;
 use crate::deferred::PanelBuilt;
 use crate::functions::EditMember;

@@ -16,6 +16,7 @@ pub(crate) mod operator;
 mod orgs;
 mod overview;
 mod people;
+mod people_parts;
 mod robot_register;
 mod roster;
 pub mod screens;

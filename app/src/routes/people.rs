@@ -3,6 +3,7 @@
 //! all or nothing; the links download once), export, change roles, edit a
 //! profile (`?member=<id>`), remove a member.
 
+use super::people_parts::{CertificationChoices, PeopleList};
 use crate::components::ErrorNotice;
 use crate::deferred::{Deferred, PanelBuilt};
 use crate::functions::{load_people, ImportPeople, InvitePerson, PreviewPeopleImport, RemoveMember, SetMemberRole};
@@ -25,8 +26,6 @@ pub(super) struct PeopleActions {
     pub remove: ServerAction<RemoveMember>,
 }
 
-/// The people list, as loaded.
-pub(super) type PeopleList = crate::page_data::Loaded<Result<PeopleAdmin, crate::error::AppError>>;
 
 #[component]
 pub fn PeoplePage() -> impl IntoView {
@@ -182,35 +181,6 @@ fn MemberRow(m: Member, actions: PeopleActions) -> impl IntoView {
                 </button>
             </td>
         </tr>
-    }
-}
-
-/// Certification checkboxes, named for the server function's list.
-#[component]
-pub(super) fn CertificationChoices(options: Vec<String>, held: Vec<String>, prefix: &'static str) -> impl IntoView {
-    let mut all = options;
-    for cert in &held {
-        if !all.contains(cert) {
-            all.push(cert.clone());
-        }
-    }
-    all.sort();
-    view! {
-        <fieldset class="cert-choices">
-            <legend>"Certifications"</legend>
-            {all.into_iter().enumerate().map(|(i, cert)| {
-                let id = format!("{prefix}-cert-{i}");
-                let label_for = id.clone();
-                let checked = held.contains(&cert);
-                let skill = crate::directory::derived_skill(&cert).unwrap_or_default();
-                view! {
-                    <label for=label_for class="check">
-                        <input type="checkbox" id=id name=format!("certifications[{i}]") value=cert.clone() checked=checked/>
-                        {cert.clone()}" "<span class="muted">"(skill: "{skill}")"</span>
-                    </label>
-                }
-            }).collect_view()}
-        </fieldset>
     }
 }
 

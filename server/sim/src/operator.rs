@@ -4,8 +4,8 @@
 //! and completes the session after a while.
 
 use crate::{nap, ws_url};
-use app::relay::RelayMsg;
-use app::ring::{ConsoleMsg, RingMsg, HEARTBEAT_MS};
+use domain::relay::RelayMsg;
+use domain::ring::{ConsoleMsg, RingMsg, HEARTBEAT_MS};
 use futures::{SinkExt, StreamExt};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -3,8 +3,8 @@
 //! frames on the relay while attached.
 
 use crate::{camera, nap, ws_url};
-use app::models::{LifecycleState, SafetyState};
-use app::relay::{CameraFrame, RelayMsg};
+use domain::models::{LifecycleState, SafetyState};
+use domain::relay::{CameraFrame, RelayMsg};
 use futures::{SinkExt, StreamExt};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

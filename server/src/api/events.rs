@@ -3,8 +3,8 @@
 //! event (rule L06). It changes no state; the safety state is telemetry's.
 
 use super::{ApiError, ApiJson, Caller, ErrorBody};
-use crate::http::AppState;
-use app::lifecycle::ActivityEntry;
+use crate::state::AppState;
+use domain::lifecycle::ActivityEntry;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;

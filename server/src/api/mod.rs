@@ -4,18 +4,19 @@
 //! robot of the selected org; the admin overview's dispatch control uses
 //! this same path. Handlers stay thin: auth, then the ACD or the store.
 
-mod error;
+pub mod error;
 mod events;
 mod telemetry;
 
 pub use error::{ApiError, ErrorBody, ErrorCode, ErrorDetail};
 
 use crate::engine::CallOutcome;
-use crate::http::{AppState, Principal};
+use crate::services::Principal;
+use crate::state::AppState;
 use crate::services::registry::DirectoryError;
 use crate::store::RobotRecord;
-use app::models::{LifecycleState, Offer, Role, SafetyState, SessionRecord};
-use app::rules::rfc3339;
+use domain::models::{LifecycleState, Offer, Role, SafetyState, SessionRecord};
+use domain::rules::rfc3339;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
@@ -252,7 +253,7 @@ pub struct HeartbeatAck {
     pub robot_id: String,
     /// Always `online`: the robot reads `offline` 15 s after its last heartbeat.
     #[schema(value_type = String, example = "online")]
-    pub status: app::models::RegistryStatus,
+    pub status: domain::models::RegistryStatus,
     #[schema(format = DateTime)]
     pub at: String,
 }
@@ -271,7 +272,7 @@ pub struct HeartbeatAck {
 async fn heartbeat(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<HeartbeatAck>, ApiError> {
     let robot = caller.robot(&state, &id).await?;
     let now = state.robots.heartbeat(&robot).await?;
-    Ok(Json(HeartbeatAck { robot_id: robot.id, status: app::models::RegistryStatus::Online, at: rfc3339(now) }))
+    Ok(Json(HeartbeatAck { robot_id: robot.id, status: domain::models::RegistryStatus::Online, at: rfc3339(now) }))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -320,7 +321,7 @@ async fn register_robot(State(state): State<AppState>, caller: Caller, ApiJson(b
     let Caller::Admin { org_id, admin_id } = caller else {
         return Err(ApiError::Forbidden("only admins register robots".into()));
     };
-    let fields = app::directory::RobotFields { model: body.model, site: body.site, pop: body.pop, req_cert: body.req_cert };
+    let fields = domain::directory::RobotFields { model: body.model, site: body.site, pop: body.pop, req_cert: body.req_cert };
     let (skill, token) = state.robots.enroll(&org_id, &body.id, fields, &admin_id).await.map_err(|e| match e {
         DirectoryError::Exists(id) => ApiError::Conflict { code: ErrorCode::RobotExists, message: format!("robot {id} already exists") },
         DirectoryError::Invalid(problem) => ApiError::Invalid(problem),
@@ -359,7 +360,7 @@ impl Modify for Security {
     components(schemas(
         CallRequest, CallMatched, CallQueued, MatchedOperatorBody, Offer, SessionRecord, SafetyState, LifecycleState,
         telemetry::TelemetryBody, HeartbeatAck, NewRobotBody, RegisteredRobot, ErrorBody, ErrorDetail, ErrorCode, CallStatus,
-        events::ErrorReport, app::lifecycle::ActivityEntry, app::lifecycle::ActivityKind
+        events::ErrorReport, domain::lifecycle::ActivityEntry, domain::lifecycle::ActivityKind
     )),
     modifiers(&Security)
 )]

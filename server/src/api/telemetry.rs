@@ -2,9 +2,9 @@
 //! safety state and link numbers (PROTECTIVE_STOP latched until cleared).
 
 use super::{ApiError, ApiJson, Caller, ErrorBody, ErrorCode};
-use crate::http::AppState;
+use crate::state::AppState;
 use crate::store::{Telemetry, TelemetryOutcome};
-use app::models::{SafetyState, SessionRecord};
+use domain::models::{SafetyState, SessionRecord};
 use axum::extract::{Path, State};
 use axum::Json;
 use serde::Deserialize;

@@ -9,8 +9,8 @@ use crate::services::{PasswordChecker, PeopleService, Quotas, RobotRegistry, Sig
 use crate::store::{Acceptance, ProfileEdit};
 use app::error::AppError;
 use app::functions::backend::DirectoryAdmin;
-use app::models::{CurrentUser, LinkFloor, Role};
-use app::people::{
+use domain::models::{CurrentUser, LinkFloor, Role};
+use domain::people::{
     ImportPreview, ImportResult, InvitationState, InvitationView, InviteLink, Member, PeopleAdmin, PendingInvite, PersonFields, ProfileFields,
     RegisteredRobot,
 };
@@ -97,7 +97,7 @@ impl DirectoryAdmin for PeopleBackend {
         self.people.remove_floor(org_id, actor, region, pop).await.map_err(refused)
     }
 
-    async fn register_robot(&self, org_id: &str, actor: &str, id: &str, fields: app::directory::RobotFields) -> Result<RegisteredRobot, AppError> {
+    async fn register_robot(&self, org_id: &str, actor: &str, id: &str, fields: domain::directory::RobotFields) -> Result<RegisteredRobot, AppError> {
         let (skill, token) = self.robots.enroll(org_id, id, fields, actor).await.map_err(directory_refused)?;
         Ok(RegisteredRobot { id: id.to_string(), skill, token })
     }
@@ -155,14 +155,14 @@ pub struct DatasetsBackend(pub Arc<crate::datasets::DatasetService>);
 
 #[async_trait::async_trait]
 impl app::functions::backend::Datasets for DatasetsBackend {
-    async fn episodes(&self, org_id: &str, client_id: Option<&str>) -> Result<Vec<app::datasets::Episode>, AppError> {
+    async fn episodes(&self, org_id: &str, client_id: Option<&str>) -> Result<Vec<domain::datasets::Episode>, AppError> {
         let rows = self.0.episodes(org_id, client_id).await.map_err(|e| {
             tracing::error!(error = %e, "episodes could not be read");
             AppError::Internal("database unavailable".into())
         })?;
         Ok(rows
             .into_iter()
-            .map(|r| app::datasets::Episode {
+            .map(|r| domain::datasets::Episode {
                 environment: r.environment,
                 episode_index: r.episode_index,
                 session_id: r.session_id,

@@ -3,7 +3,7 @@
 //! their page needs. `InProcessBus` serves one process; the trait is the
 //! seam for a PostgreSQL `LISTEN/NOTIFY` implementation between instances.
 
-use app::events::{Event, Topic};
+use domain::events::{Event, Topic};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
@@ -90,8 +90,8 @@ impl EventBus for InProcessBus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use app::events::{OrgEvent, PresenceUpdate};
-    use app::models::PresenceState;
+    use domain::events::{OrgEvent, PresenceUpdate};
+    use domain::models::PresenceState;
 
     fn presence(n: i64) -> Event {
         Event::Org(OrgEvent::Presence {

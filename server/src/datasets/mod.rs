@@ -13,7 +13,7 @@ use crate::bus::SharedBus;
 use crate::clock::now_ms;
 use crate::relay::recording::FinishedRecording;
 use crate::store::{EpisodeRow, NewEpisode, SharedStore};
-use app::events::{AuditEntry, Event, OrgEvent, Topic};
+use domain::events::{AuditEntry, Event, OrgEvent, Topic};
 use lerobot::{Episode, FrameStream, Summary, Version};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -126,9 +126,9 @@ impl DatasetService {
         let index = self.store.add_episode(&episode).await?;
         let entry = AuditEntry {
             at_ms: episode.created_at,
-            actor_kind: app::events::ActorKind::System,
+            actor_kind: domain::events::ActorKind::System,
             actor_id: None,
-            action: app::events::AuditAction::EpisodeRecorded,
+            action: domain::events::AuditAction::EpisodeRecorded,
             session_id: Some(session_id.clone()),
             robot_id: Some(session.robot_id.clone()),
             detail: Some(format!("episode {index} of {}: {} frames at {} fps", session.site, episode.frames, DATASET_FPS)),

@@ -1,17 +1,17 @@
 //! Calls on the desk: raising, placing (offer or queue), answering and
 //! ending (serving the queues and recovery: `queues.rs`).
 
-use super::desk::{Call, Desk, Live};
+use super::desk::{BookingHold, Call, Desk, Live};
 use super::inactivity::LiveRobot;
 use super::timers::Timer;
 use super::types::{CallOutcome, EngineError, MatchedOperator};
 use crate::store::{DispatchRecord, NewOffer, NewSession, Write};
-use app::dispatch::{Candidate, CandidateSummary, OfferStatus, Outcome, Trigger, Verdict};
-use app::events::{Event, OperatorEvent, OrgEvent, Topic};
-use app::lifecycle::transition;
-use app::models::{LifecycleState, Offer};
-use app::presence::PresenceEvent;
-use app::rules::skill_of;
+use domain::dispatch::{Candidate, CandidateSummary, OfferStatus, Outcome, Trigger, Verdict};
+use domain::events::{Event, OperatorEvent, OrgEvent, Topic};
+use domain::lifecycle::transition;
+use domain::models::{LifecycleState, Offer};
+use domain::presence::PresenceEvent;
+use domain::rules::skill_of;
 use std::collections::HashMap;
 
 /// The robot a call is raised for, as the engine needs it.
@@ -24,15 +24,6 @@ pub struct CallingRobot {
     pub req_cert: String,
     /// The booking the robot is in now, if any.
     pub booking: Option<BookingHold>,
-}
-
-/// A booking a call was raised in: the session is its client's and ends
-/// at the booking's end (rule L13).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BookingHold {
-    pub id: String,
-    pub client_id: String,
-    pub ends_at: i64,
 }
 
 pub(super) fn new_id(prefix: &str) -> String {

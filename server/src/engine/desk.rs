@@ -12,11 +12,11 @@ use super::ready::{Entry, ReadyIndex, Tier};
 use super::timers::{Timer, Timers};
 use super::types::{EngineError, OperatorPresence, Settings};
 use crate::store::Write;
-use app::dispatch::{LinkFloors, Trigger};
-use app::events::{Event, OperatorEvent, OrgEvent, Topic};
-use app::models::{LifecycleState, Offer, PresenceState};
-use app::presence::{in_live_pool, in_roster_pool, next_presence, PresenceEvent, MISSED_OFFER, NOT_READY};
-use app::ring::MyPresence;
+use domain::dispatch::{LinkFloors, Trigger};
+use domain::events::{Event, OperatorEvent, OrgEvent, Topic};
+use domain::models::{LifecycleState, Offer, PresenceState};
+use domain::presence::{in_live_pool, in_roster_pool, next_presence, PresenceEvent, MISSED_OFFER, NOT_READY};
+use domain::ring::MyPresence;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -40,6 +40,15 @@ pub(super) struct Operator {
     pub inactive: bool,
 }
 
+/// A booking a call was raised in: the session is its client's and ends
+/// at the booking's end (rule L13).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BookingHold {
+    pub id: String,
+    pub client_id: String,
+    pub ends_at: i64,
+}
+
 /// A PENDING call.
 pub(super) struct Call {
     pub robot_id: String,
@@ -49,7 +58,7 @@ pub(super) struct Call {
     pub pop: String,
     pub raised_at: i64,
     /// The booking the call was raised in: its client and end (rule L13).
-    pub booking: Option<super::calls::BookingHold>,
+    pub booking: Option<BookingHold>,
     pub offered_to: Option<String>,
     pub queued: bool,
     /// Operator → until when they may not be offered this call (rule D08).
@@ -70,7 +79,7 @@ pub(super) struct Live {
     pub planned_end: Option<i64>,
     pub lifecycle: LifecycleState,
     /// The inactivity chain (rule L07) while ACTIVE.
-    pub watch: app::inactivity::Watch,
+    pub watch: domain::inactivity::Watch,
     /// Which chain the pending inactivity timer belongs to (a pause ends
     /// it; a resume starts the next).
     pub chain: u64,
@@ -244,7 +253,7 @@ impl Desk {
     pub fn aux(&mut self, operator_id: &str, reason: &str, now: i64) -> Result<(), EngineError> {
         self.operator_mut(operator_id)?;
         if let Some(offer) = self.offers.get(operator_id).cloned() {
-            self.close_offer(operator_id, app::dispatch::OfferStatus::Declined, now);
+            self.close_offer(operator_id, domain::dispatch::OfferStatus::Declined, now);
             self.place(&offer.session_id, Trigger::Declined, now, true);
         }
         self.presence_event(operator_id, PresenceEvent::Aux, Some(reason), now);
@@ -252,11 +261,11 @@ impl Desk {
     }
 
     /// RTT the operator's console measured to a PoP.
-    /// Refused when implausible (rule in `app::dispatch::plausible_rtt`).
+    /// Refused when implausible (rule in `domain::dispatch::plausible_rtt`).
     pub fn report_rtt(&mut self, operator_id: &str, pop: &str, rtt_ms: u32) -> Result<(), EngineError> {
         let floors = self.floors.clone();
         let op = self.operator_mut(operator_id)?;
-        if !app::dispatch::plausible_rtt(rtt_ms, floors.floor(&op.presence.region, pop)) {
+        if !domain::dispatch::plausible_rtt(rtt_ms, floors.floor(&op.presence.region, pop)) {
             return Err(EngineError::ImplausibleRtt);
         }
         op.presence.measured_rtt_ms.insert(pop.to_string(), rtt_ms);
@@ -294,7 +303,7 @@ impl Desk {
     pub fn offline(&mut self, operator_id: &str, now: i64) -> Result<(), EngineError> {
         self.operator_mut(operator_id)?;
         if let Some(offer) = self.offers.get(operator_id).cloned() {
-            self.close_offer(operator_id, app::dispatch::OfferStatus::Expired, now);
+            self.close_offer(operator_id, domain::dispatch::OfferStatus::Expired, now);
             self.place(&offer.session_id, Trigger::OperatorOffline, now, true);
         }
         self.presence_event(operator_id, PresenceEvent::Lapsed, None, now);
@@ -307,7 +316,7 @@ impl Desk {
             Timer::OfferExpiry { operator_id, session_id } => {
                 let due = self.offers.get(&operator_id).is_some_and(|o| o.session_id == session_id && o.expires_at <= now);
                 if due {
-                    self.close_offer(&operator_id, app::dispatch::OfferStatus::Expired, now);
+                    self.close_offer(&operator_id, domain::dispatch::OfferStatus::Expired, now);
                     self.presence_event(&operator_id, PresenceEvent::OfferMissed, Some(MISSED_OFFER), now);
                     self.place(&session_id, Trigger::Expired, now, true);
                 }
@@ -337,7 +346,7 @@ impl Desk {
                 // Still PENDING (ringing or queued): nobody took it.
                 if self.calls.contains_key(&session_id) {
                     tracing::info!(org = %self.org_id, session = %session_id, "pending call cancelled: nobody took it");
-                    let _ = self.finish(&session_id, LifecycleState::Cancelled, app::lifecycle::NOBODY_TOOK_IT, now);
+                    let _ = self.finish(&session_id, LifecycleState::Cancelled, domain::lifecycle::NOBODY_TOOK_IT, now);
                 }
             }
             Timer::CoolOff { session_id, operator_id } => {

@@ -7,10 +7,10 @@ use super::desk::Desk;
 use super::timers::Timer;
 use super::types::{CallOutcome, Settings};
 use crate::store::{OperatorRecord, Write};
-use app::dispatch::{LinkFloors, OfferStatus};
-use app::inactivity::InactivityPolicy;
-use app::events::{Event, OperatorEvent};
-use app::models::{LifecycleState, LinkFloor, PresenceState, Role};
+use domain::dispatch::{LinkFloors, OfferStatus};
+use domain::inactivity::InactivityPolicy;
+use domain::events::{Event, OperatorEvent};
+use domain::models::{LifecycleState, LinkFloor, PresenceState, Role};
 use std::sync::Arc;
 
 const SETTINGS: Settings = Settings { offer_window_ms: 30_000, wrap_up_ms: 60_000, presence_ttl_ms: 20_000, cooloff_ms: 60_000, pending_timeout_ms: 900_000, inactivity: InactivityPolicy { check_ms: 30_000, warning_after_ms: 120_000, stop_after_warning_ms: 60_000 }, session_ms: 1_800_000 };
@@ -196,7 +196,7 @@ fn a_pending_call_nobody_takes_is_cancelled_by_the_platform_after_the_pending_ti
     tick(&mut desk, 1_000 + SETTINGS.pending_timeout_ms);
     let writes = desk.take_effects().writes;
     assert!(
-        writes.iter().any(|w| matches!(w, Write::End { session_id: s, to: LifecycleState::Cancelled, reason, .. } if *s == session_id && reason == app::lifecycle::NOBODY_TOOK_IT)),
+        writes.iter().any(|w| matches!(w, Write::End { session_id: s, to: LifecycleState::Cancelled, reason, .. } if *s == session_id && reason == domain::lifecycle::NOBODY_TOOK_IT)),
         "{writes:?}"
     );
     // The robot may raise again at once.
@@ -253,7 +253,7 @@ fn l07_the_chain_checks_warns_the_operator_and_cancels_an_idle_session() {
     }
     tick(&mut desk, 120_000);
     let fx = desk.take_effects();
-    assert!(fx.writes.iter().any(|w| matches!(w, Write::Activity { kind: app::lifecycle::ActivityKind::InactivityWarning, .. })));
+    assert!(fx.writes.iter().any(|w| matches!(w, Write::Activity { kind: domain::lifecycle::ActivityKind::InactivityWarning, .. })));
     assert!(
         fx.events.iter().any(|(_, e)| matches!(e, Event::Operator(OperatorEvent::InactivityWarning { session_id, stop_at_ms: 180_000 }) if *session_id == session)),
         "the operator is told when it will stop"

@@ -4,8 +4,8 @@
 
 use super::desk::Desk;
 use crate::store::OperatorRecord;
-use app::dispatch::LinkFloors;
-use app::models::PresenceState;
+use domain::dispatch::LinkFloors;
+use domain::models::PresenceState;
 use std::sync::Arc;
 
 impl Desk {

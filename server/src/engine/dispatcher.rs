@@ -9,7 +9,7 @@ use super::desk::Desk;
 use super::types::{EngineError, OperatorPresence};
 use super::Shared;
 use crate::store::OperatorRecord;
-use app::models::{LifecycleState, Offer};
+use domain::models::{LifecycleState, Offer};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
@@ -41,7 +41,7 @@ pub enum Command {
     /// control (`by`) or an admin.
     HandOver { session_id: String, by: Option<String>, to: String, reply: Reply<Offer> },
     /// Who the live session may be handed to, best first.
-    HandoverCandidates { session_id: String, reply: Reply<Vec<app::dispatch::Candidate>> },
+    HandoverCandidates { session_id: String, reply: Reply<Vec<domain::dispatch::Candidate>> },
     /// Whether the planned end of a live session may move (rule L13).
     MayExtend { session_id: String, operator: Option<String>, from: i64, reply: Reply<()> },
     /// A committed extension: new timers and the event.
@@ -54,7 +54,7 @@ pub enum Command {
     /// The operator left the org: never dispatched to again.
     DropOperator { operator_id: String },
     /// The org's link floors changed.
-    SetFloors { floors: app::dispatch::LinkFloors },
+    SetFloors { floors: domain::dispatch::LinkFloors },
     Presences { reply: oneshot::Sender<Vec<OperatorPresence>> },
     /// Look at the queues again (another org freed an operator).
     Poke,
@@ -245,7 +245,7 @@ async fn load(shared: &Shared, desk: &mut Desk) {
         // The org's own floors, read with the rest of its state (and retried with it).
         let loaded = match shared.store.org_link_floors(&desk.org_id).await {
             Ok(floors) => {
-                desk.set_floors(app::dispatch::LinkFloors::new(floors));
+                desk.set_floors(domain::dispatch::LinkFloors::new(floors));
                 shared.store.org_snapshot(&desk.org_id).await
             }
             Err(e) => Err(e),

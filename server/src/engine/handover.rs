@@ -9,11 +9,11 @@ use super::desk::Desk;
 use super::timers::Timer;
 use super::types::EngineError;
 use crate::store::{NewOffer, Write};
-use app::dispatch::{Candidate, OfferStatus, Presence};
-use app::events::{Event, OperatorEvent, Topic};
-use app::handover::{handover_candidates, HandoverNotice, HandoverOutcome};
-use app::models::{Offer, PresenceState};
-use app::presence::PresenceEvent;
+use domain::dispatch::{Candidate, OfferStatus, Presence};
+use domain::events::{Event, OperatorEvent, Topic};
+use domain::handover::{handover_candidates, HandoverNotice, HandoverOutcome};
+use domain::models::{Offer, PresenceState};
+use domain::presence::PresenceEvent;
 
 impl Desk {
     /// Who the session may be handed to, best first.

@@ -1,16 +1,16 @@
 //! The inactivity chain of ACTIVE sessions (rule L07) on the desk's
 //! deadline queue, the operator input that resets it (rule L03: a PAUSED
 //! session takes none), and the edge agent's error reports (`ERROR`). The chain's arithmetic is the pure
-//! `app::inactivity`; this applies it and writes what it decides.
+//! `domain::inactivity`; this applies it and writes what it decides.
 
 use super::desk::{Desk, Live};
 use super::timers::Timer;
 use super::types::EngineError;
 use crate::store::Write;
-use app::events::{Event, OperatorEvent, Topic};
-use app::inactivity::{inactivity_due, Watch};
-use app::lifecycle::ActivityKind;
-use app::models::LifecycleState;
+use domain::events::{Event, OperatorEvent, Topic};
+use domain::inactivity::{inactivity_due, Watch};
+use domain::lifecycle::ActivityKind;
+use domain::models::LifecycleState;
 
 /// Why the platform cancels a session whose operator stopped giving input.
 pub const INACTIVE: &str = "no operator input";

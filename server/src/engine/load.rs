@@ -6,7 +6,7 @@ use super::inactivity::LiveRobot;
 use super::timers::{Timer, Timers};
 use super::types::OperatorPresence;
 use crate::store::{OperatorRecord, OrgSnapshot, Write};
-use app::models::{LifecycleState, Offer, PresenceState};
+use domain::models::{LifecycleState, Offer, PresenceState};
 use std::collections::HashMap;
 
 impl Desk {
@@ -44,7 +44,7 @@ impl Desk {
                     pop: row.pop,
                     raised_at: row.raised_at,
                     booking: match (row.booking_id, row.client_id, row.planned_end_at) {
-                        (Some(id), Some(client_id), Some(ends_at)) => Some(super::calls::BookingHold { id, client_id, ends_at }),
+                        (Some(id), Some(client_id), Some(ends_at)) => Some(super::desk::BookingHold { id, client_id, ends_at }),
                         _ => None,
                     },
                     offered_to: None,
@@ -71,7 +71,7 @@ impl Desk {
                     org_id: self.org_id.clone(),
                     session_id: row.session_id,
                     operator_id: row.operator_id,
-                    status: app::dispatch::OfferStatus::Withdrawn,
+                    status: domain::dispatch::OfferStatus::Withdrawn,
                     at: now,
                 });
                 continue;
@@ -143,7 +143,7 @@ impl Desk {
 
     /// Adds an operator (or refreshes their profile), keeping any presence.
     pub fn load_operator(&mut self, record: OperatorRecord) {
-        let skills = app::rules::skills_of(&record.certifications);
+        let skills = domain::rules::skills_of(&record.certifications);
         let id = record.user_id.clone();
         match self.operators.get_mut(&id) {
             Some(op) => {

@@ -32,9 +32,9 @@ pub use types::{CallOutcome, EngineError, MatchedOperator, OperatorPresence, Set
 use crate::bus::{SharedBus, Subscription};
 use crate::clock::Clock;
 use crate::store::{RobotRecord, SharedStore};
-use app::dispatch::LinkFloors;
-use app::events::Topic;
-use app::models::{LifecycleState, Offer, SessionRecord};
+use domain::dispatch::LinkFloors;
+use domain::events::Topic;
+use domain::models::{LifecycleState, Offer, SessionRecord};
 use busy::BusyOperators;
 use dispatcher::{Command, Reply};
 use std::collections::HashMap;
@@ -151,7 +151,7 @@ impl Engine {
             .await?
             .into_iter()
             .find(|b| b.starts_at <= now)
-            .map(|b| calls::BookingHold { id: b.id, client_id: b.client_id, ends_at: b.ends_at });
+            .map(|b| desk::BookingHold { id: b.id, client_id: b.client_id, ends_at: b.ends_at });
         let calling = CallingRobot {
             booking,
             id: robot.id.clone(),
@@ -258,7 +258,7 @@ impl Engine {
     }
 
     /// Who a live session may be handed to, best first.
-    pub async fn handover_candidates(&self, org_id: &str, session_id: &str) -> Result<Vec<app::dispatch::Candidate>, EngineError> {
+    pub async fn handover_candidates(&self, org_id: &str, session_id: &str) -> Result<Vec<domain::dispatch::Candidate>, EngineError> {
         let ses = session_id.to_string();
         self.ask(org_id, |reply| Command::HandoverCandidates { session_id: ses, reply }).await
     }
@@ -275,9 +275,9 @@ impl Engine {
             _ => {}
         }
         let from = row.planned_end_at.ok_or_else(|| EngineError::CannotExtend("This session has no planned end.".into()))?;
-        let bookings: Vec<app::booking::Booking> =
+        let bookings: Vec<domain::booking::Booking> =
             self.shared.store.robot_bookings(org_id, &row.robot_id, from).await?.into_iter().map(|b| b.booking()).collect();
-        let to = app::booking::extension(from, minutes, &bookings, row.booking_id.as_deref()).map_err(EngineError::CannotExtend)?;
+        let to = domain::booking::extension(from, minutes, &bookings, row.booking_id.as_deref()).map_err(EngineError::CannotExtend)?;
         // The desk says whether this caller may; the extension commits in a
         // transaction of its own, judged again on the bookings as they are
         // under the robot's lock (a booking may have landed since the read
@@ -285,7 +285,7 @@ impl Engine {
         // with the reason, and nothing else waits on it.
         let (ses, op) = (session_id.to_string(), operator.map(str::to_string));
         self.ask(org_id, |reply| Command::MayExtend { session_id: ses, operator: op, from, reply }).await?;
-        let judge = move |bookings: &[app::booking::Booking], own: Option<&str>| app::booking::extension(from, minutes, bookings, own).err();
+        let judge = move |bookings: &[domain::booking::Booking], own: Option<&str>| domain::booking::extension(from, minutes, bookings, own).err();
         match self.shared.store.extend_planned_end(org_id, session_id, from, to, actor, self.shared.clock.now_ms(), &judge).await? {
             crate::store::Extension::Done => {}
             crate::store::Extension::Refused(why) => return Err(EngineError::CannotExtend(why)),
@@ -305,10 +305,10 @@ impl Engine {
 
     /// An edge agent's error report on an open session: an `ERROR`
     /// activity event, committed with the desk's batch.
-    pub async fn report_error(&self, org_id: &str, session_id: &str, detail: &str) -> Result<app::lifecycle::ActivityEntry, EngineError> {
+    pub async fn report_error(&self, org_id: &str, session_id: &str, detail: &str) -> Result<domain::lifecycle::ActivityEntry, EngineError> {
         let (ses, what) = (session_id.to_string(), detail.to_string());
         let at_ms = self.ask(org_id, |reply| Command::ReportError { session_id: ses, detail: what, reply }).await?;
-        Ok(app::lifecycle::ActivityEntry { at_ms, kind: app::lifecycle::ActivityKind::Error, operator_id: None, operator_name: None, detail: Some(detail.to_string()) })
+        Ok(domain::lifecycle::ActivityEntry { at_ms, kind: domain::lifecycle::ActivityKind::Error, operator_id: None, operator_name: None, detail: Some(detail.to_string()) })
     }
 
     /// A console tab connected. Returns the operator's presence and any

@@ -7,9 +7,9 @@
 use super::desk::Desk;
 use super::timers::Timer;
 use super::types::EngineError;
-use app::booking::{PLANNED_END_NOTICE_MS, PLANNED_END_REACHED};
-use app::events::{Event, OperatorEvent, OrgEvent, Topic};
-use app::models::LifecycleState;
+use domain::booking::{PLANNED_END_NOTICE_MS, PLANNED_END_REACHED};
+use domain::events::{Event, OperatorEvent, OrgEvent, Topic};
+use domain::models::LifecycleState;
 
 impl Desk {
     /// Sets the session's planned end and its two timers.

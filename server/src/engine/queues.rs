@@ -4,8 +4,8 @@
 
 use super::desk::Desk;
 use crate::store::Write;
-use app::dispatch::{OfferStatus, Trigger};
-use app::presence::PresenceEvent;
+use domain::dispatch::{OfferStatus, Trigger};
+use domain::presence::PresenceEvent;
 
 impl Desk {
     /// Offers queued calls, oldest first, to whoever can now take them.

@@ -2,9 +2,9 @@
 //! could take a call there, ordered as the ACD ranks them (effective RTT,
 //! then longest waiting, then smaller id). A claim walks one ordered set
 //! from its head instead of copying and sorting the pool; `rank_pool` in
-//! `app::dispatch` stays the oracle the tests compare it with.
+//! `domain::dispatch` stays the oracle the tests compare it with.
 
-use app::dispatch::{effective_rtt, LinkFloors, PoolSource, Verdict};
+use domain::dispatch::{effective_rtt, LinkFloors, PoolSource, Verdict};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Which pool an operator is in (seed 000, rules A07/A08).
@@ -148,7 +148,7 @@ impl ReadyIndex {
         let mut omitted: BTreeMap<String, usize> = BTreeMap::new();
         let mut walked = 0;
         for (rtt, _, id) in set.into_iter().flatten() {
-            if chosen.is_some() && looked.len() >= app::dispatch::RECORDED_CANDIDATES {
+            if chosen.is_some() && looked.len() >= domain::dispatch::RECORDED_CANDIDATES {
                 break;
             }
             walked += 1;
@@ -160,7 +160,7 @@ impl ReadyIndex {
                 }
                 None => Verdict::Outranked,
             };
-            if looked.len() < app::dispatch::RECORDED_CANDIDATES {
+            if looked.len() < domain::dispatch::RECORDED_CANDIDATES {
                 looked.push(Looked { operator_id: id.clone(), rtt_ms: *rtt, verdict });
             } else {
                 *omitted.entry(verdict_name(verdict)).or_default() += 1;
@@ -189,9 +189,9 @@ fn verdict_name(verdict: Verdict) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use app::dispatch::{assemble_pool, rank_pool, PoolEntry, Presence};
-    use app::models::{LinkFloor, PresenceState};
-    use app::presence::{in_live_pool, in_roster_pool};
+    use domain::dispatch::{assemble_pool, rank_pool, PoolEntry, Presence};
+    use domain::models::{LinkFloor, PresenceState};
+    use domain::presence::{in_live_pool, in_roster_pool};
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
     const REGIONS: [&str; 4] = ["BLR", "Manchester", "Austin", "Lagos"];

@@ -6,9 +6,9 @@
 use super::desk::Desk;
 use super::types::EngineError;
 use crate::store::Write;
-use app::events::{Event, OrgEvent, Topic};
-use app::lifecycle::transition;
-use app::models::LifecycleState;
+use domain::events::{Event, OrgEvent, Topic};
+use domain::lifecycle::transition;
+use domain::models::LifecycleState;
 
 impl Desk {
     /// Moves a live session to `to`, asked by `by` (an operator, who must be

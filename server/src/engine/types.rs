@@ -1,7 +1,7 @@
 //! What the engine answers and records: outcomes, errors, the operator
 //! presence it keeps, and the typed names stored with each decision.
 
-use app::models::{Offer, PresenceState};
+use domain::models::{Offer, PresenceState};
 use std::collections::BTreeMap;
 
 /// The operator a call was matched to.
@@ -78,8 +78,8 @@ pub struct OperatorPresence {
 
 impl OperatorPresence {
     /// The presence as the org's roster and live screens see it.
-    pub fn roster_update(&self) -> app::events::PresenceUpdate {
-        app::events::PresenceUpdate {
+    pub fn roster_update(&self) -> domain::events::PresenceUpdate {
+        domain::events::PresenceUpdate {
             operator_id: self.operator_id.clone(),
             name: self.name.clone(),
             state: self.state,
@@ -114,7 +114,7 @@ pub struct Settings {
     /// A PENDING call is cancelled by the platform after this long.
     pub pending_timeout_ms: i64,
     /// The inactivity chain's intervals (rule L07).
-    pub inactivity: app::inactivity::InactivityPolicy,
+    pub inactivity: domain::inactivity::InactivityPolicy,
     /// A session outside any booking is planned to end this long after it starts.
     pub session_ms: i64,
 }

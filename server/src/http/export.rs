@@ -1,10 +1,10 @@
 //! Downloads: `GET /admin/directory/people.csv`, the org's people in the
 //! import's format (admins), and an environment's dataset as LeRobot.
 
-use super::principal::Principal;
-use super::AppState;
-use crate::api::ApiError;
-use app::models::Role;
+use crate::api::error::ApiError;
+use crate::services::Principal;
+use crate::state::AppState;
+use domain::models::Role;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -41,7 +41,7 @@ pub async fn dataset_tar(
         return Err(ApiError::Forbidden("datasets are for people".into()));
     };
     let org = user.selected_org.as_ref().ok_or_else(|| ApiError::Forbidden("choose an organisation first".into()))?;
-    let client = app::datasets::episode_scope(org.role, &user.user_id).map_err(|why| ApiError::Forbidden(why.into()))?;
+    let client = domain::datasets::episode_scope(org.role, &user.user_id).map_err(|why| ApiError::Forbidden(why.into()))?;
     let version = crate::datasets::lerobot::Version::parse(params.version.as_deref().unwrap_or("v3.0"))
         .ok_or_else(|| ApiError::Invalid("version must be v3.0 or v2.1".into()))?;
     // At most two at once per org; the place is held until the tar is sent.

@@ -1,21 +1,21 @@
-//! The HTTP surface: the Leptos app and its server functions, static files,
-//! the `/v1` API, the ring channel and operational endpoints. Handlers
-//! stay thin: they reach the engine and the services, never the store.
+//! The HTTP surface's router: the Leptos app and its server functions,
+//! static files, the `/v1` API, the ring channel and operational endpoints,
+//! and the layers every request passes. Handlers stay thin: they take the
+//! state (`crate::state`), who is asking (`services::Principal`) and answer
+//! with their surface's error; they reach the engine and the services,
+//! never the store. Only `lib.rs` uses the router; the files beside it
+//! (client address, origins, the robot-token rate) are used by the state
+//! and the services too, and import nothing back from here.
 
 pub mod client;
 mod export;
 pub mod headers;
-mod origin;
+pub mod origin;
 mod principal;
 mod render;
 pub mod robot_rate;
 
-pub use origin::PublicOrigins;
-pub use principal::Principal;
-pub use robot_rate::RobotRateLimit;
-
-use crate::engine::Engine;
-use crate::services::{OpenTabs, RobotRegistry, SessionService, SignIns};
+use crate::state::AppState;
 use app::functions::backend::SharedBackend;
 use app::{shell, App};
 use axum::extract::State;
@@ -63,7 +63,7 @@ async fn body_limit(State(state): State<AppState>, request: axum::extract::Reque
 /// Whether the request is signed in as an admin of its selected org.
 async fn imports_people(state: &AppState, headers: &http::HeaderMap) -> bool {
     match app::functions::page_user(&state.backend, headers).await {
-        Ok(Some(user)) => user.selected_org.is_some_and(|org| org.role == app::models::Role::Admin),
+        Ok(Some(user)) => user.selected_org.is_some_and(|org| org.role == domain::models::Role::Admin),
         _ => false,
     }
 }
@@ -85,45 +85,6 @@ async fn page_user(State(state): State<AppState>, mut request: axum::extract::Re
     }
     request.extensions_mut().insert(app::components::Session::new(user));
     next.run(request).await
-}
-
-/// Everything a request handler may need.
-#[derive(Clone)]
-pub struct AppState {
-    pub leptos_options: LeptosOptions,
-    pub backend: SharedBackend,
-    pub engine: Arc<Engine>,
-    pub robots: Arc<RobotRegistry>,
-    pub sessions: Arc<SessionService>,
-    /// People and link floors of each org's directory.
-    pub people: Arc<crate::services::PeopleService>,
-    /// The teleop relay (data plane) and its recordings.
-    pub relay: Arc<crate::relay::Relay>,
-    /// Episodes and their LeRobot exports.
-    pub datasets: Arc<crate::datasets::DatasetService>,
-    pub sign_ins: Arc<SignIns>,
-    /// Each person's open sockets (a cap, and closed at sign-out).
-    pub tabs: Arc<OpenTabs>,
-    /// Where pages are served from: the `Origin` state changes must carry.
-    pub origins: PublicOrigins,
-    /// Requests per robot token.
-    pub robot_limits: Arc<RobotRateLimit>,
-    /// Proxies whose `X-Forwarded-For` is believed.
-    pub trusted_proxies: Arc<Vec<client::Cidr>>,
-    /// Attempts at signing in and at taking up invitation links.
-    pub throttle: Arc<crate::services::SignInThrottle>,
-    /// argon2 work, on its own few threads.
-    pub passwords: Arc<crate::services::PasswordChecker>,
-    /// How often each kind of write may be made.
-    pub quotas: Arc<crate::services::Quotas>,
-    /// A console tab silent this long is closed (its presence then lapses).
-    pub presence_ttl_ms: i64,
-}
-
-impl axum::extract::FromRef<AppState> for LeptosOptions {
-    fn from_ref(state: &AppState) -> Self {
-        state.leptos_options.clone()
-    }
 }
 
 /// The app's routes, generated once per process.

@@ -73,7 +73,7 @@ pub async fn check_origin(State(origins): State<PublicOrigins>, request: Request
     );
     let message = "This request did not come from a ClutchCall page (Origin check).";
     if request.uri().path().starts_with("/v1/") {
-        return crate::api::ApiError::Forbidden(message.into()).into_response();
+        return crate::api::error::ApiError::Forbidden(message.into()).into_response();
     }
     (StatusCode::FORBIDDEN, message).into_response()
 }

@@ -4,7 +4,7 @@
 //! drops the frame (counted), so a slow reader costs frames, not memory.
 
 use super::recording::{Recorder, Sample};
-use app::relay::{FlowStat, RelayStat};
+use domain::relay::{FlowStat, RelayStat};
 use axum::extract::ws::Message;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -244,7 +244,7 @@ impl Channel {
     pub fn announce(&self) {
         let robot = self.robot.lock().expect("relay lock").as_ref().map(|(_, tx)| tx.clone());
         let cockpits: Vec<mpsc::Sender<Message>> = self.cockpits.lock().expect("relay lock").iter().map(|p| p.tx.clone()).collect();
-        let peers = app::relay::RelayMsg::Peers { robot: robot.is_some(), cockpits: cockpits.len() as u32 };
+        let peers = domain::relay::RelayMsg::Peers { robot: robot.is_some(), cockpits: cockpits.len() as u32 };
         let text = serde_json::to_string(&peers).unwrap_or_default();
         for tx in robot.iter().chain(cockpits.iter()) {
             let _ = tx.try_send(Message::Text(text.clone().into()));

@@ -18,9 +18,9 @@ pub use socket::relay_handler;
 
 use crate::bus::{Delivery, SharedBus};
 use crate::clock::Clock;
-use app::events::{Event, OrgEvent, Topic};
-use app::models::LifecycleState;
-use app::relay::STATS_EVERY_MS;
+use domain::events::{Event, OrgEvent, Topic};
+use domain::models::LifecycleState;
+use domain::relay::STATS_EVERY_MS;
 use recording::Recorder;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
@@ -65,7 +65,7 @@ impl Relay {
     }
 
     /// The org's channels' counts now.
-    pub fn stats(&self, org_id: &str) -> Vec<app::relay::RelayStat> {
+    pub fn stats(&self, org_id: &str) -> Vec<domain::relay::RelayStat> {
         let now = self.clock.now_ms();
         let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().filter(|c| c.org_id == org_id).cloned().collect();
         let mut stats: Vec<_> = channels.iter().map(|c| self.stat(c, now, false)).collect();
@@ -74,8 +74,8 @@ impl Relay {
     }
 
     /// A channel's counts with what its recording's cap refused.
-    fn stat(&self, channel: &Channel, now: i64, advance: bool) -> app::relay::RelayStat {
-        app::relay::RelayStat { unrecorded: self.recorder.unrecorded(&channel.session_id), ..channel.stat(now, advance) }
+    fn stat(&self, channel: &Channel, now: i64, advance: bool) -> domain::relay::RelayStat {
+        domain::relay::RelayStat { unrecorded: self.recorder.unrecorded(&channel.session_id), ..channel.stat(now, advance) }
     }
 
     /// Follows the org's lifecycle events (once per org).
@@ -127,7 +127,7 @@ impl Relay {
     fn publish_counts(&self) {
         let now = self.clock.now_ms();
         let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().cloned().collect();
-        let mut by_org: HashMap<String, Vec<app::relay::RelayStat>> = HashMap::new();
+        let mut by_org: HashMap<String, Vec<domain::relay::RelayStat>> = HashMap::new();
         for channel in &channels {
             by_org.entry(channel.org_id.clone()).or_default().push(self.stat(channel, now, true));
         }

@@ -8,10 +8,11 @@
 
 use super::channel::{Channel, Side};
 use super::recording::Sample;
-use crate::http::{AppState, Principal};
+use crate::services::Principal;
+use crate::state::AppState;
 use crate::services::{Credential, TabPass};
-use app::models::LifecycleState;
-use app::relay::{CameraFrame, RelayMsg};
+use domain::models::LifecycleState;
+use domain::relay::{CameraFrame, RelayMsg};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -67,7 +68,7 @@ async fn socket_pass(state: &AppState, principal: Principal) -> Result<TabPass, 
     match principal {
         Principal::User { token, user } => {
             let org = user.selected_org.ok_or_else(|| (StatusCode::FORBIDDEN, "choose an organisation first").into_response())?;
-            state.sign_ins.socket_pass(&token, &user.user_id, &org.org_id, org.role).await.map_err(IntoResponse::into_response)
+            state.accounts.socket_pass(&token, &user.user_id, &org.org_id, org.role).await.map_err(IntoResponse::into_response)
         }
         Principal::Robot { robot, token_hash } => {
             let credential = Credential::Robot { org_id: robot.org_id.clone(), robot_id: robot.id.clone(), token: token_hash.clone() };

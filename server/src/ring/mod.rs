@@ -16,11 +16,12 @@ mod party;
 
 use crate::bus::{Delivery, Subscription};
 use crate::engine::{EngineError, OperatorPresence};
-use crate::http::{AppState, Principal};
+use crate::services::Principal;
+use crate::state::AppState;
 use crate::services::{Ended, TabPass};
-use app::events::{Event, OperatorEvent, Topic};
-use app::models::{Offer, Role};
-use app::ring::{valid_aux_reason, ConsoleMsg, MyPresence, RingError, RingMsg, MAX_FRAME_BYTES};
+use domain::events::{Event, OperatorEvent, Topic};
+use domain::models::{Offer, Role};
+use domain::ring::{valid_aux_reason, ConsoleMsg, MyPresence, RingError, RingMsg, MAX_FRAME_BYTES};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -77,7 +78,7 @@ pub async fn ws_handler(ws: WebSocketUpgrade, State(state): State<AppState>, pri
     };
     // The socket ends with the sign-in (expiry included) or a change of
     // the person's membership, not at its next command.
-    let pass = match state.sign_ins.socket_pass(&token, &user.user_id, &org.org_id, org.role).await {
+    let pass = match state.accounts.socket_pass(&token, &user.user_id, &org.org_id, org.role).await {
         Ok(pass) => pass,
         Err(refused) => return refused.into_response(),
     };
@@ -309,7 +310,7 @@ async fn finish_writer(mut writer: tokio::task::JoinHandle<()>) {
 
 /// The sign-in behind the socket still holds, in the same org.
 async fn still_signed_in(state: &AppState, owner: &TabOwner) -> bool {
-    matches!(state.sign_ins.role(&owner.token, &owner.org_id).await, Ok(Some(role)) if role.grants(Role::Operator))
+    matches!(state.accounts.role(&owner.token, &owner.org_id).await, Ok(Some(role)) if role.grants(Role::Operator))
 }
 
 /// Why a console was refused; details stay in the log.

@@ -3,9 +3,9 @@
 //! operate — so the client screen and a non-admin's session detail stay
 //! live without seeing anyone else's sessions. (Admins use `watch=org`.)
 
-use crate::http::AppState;
-use app::events::OrgEvent;
-use app::models::SessionRecord;
+use crate::state::AppState;
+use domain::events::OrgEvent;
+use domain::models::SessionRecord;
 use std::collections::HashMap;
 
 /// Sessions remembered per socket before the memory starts afresh.

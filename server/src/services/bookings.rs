@@ -1,13 +1,13 @@
 //! Bookings (seed 001, rule L13): a client books a robot for a time
 //! window (an admin may book for a client), lists and cancels them. Checked
-//! against the pure rules in `app::booking`, written to the store, and
+//! against the pure rules in `domain::booking`, written to the store, and
 //! published on the org's topic so open screens update.
 
 use crate::bus::SharedBus;
 use crate::clock::now_ms;
 use crate::store::{NewBooking, SharedStore, StoreError};
-use app::booking::{booking_problem, cap_problem, first_collision, Booking, BookingCaps};
-use app::events::{Event, OrgEvent, Topic};
+use domain::booking::{booking_problem, cap_problem, first_collision, Booking, BookingCaps};
+use domain::events::{Event, OrgEvent, Topic};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BookingError {
@@ -72,20 +72,20 @@ impl BookingService {
         let (client, caps) = (booker.client_id, self.caps);
         let judge = move |seen: &crate::store::BookingsSeen| -> Option<String> {
             if let Some((session_id, planned_end)) = seen.live_session.as_ref().filter(|(_, end)| *end > starts_at) {
-                return Some(format!("{robot_id} is in session {session_id} until {}.", app::booking::utc_when(*planned_end)));
+                return Some(format!("{robot_id} is in session {session_id} until {}.", domain::booking::utc_when(*planned_end)));
             }
             if let Some(taken) = first_collision(&seen.robot, None, (starts_at, ends_at)) {
                 // Not by whom: another client's name is theirs.
                 return Some(format!(
                     "{robot_id} is already booked from {} to {}.",
-                    app::booking::utc_when(taken.starts_at_ms),
-                    app::booking::utc_when(taken.ends_at_ms)
+                    domain::booking::utc_when(taken.starts_at_ms),
+                    domain::booking::utc_when(taken.ends_at_ms)
                 ));
             }
             let mine_ahead = seen.robot.iter().filter(|b| b.client_id == client).count();
             cap_problem(caps, mine_ahead, seen.client_in_month)
         };
-        if let Some(refused) = self.store.insert_booking_judged(&booking, now, app::booking::utc_month(starts_at), &judge).await? {
+        if let Some(refused) = self.store.insert_booking_judged(&booking, now, domain::booking::utc_month(starts_at), &judge).await? {
             return Err(BookingError::Conflict(refused));
         }
         self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Bookings { robot_id: robot_id.to_string() }));

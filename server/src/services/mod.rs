@@ -2,22 +2,30 @@
 //! decision goes through one of these, which write the store and publish
 //! the change on its topic. Handlers and sockets call these, never the store.
 
+pub mod accounts;
 pub mod bookings;
 pub mod passwords;
 pub mod people;
 pub mod quotas;
 pub mod registry;
 pub mod sessions;
-pub mod signins;
 pub mod tabs;
+pub mod views;
 pub mod throttle;
 
+pub use accounts::{Accounts, NoPrincipal, Principal, SocketRefused};
 pub use bookings::BookingService;
 pub use passwords::PasswordChecker;
 pub use people::PeopleService;
 pub use quotas::{Quotas, Write};
 pub use registry::RobotRegistry;
 pub use sessions::SessionService;
-pub use signins::SignIns;
 pub use tabs::{Credential, Ended, OpenTabs, TabPass};
 pub use throttle::SignInThrottle;
+pub use views::OrgViews;
+
+/// A store failure, for a person: logged here, answered without its detail.
+pub(crate) fn store_failed(e: crate::store::StoreError) -> app::error::AppError {
+    tracing::error!(error = %e, "store failure");
+    app::error::AppError::Internal("database unavailable".into())
+}

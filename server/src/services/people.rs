@@ -1,5 +1,5 @@
 //! People and link floors of an org's directory (issue: directory
-//! administration). Every change is checked here (rules in `app::people`),
+//! administration). Every change is checked here (rules in `domain::people`),
 //! written with its audit record, published on the org's topic, and handed
 //! to the engine so the next dispatch decision uses it.
 
@@ -12,9 +12,9 @@ use crate::store::{
     AcceptOutcome, Acceptance, FloorChange, InvitationRecord, InviteOutcome, MemberChange, MemberRecord, NewInvitation, PendingInvitation,
     ProfileEdit, SharedStore, StoreError,
 };
-use app::events::{AuditEntry, Event, OrgEvent, Topic};
-use app::models::{LinkFloor, Role};
-use app::people::{person_problem, preview_import, ImportPreview, LineProblem, PersonFields, INVITATION_TTL_MS};
+use domain::events::{AuditEntry, Event, OrgEvent, Topic};
+use domain::models::{LinkFloor, Role};
+use domain::people::{person_problem, preview_import, ImportPreview, LineProblem, PersonFields, INVITATION_TTL_MS};
 use std::sync::Arc;
 
 /// Said to whoever holds a link that may not set the account's password:
@@ -160,9 +160,9 @@ impl PeopleService {
     pub async fn export(&self, org_id: &str) -> Result<String, PeopleError> {
         let mut out = csv::Writer::from_writer(Vec::new());
         let write = |out: &mut csv::Writer<Vec<u8>>, cells: &[String]| out.write_record(cells).map_err(|e| PeopleError::Invalid(e.to_string()));
-        write(&mut out, &app::people::CSV_HEADER.map(String::from))?;
+        write(&mut out, &domain::people::CSV_HEADER.map(String::from))?;
         for member in self.store.members(org_id).await? {
-            write(&mut out, &app::people::export_cells(&member.person))?;
+            write(&mut out, &domain::people::export_cells(&member.person))?;
         }
         let bytes = out.into_inner().map_err(|e| PeopleError::Invalid(e.to_string()))?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
@@ -205,11 +205,11 @@ impl PeopleService {
             display_name: edit.display_name.trim().to_string(),
             external_id: edit.external_id.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
             region: edit.region.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
-            certifications: app::people::normalised_certifications(&edit.certifications),
+            certifications: domain::people::normalised_certifications(&edit.certifications),
             active: edit.active,
         };
         let regions = self.regions(org_id).await?;
-        let problem = app::people::profile_problem(&edit.display_name, edit.external_id.as_deref(), edit.region.as_deref(), &edit.certifications, operates, &regions);
+        let problem = domain::people::profile_problem(&edit.display_name, edit.external_id.as_deref(), edit.region.as_deref(), &edit.certifications, operates, &regions);
         if let Some(problem) = problem {
             return Err(PeopleError::Invalid(problem));
         }
@@ -241,7 +241,7 @@ impl PeopleService {
     /// Adds or changes a path's floor (rules D02, W16).
     pub async fn set_floor(&self, org_id: &str, actor: &str, floor: LinkFloor) -> Result<(), PeopleError> {
         let floor = LinkFloor { region: floor.region.trim().to_string(), pop: floor.pop.trim().to_string(), note: floor.note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty()), ..floor };
-        if let Some(problem) = app::dispatch::floor_problem(&floor) {
+        if let Some(problem) = domain::dispatch::floor_problem(&floor) {
             return Err(PeopleError::Invalid(problem));
         }
         let change = self.store.set_link_floor(org_id, &floor, actor, now_ms()).await?;
@@ -249,7 +249,7 @@ impl PeopleService {
     }
 
     pub async fn remove_floor(&self, org_id: &str, actor: &str, region: &str, pop: &str) -> Result<(), PeopleError> {
-        let change = self.store.remove_link_floor(org_id, region, pop, actor, now_ms(), &app::dispatch::floor_removal).await?;
+        let change = self.store.remove_link_floor(org_id, region, pop, actor, now_ms(), &domain::dispatch::floor_removal).await?;
         self.floors_changed(org_id, change).await
     }
 
@@ -281,8 +281,8 @@ enum Access {
 fn read_csv(text: &str) -> Result<Vec<(usize, Vec<String>)>, LineProblem> {
     let mut reader = csv::ReaderBuilder::new().has_headers(true).flexible(true).trim(csv::Trim::All).from_reader(text.as_bytes());
     let header: Vec<String> = reader.headers().map_err(|e| LineProblem { line: 1, problem: format!("unreadable header: {e}") })?.iter().map(|h| h.to_lowercase()).collect();
-    if header != app::people::CSV_HEADER {
-        return Err(LineProblem { line: 1, problem: format!("the header must be: {}", app::people::CSV_HEADER.join(",")) });
+    if header != domain::people::CSV_HEADER {
+        return Err(LineProblem { line: 1, problem: format!("the header must be: {}", domain::people::CSV_HEADER.join(",")) });
     }
     let mut records = Vec::new();
     for record in reader.records() {
@@ -291,7 +291,7 @@ fn read_csv(text: &str) -> Result<Vec<(usize, Vec<String>)>, LineProblem> {
         if record.iter().all(str::is_empty) {
             continue;
         }
-        records.push((line, record.iter().map(|cell| app::people::from_spreadsheet(cell).to_string()).collect()));
+        records.push((line, record.iter().map(|cell| domain::people::from_spreadsheet(cell).to_string()).collect()));
     }
     Ok(records)
 }
@@ -300,8 +300,8 @@ fn links_csv(links: &[InvitationLink]) -> String {
     let mut out = csv::Writer::from_writer(Vec::new());
     let _ = out.write_record(["email", "set-password link", "expires"]);
     for link in links {
-        let cells = [link.email.clone(), link.url.clone(), app::rules::rfc3339(link.expires_at)];
-        let _ = out.write_record(cells.map(|cell| app::people::spreadsheet_safe(&cell)));
+        let cells = [link.email.clone(), link.url.clone(), domain::rules::rfc3339(link.expires_at)];
+        let _ = out.write_record(cells.map(|cell| domain::people::spreadsheet_safe(&cell)));
     }
     String::from_utf8_lossy(&out.into_inner().unwrap_or_default()).into_owned()
 }

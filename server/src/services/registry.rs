@@ -6,9 +6,9 @@ use crate::bus::SharedBus;
 use crate::clock::now_ms;
 use crate::services::OpenTabs;
 use crate::store::{NewRobot, RobotChange, RobotFields, RobotRecord, SharedStore, StoreError, StoreResult};
-use app::events::{Event, OrgEvent, Topic};
-use app::models::RegistryStatus;
-use app::rules::{registry_status, ROBOT_HEARTBEAT_TIMEOUT_MS};
+use domain::events::{Event, OrgEvent, Topic};
+use domain::models::RegistryStatus;
+use domain::rules::{registry_status, ROBOT_HEARTBEAT_TIMEOUT_MS};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::sync::{Arc, RwLock};
@@ -186,13 +186,13 @@ impl RobotRegistry {
     /// Registers robot `id` for an admin (`POST /v1/robots` and the
     /// directory page): checked, audited, and its bearer token returned
     /// once with the derived skill.
-    pub async fn enroll(&self, org_id: &str, id: &str, fields: app::directory::RobotFields, actor: &str) -> Result<(String, String), DirectoryError> {
+    pub async fn enroll(&self, org_id: &str, id: &str, fields: domain::directory::RobotFields, actor: &str) -> Result<(String, String), DirectoryError> {
         let fields = fields.trimmed();
         let pops = self.link_pops(org_id).await?;
-        if let Some(problem) = app::directory::robot_fields_problem(id, &fields, &pops) {
+        if let Some(problem) = domain::directory::robot_fields_problem(id, &fields, &pops) {
             return Err(DirectoryError::Invalid(problem));
         }
-        let skill = app::directory::derived_skill(&fields.req_cert).map_err(|why| DirectoryError::Invalid(format!("reqCert {why}")))?;
+        let skill = domain::directory::derived_skill(&fields.req_cert).map_err(|why| DirectoryError::Invalid(format!("reqCert {why}")))?;
         let token = crate::auth::new_token();
         let robot = NewRobot {
             id: id.to_string(),
@@ -207,7 +207,7 @@ impl RobotRegistry {
             return Err(DirectoryError::Exists(id.to_string()));
         }
         let detail = format!("{} at {} via {}, reqCert {}", fields.model, fields.site, fields.pop, fields.req_cert);
-        let entry = app::events::AuditEntry { robot_id: Some(id.to_string()), ..app::events::AuditEntry::by_user(actor, app::events::AuditAction::RobotRegistered, detail, now_ms()) };
+        let entry = domain::events::AuditEntry { robot_id: Some(id.to_string()), ..domain::events::AuditEntry::by_user(actor, domain::events::AuditAction::RobotRegistered, detail, now_ms()) };
         self.store.record_audit(org_id, &entry).await?;
         self.publish_audit(org_id, entry);
         Ok((skill, token))
@@ -300,7 +300,7 @@ impl RobotRegistry {
         old
     }
 
-    fn publish_audit(&self, org_id: &str, entry: app::events::AuditEntry) {
+    fn publish_audit(&self, org_id: &str, entry: domain::events::AuditEntry) {
         self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Audit { entry }));
     }
 

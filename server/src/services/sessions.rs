@@ -4,9 +4,9 @@
 use crate::bus::SharedBus;
 use crate::clock::now_ms;
 use crate::store::{SafetyChange, SharedStore, StoreResult, Telemetry, TelemetryOutcome};
-use app::chat::ChatMessage;
-use app::events::{ActorKind, AuditAction, AuditEntry, Event, OperatorEvent, OrgEvent, Topic};
-use app::models::{SafetyState, SessionRecord};
+use domain::chat::ChatMessage;
+use domain::events::{ActorKind, AuditAction, AuditEntry, Event, OperatorEvent, OrgEvent, Topic};
+use domain::models::{SafetyState, SessionRecord};
 
 pub struct SessionService {
     store: SharedStore,
@@ -103,6 +103,13 @@ impl SessionService {
             self.bus.publish(Topic::operator(org_id, operator_id), Event::Operator(OperatorEvent::Chat { session_id, message: message.clone() }));
         }
         Ok(message)
+    }
+
+    /// Records a rating of the session's operator; false if the session
+    /// was rated already (one rating per session).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn rate(&self, org_id: &str, session_id: &str, operator_id: &str, stars: u8, feedback: &str, rated_by: &str, at_ms: i64) -> StoreResult<bool> {
+        self.store.rate(org_id, session_id, operator_id, stars, feedback, rated_by, at_ms).await
     }
 
     /// The session's chat, oldest first.

@@ -3,7 +3,7 @@
 //! exactly one row checks it did: otherwise the database and the engine
 //! disagree and the whole batch is rolled back.
 
-use super::dispatch::StoreDb;
+use super::sql::StoreDb;
 use super::journal::Write;
 use super::sql::{PgStore, SqliteStore};
 use super::{StoreError, StoreResult};

@@ -4,7 +4,7 @@
 use super::dispatch::SESSION_SELECT;
 use super::sql::{PgStore, SqliteStore};
 use super::{SessionRow, StoreResult};
-use app::events::{ActorKind, AuditAction, AuditEntry};
+use domain::events::{ActorKind, AuditAction, AuditEntry};
 use async_trait::async_trait;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -61,7 +61,7 @@ pub trait BoardStore: Send + Sync {
     /// Queued calls per skill.
     async fn queue_depths(&self, org_id: &str) -> StoreResult<Vec<QueueDepthRow>>;
     /// Calls raised at or after `since`: answered, total answer time, answered
-    /// within `app::board::PROMPT_ANSWER_MS`, withdrawn while waiting.
+    /// within `domain::board::PROMPT_ANSWER_MS`, withdrawn while waiting.
     async fn answer_speed(&self, org_id: &str, since: i64) -> StoreResult<AnswerSpeedRow>;
     /// Writes an audit record of the org.
     async fn record_audit(&self, org_id: &str, entry: &AuditEntry) -> StoreResult<()>;
@@ -103,7 +103,7 @@ macro_rules! board_store {
                      FROM sessions WHERE org_id = $1 AND raised_at >= $2",
                 )
                 // The prompt-answer threshold is the board's rule, bound here, not written in the SQL.
-                .bind(org_id).bind(since).bind(app::lifecycle::NOBODY_TOOK_IT).bind(app::board::PROMPT_ANSWER_MS)
+                .bind(org_id).bind(since).bind(domain::lifecycle::NOBODY_TOOK_IT).bind(domain::board::PROMPT_ANSWER_MS)
                 .fetch_one(&self.pool).await?)
             }
 

@@ -17,8 +17,8 @@ pub struct BookingRow {
 }
 
 impl BookingRow {
-    pub fn booking(self) -> app::booking::Booking {
-        app::booking::Booking {
+    pub fn booking(self) -> domain::booking::Booking {
+        domain::booking::Booking {
             id: self.id,
             robot_id: self.robot_id,
             client_id: self.client_id,
@@ -46,7 +46,7 @@ pub struct NewBooking {
 #[derive(Clone, Debug)]
 pub struct BookingsSeen {
     /// The robot's bookings still running after the given instant.
-    pub robot: Vec<app::booking::Booking>,
+    pub robot: Vec<domain::booking::Booking>,
     /// The client's bookings starting in the given month.
     pub client_in_month: usize,
     /// The robot's live session and its planned end, if it has one: read
@@ -61,7 +61,7 @@ pub type BookingJudge<'a> = &'a (dyn Fn(&BookingsSeen) -> Option<String> + Send 
 
 /// The judgement of an extension on the robot's bookings after the old
 /// planned end and the session's own booking: `Some(why)` refuses it.
-pub type ExtensionJudge<'a> = &'a (dyn Fn(&[app::booking::Booking], Option<&str>) -> Option<String> + Send + Sync);
+pub type ExtensionJudge<'a> = &'a (dyn Fn(&[domain::booking::Booking], Option<&str>) -> Option<String> + Send + Sync);
 
 /// What became of an extension.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -123,7 +123,7 @@ macro_rules! booking_store {
             }
 
             async fn insert_booking_judged(&self, b: &NewBooking, after: i64, month: (i64, i64), judge: BookingJudge<'_>) -> StoreResult<Option<String>> {
-                let mut tx = <Self as super::dispatch::StoreDb>::begin_write(&self.pool).await?;
+                let mut tx = <Self as super::sql::StoreDb>::begin_write(&self.pool).await?;
                 // Held until the commit, and found still as they were checked:
                 // a robot in the fleet, a client of the org.
                 let robot = sqlx::query("UPDATE robots SET model = model WHERE org_id = $1 AND id = $2 AND retired_at IS NULL")
@@ -169,7 +169,7 @@ macro_rules! booking_store {
             }
 
             async fn extend_planned_end(&self, org_id: &str, session_id: &str, from: i64, to: i64, actor: &str, at: i64, judge: ExtensionJudge<'_>) -> StoreResult<Extension> {
-                let mut tx = <Self as super::dispatch::StoreDb>::begin_write(&self.pool).await?;
+                let mut tx = <Self as super::sql::StoreDb>::begin_write(&self.pool).await?;
                 let Some((robot_id, own)): Option<(String, Option<String>)> = sqlx::query_as(
                     "SELECT robot_id, booking_id FROM sessions WHERE org_id = $1 AND id = $2 AND planned_end_at = $3 AND lifecycle IN ('ACTIVE', 'PAUSED')",
                 )
@@ -182,7 +182,7 @@ macro_rules! booking_store {
                     "{BOOKING_SELECT} WHERE b.org_id = $1 AND b.robot_id = $2 AND b.ends_at > $3 AND b.cancelled_at IS NULL ORDER BY b.starts_at, b.id"
                 ))
                 .bind(org_id).bind(&robot_id).bind(from).fetch_all(&mut *tx).await?;
-                let bookings: Vec<app::booking::Booking> = bookings.into_iter().map(BookingRow::booking).collect();
+                let bookings: Vec<domain::booking::Booking> = bookings.into_iter().map(BookingRow::booking).collect();
                 if let Some(why) = judge(&bookings, own.as_deref()) {
                     return Ok(Extension::Refused(why));
                 }
@@ -198,9 +198,9 @@ macro_rules! booking_store {
                     "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 )
-                .bind(org_id).bind(at).bind(app::events::ActorKind::User.as_str()).bind(actor)
-                .bind(app::events::AuditAction::SessionExtended.as_str()).bind(session_id).bind(&robot_id)
-                .bind(format!("planned end {} → {}", app::booking::utc_when(from), app::booking::utc_when(to)))
+                .bind(org_id).bind(at).bind(domain::events::ActorKind::User.as_str()).bind(actor)
+                .bind(domain::events::AuditAction::SessionExtended.as_str()).bind(session_id).bind(&robot_id)
+                .bind(format!("planned end {} → {}", domain::booking::utc_when(from), domain::booking::utc_when(to)))
                 .execute(&mut *tx).await?;
                 tx.commit().await?;
                 Ok(Extension::Done)

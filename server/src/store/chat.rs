@@ -2,7 +2,7 @@
 
 use super::sql::{PgStore, SqliteStore};
 use super::StoreResult;
-use app::chat::ChatMessage;
+use domain::chat::ChatMessage;
 use async_trait::async_trait;
 
 #[derive(Clone, Debug, sqlx::FromRow)]

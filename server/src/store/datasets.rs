@@ -1,7 +1,7 @@
 //! Episodes of the org's datasets (rules L11, L12): a row per COMPLETED
 //! session that recorded frames; the frames themselves are files.
 
-use super::dispatch::StoreDb;
+use super::sql::StoreDb;
 use super::sql::{PgStore, SqliteStore};
 use super::StoreResult;
 use async_trait::async_trait;

@@ -2,10 +2,10 @@
 //! edit, retire, rotate the token. Each change is written with its audit
 //! record (who, what, when, before → after) in one transaction.
 
-use super::dispatch::StoreDb;
+use super::sql::StoreDb;
 use super::sql::{PgStore, SqliteStore};
 use super::{RobotRecord, StoreResult};
-use app::events::{AuditAction, AuditEntry};
+use domain::events::{AuditAction, AuditEntry};
 use async_trait::async_trait;
 
 /// A robot's editable fields.

@@ -4,12 +4,12 @@
 //! transaction; the database's unique indexes still guard the invariants.
 
 use super::journal::{
-    Batch, DispatchRecordRow, OpenOfferRow, OrgLock, OrgSnapshot, SessionRow, Telemetry, TelemetryOutcome, Write,
+    decode, Batch, DispatchRecordRow, OpenOfferRow, OrgLock, OrgSnapshot, SessionRow, Telemetry, TelemetryOutcome, Write,
 };
-use super::sql::{PgStore, SqliteStore};
-use super::{StoreError, StoreResult};
-use app::lifecycle::telemetry_allowed;
-use app::models::SafetyState;
+use super::sql::{PgStore, SqliteStore, StoreDb};
+use super::StoreResult;
+use domain::lifecycle::telemetry_allowed;
+use domain::models::SafetyState;
 use async_trait::async_trait;
 
 #[async_trait]
@@ -53,19 +53,15 @@ pub struct ActivityRow {
 }
 
 impl ActivityRow {
-    pub fn entry(self) -> StoreResult<app::lifecycle::ActivityEntry> {
-        Ok(app::lifecycle::ActivityEntry {
+    pub fn entry(self) -> StoreResult<domain::lifecycle::ActivityEntry> {
+        Ok(domain::lifecycle::ActivityEntry {
             at_ms: self.at,
-            kind: decode("activity kind", app::lifecycle::ActivityKind::parse(&self.kind))?,
+            kind: decode("activity kind", domain::lifecycle::ActivityKind::parse(&self.kind))?,
             operator_id: self.operator_id,
             operator_name: self.operator_name,
             detail: self.detail,
         })
     }
-}
-
-pub(super) fn decode<T>(what: &str, value: Option<T>) -> StoreResult<T> {
-    value.ok_or_else(|| StoreError::Database(sqlx::Error::Decode(format!("unknown {what}").into())))
 }
 
 pub(super) const SESSION_SELECT: &str = "SELECT s.id, s.org_id, s.robot_id, r.model AS robot_model, r.site, s.pop, s.skill, s.lifecycle, \
@@ -215,7 +211,7 @@ macro_rules! dispatch_store {
                     )
                     .bind(org_id).bind(now).bind(&current.robot_id).bind(session_id)
                     .bind(format!("entered PROTECTIVE_STOP from {}", safety.as_str()))
-                    .bind(app::events::ActorKind::Robot.as_str()).bind(app::events::AuditAction::ProtectiveStop.as_str())
+                    .bind(domain::events::ActorKind::Robot.as_str()).bind(domain::events::AuditAction::ProtectiveStop.as_str())
                     .execute(&mut *tx).await?;
                 }
                 let row = sqlx::query_as(&format!("{SESSION_SELECT} WHERE s.id = $1")).bind(session_id).fetch_one(&mut *tx).await?;
@@ -250,57 +246,6 @@ macro_rules! dispatch_store {
             }
         }
     };
-}
-
-/// What differs between the backends under one SQL text: how a writing
-/// transaction begins, and how an org's dispatch lock is taken.
-#[async_trait]
-pub trait StoreDb {
-    type Db: sqlx::Database;
-    async fn begin_write(pool: &sqlx::Pool<Self::Db>) -> StoreResult<sqlx::Transaction<'static, Self::Db>>;
-    async fn lock_org(pool: &sqlx::Pool<Self::Db>, org_id: &str) -> StoreResult<Option<OrgLock>>;
-}
-
-#[async_trait]
-impl StoreDb for SqliteStore {
-    type Db = sqlx::Sqlite;
-
-    async fn begin_write(pool: &sqlx::SqlitePool) -> StoreResult<sqlx::Transaction<'static, sqlx::Sqlite>> {
-        // Take the write lock up front: a deferred transaction that reads
-        // first can fail with SQLITE_BUSY_SNAPSHOT when it tries to write.
-        Ok(pool.begin_with("BEGIN IMMEDIATE").await?)
-    }
-
-    async fn lock_org(_pool: &sqlx::SqlitePool, _org_id: &str) -> StoreResult<Option<OrgLock>> {
-        // An SQLite file belongs to one process; nothing to share.
-        Ok(Some(OrgLock { _conn: None }))
-    }
-}
-
-/// Namespace of ClutchCall's per-org advisory locks (`CC` + 1).
-const ORG_LOCK_CLASS: i32 = 0x4343_0001;
-
-#[async_trait]
-impl StoreDb for PgStore {
-    type Db = sqlx::Postgres;
-
-    async fn begin_write(pool: &sqlx::PgPool) -> StoreResult<sqlx::Transaction<'static, sqlx::Postgres>> {
-        Ok(pool.begin().await?)
-    }
-
-    async fn lock_org(pool: &sqlx::PgPool, org_id: &str) -> StoreResult<Option<OrgLock>> {
-        use sqlx::Connection;
-        // A connection of its own, outside the pool: the lock lives as long as it.
-        let mut conn = pool.acquire().await?.detach();
-        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, hashtext($2))")
-            .bind(ORG_LOCK_CLASS).bind(org_id).fetch_one(&mut conn).await?;
-        if locked {
-            Ok(Some(OrgLock { _conn: Some(conn) }))
-        } else {
-            let _ = conn.close().await;
-            Ok(None)
-        }
-    }
 }
 
 dispatch_store!(SqliteStore);

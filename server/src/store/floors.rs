@@ -1,12 +1,12 @@
 //! Each org's link-health floors (region → PoP, rules D02 and W16):
 //! edited by its admins, audited, starting from the defaults.
 
-use super::dispatch::StoreDb;
+use super::sql::StoreDb;
 use super::sql::{PgStore, SqliteStore};
 use super::{Store, StoreResult};
-use app::events::{AuditAction, AuditEntry};
-use app::dispatch::FloorRemoval;
-use app::models::LinkFloor;
+use domain::events::{AuditAction, AuditEntry};
+use domain::dispatch::FloorRemoval;
+use domain::models::LinkFloor;
 use async_trait::async_trait;
 
 #[derive(Clone, Debug)]
@@ -29,7 +29,7 @@ pub trait FloorStore: Send + Sync {
     async fn remove_link_floor(&self, org_id: &str, region: &str, pop: &str, actor: &str, at: i64, judge: FloorJudge<'_>) -> StoreResult<FloorChange>;
 }
 
-/// The service's rule for a removal (`app::dispatch::floor_removal`).
+/// The service's rule for a removal (`domain::dispatch::floor_removal`).
 pub type FloorJudge<'a> = &'a (dyn Fn(&[LinkFloor], &str, &str) -> FloorRemoval + Send + Sync);
 
 type FloorRow = (String, String, i64, Option<String>);

@@ -1,11 +1,10 @@
 //! What the engine hands the store (a batch's journal of writes) and what
 //! the store hands back (rows, the org snapshot, telemetry outcomes).
 
-use super::dispatch::decode;
-use super::{OperatorRecord, StoreResult};
-use app::dispatch::{OfferStatus, Outcome};
-use app::lifecycle::ActivityKind;
-use app::models::{LifecycleState, SafetyState};
+use super::{OperatorRecord, StoreError, StoreResult};
+use domain::dispatch::{OfferStatus, Outcome};
+use domain::lifecycle::ActivityKind;
+use domain::models::{LifecycleState, SafetyState};
 
 #[derive(Clone, Debug)]
 pub struct NewSession {
@@ -33,8 +32,8 @@ pub struct NewOffer {
 #[derive(Clone, Debug)]
 pub struct DispatchRecord {
     pub at: i64,
-    pub trigger: app::dispatch::Trigger,
-    pub pool_source: app::dispatch::PoolSource,
+    pub trigger: domain::dispatch::Trigger,
+    pub pool_source: domain::dispatch::PoolSource,
     pub outcome: Outcome,
     pub operator_id: Option<String>,
     pub rtt_ms: Option<u32>,
@@ -101,8 +100,8 @@ impl SessionRow {
     }
 
     /// The session record as the API and the screens show it.
-    pub fn record(self) -> StoreResult<app::models::SessionRecord> {
-        Ok(app::models::SessionRecord {
+    pub fn record(self) -> StoreResult<domain::models::SessionRecord> {
+        Ok(domain::models::SessionRecord {
             lifecycle: self.lifecycle()?,
             state: self.safety()?,
             id: self.id,
@@ -198,18 +197,18 @@ pub struct DispatchRecordRow {
 
 impl DispatchRecordRow {
     /// The decision as the session detail shows it.
-    pub fn decision(self) -> StoreResult<app::dispatch::DispatchDecision> {
+    pub fn decision(self) -> StoreResult<domain::dispatch::DispatchDecision> {
         fn named<T: serde::de::DeserializeOwned>(what: &str, name: String) -> StoreResult<T> {
-            super::dispatch::decode(what, serde_json::from_value(serde_json::Value::String(name)).ok())
+            decode(what, serde_json::from_value(serde_json::Value::String(name)).ok())
         }
-        Ok(app::dispatch::DispatchDecision {
+        Ok(domain::dispatch::DispatchDecision {
             at_ms: self.at,
             trigger: named("trigger", self.trigger)?,
             pool_source: named("pool source", self.pool_source)?,
             outcome: named("outcome", self.outcome)?,
             operator_id: self.operator_id,
             rtt_ms: self.rtt_ms.and_then(|r| u32::try_from(r).ok()),
-            considered: super::dispatch::decode("candidates", serde_json::from_str(&self.candidates).ok())?,
+            considered: decode("candidates", serde_json::from_str(&self.candidates).ok())?,
         })
     }
 }
@@ -277,3 +276,7 @@ impl<'a> Batch<'a> {
     }
 }
 
+/// A stored name or JSON this build does not know, as a decoding error.
+pub(super) fn decode<T>(what: &str, value: Option<T>) -> StoreResult<T> {
+    value.ok_or_else(|| StoreError::Database(sqlx::Error::Decode(format!("unknown {what}").into())))
+}

@@ -32,7 +32,7 @@ pub use journal::{
 };
 pub use sql::{PgStore, SqliteStore};
 
-use app::models::{LinkFloor, Role};
+use domain::models::{LinkFloor, Role};
 use async_trait::async_trait;
 use std::sync::Arc;
 
@@ -89,6 +89,12 @@ pub struct MembershipRecord {
     pub org_id: String,
     pub org_name: String,
     pub role: Role,
+}
+
+impl From<MembershipRecord> for domain::models::OrgMembership {
+    fn from(m: MembershipRecord) -> Self {
+        domain::models::OrgMembership { org_id: m.org_id, org_name: m.org_name, role: m.role }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]

@@ -3,12 +3,12 @@
 //! its audit record in one transaction; an import is one transaction, so
 //! it lands whole or not at all.
 
-use super::dispatch::StoreDb;
+use super::sql::StoreDb;
 use super::sql::{PgStore, SqliteStore};
 use super::StoreResult;
-use app::events::{AuditAction, AuditEntry};
-use app::models::Role;
-use app::people::{may_set_password, PersonFields};
+use domain::events::{AuditAction, AuditEntry};
+use domain::models::Role;
+use domain::people::{may_set_password, PersonFields};
 use async_trait::async_trait;
 
 /// An invitation to write: the person and the hash of their link's token.
@@ -365,7 +365,7 @@ macro_rules! people_store {
                     display_name: inv.display_name,
                     external_id: inv.external_id,
                     region: inv.region,
-                    certifications: app::people::split_certifications(&inv.certifications),
+                    certifications: domain::people::split_certifications(&inv.certifications),
                     role: inv.role,
                 };
                 Self::join(&mut tx, &inv.org_id, &user_id, &person, at).await?;
@@ -387,7 +387,7 @@ macro_rules! people_store {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
                 Self::hold_org_row(&mut tx, org_id).await?;
                 let Some(before) = Self::role_in(&mut tx, org_id, user_id).await? else { return Ok(MemberChange::NotFound) };
-                if app::people::leaves_no_admin(&Self::admins(&mut tx, org_id).await?, user_id, Some(role)) {
+                if domain::people::leaves_no_admin(&Self::admins(&mut tx, org_id).await?, user_id, Some(role)) {
                     return Ok(MemberChange::LastAdmin);
                 }
                 sqlx::query("UPDATE memberships SET role = $1 WHERE org_id = $2 AND user_id = $3").bind(role.as_str()).bind(org_id).bind(user_id).execute(&mut *tx).await?;
@@ -404,7 +404,7 @@ macro_rules! people_store {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
                 Self::hold_org_row(&mut tx, org_id).await?;
                 let Some(before) = Self::role_in(&mut tx, org_id, user_id).await? else { return Ok(MemberChange::NotFound) };
-                if app::people::leaves_no_admin(&Self::admins(&mut tx, org_id).await?, user_id, None) {
+                if domain::people::leaves_no_admin(&Self::admins(&mut tx, org_id).await?, user_id, None) {
                     return Ok(MemberChange::LastAdmin);
                 }
                 for table in ["operator_certifications", "operator_profiles", "memberships"] {

@@ -4,11 +4,11 @@
 
 use super::dispatch::SESSION_SELECT;
 use super::journal::SessionRow;
-use super::dispatch::StoreDb;
+use super::sql::StoreDb;
 use super::sql::{PgStore, SqliteStore};
 use super::StoreResult;
-use app::events::AuditEntry;
-use app::models::SafetyState;
+use domain::events::AuditEntry;
+use domain::models::SafetyState;
 use async_trait::async_trait;
 
 /// What a person's safety change did.

@@ -3,11 +3,12 @@
 //! (TEXT ↔ String, INTEGER/BIGINT ↔ i64, REAL/DOUBLE ↔ f64). `sql_store!`
 //! writes the `Store` impl once for each pool type.
 
+use super::journal::OrgLock;
 use super::{
     MembershipRecord, NewRobot, OperatorRecord, RobotRecord, Seed, Store, StoreError, StoreResult,
     UserRecord, WebSessionRecord,
 };
-use app::models::{LinkFloor, Role};
+use domain::models::{LinkFloor, Role};
 use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
@@ -130,7 +131,7 @@ macro_rules! sql_store {
                         "INSERT INTO users (id, email, display_name, external_id, password_hash, created_at) \
                          VALUES ($1, $2, $3, $4, $5, $6)",
                     )
-                    .bind(&user.id).bind(app::rules::normalize_email(&user.email)).bind(&user.display_name)
+                    .bind(&user.id).bind(domain::rules::normalize_email(&user.email)).bind(&user.display_name)
                     .bind(&user.external_id).bind(&user.password_hash).bind(now)
                     .execute(&mut *tx).await?;
                 }
@@ -184,7 +185,7 @@ macro_rules! sql_store {
                 Ok(sqlx::query_as::<_, UserRecord>(
                     "SELECT id, email, display_name, external_id, password_hash FROM users WHERE email = $1",
                 )
-                .bind(app::rules::normalize_email(email))
+                .bind(domain::rules::normalize_email(email))
                 .fetch_optional(&self.pool).await?)
             }
 
@@ -256,7 +257,7 @@ macro_rules! sql_store {
             }
 
             async fn change_password(&self, user_id: &str, password_hash: &str, keep: &str) -> StoreResult<Vec<String>> {
-                let mut tx = <Self as super::dispatch::StoreDb>::begin_write(&self.pool).await?;
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
                 sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
                     .bind(password_hash).bind(user_id).execute(&mut *tx).await?;
                 let ended: Vec<String> = sqlx::query_scalar("SELECT token_hash FROM web_sessions WHERE user_id = $1 AND token_hash <> $2")
@@ -360,3 +361,54 @@ macro_rules! sql_store {
 
 sql_store!(SqliteStore, "sqlite");
 sql_store!(PgStore, "postgres");
+
+/// What differs between the backends under one SQL text: how a writing
+/// transaction begins, and how an org's dispatch lock is taken.
+#[async_trait]
+pub trait StoreDb {
+    type Db: sqlx::Database;
+    async fn begin_write(pool: &sqlx::Pool<Self::Db>) -> StoreResult<sqlx::Transaction<'static, Self::Db>>;
+    async fn lock_org(pool: &sqlx::Pool<Self::Db>, org_id: &str) -> StoreResult<Option<OrgLock>>;
+}
+
+#[async_trait]
+impl StoreDb for SqliteStore {
+    type Db = sqlx::Sqlite;
+
+    async fn begin_write(pool: &sqlx::SqlitePool) -> StoreResult<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        // Take the write lock up front: a deferred transaction that reads
+        // first can fail with SQLITE_BUSY_SNAPSHOT when it tries to write.
+        Ok(pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    async fn lock_org(_pool: &sqlx::SqlitePool, _org_id: &str) -> StoreResult<Option<OrgLock>> {
+        // An SQLite file belongs to one process; nothing to share.
+        Ok(Some(OrgLock { _conn: None }))
+    }
+}
+
+/// Namespace of ClutchCall's per-org advisory locks (`CC` + 1).
+const ORG_LOCK_CLASS: i32 = 0x4343_0001;
+
+#[async_trait]
+impl StoreDb for PgStore {
+    type Db = sqlx::Postgres;
+
+    async fn begin_write(pool: &sqlx::PgPool) -> StoreResult<sqlx::Transaction<'static, sqlx::Postgres>> {
+        Ok(pool.begin().await?)
+    }
+
+    async fn lock_org(pool: &sqlx::PgPool, org_id: &str) -> StoreResult<Option<OrgLock>> {
+        use sqlx::Connection;
+        // A connection of its own, outside the pool: the lock lives as long as it.
+        let mut conn = pool.acquire().await?.detach();
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, hashtext($2))")
+            .bind(ORG_LOCK_CLASS).bind(org_id).fetch_one(&mut conn).await?;
+        if locked {
+            Ok(Some(OrgLock { _conn: Some(conn) }))
+        } else {
+            let _ = conn.close().await;
+            Ok(None)
+        }
+    }
+}

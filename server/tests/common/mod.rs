@@ -368,14 +368,14 @@ impl Tab {
         self.ws.send(tokio_tungstenite::tungstenite::Message::Text(text.into())).await.is_ok()
     }
 
-    pub async fn send(&mut self, msg: app::ring::ConsoleMsg) {
+    pub async fn send(&mut self, msg: domain::ring::ConsoleMsg) {
         use futures::SinkExt;
         let text = serde_json::to_string(&msg).unwrap();
         self.ws.send(tokio_tungstenite::tungstenite::Message::Text(text.into())).await.expect("send");
     }
 
     /// The next message, within 5 s.
-    pub async fn next(&mut self) -> app::ring::RingMsg {
+    pub async fn next(&mut self) -> domain::ring::RingMsg {
         use futures::StreamExt;
         loop {
             let frame = tokio::time::timeout(std::time::Duration::from_secs(5), self.ws.next())
@@ -390,7 +390,7 @@ impl Tab {
     }
 
     /// Skips messages until one matches; panics after 5 s without it.
-    pub async fn until<T>(&mut self, mut pick: impl FnMut(app::ring::RingMsg) -> Option<T>) -> T {
+    pub async fn until<T>(&mut self, mut pick: impl FnMut(domain::ring::RingMsg) -> Option<T>) -> T {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         loop {
             assert!(std::time::Instant::now() < deadline, "expected message never came");
@@ -401,7 +401,7 @@ impl Tab {
     }
 
     /// No message for `ms` (e.g. a tab that must not ring).
-    pub async fn silent_for(&mut self, ms: u64) -> Option<app::ring::RingMsg> {
+    pub async fn silent_for(&mut self, ms: u64) -> Option<domain::ring::RingMsg> {
         use futures::StreamExt;
         match tokio::time::timeout(std::time::Duration::from_millis(ms), self.ws.next()).await {
             Err(_) => None,

@@ -2,11 +2,11 @@
 //! finding 1, and so on), each first doing the legitimate thing and then
 //! the attack, over real HTTP and WebSocket connections. Storage-related
 //! findings run on both databases. Findings whose rule is pure are proven
-//! where the rule lives (s05 in `app::people`, s12 in `server::http::client`).
+//! where the rule lives (s05 in `domain::people`, s12 in `server::http::client`).
 
 use crate::{both_backends, both_backends_with};
 use crate::common::{self, browser, browser_from, call, relay, scalar, session_cookie, sign_in, Tab, TestApp, ADMIN, OPERATOR};
-use app::people::{InvitationState, InvitationView, InviteLink};
+use domain::people::{InvitationState, InvitationView, InviteLink};
 use futures::StreamExt;
 use reqwest::StatusCode;
 use std::time::Duration;
@@ -81,7 +81,7 @@ both_backends!(s01_a_pending_person_removed_from_every_org_can_still_be_invited_
     const QUINN: &str = "quinn.pending@example.org";
     let dana = dana(&app).await;
     invite_client(&dana, &app, QUINN).await;
-    let people: app::people::PeopleAdmin = call(&dana, &app, "load_people", &[]).await.json().await.unwrap();
+    let people: domain::people::PeopleAdmin = call(&dana, &app, "load_people", &[]).await.json().await.unwrap();
     let quinn = people.members.iter().find(|m| m.person.email == QUINN).unwrap().user_id.clone();
     assert_eq!(call(&dana, &app, "remove_member", &[("user_id", &quinn)]).await.status(), StatusCode::OK);
     // Quinn's account belongs to no org now: another org's link may set its password.
@@ -132,7 +132,7 @@ both_backends!(s03_a_demoted_admins_watch_socket_closes_and_stays_shut, |app: Te
     let cookie = session_cookie(&app, OPERATOR).await;
     let mut watch = Tab::open_path(&app, &cookie, "/ws?watch=org").await;
     let mut console = Tab::open(&app, &cookie).await;
-    assert!(matches!(console.next().await, app::ring::RingMsg::Welcome { .. }));
+    assert!(matches!(console.next().await, domain::ring::RingMsg::Welcome { .. }));
     assert_eq!(call(&dana, &app, "set_member_role", &[("user_id", "u-asha"), ("role", "client")]).await.status(), StatusCode::OK);
     assert!(watch.closed_within(REVOKED_WITHIN).await, "the org's events kept flowing to a client");
     assert!(console.closed_within(REVOKED_WITHIN).await, "so did the console");
@@ -140,7 +140,7 @@ both_backends!(s03_a_demoted_admins_watch_socket_closes_and_stays_shut, |app: Te
     // Removal too: an operator's console in the org closes.
     let vikram = session_cookie(&app, "vikram.iyer@northstar.example").await;
     let mut tab = Tab::open(&app, &vikram).await;
-    assert!(matches!(tab.next().await, app::ring::RingMsg::Welcome { .. }));
+    assert!(matches!(tab.next().await, domain::ring::RingMsg::Welcome { .. }));
     assert_eq!(call(&dana, &app, "remove_member", &[("user_id", "u-vikram")]).await.status(), StatusCode::OK);
     assert!(tab.closed_within(REVOKED_WITHIN).await);
 });
@@ -211,8 +211,8 @@ both_backends!(s05_a_formula_in_a_name_is_exported_as_text_and_imports_as_it_was
     assert!(row.contains("'=HYPERLINK"), "neutralised: {row}");
     assert!(!csv.lines().any(|line| line.split(',').any(|cell| cell.trim_start_matches('"').starts_with('='))), "no cell starts a formula:\n{csv}");
     // The exported line imports as the same name (for an email not yet a member).
-    let again = format!("{}\n{}\n", app::people::CSV_HEADER.join(","), row.replace("mal@example.org", "mal2@example.org"));
-    let preview: app::people::ImportPreview = call(&dana, &app, "preview_people_import", &[("csv", &again)]).await.json().await.unwrap();
+    let again = format!("{}\n{}\n", domain::people::CSV_HEADER.join(","), row.replace("mal@example.org", "mal2@example.org"));
+    let preview: domain::people::ImportPreview = call(&dana, &app, "preview_people_import", &[("csv", &again)]).await.json().await.unwrap();
     assert_eq!(preview.problems, vec![]);
     assert_eq!(preview.people[0].display_name, FORMULA);
 });
@@ -306,7 +306,7 @@ both_backends!(s14_an_expired_link_is_reissued_and_the_new_one_works, |app: Test
 // ---- 9. The relay cannot flood a link or the disk -------------------------------
 
 fn robot_state(v: f32) -> tokio_tungstenite::tungstenite::Message {
-    let state = app::relay::RelayMsg::State { t_ms: 0, joints: vec![v; 6], fields: Default::default() };
+    let state = domain::relay::RelayMsg::State { t_ms: 0, joints: vec![v; 6], fields: Default::default() };
     tokio_tungstenite::tungstenite::Message::Text(serde_json::to_string(&state).unwrap().into())
 }
 
@@ -335,10 +335,10 @@ both_backends_with!(
         let deadline = std::time::Instant::now() + Duration::from_secs(8);
         loop {
             assert!(std::time::Instant::now() < deadline, "the counts never showed the held-back frames");
-            if let app::ring::RingMsg::Org { event: app::events::OrgEvent::Relay { stats, .. } } = watch.next().await {
+            if let domain::ring::RingMsg::Org { event: domain::events::OrgEvent::Relay { stats, .. } } = watch.next().await {
                 if let Some(stat) = stats.iter().find(|s| s.session_id == session) {
                     if stat.robot_frames.over_rate >= 30 && stat.unrecorded > 0 {
-                        assert!(app::relay::overflow_note(stat).is_some_and(|note| note.contains("rate cap") && note.contains("recording cap")));
+                        assert!(domain::relay::overflow_note(stat).is_some_and(|note| note.contains("rate cap") && note.contains("recording cap")));
                         break;
                     }
                 }
@@ -423,7 +423,7 @@ const KOFI: &str = "kofi.mensah@leeds-logistics.example";
 
 /// Books `robot` for `minutes` from the minute `from_ms` falls in.
 async fn book(client: &reqwest::Client, app: &TestApp, robot: &str, from_ms: i64, minutes: i64, for_client: Option<&str>) -> reqwest::Response {
-    let start = app::booking::utc_when(from_ms).trim_end_matches(" UTC").replacen(' ', "T", 1);
+    let start = domain::booking::utc_when(from_ms).trim_end_matches(" UTC").replacen(' ', "T", 1);
     let minutes = minutes.to_string();
     let mut form = vec![("robot_id", robot), ("starts_at", start.as_str()), ("minutes", minutes.as_str())];
     if let Some(c) = for_client {
@@ -452,7 +452,7 @@ both_backends!(s07_one_window_booked_twice_at_once_is_taken_once, |app: TestApp|
 
 async fn planned_end(admin: &reqwest::Client, app: &TestApp, session: &str) -> i64 {
     let res = call(admin, app, "load_session", &[("session_id", session)]).await;
-    res.json::<app::models::SessionRecord>().await.unwrap().planned_end_at.expect("a planned end")
+    res.json::<domain::models::SessionRecord>().await.unwrap().planned_end_at.expect("a planned end")
 }
 
 both_backends!(s07_a_booking_and_an_extension_made_at_once_never_overlap, |app: TestApp| async move {
@@ -482,7 +482,7 @@ both_backends!(s07_a_booking_and_an_extension_made_at_once_never_overlap, |app: 
         let now_end = planned_end(&admin, &app, &session).await;
         if booked_ok {
             assert!(now_end <= start, "round {round}: the session runs to {now_end}, into a booking from {start}");
-            let booking: app::booking::Booking = booked.json().await.unwrap();
+            let booking: domain::booking::Booking = booked.json().await.unwrap();
             let cancelled = call(&kofi, &app, "cancel_booking", &[("booking_id", booking.id.as_str())]).await;
             assert_eq!(cancelled.status(), StatusCode::OK);
         }
@@ -492,7 +492,7 @@ both_backends!(s07_a_booking_and_an_extension_made_at_once_never_overlap, |app: 
 
 both_backends_with!(
     s13_a_client_holds_at_most_the_configured_bookings_of_one_robot,
-    |config: &mut server::config::Config| config.booking_caps = app::booking::BookingCaps { per_robot: 2, per_month: 100 },
+    |config: &mut server::config::Config| config.booking_caps = domain::booking::BookingCaps { per_robot: 2, per_month: 100 },
     |app: TestApp| async move {
         let kofi = browser();
         assert_eq!(sign_in(&kofi, &app, KOFI).await.status(), StatusCode::OK);

@@ -11,8 +11,8 @@
 //!
 //! floor-server --mode full --db /tmp/floor.db   (prints "listening on http://…")
 
-use app::models::Offer;
-use app::ring::{ConsoleMsg, RingMsg};
+use domain::models::Offer;
+use domain::ring::{ConsoleMsg, RingMsg};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};

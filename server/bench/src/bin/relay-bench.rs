@@ -42,9 +42,9 @@ async fn sender(mut sink: futures::stream::SplitSink<Socket, Message>, robot: bo
         tick.tick().await;
         let (s, us) = stamp(origin);
         let msg = if robot {
-            app::relay::RelayMsg::State { t_ms: 0, joints: vec![s, us, 0.1, 0.2, 0.3, 0.4], fields: Default::default() }
+            domain::relay::RelayMsg::State { t_ms: 0, joints: vec![s, us, 0.1, 0.2, 0.3, 0.4], fields: Default::default() }
         } else {
-            app::relay::RelayMsg::Action { t_ms: 0, values: vec![s, us, 0.0, 0.0, 0.0, 0.0] }
+            domain::relay::RelayMsg::Action { t_ms: 0, values: vec![s, us, 0.0, 0.0, 0.0, 0.0] }
         };
         if sink.send(Message::Text(serde_json::to_string(&msg).expect("json").into())).await.is_err() {
             return;
@@ -63,9 +63,9 @@ async fn receiver(mut stream: futures::stream::SplitStream<Socket>, origin: Inst
             continue;
         };
         let now = origin.elapsed().as_micros() as u64;
-        match serde_json::from_str::<app::relay::RelayMsg>(&text) {
-            Ok(app::relay::RelayMsg::State { joints, .. }) if joints.len() >= 2 => latencies.push(now.saturating_sub(unstamp(joints[0], joints[1]))),
-            Ok(app::relay::RelayMsg::Action { values, .. }) if values.len() >= 2 => latencies.push(now.saturating_sub(unstamp(values[0], values[1]))),
+        match serde_json::from_str::<domain::relay::RelayMsg>(&text) {
+            Ok(domain::relay::RelayMsg::State { joints, .. }) if joints.len() >= 2 => latencies.push(now.saturating_sub(unstamp(joints[0], joints[1]))),
+            Ok(domain::relay::RelayMsg::Action { values, .. }) if values.len() >= 2 => latencies.push(now.saturating_sub(unstamp(values[0], values[1]))),
             _ => {}
         }
     }

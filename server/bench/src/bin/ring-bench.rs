@@ -21,7 +21,7 @@
 //! target/release/ring-bench --server clutchcall --db sqlite --consoles 1000 --calls 6000 --concurrency 4
 //! target/release/ring-bench --server floor --consoles 1000 --calls 6000 --concurrency 4
 
-use app::ring::{ConsoleMsg, RingMsg, HEARTBEAT_MS};
+use domain::ring::{ConsoleMsg, RingMsg, HEARTBEAT_MS};
 use clutchcall_bench::{ms, number, parse_flags, percentile, ScratchDb};
 use futures::{SinkExt, StreamExt};
 use server::seed::{load_operator_email, load_org, load_robot_token, LOAD_PASSWORD};
@@ -78,7 +78,7 @@ async fn console(base: String, confirms_ready: bool, cookie: String, receipts: A
                     Some(Ok(_)) => continue,
                 };
                 match serde_json::from_str::<RingMsg>(&frame) {
-                    Ok(RingMsg::Presence { presence }) if presence.state == app::models::PresenceState::Ready => {
+                    Ok(RingMsg::Presence { presence }) if presence.state == domain::models::PresenceState::Ready => {
                         if let Some(r) = ready.take() { let _ = r.send(()); }
                     }
                     Ok(RingMsg::Offer { offer }) => {

@@ -27,7 +27,7 @@ async fn main() -> anyhow::Result<()> {
         external_id: None,
         password_hash: hash_password(LOAD_PASSWORD),
     });
-    seed.memberships.push(NewMembership { org_id: LOAD_ORG_ID.into(), user_id: "u-roster-admin".into(), role: app::models::Role::Admin });
+    seed.memberships.push(NewMembership { org_id: LOAD_ORG_ID.into(), user_id: "u-roster-admin".into(), role: domain::models::Role::Admin });
     store.seed(&seed).await?;
     println!("seeded {operators} operators; sign in as {ADMIN_EMAIL} / {LOAD_PASSWORD}");
     Ok(())

@@ -121,10 +121,56 @@ pub fn telemetry_allowed(current: SafetyState, next: SafetyState) -> bool {
     current != SafetyState::ProtectiveStop || next == SafetyState::ProtectiveStop
 }
 
+/// What a person's safety change (an operator's E-stop, an explicit clear
+/// of PROTECTIVE_STOP) does to a session in `lifecycle` and `current`: the
+/// store reads both under its write lock, asks here, and writes only on
+/// `Apply`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SafetyDecision {
+    Apply,
+    /// Already in the target state (a second E-stop): nothing to write.
+    Unchanged,
+    /// A clear of a session that is not latched.
+    NotLatched,
+    /// COMPLETED or CANCELLED: safety no longer changes.
+    Ended,
+}
+
+/// Moves to `to`; with `only_from`, only from that state (a clear leaves
+/// PROTECTIVE_STOP and nothing else).
+pub fn person_safety_change(lifecycle: LifecycleState, current: SafetyState, only_from: Option<SafetyState>, to: SafetyState) -> SafetyDecision {
+    if lifecycle.is_terminal() {
+        SafetyDecision::Ended
+    } else if only_from.is_some_and(|from| from != current) {
+        SafetyDecision::NotLatched
+    } else if current == to {
+        SafetyDecision::Unchanged
+    } else {
+        SafetyDecision::Apply
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use LifecycleState as L;
+
+    #[test]
+    fn a_person_latches_and_clears_a_stop_only_on_an_open_session() {
+        use SafetyDecision as D;
+        use SafetyState as S;
+        let stop = |l, s| person_safety_change(l, s, None, S::ProtectiveStop);
+        let clear = |l, s| person_safety_change(l, s, Some(S::ProtectiveStop), S::Armed);
+        assert_eq!(stop(L::Active, S::Armed), D::Apply);
+        assert_eq!(stop(L::Paused, S::Diverged), D::Apply, "an E-stop latches from any state");
+        assert_eq!(stop(L::Active, S::ProtectiveStop), D::Unchanged, "a second E-stop writes nothing");
+        assert_eq!(clear(L::Active, S::ProtectiveStop), D::Apply);
+        assert_eq!(clear(L::Active, S::Degraded), D::NotLatched, "only a latched stop is cleared");
+        for ended in [L::Completed, L::Cancelled] {
+            assert_eq!(stop(ended, S::Armed), D::Ended);
+            assert_eq!(clear(ended, S::ProtectiveStop), D::Ended, "an ended session keeps its last state");
+        }
+    }
 
     #[test]
     fn l01_l03_l04_the_cockpit_offers_exactly_the_moves_the_table_allows() {

@@ -1,6 +1,7 @@
 //! Safety-state changes made by people: an operator's E-stop latches
 //! PROTECTIVE_STOP, and an explicit clear (with its reason) leaves it. Each
-//! is written with its audit record in one transaction.
+//! is written with its audit record in one transaction; whether it applies
+//! is `domain::lifecycle::person_safety_change`'s to say.
 
 use super::dispatch::SESSION_SELECT;
 use super::journal::SessionRow;
@@ -8,6 +9,7 @@ use super::sql::StoreDb;
 use super::sql::{PgStore, SqliteStore};
 use super::StoreResult;
 use domain::events::AuditEntry;
+use domain::lifecycle::{person_safety_change, SafetyDecision};
 use domain::models::SafetyState;
 use async_trait::async_trait;
 
@@ -44,15 +46,12 @@ macro_rules! safety_store {
                 else {
                     return Ok(SafetyChange::NotFound);
                 };
-                if current.lifecycle()?.is_terminal() {
-                    return Ok(SafetyChange::Ended);
-                }
                 let safety = current.safety()?;
-                if only_from.is_some_and(|from| from != safety) {
-                    return Ok(SafetyChange::NotLatched);
-                }
-                if safety == to {
-                    return Ok(SafetyChange::Unchanged(current));
+                match person_safety_change(current.lifecycle()?, safety, only_from, to) {
+                    SafetyDecision::Apply => {}
+                    SafetyDecision::Unchanged => return Ok(SafetyChange::Unchanged(current)),
+                    SafetyDecision::NotLatched => return Ok(SafetyChange::NotLatched),
+                    SafetyDecision::Ended => return Ok(SafetyChange::Ended),
                 }
                 sqlx::query("UPDATE sessions SET safety_state = $1 WHERE org_id = $2 AND id = $3")
                     .bind(to.as_str()).bind(org_id).bind(session_id)

@@ -24,7 +24,10 @@ test('the link-floor form adds a path, its row saves a new floor and note, and t
 
   await row.getByLabel('Floor (ms)').fill('78');
   await row.getByLabel('Note').fill('Saved inline');
+  // Reloaded once the save has been answered: a reload before would cancel it.
+  const saved = page.waitForResponse((r) => r.url().endsWith('/api/set_link_floor') && r.request().method() === 'POST');
   await row.getByRole('button', { name: 'Save' }).click();
+  expect((await saved).ok()).toBe(true);
   await page.reload();
   await hydrated(page);
   await expect(row.getByLabel('Floor (ms)')).toHaveValue('78');

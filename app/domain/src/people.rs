@@ -211,6 +211,55 @@ pub fn may_set_password(password_hash: &str, made_by_this_invitation: bool, memb
     password_hash.is_empty() && (made_by_this_invitation || memberships == 0)
 }
 
+/// Who takes up an invitation link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Taker<'a> {
+    /// Someone signed out, choosing a password.
+    NewPassword,
+    /// A signed-in person: their user id.
+    SignedIn(&'a str),
+}
+
+/// The account the invitation's email already has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExistingAccount<'a> {
+    pub id: &'a str,
+    /// Its password hash: empty while nobody has chosen one.
+    pub password_hash: &'a str,
+    /// Whether this invitation created it.
+    pub made_by_this_invitation: bool,
+    /// In how many orgs it is a member.
+    pub memberships: i64,
+}
+
+/// What taking up an invitation does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acceptance<'a> {
+    /// Sets the password of this account (nobody holds one), then joins.
+    SetPasswordOf(&'a str),
+    /// Joins as this account.
+    JoinAs(&'a str),
+    /// No account has the email: one is made with the password, then joins.
+    CreateAccount,
+    /// The account has a password (or belongs to another org's pending
+    /// person): its owner signs in first.
+    SignInFirst,
+    /// Signed in as someone else than the invitation's account.
+    OtherAccount,
+}
+
+/// The judge of an acceptance (finding 1): the store reads the link and the
+/// account under its lock, asks here, and writes what this says.
+pub fn acceptance<'a>(taker: Taker<'_>, account: Option<ExistingAccount<'a>>) -> Acceptance<'a> {
+    match (taker, account) {
+        (Taker::NewPassword, Some(a)) if may_set_password(a.password_hash, a.made_by_this_invitation, a.memberships) => Acceptance::SetPasswordOf(a.id),
+        (Taker::NewPassword, Some(_)) => Acceptance::SignInFirst,
+        (Taker::NewPassword, None) => Acceptance::CreateAccount,
+        (Taker::SignedIn(me), Some(a)) if me == a.id => Acceptance::JoinAs(a.id),
+        (Taker::SignedIn(_), _) => Acceptance::OtherAccount,
+    }
+}
+
 /// What makes a spreadsheet read a cell as a formula (OWASP's rule for CSV
 /// injection): `=HYPERLINK(…)` in a name would run when the file is opened.
 const FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
@@ -327,6 +376,19 @@ pub fn csv_data_url(csv: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn s01_an_invitation_sets_only_its_own_accounts_password_or_one_nobody_holds() {
+        let account = |password_hash, made_by_this_invitation, memberships| ExistingAccount { id: "u1", password_hash, made_by_this_invitation, memberships };
+        assert_eq!(acceptance(Taker::NewPassword, None), Acceptance::CreateAccount);
+        assert_eq!(acceptance(Taker::NewPassword, Some(account("", true, 0))), Acceptance::SetPasswordOf("u1"));
+        assert_eq!(acceptance(Taker::NewPassword, Some(account("", false, 0))), Acceptance::SetPasswordOf("u1"), "removed from every org: anyone's link may revive it");
+        assert_eq!(acceptance(Taker::NewPassword, Some(account("", false, 1))), Acceptance::SignInFirst, "another org's pending person is never taken over");
+        assert_eq!(acceptance(Taker::NewPassword, Some(account("$argon2", true, 0))), Acceptance::SignInFirst, "a password once chosen is never replaced by a link");
+        assert_eq!(acceptance(Taker::SignedIn("u1"), Some(account("$argon2", false, 3))), Acceptance::JoinAs("u1"));
+        assert_eq!(acceptance(Taker::SignedIn("u2"), Some(account("", true, 0))), Acceptance::OtherAccount);
+        assert_eq!(acceptance(Taker::SignedIn("u2"), None), Acceptance::OtherAccount);
+    }
+
     #[test]
     fn s01_a_link_sets_only_its_own_accounts_password_or_a_password_nobody_holds() {
         assert!(super::may_set_password("", true, 1), "the account this invitation made, still pending");

@@ -8,7 +8,7 @@ use super::sql::{PgStore, SqliteStore};
 use super::StoreResult;
 use domain::events::{AuditAction, AuditEntry};
 use domain::models::Role;
-use domain::people::{may_set_password, PersonFields};
+use domain::people::{may_set_password, Acceptance as Decision, ExistingAccount, PersonFields, Taker};
 use async_trait::async_trait;
 
 /// An invitation to write: the person and the hash of their link's token.
@@ -341,24 +341,35 @@ macro_rules! people_store {
                     (Acceptance::SetPassword(_), Some((id, old))) if old.is_empty() => Self::membership_count(&mut tx, id).await?,
                     _ => 0,
                 };
-                let user_id = match (who, account) {
-                    (Acceptance::SetPassword(hash), Some((id, old))) if may_set_password(&old, inv.account_id.as_deref() == Some(id.as_str()), memberships) => {
-                        let set = sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2 AND password_hash = ''").bind(hash).bind(&id).execute(&mut *tx).await?;
+                let taker = match who {
+                    Acceptance::SetPassword(_) => Taker::NewPassword,
+                    Acceptance::SignedIn(me) => Taker::SignedIn(me),
+                };
+                let existing = account.as_ref().map(|(id, old)| ExistingAccount {
+                    id,
+                    password_hash: old,
+                    made_by_this_invitation: inv.account_id.as_deref() == Some(id.as_str()),
+                    memberships,
+                });
+                let user_id = match (domain::people::acceptance(taker, existing), who) {
+                    (Decision::SetPasswordOf(id), Acceptance::SetPassword(hash)) => {
+                        // Only while still empty: a password chosen meanwhile stays.
+                        let set = sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2 AND password_hash = ''").bind(hash).bind(id).execute(&mut *tx).await?;
                         if set.rows_affected() != 1 {
                             return Ok(AcceptOutcome::SignInFirst);
                         }
-                        id
+                        id.to_string()
                     }
-                    (Acceptance::SetPassword(_), Some(_)) => return Ok(AcceptOutcome::SignInFirst),
-                    (Acceptance::SignedIn(me), Some((id, _))) if *me == id => id,
-                    (Acceptance::SignedIn(_), _) => return Ok(AcceptOutcome::OtherAccount),
-                    (Acceptance::SetPassword(hash), None) => {
+                    (Decision::JoinAs(id), _) => id.to_string(),
+                    (Decision::CreateAccount, Acceptance::SetPassword(hash)) => {
                         // The account was never created (or was removed): make it now.
                         let id = new_user_id();
                         sqlx::query("INSERT INTO users (id, email, display_name, external_id, password_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
                             .bind(&id).bind(&inv.email).bind(&inv.display_name).bind(&inv.external_id).bind(hash).bind(at).execute(&mut *tx).await?;
                         id
                     }
+                    (Decision::SignInFirst | Decision::SetPasswordOf(_) | Decision::CreateAccount, _) => return Ok(AcceptOutcome::SignInFirst),
+                    (Decision::OtherAccount, _) => return Ok(AcceptOutcome::OtherAccount),
                 };
                 let person = PersonFields {
                     email: inv.email.clone(),

@@ -133,10 +133,11 @@ impl Accounts {
             let robot = self.robots.by_token_hash(&hash).await.map_err(NoPrincipal::Store)?.ok_or(NoPrincipal::UnknownRobotToken)?;
             return Ok(Principal::Robot { robot, token_hash: hash });
         }
-        if self.cookie.tokens(headers).is_empty() {
+        let tokens = self.cookie.tokens(headers);
+        if tokens.is_empty() {
             return Err(NoPrincipal::NoCredential);
         }
-        match self.person(headers).await {
+        match self.first_live(tokens).await {
             Ok(Some((token, user))) => Ok(Principal::User { token, user }),
             Ok(None) => Err(NoPrincipal::SignInEnded),
             Err(e) => Err(NoPrincipal::Store(e)),
@@ -146,7 +147,11 @@ impl Accounts {
     /// The person signed in by these headers' session cookies, with the
     /// token of the first live sign-in among them.
     pub async fn person(&self, headers: &HeaderMap) -> StoreResult<Option<(String, CurrentUser)>> {
-        for token in self.cookie.tokens(headers) {
+        self.first_live(self.cookie.tokens(headers)).await
+    }
+
+    async fn first_live(&self, tokens: Vec<String>) -> StoreResult<Option<(String, CurrentUser)>> {
+        for token in tokens {
             if let Some(user) = self.signed_in_user(&token).await? {
                 return Ok(Some((token, user)));
             }

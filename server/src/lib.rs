@@ -107,7 +107,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // went stale while the server was down before it answers anything.
     let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings()).await?;
     let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
-    let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone(), config.booking_caps));
+    let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone(), engine.clone(), config.booking_caps));
     let quotas = Arc::new(crate::services::Quotas::default());
     let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone(), tabs.clone()).await?;
     let origins = PublicOrigins::new(config.public_origin.as_deref(), addr);

@@ -125,6 +125,35 @@ both_backends!(l13_a_call_in_a_booking_is_its_clients_and_extensions_stop_at_the
     app.finish().await;
 });
 
+// The dispatcher decides from the bookings it holds: it loads them with the
+// org after a restart, and a cancelled booking stops counting at once.
+both_backends!(l13_the_dispatcher_holds_bookings_across_a_restart_and_forgets_a_cancelled_one, |mut app: TestApp| async move {
+    let kofi = browser();
+    sign_in(&kofi, &app, KOFI).await;
+    let now = now_ms();
+    let start = now - now.rem_euclid(MIN);
+    let booked: Booking = book(&kofi, &app, "uk-pick-01", start, 60, None).await.json().await.unwrap();
+    app.restart().await;
+    let session = attach_asha(&app, "uk-pick-01").await;
+    let kofi = browser();
+    sign_in(&kofi, &app, KOFI).await;
+    let s = record(&kofi, &app, &session).await;
+    assert_eq!((s.client_id.as_deref(), s.planned_end_at), (Some("u-kofi"), Some(start + 60 * MIN)), "loaded with the org");
+    let asha = browser();
+    sign_in(&asha, &app, OPERATOR).await;
+    assert_eq!(call(&asha, &app, "steer_session", &[("session_id", &session), ("to", "COMPLETED")]).await.status(), StatusCode::OK);
+
+    assert_eq!(call(&kofi, &app, "cancel_booking", &[("booking_id", &booked.id)]).await.status(), StatusCode::OK);
+    // (Asha is wrapping up: the call queues, which is all this needs.)
+    let (status, body) = app.raise("uk-pick-01").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let next = body["sessionId"].as_str().unwrap();
+    let admin = browser();
+    sign_in(&admin, &app, common::ADMIN).await;
+    assert_eq!(record(&admin, &app, next).await.client_id, None, "the cancelled booking no longer makes calls the client's");
+    app.finish().await;
+});
+
 both_backends_with!(l13_at_the_planned_end_the_session_completes_unless_extended_and_the_operator_is_told_first, |c: &mut server::config::Config| c.session_ms = 1_500, |app: TestApp| async move {
     let mut asha_hears = app.engine().subscribe(&Topic::operator(ORG, "u-asha"));
     let session = attach_asha(&app, "uk-pick-01").await;

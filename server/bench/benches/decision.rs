@@ -55,7 +55,6 @@ fn decision(c: &mut Criterion) {
         site: "Bench".into(),
         pop: "us-east".into(),
         req_cert: "pick-place · tier-2".into(),
-        booking: None,
     };
     let mut now = 1_000_000;
     c.bench_function("raise + withdraw over 10,000 ready operators", |b| {

@@ -1,7 +1,7 @@
 //! Calls on the desk: raising, placing (offer or queue), answering and
 //! ending (serving the queues and recovery: `queues.rs`).
 
-use super::desk::{BookingHold, Call, Desk, Live};
+use super::desk::{Call, Desk, Live};
 use super::inactivity::LiveRobot;
 use super::timers::Timer;
 use super::types::{CallOutcome, EngineError, MatchedOperator};
@@ -22,8 +22,6 @@ pub struct CallingRobot {
     pub site: String,
     pub pop: String,
     pub req_cert: String,
-    /// The booking the robot is in now, if any.
-    pub booking: Option<BookingHold>,
 }
 
 pub(super) fn new_id(prefix: &str) -> String {
@@ -38,6 +36,8 @@ impl Desk {
             return Err(EngineError::CallInProgress { robot_id: robot.id.clone(), session_id: session_id.clone() });
         }
         let session_id = new_id("ses");
+        // The booking the robot is in now makes the call its client's (rule L13).
+        let booking = self.booking_now(&robot.id, now);
         self.fx.writes.push(Write::OpenSession(NewSession {
             id: session_id.clone(),
             org_id: self.org_id.clone(),
@@ -45,9 +45,9 @@ impl Desk {
             skill: skill.clone(),
             pop: robot.pop.clone(),
             raised_at: now,
-            client_id: robot.booking.as_ref().map(|b| b.client_id.clone()),
-            booking_id: robot.booking.as_ref().map(|b| b.id.clone()),
-            planned_end_at: robot.booking.as_ref().map(|b| b.ends_at),
+            client_id: booking.as_ref().map(|b| b.client_id.clone()),
+            booking_id: booking.as_ref().map(|b| b.id.clone()),
+            planned_end_at: booking.as_ref().map(|b| b.ends_at),
         }));
         self.open_by_robot.insert(robot.id.clone(), session_id.clone());
         self.calls.insert(
@@ -59,7 +59,7 @@ impl Desk {
                 skill: skill.clone(),
                 pop: robot.pop.clone(),
                 raised_at: now,
-                booking: robot.booking.clone(),
+                booking,
                 offered_to: None,
                 queued: false,
                 cooloffs: HashMap::new(),
@@ -263,14 +263,13 @@ impl Desk {
             planned_end_at: planned_end,
             at: now,
         });
-        self.live.insert(
-            session_id.to_string(),
-            Live::active(
-                LiveRobot { robot_id: call.robot_id, robot_model: call.robot_model, site: call.site, skill: call.skill, pop: call.pop },
-                Some(operator_id.to_string()),
-                now,
-            ),
+        let mut live = Live::active(
+            LiveRobot { robot_id: call.robot_id, robot_model: call.robot_model, site: call.site, skill: call.skill, pop: call.pop },
+            Some(operator_id.to_string()),
+            now,
         );
+        live.booking_id = call.booking.map(|b| b.id);
+        self.live.insert(session_id.to_string(), live);
         self.start_chain(session_id, now);
         self.plan_end(session_id, planned_end);
         self.presence_event(operator_id, PresenceEvent::Attached, None, now);

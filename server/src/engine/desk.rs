@@ -77,6 +77,8 @@ pub(super) struct Live {
     pub handover_to: Option<String>,
     /// When the session completes unless extended (rule L13).
     pub planned_end: Option<i64>,
+    /// The booking it runs in: never in the way of its own extension.
+    pub booking_id: Option<String>,
     pub lifecycle: LifecycleState,
     /// The inactivity chain (rule L07) while ACTIVE.
     pub watch: domain::inactivity::Watch,
@@ -100,6 +102,9 @@ pub struct Desk {
     pub(super) live: HashMap<String, Live>,
     /// Robot → its one open session (rule D09).
     pub(super) open_by_robot: HashMap<String, String>,
+    /// Robot → its bookings not yet over (rule L13), as the booking
+    /// service last committed them: a raise and an extension read them here.
+    pub(super) bookings: HashMap<String, Vec<domain::booking::Booking>>,
     pub(super) index: ReadyIndex,
     pub timers: Timers,
     pub(super) fx: Effects,
@@ -121,6 +126,7 @@ impl Desk {
             queued: BTreeSet::new(),
             live: HashMap::new(),
             open_by_robot: HashMap::new(),
+            bookings: HashMap::new(),
             index: ReadyIndex::default(),
             timers: Timers::default(),
             fx: Effects::default(),

@@ -29,7 +29,7 @@ fn operator(id: &str, region: &str, certs: &[&str]) -> OperatorRecord {
 }
 
 fn robot(id: &str, pop: &str, req_cert: &str) -> CallingRobot {
-    CallingRobot { id: id.into(), model: "UR10e".into(), site: "Site".into(), pop: pop.into(), req_cert: req_cert.into(), booking: None }
+    CallingRobot { id: id.into(), model: "UR10e".into(), site: "Site".into(), pop: pop.into(), req_cert: req_cert.into() }
 }
 
 fn desk_with(busy: Arc<BusyOperators>, org: &str, operators: &[OperatorRecord]) -> Desk {
@@ -290,4 +290,57 @@ fn l07_input_resets_the_chain_and_a_paused_session_runs_none_and_takes_no_input(
     tick(&mut desk, 1_120_000);
     let kinds = activities(&mut desk);
     assert!(kinds.contains(&"INACTIVITY_WARNING".to_string()), "{kinds:?}");
+}
+
+fn booking(id: &str, robot: &str, client: &str, starts: i64, ends: i64) -> domain::booking::Booking {
+    domain::booking::Booking { id: id.into(), robot_id: robot.into(), client_id: client.into(), client_name: client.to_uppercase(), starts_at_ms: starts, ends_at_ms: ends }
+}
+
+/// The session a raise opened, as written: (client, booking, planned end).
+fn opened(desk: &mut Desk) -> (Option<String>, Option<String>, Option<i64>) {
+    desk.take_effects()
+        .writes
+        .into_iter()
+        .find_map(|w| match w {
+            Write::OpenSession(s) => Some((s.client_id, s.booking_id, s.planned_end_at)),
+            _ => None,
+        })
+        .expect("a session was opened")
+}
+
+#[test]
+fn l13_a_call_raised_in_a_booking_the_desk_holds_is_its_clients_and_a_cancelled_one_is_nobodys() {
+    let mut desk = desk(&[operator("carla", "Austin", &["pick-place"])]);
+    let minute = 60_000;
+    desk.load_bookings(vec![booking("b-now", "r1", "kofi", 0, 60 * minute), booking("b-later", "r2", "kofi", 90 * minute, 120 * minute)], 1_000);
+    let call = session_of(&desk.raise(&robot("r1", "us-east", "pick-place · tier-2"), 1_000).unwrap());
+    assert_eq!(opened(&mut desk), (Some("kofi".into()), Some("b-now".into()), Some(60 * minute)));
+    // Not yet in its booking: nobody's.
+    desk.raise(&robot("r2", "us-east", "pick-place · tier-2"), 2_000).unwrap();
+    assert_eq!(opened(&mut desk), (None, None, None));
+    // The booking service cancels r1's booking: its next call is nobody's.
+    desk.finish(&call, LifecycleState::Cancelled, "test", 3_000).unwrap();
+    desk.take_effects();
+    desk.set_bookings("r1", Vec::new(), 4_000);
+    desk.raise(&robot("r1", "us-east", "pick-place · tier-2"), 5_000).unwrap();
+    assert_eq!(opened(&mut desk), (None, None, None));
+}
+
+#[test]
+fn l13_an_extension_is_judged_on_the_bookings_the_desk_holds_and_its_own_booking_never_blocks_it() {
+    let (mut desk, session) = attached(0);
+    let minute = 60_000;
+    let end = SETTINGS.session_ms;
+    assert_eq!(desk.extension(&session, Some("asha"), 15).unwrap(), (end, end + 15 * minute));
+    assert!(matches!(desk.extension(&session, Some("someone-else"), 15), Err(super::types::EngineError::NotAttached)));
+    // Another client books the robot from ten minutes after the planned end.
+    let robot = desk.live.get(&session).unwrap().robot_id.clone();
+    desk.set_bookings(&robot, vec![booking("b-next", &robot, "kofi", end + 10 * minute, end + 70 * minute)], minute);
+    assert!(desk.extension(&session, None, 5).is_ok());
+    assert!(matches!(desk.extension(&session, None, 15), Err(super::types::EngineError::CannotExtend(_))));
+    // Had the session run in that booking, it would not be in its own way.
+    desk.live.get_mut(&session).unwrap().booking_id = Some("b-next".into());
+    assert!(desk.extension(&session, None, 15).is_ok());
+    // A session the desk does not hold live is over.
+    assert!(matches!(desk.extension("ses-unknown", None, 15), Err(super::types::EngineError::SessionEnded)));
 }

@@ -42,8 +42,11 @@ pub enum Command {
     HandOver { session_id: String, by: Option<String>, to: String, reply: Reply<Offer> },
     /// Who the live session may be handed to, best first.
     HandoverCandidates { session_id: String, reply: Reply<Vec<domain::dispatch::Candidate>> },
-    /// Whether the planned end of a live session may move (rule L13).
-    MayExtend { session_id: String, operator: Option<String>, from: i64, reply: Reply<()> },
+    /// How far the planned end of a live session may move (rule L13):
+    /// `(from, to)`, judged on the bookings the desk holds.
+    Extension { session_id: String, operator: Option<String>, minutes: i64, reply: Reply<(i64, i64)> },
+    /// The robot's bookings, as the booking service just committed them.
+    SetBookings { robot_id: String, bookings: Vec<domain::booking::Booking> },
     /// A committed extension: new timers and the event.
     Extended { session_id: String, from: i64, to: i64, reply: Reply<i64> },
     /// Operator input on their session (resets its inactivity chain).
@@ -89,14 +92,14 @@ impl Command {
             Command::Finish { reply, .. } | Command::Steer { reply, .. } => drop(reply.send(Err(error()))),
             Command::Input { reply, .. } => drop(reply.send(Err(error()))),
             Command::HandOver { reply, .. } => drop(reply.send(Err(error()))),
-            Command::MayExtend { reply, .. } => drop(reply.send(Err(error()))),
+            Command::Extension { reply, .. } => drop(reply.send(Err(error()))),
             Command::Extended { reply, .. } => drop(reply.send(Err(error()))),
             Command::HandoverCandidates { reply, .. } => drop(reply.send(Err(error()))),
             Command::ReportError { reply, .. } => drop(reply.send(Err(error()))),
             Command::TabOpened { reply, .. } => drop(reply.send(Err(error()))),
             Command::Presences { reply } => drop(reply.send(Vec::new())),
             Command::Console { reply, .. } => drop(reply.send(None)),
-            Command::TabClosed { .. } | Command::LoadOperator { .. } | Command::DropOperator { .. } | Command::SetFloors { .. } | Command::Poke => {}
+            Command::TabClosed { .. } | Command::LoadOperator { .. } | Command::DropOperator { .. } | Command::SetFloors { .. } | Command::SetBookings { .. } | Command::Poke => {}
         }
     }
 }
@@ -140,7 +143,7 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
         Command::Input { operator_id, session_id, reply } => hold(reply, desk.input(&operator_id, &session_id, now)),
         Command::HandOver { session_id, by, to, reply } => hold(reply, desk.hand_over(&session_id, by.as_deref(), &to, now)),
         Command::HandoverCandidates { session_id, reply } => hold(reply, desk.handover_candidates(&session_id)),
-        Command::MayExtend { session_id, operator, from, reply } => hold(reply, desk.may_extend(&session_id, operator.as_deref(), from)),
+        Command::Extension { session_id, operator, minutes, reply } => hold(reply, desk.extension(&session_id, operator.as_deref(), minutes)),
         Command::Extended { session_id, from, to, reply } => hold(reply, desk.extended(&session_id, from, to)),
         Command::ReportError { session_id, detail, reply } => hold(reply, desk.report_error(&session_id, &detail, now)),
         Command::TabOpened { operator_id, reply } => hold(reply, desk.tab_opened(&operator_id, now)),
@@ -154,6 +157,10 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
         }
         Command::DropOperator { operator_id } => {
             desk.drop_operator(&operator_id, now);
+            return Applied::Done;
+        }
+        Command::SetBookings { robot_id, bookings } => {
+            desk.set_bookings(&robot_id, bookings, now);
             return Applied::Done;
         }
         Command::SetFloors { floors } => {
@@ -243,13 +250,13 @@ fn poke(shared: &Shared, orgs: Vec<String>) {
 async fn load(shared: &Shared, desk: &mut Desk) {
     loop {
         // The org's own floors, read with the rest of its state (and retried with it).
-        let loaded = match shared.store.org_link_floors(&desk.org_id).await {
-            Ok(floors) => {
-                desk.set_floors(domain::dispatch::LinkFloors::new(floors));
-                shared.store.org_snapshot(&desk.org_id).await
-            }
-            Err(e) => Err(e),
-        };
+        let loaded = async {
+            desk.set_floors(domain::dispatch::LinkFloors::new(shared.store.org_link_floors(&desk.org_id).await?));
+            let bookings = shared.store.bookings(&desk.org_id, None, shared.clock.now_ms()).await?;
+            desk.load_bookings(bookings.into_iter().map(|b| b.booking()).collect(), shared.clock.now_ms());
+            shared.store.org_snapshot(&desk.org_id).await
+        }
+        .await;
         match loaded {
             Ok(snapshot) => {
                 let now = shared.clock.now_ms();

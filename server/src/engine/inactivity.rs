@@ -28,6 +28,7 @@ impl Live {
             operator_id,
             handover_to: None,
             planned_end: None,
+            booking_id: None,
             lifecycle: LifecycleState::Active,
             watch: Watch::start(now),
             chain: 0,

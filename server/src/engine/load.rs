@@ -99,6 +99,7 @@ impl Desk {
             let robot = LiveRobot { robot_id: row.robot_id, robot_model: row.robot_model, site: row.site, skill: row.skill, pop: row.pop };
             let mut live = Live::active(robot, row.operator_id, now);
             live.lifecycle = lifecycle;
+            live.booking_id = row.booking_id;
             self.live.insert(row.session_id.clone(), live);
             if lifecycle == LifecycleState::Active {
                 self.start_chain(&row.session_id, now);

@@ -8,6 +8,7 @@
 //! `Engine` is the handle every way in uses: REST handlers, the ring
 //! channel and the server functions.
 
+mod bookings;
 mod busy;
 mod calls;
 mod desk;
@@ -140,20 +141,18 @@ impl Engine {
         self.desk(org_id).send(Command::SetFloors { floors }).await.map_err(|_| EngineError::Unavailable)
     }
 
+    /// The robot's bookings changed (booked or cancelled): the desk holds
+    /// them as now committed, for the next raise and extension (rule L13).
+    pub async fn bookings_changed(&self, org_id: &str, robot_id: &str) -> Result<(), EngineError> {
+        let now = self.shared.clock.now_ms();
+        let bookings = self.shared.store.robot_bookings(org_id, robot_id, now).await?.into_iter().map(|b| b.booking()).collect();
+        let command = Command::SetBookings { robot_id: robot_id.to_string(), bookings };
+        self.desk(org_id).send(command).await.map_err(|_| EngineError::Unavailable)
+    }
+
     /// Raises a distress call for `robot` (rules A01–A05, A11, A13, D09).
     pub async fn raise_call(&self, robot: &RobotRecord) -> Result<CallOutcome, EngineError> {
-        // The booking the robot is in now makes the call its client's (rule L13).
-        let now = self.shared.clock.now_ms();
-        let booking = self
-            .shared
-            .store
-            .robot_bookings(&robot.org_id, &robot.id, now)
-            .await?
-            .into_iter()
-            .find(|b| b.starts_at <= now)
-            .map(|b| desk::BookingHold { id: b.id, client_id: b.client_id, ends_at: b.ends_at });
         let calling = CallingRobot {
-            booking,
             id: robot.id.clone(),
             model: robot.model.clone(),
             site: robot.site.clone(),
@@ -268,23 +267,17 @@ impl Engine {
     /// operator asking (must be in control); `None` for an admin or the
     /// session's client. `actor` goes into the audit record.
     pub async fn extend_session(&self, org_id: &str, session_id: &str, operator: Option<&str>, actor: &str, minutes: i64) -> Result<SessionRecord, EngineError> {
-        let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
-        match row.lifecycle()? {
-            l if l.is_terminal() => return Err(EngineError::SessionEnded),
-            LifecycleState::Pending => return Err(EngineError::CannotExtend("The session has not started: it has no planned end yet.".into())),
-            _ => {}
-        }
-        let from = row.planned_end_at.ok_or_else(|| EngineError::CannotExtend("This session has no planned end.".into()))?;
-        let bookings: Vec<domain::booking::Booking> =
-            self.shared.store.robot_bookings(org_id, &row.robot_id, from).await?.into_iter().map(|b| b.booking()).collect();
-        let to = domain::booking::extension(from, minutes, &bookings, row.booking_id.as_deref()).map_err(EngineError::CannotExtend)?;
-        // The desk says whether this caller may; the extension commits in a
-        // transaction of its own, judged again on the bookings as they are
-        // under the robot's lock (a booking may have landed since the read
-        // above); then the desk sets its timers. A refusal there is a 409
-        // with the reason, and nothing else waits on it.
+        // The desk judges it on the bookings it holds; the extension commits
+        // in a transaction of its own, judged again on the bookings as they
+        // are under the robot's lock (a booking may be landing meanwhile);
+        // then the desk sets its timers. A refusal there is a 409 with the
+        // reason, and nothing else waits on it.
         let (ses, op) = (session_id.to_string(), operator.map(str::to_string));
-        self.ask(org_id, |reply| Command::MayExtend { session_id: ses, operator: op, from, reply }).await?;
+        let (from, to) = match self.ask(org_id, |reply| Command::Extension { session_id: ses, operator: op, minutes, reply }).await {
+            // Not live here: ended, or never this org's (the store tells which).
+            Err(EngineError::SessionEnded) if self.shared.store.session(org_id, session_id).await?.is_none() => return Err(EngineError::NotFound("session")),
+            other => other?,
+        };
         let judge = move |bookings: &[domain::booking::Booking], own: Option<&str>| domain::booking::extension(from, minutes, bookings, own).err();
         match self.shared.store.extend_planned_end(org_id, session_id, from, to, actor, self.shared.clock.now_ms(), &judge).await? {
             crate::store::Extension::Done => {}

@@ -35,19 +35,24 @@ impl Desk {
         }
     }
 
-    /// Whether `operator` (the operator asking, who must be in control;
-    /// `None` for an admin or the session's client) may move the planned
-    /// end that is now `from`. Nothing is written: the extension commits in
-    /// a transaction of its own (see `Engine::extend_session`).
-    pub fn may_extend(&self, session_id: &str, operator: Option<&str>, from: i64) -> Result<(), EngineError> {
+    /// Rule L13: whether `operator` (the operator asking, who must be in
+    /// control; `None` for an admin or the session's client) may extend the
+    /// live session by `minutes`, judged by `domain::booking::extension` on
+    /// the robot's bookings as the desk holds them: the planned end now and
+    /// the one asked for. Nothing is written: the extension commits in a
+    /// transaction of its own (see `Engine::extend_session`). A session the
+    /// desk does not hold live is `SessionEnded` (or was never there).
+    pub fn extension(&self, session_id: &str, operator: Option<&str>, minutes: i64) -> Result<(i64, i64), EngineError> {
+        if self.calls.contains_key(session_id) {
+            return Err(EngineError::CannotExtend("The session has not started: it has no planned end yet.".into()));
+        }
         let live = self.live.get(session_id).ok_or(EngineError::SessionEnded)?;
         if operator.is_some() && live.operator_id.as_deref() != operator {
             return Err(EngineError::NotAttached);
         }
-        if live.planned_end != Some(from) {
-            return Err(EngineError::CannotExtend("The planned end changed meanwhile: look again and retry.".into()));
-        }
-        Ok(())
+        let from = live.planned_end.ok_or_else(|| EngineError::CannotExtend("This session has no planned end.".into()))?;
+        let to = domain::booking::extension(from, minutes, self.bookings_of(&live.robot_id), live.booking_id.as_deref()).map_err(EngineError::CannotExtend)?;
+        Ok((from, to))
     }
 
     /// The extension from `from` to `to` is committed: new timers, and the

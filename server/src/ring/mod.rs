@@ -313,12 +313,18 @@ async fn still_signed_in(state: &AppState, owner: &TabOwner) -> bool {
     matches!(state.accounts.role(&owner.token, &owner.org_id).await, Ok(Some(role)) if role.grants(Role::Operator))
 }
 
-/// Why a console was refused; details stay in the log.
+/// What a console is told of the engine's refusal, whether of the tab or
+/// of one message (the one mapping; details stay in the log).
 fn refusal(e: &EngineError) -> RingError {
     match e {
         EngineError::NotFound(_) => RingError::NoOperatorProfile,
         EngineError::DispatchedElsewhere => RingError::DispatchedElsewhere,
-        _ => RingError::Unavailable,
+        EngineError::NoOpenOffer => RingError::OfferNotOpen,
+        EngineError::ImplausibleRtt => RingError::ImplausibleRtt,
+        EngineError::Paused => RingError::SessionPaused,
+        EngineError::Inactive => RingError::InactiveProfile,
+        EngineError::Unavailable | EngineError::Store(_) => RingError::Unavailable,
+        _ => RingError::Failed,
     }
 }
 
@@ -344,13 +350,12 @@ async fn handle(state: &AppState, owner: &TabOwner, msg: ConsoleMsg) -> Option<R
     };
     match result {
         Ok(reply) => reply,
-        Err(EngineError::NoOpenOffer) => Some(RingMsg::error(RingError::OfferNotOpen)),
-        Err(EngineError::ImplausibleRtt) => Some(RingMsg::error(RingError::ImplausibleRtt)),
-        Err(EngineError::Paused) => Some(RingMsg::error(RingError::SessionPaused)),
-        Err(EngineError::Inactive) => Some(RingMsg::error(RingError::InactiveProfile)),
         Err(e) => {
-            tracing::warn!(error = %e, "console message failed");
-            Some(RingMsg::error(RingError::Failed))
+            let told = refusal(&e);
+            if matches!(told, RingError::Failed | RingError::Unavailable) {
+                tracing::warn!(error = %e, "console message failed");
+            }
+            Some(RingMsg::error(told))
         }
     }
 }

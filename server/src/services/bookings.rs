@@ -1,7 +1,8 @@
 //! Bookings (seed 001, rule L13): a client books a robot for a time
 //! window (an admin may book for a client), lists and cancels them. Checked
-//! against the pure rules in `domain::booking`, written to the store, and
-//! published on the org's topic so open screens update.
+//! against the pure rules in `domain::booking`, written to the store, handed
+//! to the org's dispatcher (a raise and an extension decide on the bookings
+//! it holds) and published on the org's topic so open screens update.
 
 use crate::bus::SharedBus;
 use crate::clock::now_ms;
@@ -24,6 +25,7 @@ pub enum BookingError {
 pub struct BookingService {
     store: SharedStore,
     bus: SharedBus,
+    engine: std::sync::Arc<crate::engine::Engine>,
     caps: BookingCaps,
 }
 
@@ -36,8 +38,17 @@ pub struct Booker<'a> {
 }
 
 impl BookingService {
-    pub fn new(store: SharedStore, bus: SharedBus, caps: BookingCaps) -> BookingService {
-        BookingService { store, bus, caps }
+    pub fn new(store: SharedStore, bus: SharedBus, engine: std::sync::Arc<crate::engine::Engine>, caps: BookingCaps) -> BookingService {
+        BookingService { store, bus, engine, caps }
+    }
+
+    /// A committed change of the robot's bookings reaches its dispatcher and the org's screens.
+    async fn changed(&self, org_id: &str, robot_id: String) {
+        if let Err(e) = self.engine.bookings_changed(org_id, &robot_id).await {
+            // Committed all the same: the dispatcher reads it when it next loads the org.
+            tracing::warn!(org = %org_id, robot = %robot_id, error = %e, "the dispatcher did not take the booking change");
+        }
+        self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Bookings { robot_id }));
     }
 
     /// Books `robot_id` for `[starts_at, ends_at)`: refused for a bad
@@ -88,7 +99,7 @@ impl BookingService {
         if let Some(refused) = self.store.insert_booking_judged(&booking, now, domain::booking::utc_month(starts_at), &judge).await? {
             return Err(BookingError::Conflict(refused));
         }
-        self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Bookings { robot_id: robot_id.to_string() }));
+        self.changed(org_id, robot_id.to_string()).await;
         Ok(Booking {
             id: booking.id,
             robot_id: booking.robot_id,
@@ -103,7 +114,7 @@ impl BookingService {
     pub async fn cancel(&self, org_id: &str, booking_id: &str, client_id: Option<&str>) -> Result<(), BookingError> {
         match self.store.cancel_booking(org_id, booking_id, client_id, now_ms()).await? {
             Some(robot_id) => {
-                self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Bookings { robot_id }));
+                self.changed(org_id, robot_id).await;
                 Ok(())
             }
             None => Err(BookingError::NotFound("booking")),

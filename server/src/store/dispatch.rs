@@ -118,7 +118,7 @@ macro_rules! dispatch_store {
                 )
                 .bind(org_id).fetch_all(&self.pool).await?;
                 let live = sqlx::query_as(
-                    "SELECT s.id AS session_id, s.robot_id, r.model AS robot_model, r.site, s.skill, s.pop, s.operator_id, s.lifecycle, s.planned_end_at \
+                    "SELECT s.id AS session_id, s.robot_id, r.model AS robot_model, r.site, s.skill, s.pop, s.operator_id, s.lifecycle, s.planned_end_at, s.booking_id \
                      FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id \
                      WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED')",
                 )

@@ -164,6 +164,8 @@ pub struct LiveSessionRow {
     pub operator_id: Option<String>,
     pub lifecycle: String,
     pub planned_end_at: Option<i64>,
+    /// The booking the session runs in (its own never blocks an extension).
+    pub booking_id: Option<String>,
 }
 
 /// A decline or miss of a still-pending call, for the cool-off (rule D08).

@@ -20,17 +20,12 @@ export default defineConfig({
   testDir: './tests',
   timeout: 30_000,
   expect: { timeout: 10_000 },
-  fullyParallel: false,
-  // Two at a time, as CI's two cores allow; tests choose orgs and skills so
-  // that their calls never ring another test's operator.
+  // Every test makes its own org (helpers.ts, `POST /test/orgs`), so any
+  // test runs beside any other. Two at a time, as CI's two cores allow.
+  fullyParallel: true,
   workers: 2,
   forbidOnly: !!process.env.CI,
   reporter: [['list']],
-  // "after-all" waits for the rest: its operators would take other tests' calls.
-  projects: [
-    { name: 'shared', testIgnore: /after-all\// },
-    { name: 'after-all', testMatch: /after-all\/.*\.spec\.ts/, dependencies: ['shared'] },
-  ],
   use: {
     baseURL,
     trace: 'retain-on-failure',
@@ -60,6 +55,11 @@ export default defineConfig({
       CLUTCHCALL_DATA_DIR: process.env.E2E_DATA_DIR,
       LEPTOS_SITE_ROOT: process.env.LEPTOS_SITE_ROOT ?? path.join(root, 'target', 'site'),
       RUST_LOG: process.env.E2E_RUST_LOG ?? 'warn',
+      // No demo org: a test that leaned on shared data would fail here.
+      CLUTCHCALL_DEMO: '0',
+      CLUTCHCALL_TEST_ORGS: '1',
+      // Every test signs its own people in, all from 127.0.0.1.
+      CLUTCHCALL_SIGNIN_PER_MINUTE: '1000',
     },
   },
 });

@@ -22,6 +22,8 @@ const USERS: Record<Exclude<Who, 'nobody'>, string> = {
   operator: 'priya.shah@northstar.example',
   client: 'kofi.mensah@leeds-logistics.example',
 };
+/** The demo org's password (the benchmark's server seeds the demo). */
+const DEMO_PASSWORD = 'clutchcall-demo';
 const SCREENS: [string, Who][] = [
   ['/signin', 'nobody'],
   ['/invite/not-a-token', 'nobody'],
@@ -45,7 +47,7 @@ async function storageFor(browser: Browser, who: Who) {
   if (who === 'nobody') return undefined;
   const context = await browser.newContext();
   const page = await context.newPage();
-  await signIn(page, USERS[who]);
+  await signIn(page, USERS[who], DEMO_PASSWORD);
   await expect(page).not.toHaveURL(/\/signin/);
   const state = await context.storageState();
   await context.close();

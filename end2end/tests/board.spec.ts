@@ -1,21 +1,9 @@
-import { expect, Page, test } from '@playwright/test';
-import { adminContext, hydrated, panicsOf, signIn } from './helpers';
+import { Page } from '@playwright/test';
+import { expect, hydrated, panicsOf, raise, readyOperator, signedIn, test } from './helpers';
 
-// Priya (Manchester, inspection) takes uk-insp-01, then Carla (Austin,
-// inspection) takes ue-insp-01: no other browser test makes an inspection
-// operator ready, so the ACD's choice is known.
-const PRIYA = 'priya.shah@northstar.example';
-const CARLA = 'carla.mendes@northstar.example';
-
-async function readyOperator(browser: any, email: string): Promise<Page> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  await signIn(page, email);
-  await expect(page).toHaveURL(/\/operator$/);
-  await page.getByTestId('go-ready').click();
-  await expect(page.getByTestId('presence')).toHaveText('ready');
-  return page;
-}
+// In the test's own org, Priya (Manchester, inspection) takes uk-insp-01,
+// then Carla (Austin, inspection) takes ue-insp-01: nobody else is ready,
+// so the ACD's choice is known.
 
 async function acceptOffer(page: Page, robot: string): Promise<string> {
   await expect(page.getByTestId('offer-robot')).toHaveText(robot);
@@ -24,11 +12,12 @@ async function acceptOffer(page: Page, robot: string): Promise<string> {
   return page.url().split('/cockpit/')[1];
 }
 
-test('the overview raises a call that rings the operator; the wallboard puts a protective stop on top live, and flags a silent robot', async ({ browser, request }) => {
+test('the overview raises a call that rings the operator; the wallboard puts a protective stop on top live, and flags a silent robot', async ({ browser, request, org }) => {
   test.setTimeout(120_000);
-  const priya = await readyOperator(browser, PRIYA);
+  const robot = (id: string) => org.robots[id].id;
+  const priya = await readyOperator(browser, org, org.people.priya);
 
-  const adminCtx = await adminContext(browser, { viewport: { width: 1920, height: 1080 } });
+  const adminCtx = await signedIn(browser, org, org.admin, { viewport: { width: 1920, height: 1080 } });
   const admin = await adminCtx.newPage();
   admin.on('pageerror', (e) => console.log(`PAGE ERROR: ${e.message.slice(0, 300)}`));
   admin.on('console', (m) => { if (m.type() === 'error') console.log(`PAGE CONSOLE: ${m.text().slice(0, 300)}`); });
@@ -38,23 +27,22 @@ test('the overview raises a call that rings the operator; the wallboard puts a p
     await expect(admin.getByTestId(metric)).toBeVisible();
   }
   // Rule A14: the dispatch control makes the edge agent's POST /v1/sessions, by keyboard.
-  await admin.getByTestId('dispatch-robot').selectOption('uk-insp-01');
+  await admin.getByTestId('dispatch-robot').selectOption(robot('uk-insp-01'));
   await admin.getByTestId('dispatch-robot').focus();
   await admin.keyboard.press('Tab');
   await admin.keyboard.press('Enter');
   await expect(admin.getByTestId('dispatch-result')).toContainText('201 matched');
   await expect(admin.getByTestId('dispatch-result')).toContainText('Priya Shah');
   await admin.screenshot({ path: 'test-results/overview.png', fullPage: true });
-  const first = await acceptOffer(priya, 'uk-insp-01');
+  const first = await acceptOffer(priya, robot('uk-insp-01'));
 
   // A second attached session, raised by its edge agent.
-  const carla = await readyOperator(browser, CARLA);
-  const call = await request.post('/v1/sessions', { headers: { Authorization: 'Bearer cct_demo_ue-insp-01' }, data: { robotId: 'ue-insp-01' } });
-  expect(call.status()).toBe(201);
-  const second = await acceptOffer(carla, 'ue-insp-01');
-  for (const [session, robot] of [[first, 'uk-insp-01'], [second, 'ue-insp-01']]) {
+  const carla = await readyOperator(browser, org, org.people.carla);
+  await raise(request, org, 'ue-insp-01');
+  const second = await acceptOffer(carla, robot('ue-insp-01'));
+  for (const [session, by] of [[first, 'uk-insp-01'], [second, 'ue-insp-01']]) {
     const res = await request.post(`/v1/sessions/${session}/telemetry`, {
-      headers: { Authorization: `Bearer cct_demo_${robot}` },
+      headers: org.auth(by),
       data: { state: 'ARMED', rttMs: 190, divergenceDeg: 1.0, velocityScale: 1.0 },
     });
     expect(res.status()).toBe(200);
@@ -71,7 +59,7 @@ test('the overview raises a call that rings the operator; the wallboard puts a p
   await admin.evaluate(() => ((window as any).__noReload = true));
 
   const stop = await request.post(`/v1/sessions/${second}/telemetry`, {
-    headers: { Authorization: 'Bearer cct_demo_ue-insp-01' },
+    headers: org.auth('ue-insp-01'),
     data: { state: 'PROTECTIVE_STOP', rttMs: 190, divergenceDeg: 17.0, velocityScale: 0.0 },
   });
   expect(stop.status()).toBe(200);
@@ -84,16 +72,18 @@ test('the overview raises a call that rings the operator; the wallboard puts a p
   await admin.screenshot({ path: 'test-results/wallboard.png' });
 
   // A robot heartbeats (online, no chip), then goes silent: `robot offline`.
-  const beat = await request.post('/v1/robots/uk-insp-01/heartbeat', { headers: { Authorization: 'Bearer cct_demo_uk-insp-01' } });
+  const beat = await request.post(`/v1/robots/${robot('uk-insp-01')}/heartbeat`, { headers: org.auth('uk-insp-01') });
   expect(beat.status()).toBe(200);
   await expect(card(first).getByTestId('registry-chip')).toHaveCount(0, { timeout: 20_000 });
   await expect(card(first).getByTestId('registry-chip')).toHaveText('robot offline', { timeout: 40_000 });
   expect(await admin.evaluate(() => (window as any).__noReload)).toBe(true);
   await adminCtx.close();
+  await priya.context().close();
+  await carla.context().close();
 });
 
-test('a distress call whose control code cannot be fetched is not raised, and the overview says so', async ({ browser }) => {
-  const context = await adminContext(browser);
+test('a distress call whose control code cannot be fetched is not raised, and the overview says so', async ({ browser, org }) => {
+  const context = await signedIn(browser, org, org.admin);
   // The request behind "Raise call" is a chunk of its own (split_raise_call,
   // which may also come in its bundle): the network drops both.
   await context.route(/\/pkg\/(split|bundle)_raise_call[^/]*\.wasm$/, (route) => route.abort());

@@ -1,5 +1,5 @@
-import { BrowserContext, expect, test } from '@playwright/test';
-import { adminContext, hydrated, panicsOf } from './helpers';
+import { BrowserContext } from '@playwright/test';
+import { expect, hydrated, panicsOf, signedIn, test } from './helpers';
 
 // A screen's wasm chunks arrive as one file (frontend/site, bundle.rs): the
 // page preloads its bundle (or the loader fetches it), each chunk is taken
@@ -22,8 +22,8 @@ async function openRoster(context: BrowserContext) {
   return { page, errors, fetched };
 }
 
-test("a screen's chunks arrive as one bundle, and none of them is fetched alone", async ({ browser, request }) => {
-  const context = await adminContext(browser);
+test("a screen's chunks arrive as one bundle, and none of them is fetched alone", async ({ browser, request, org }) => {
+  const context = await signedIn(browser, org, org.admin);
   const { page, errors, fetched } = await openRoster(context);
   await page.waitForLoadState('networkidle');
 
@@ -42,8 +42,8 @@ test("a screen's chunks arrive as one bundle, and none of them is fetched alone"
   await context.close();
 });
 
-test('a screen whose bundle cannot be fetched loads its chunks one by one', async ({ browser }) => {
-  const context = await adminContext(browser);
+test('a screen whose bundle cannot be fetched loads its chunks one by one', async ({ browser, org }) => {
+  const context = await signedIn(browser, org, org.admin);
   await context.route(/\/pkg\/bundle_[^/]*\.wasm$/, (route) => route.abort());
   const { errors, fetched } = await openRoster(context);
   expect([...fetched].some((f) => f.startsWith('bundle_'))).toBe(true);

@@ -1,39 +1,38 @@
-import { expect, test } from '@playwright/test';
-import { CLIENT as KOFI, hydrated, signIn } from './helpers';
+import { expect, hydrated, signedIn, test } from './helpers';
 
-// A window a day ahead on a robot no other browser test raises calls for.
+// A window a day ahead.
 function tomorrowAtNoon(): string {
   const d = new Date(Date.now() + 24 * 3600 * 1000);
   return `${d.toISOString().slice(0, 10)}T12:00`;
 }
 
-test('L13: the client books a robot from the client screen, sees the booking and cancels it; an overlap is refused with the reason', async ({ browser }) => {
+test('L13: the client books a robot from the client screen, sees the booking and cancels it; an overlap is refused with the reason', async ({ browser, org }) => {
   test.setTimeout(60_000);
-  const context = await browser.newContext();
+  const robot = org.robots['ue-pick-02'].id;
+  const context = await signedIn(browser, org, org.client);
   const kofi = await context.newPage();
   const errors: string[] = [];
   kofi.on('pageerror', (e) => errors.push(`page error: ${e.message.slice(0, 300)}`));
-  await signIn(kofi, KOFI);
-  await expect(kofi).toHaveURL(/\/client$/);
+  await kofi.goto('/client');
   await hydrated(kofi);
   await expect(kofi.getByTestId('client-live-empty')).toBeVisible();
 
   const book = async () => {
-    await kofi.getByTestId('book-robot').selectOption('ue-pick-02');
+    await kofi.getByTestId('book-robot').selectOption(robot);
     await kofi.getByTestId('book-start').fill(tomorrowAtNoon());
     await kofi.getByTestId('book-minutes').fill('45');
     await kofi.getByTestId('book-submit').click();
   };
   await book();
   const rows = kofi.getByTestId('bookings').locator('tbody tr');
-  await expect(rows.filter({ hasText: 'ue-pick-02' })).toHaveCount(1);
-  await expect(rows.filter({ hasText: 'ue-pick-02' })).toContainText('12:00 UTC');
-  await expect(rows.filter({ hasText: 'ue-pick-02' })).toContainText('12:45 UTC');
+  await expect(rows.filter({ hasText: robot })).toHaveCount(1);
+  await expect(rows.filter({ hasText: robot })).toContainText('12:00 UTC');
+  await expect(rows.filter({ hasText: robot })).toContainText('12:45 UTC');
   // The same window again collides with it, and the screen says so.
   await book();
   await expect(kofi.getByRole('alert').filter({ hasText: 'is already booked from' })).toBeVisible();
-  await rows.filter({ hasText: 'ue-pick-02' }).getByRole('button', { name: 'Cancel' }).click();
-  await expect(rows.filter({ hasText: 'ue-pick-02' })).toHaveCount(0);
+  await rows.filter({ hasText: robot }).getByRole('button', { name: 'Cancel' }).click();
+  await expect(rows.filter({ hasText: robot })).toHaveCount(0);
   expect(errors).toEqual([]);
   await context.close();
 });

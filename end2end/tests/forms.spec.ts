@@ -1,18 +1,16 @@
-import { expect, test } from '@playwright/test';
-import { adminContext, hydrated, signIn } from './helpers';
+import { expect, hydrated, signedIn, signIn, test } from './helpers';
 
 // The forms read their fields by hand (app/src/forms.rs) instead of
 // ActionForm's decoder: each one here must still send every field it shows.
 // Other specs cover sign-in, booking, robot register/edit, invite, import,
 // rating and the stop clear.
 
-test('the link-floor form adds a path, its row saves a new floor and note, and the path is removed', async ({ browser }) => {
-  const admin = await adminContext(browser);
+test('the link-floor form adds a path, its row saves a new floor and note, and the path is removed', async ({ browser, org }) => {
+  const admin = await signedIn(browser, org, org.admin);
   const page = await admin.newPage();
   await page.goto('/admin/floors');
   await hydrated(page);
   const add = page.getByTestId('floor-add');
-  // A region no operator works from: no dispatch decision of another test reads it.
   await add.getByLabel('Operator region').fill('Lagos');
   await add.getByLabel('Robot PoP').fill('eu-forms');
   await add.getByLabel('Floor (ms)').fill('77');
@@ -38,10 +36,10 @@ test('the link-floor form adds a path, its row saves a new floor and note, and t
   await admin.close();
 });
 
-test('an invited person joins, changes their password on the account screen and signs in with it; the admin edits their profile', async ({ browser }) => {
+test('an invited person joins, changes their password on the account screen and signs in with it; the admin edits their profile', async ({ browser, org }) => {
   test.setTimeout(60_000);
-  const email = 'sam.forms@northstar.example';
-  const admin = await adminContext(browser);
+  const email = org.email('sam.forms');
+  const admin = await signedIn(browser, org, org.admin);
   const page = await admin.newPage();
   await page.goto('/admin/people');
   await hydrated(page);

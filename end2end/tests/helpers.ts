@@ -1,9 +1,71 @@
-import { Browser, BrowserContext, BrowserContextOptions, expect, Page } from '@playwright/test';
+import { APIRequestContext, Browser, BrowserContext, BrowserContextOptions, expect, Page, test as base } from '@playwright/test';
 
-export const PASSWORD = 'clutchcall-demo';
-export const ADMIN = 'dana.okafor@northstar.example';
-export const OPERATOR = 'asha.rao@northstar.example';
-export const CLIENT = 'kofi.mensah@leeds-logistics.example';
+export { expect };
+
+export interface Person { id: string; name: string; email: string }
+export interface Robot { id: string; token: string; org: string }
+
+/** One test's own copy of the demo orgs (`POST /test/orgs`, which the
+ * server opens only with `CLUTCHCALL_TEST_ORGS=1`): Northstar Robotics and
+ * Harbor Labs with every person, robot and link floor of the demo, under
+ * ids and emails marked with the copy's tag. Display names are the demo's.
+ * No other test can see, ring or sign in as anyone in it, so a test passes
+ * alone, in any order and beside any number of others. */
+export class TestOrg {
+  readonly tag: string;
+  readonly password: string;
+  /** By demo id: `org-northstar`, `org-harbor`. */
+  readonly orgs: Record<string, { id: string; name: string }>;
+  /** By first name: `asha`, `dana` (the admin), `kofi` (the client), `lena` (Harbor's operator)… */
+  readonly people: Record<string, Person>;
+  /** By demo id: `uk-insp-01`, `hb-pick-01`… */
+  readonly robots: Record<string, Robot>;
+
+  constructor(answer: any) {
+    this.tag = answer.tag;
+    this.password = answer.password;
+    this.orgs = answer.orgs;
+    this.people = Object.fromEntries(Object.entries(answer.people).map(([id, p]) => [id.replace(/^u-/, ''), p as Person]));
+    this.robots = answer.robots;
+  }
+
+  get admin(): Person { return this.people.dana; }
+  get client(): Person { return this.people.kofi; }
+
+  /** The `Authorization` header of a robot's edge agent. */
+  auth(robot: string): { Authorization: string } {
+    return { Authorization: `Bearer ${this.robots[robot].token}` };
+  }
+
+  /** An email for someone the test itself invites (unique to this copy). */
+  email(local: string, domain = 'northstar.example'): string {
+    return `${local}@${this.tag}.${domain}`;
+  }
+
+  /** An id for a robot the test itself registers (unique to this copy). */
+  robotId(base: string): string {
+    return `${base}-${this.tag}`;
+  }
+}
+
+/** Every test gets `org`, its own copy of the demo orgs, made on first use;
+ * the browser contexts a test opens (its people's tabs) close when it ends,
+ * whether or not it closed them itself. */
+export const test = base.extend<{ org: TestOrg; _closeContexts: void }>({
+  _closeContexts: [async ({ browser }, use) => {
+    const before = new Set(browser.contexts());
+    await use();
+    await Promise.all(browser.contexts().filter((c) => !before.has(c)).map((c) => c.close().catch(() => {})));
+  }, { auto: true }],
+  org: async ({ playwright, baseURL }, use) => {
+    // A context of its own: the test's `request` keeps no cookie from it.
+    const api = await playwright.request.newContext({ baseURL });
+    const made = await api.post('/test/orgs', { headers: { origin: baseURL! } });
+    expect(made.status(), await made.text()).toBe(201);
+    await use(new TestOrg(await made.json()));
+    await api.dispose();
+  },
+});
 
 /** Waits until the wasm has hydrated the server-rendered page. The debug
  * build's shell and a screen's lazy chunks are several MB of unoptimised
@@ -13,7 +75,8 @@ export async function hydrated(page: Page, timeout = 30_000) {
   await expect(page.locator('body[data-hydrated="true"]')).toHaveCount(1, { timeout });
 }
 
-export async function signIn(page: Page, email: string, password = PASSWORD) {
+/** Signs in through the sign-in screen, as a person would. */
+export async function signIn(page: Page, email: string, password: string) {
   await page.goto('/signin');
   await hydrated(page);
   await page.getByLabel('Email').fill(email);
@@ -21,22 +84,32 @@ export async function signIn(page: Page, email: string, password = PASSWORD) {
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
 
-// The admin's signed-in browser state, one sign-in per worker: sign-ins are
-// rate-limited per (address, email) — a burst of 5, then one per 12 s — and
-// every browser test's admin comes from 127.0.0.1 as Dana.
-let adminState: Awaited<ReturnType<BrowserContext['storageState']>> | undefined;
+/** A browser context of `person`'s own, signed in the way the sign-in
+ * screen's script does it (tests of the screen itself use `signIn`). */
+export async function signedIn(browser: Browser, org: TestOrg, person: Person, options: BrowserContextOptions = {}): Promise<BrowserContext> {
+  const context = await browser.newContext(options);
+  const origin = test.info().project.use.baseURL!;
+  const answer = await context.request.post('/api/sign_in', { headers: { origin }, form: { email: person.email, password: org.password } });
+  expect(answer.status(), await answer.text()).toBe(200);
+  return context;
+}
 
-/** A browser context signed in as the demo admin (Dana). */
-export async function adminContext(browser: Browser, options: BrowserContextOptions = {}): Promise<BrowserContext> {
-  if (!adminState) {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    await signIn(page, ADMIN);
-    await expect(page).toHaveURL(/\/admin\/directory$/);
-    adminState = await context.storageState();
-    await context.close();
-  }
-  return browser.newContext({ ...options, storageState: adminState });
+/** A page of `person`'s on the operator screen, Ready. */
+export async function readyOperator(browser: Browser, org: TestOrg, person: Person): Promise<Page> {
+  const context = await signedIn(browser, org, person);
+  const page = await context.newPage();
+  await page.goto('/operator');
+  await hydrated(page);
+  await page.getByTestId('go-ready').click();
+  await expect(page.getByTestId('presence')).toHaveText('ready');
+  return page;
+}
+
+/** Raises a distress call as `robot`'s edge agent would; the session id. */
+export async function raise(request: APIRequestContext, org: TestOrg, robot: string): Promise<string> {
+  const call = await request.post('/v1/sessions', { headers: org.auth(robot), data: { robotId: org.robots[robot].id } });
+  expect(call.status(), await call.text()).toBe(201);
+  return (await call.json()).sessionId;
 }
 
 /** What a page reports of a panic in its wasm, collected as it happens (for
@@ -49,38 +122,4 @@ export function panicsOf(page: Page): string[] {
   page.on('pageerror', (e) => { if (!e.message.includes('Failed to fetch')) errors.push(`${e.name}: ${e.message.slice(0, 300)}`); });
   page.on('console', (m) => { if (m.type() === 'error' && m.text().includes('panicked')) errors.push(m.text().slice(0, 300)); });
   return errors;
-}
-
-/** A robot and an operator of the test's own in the demo org: the robot
- * needs a certification only this operator holds, so its calls ring nobody
- * else and no other test's operator takes them. Registered and invited by
- * the admin; the invitation is accepted from a browser of the operator's
- * own. Returns the robot's bearer token. */
-export async function ownRobotAndOperator(
-  browser: Browser,
-  baseURL: string,
-  robot: { id: string; model: string; site: string; pop: string },
-  operator: { email: string; name: string; region: string; password: string; cert: string },
-): Promise<string> {
-  const admin = await adminContext(browser);
-  const origin = { origin: baseURL };
-  const registered = await admin.request.post('/v1/robots', { data: { ...robot, reqCert: operator.cert } });
-  expect(registered.status()).toBe(201);
-  const { token } = await registered.json();
-  const invited = await admin.request.post('/api/invite_person', {
-    headers: origin,
-    form: { email: operator.email, display_name: operator.name, region: operator.region, role: 'operator', 'certifications[0]': operator.cert },
-  });
-  expect(invited.status()).toBe(200);
-  const link: string = (await invited.json()).url;
-  await admin.close();
-  const invitee = await browser.newContext();
-  const accepted = await invitee.request.post('/api/accept_invitation', {
-    headers: origin,
-    form: { token: link.split('/').pop()!, password: operator.password, confirm: operator.password },
-    maxRedirects: 0,
-  });
-  expect(accepted.status()).toBeLessThan(400);
-  await invitee.close();
-  return token;
 }

@@ -1,28 +1,22 @@
-import { expect, test } from '@playwright/test';
-import { adminContext, hydrated, signIn } from './helpers';
+import { expect, hydrated, raise, readyOperator, signedIn, test } from './helpers';
 
-// Tom (Manchester, pick-place) takes uk-pick-01 (London): of the operators
-// other browser tests make ready, none is closer to London with pick-place.
-const TOM = 'tom.whitfield@northstar.example';
+// In the test's own org, Tom (Manchester, pick-place) is the only one ready
+// when uk-pick-01 (London) calls.
 
-test('L01 L03 L05: the operator pauses, resumes and completes the session from the cockpit by keyboard, and the log tells it', async ({ browser, request }) => {
+test('L01 L03 L05: the operator pauses, resumes and completes the session from the cockpit by keyboard, and the log tells it', async ({ browser, request, org }) => {
   test.setTimeout(90_000);
-  const context = await browser.newContext();
+  const context = await signedIn(browser, org, org.people.tom);
   const tom = await context.newPage();
   const errors: string[] = [];
   tom.on('pageerror', (e) => errors.push(`page error: ${e.message.slice(0, 300)}`));
   tom.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text().slice(0, 600)}`); });
-  await signIn(tom, TOM);
-  await expect(tom).toHaveURL(/\/operator$/);
+  await tom.goto('/operator');
+  await hydrated(tom);
   await tom.getByTestId('go-ready').click();
   await expect(tom.getByTestId('presence')).toHaveText('ready');
 
-  const call = await request.post('/v1/sessions', {
-    headers: { Authorization: 'Bearer cct_demo_uk-pick-01' },
-    data: { robotId: 'uk-pick-01' },
-  });
-  expect(call.status()).toBe(201);
-  await expect(tom.getByTestId('offer-robot')).toHaveText('uk-pick-01');
+  await raise(request, org, 'uk-pick-01');
+  await expect(tom.getByTestId('offer-robot')).toHaveText(org.robots['uk-pick-01'].id);
   await tom.keyboard.press('Enter');
   await expect(tom).toHaveURL(/\/cockpit\/.+$/);
   await hydrated(tom);
@@ -60,23 +54,16 @@ test('L01 L03 L05: the operator pauses, resumes and completes the session from t
   await context.close();
 });
 
-test('W11 W13 L09 L10: an E-stop from the cockpit latches the card on the wallboard and reaches its safety feed; the detail view clears it with a reason', async ({ browser, request }) => {
+test('W11 W13 L09 L10: an E-stop from the cockpit latches the card on the wallboard and reaches its safety feed; the detail view clears it with a reason', async ({ browser, request, org }) => {
   test.setTimeout(90_000);
-  const tomContext = await browser.newContext();
-  const tom = await tomContext.newPage();
-  await signIn(tom, TOM);
-  await expect(tom).toHaveURL(/\/operator$/);
-  await tom.getByTestId('go-ready').click();
-  await expect(tom.getByTestId('presence')).toHaveText('ready');
-  const call = await request.post('/v1/sessions', { headers: { Authorization: 'Bearer cct_demo_uk-pick-01' }, data: { robotId: 'uk-pick-01' } });
-  expect(call.status()).toBe(201);
-  const session = (await call.json()).sessionId as string;
-  await expect(tom.getByTestId('offer-robot')).toHaveText('uk-pick-01');
+  const tom = await readyOperator(browser, org, org.people.tom);
+  const session = await raise(request, org, 'uk-pick-01');
+  await expect(tom.getByTestId('offer-robot')).toHaveText(org.robots['uk-pick-01'].id);
   await tom.keyboard.press('Enter');
   await expect(tom).toHaveURL(new RegExp(`/cockpit/${session}$`));
   await hydrated(tom);
 
-  const adminCtx = await adminContext(browser, { viewport: { width: 1920, height: 1080 } });
+  const adminCtx = await signedIn(browser, org, org.admin, { viewport: { width: 1920, height: 1080 } });
   const admin = await adminCtx.newPage();
   await admin.goto('/ops/wallboard');
   await hydrated(admin);
@@ -116,7 +103,7 @@ test('W11 W13 L09 L10: an E-stop from the cockpit latches the card on the wallbo
   await tom.getByTestId('chat-input').fill('Resuming the pick now.');
   await tom.getByTestId('chat-send').click();
   await expect(admin.getByTestId('chat')).toContainText('Tom Whitfield: Resuming the pick now.');
-  // Leave the robot free for other tests: complete the session.
+  // Complete the session, so that it can be rated.
   await tom.keyboard.press('c');
   await tom.keyboard.press('c');
   await expect(tom.getByTestId('cockpit-lifecycle')).toHaveText('COMPLETED');
@@ -127,6 +114,6 @@ test('W11 W13 L09 L10: an E-stop from the cockpit latches the card on the wallbo
   await expect(admin.getByTestId('rating')).toContainText('4/5');
   await expect(admin.getByTestId('rate-form')).toHaveCount(0);
   await admin.screenshot({ path: 'test-results/session-detail.png', fullPage: true });
-  await tomContext.close();
+  await tom.context().close();
   await adminCtx.close();
 });

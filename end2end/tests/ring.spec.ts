@@ -1,16 +1,14 @@
-import { expect, test } from '@playwright/test';
-import { hydrated, panicsOf, signIn } from './helpers';
+import { expect, hydrated, panicsOf, raise, readyOperator, signedIn, signIn, test } from './helpers';
 
-// Jamal (Austin, palletize + welding) is the only one who takes uw-weld-01
-// here; the call is raised with the robot's own token, as an edge agent would.
-const JAMAL = 'jamal.brooks@northstar.example';
-
-test('two tabs of one operator both ring; accept in one opens the cockpit and stops the other', async ({ browser, request }) => {
+// In the test's own org, Jamal (Austin, palletize + welding) is the only
+// one ready when uw-weld-01 calls; the call is raised with the robot's own
+// token, as an edge agent would.
+test('two tabs of one operator both ring; accept in one opens the cockpit and stops the other', async ({ browser, request, org }) => {
   // Two tabs sign in and hydrate: under CI's load that alone has taken 20 s.
   test.setTimeout(60_000);
   const context = await browser.newContext();
   const first = await context.newPage();
-  await signIn(first, JAMAL);
+  await signIn(first, org.people.jamal.email, org.password);
   await expect(first).toHaveURL(/\/operator$/);
   const second = await context.newPage();
   await second.goto('/operator');
@@ -22,16 +20,11 @@ test('two tabs of one operator both ring; accept in one opens the cockpit and st
   await expect(first.getByTestId('presence')).toHaveText('ready');
   await expect(second.getByTestId('presence')).toHaveText('ready');
 
-  const call = await request.post('/v1/sessions', {
-    headers: { Authorization: 'Bearer cct_demo_uw-weld-01' },
-    data: { robotId: 'uw-weld-01' },
-  });
-  expect(call.status()).toBe(201);
-  const { sessionId } = await call.json();
+  const sessionId = await raise(request, org, 'uw-weld-01');
 
   for (const tab of [first, second]) {
     await expect(tab.getByTestId('offer')).toBeVisible();
-    await expect(tab.getByTestId('offer-robot')).toHaveText('uw-weld-01');
+    await expect(tab.getByTestId('offer-robot')).toHaveText(org.robots['uw-weld-01'].id);
     // Austin → us-west: the 118 ms floor bounds whatever the console measured.
     const rtt = Number((await tab.getByTestId('offer-rtt').innerText()).match(/^(\d+) ms/)![1]);
     expect(rtt).toBeGreaterThanOrEqual(118);
@@ -49,27 +42,18 @@ test('two tabs of one operator both ring; accept in one opens the cockpit and st
   await context.close();
 });
 
-test('Escape declines a ringing call from the keyboard', async ({ browser, request }) => {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  await signIn(page, 'meera.nair@northstar.example'); // BLR, mobile-manipulation
-  await expect(page).toHaveURL(/\/operator$/);
-  await page.getByTestId('go-ready').click();
-  await expect(page.getByTestId('presence')).toHaveText('ready');
-  const call = await request.post('/v1/sessions', {
-    headers: { Authorization: 'Bearer cct_demo_uw-mm-01' },
-    data: { robotId: 'uw-mm-01' },
-  });
-  expect(call.status()).toBe(201);
+test('Escape declines a ringing call from the keyboard', async ({ browser, request, org }) => {
+  const page = await readyOperator(browser, org, org.people.meera); // BLR, mobile-manipulation
+  await raise(request, org, 'uw-mm-01');
   await expect(page.getByTestId('offer')).toBeVisible();
   await page.keyboard.press('Escape');
   await expect(page.getByTestId('offer')).toHaveCount(0);
   await expect(page.getByTestId('presence')).toHaveText('ready');
-  await context.close();
+  await page.context().close();
 });
 
-test("an operator whose console code cannot be fetched is told calls cannot reach them, and the console comes up once it can be", async ({ browser }) => {
-  const context = await browser.newContext();
+test("an operator whose console code cannot be fetched is told calls cannot reach them, and the console comes up once it can be", async ({ browser, org }) => {
+  const context = await signedIn(browser, org, org.people.jamal);
   // The console link is a chunk of its own (split_console_link, which may
   // also come in its bundle): the network drops both, then lets them through.
   const consoleChunk = /\/pkg\/(split|bundle)_console_link[^/]*\.wasm$/;
@@ -80,8 +64,7 @@ test("an operator whose console code cannot be fetched is told calls cannot reac
   });
   const page = await context.newPage();
   const errors = panicsOf(page);
-  await signIn(page, JAMAL);
-  await expect(page).toHaveURL(/\/operator$/);
+  await page.goto('/operator');
   await hydrated(page);
   await expect(page.getByTestId('link-line')).toContainText('The console could not be loaded', { timeout: 20_000 });
   await expect(page.getByTestId('link-state')).toHaveText('console not loaded, retrying…');
@@ -90,10 +73,9 @@ test("an operator whose console code cannot be fetched is told calls cannot reac
   await expect.poll(() => dropped, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
   expect(errors).toEqual([]);
   await context.unroute(consoleChunk);
-  // (Whether Ready is then enabled depends on the presence this
-  // operator's earlier tests left, so only the link is checked.)
   await expect(page.getByTestId('link-line')).toContainText('Connected', { timeout: 20_000 });
   await expect(page.getByTestId('link-state')).toHaveText('');
+  await expect(page.getByTestId('go-ready')).toBeEnabled();
   expect(errors).toEqual([]);
   await context.close();
 });

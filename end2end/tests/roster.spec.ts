@@ -1,58 +1,44 @@
-import { expect, test } from '@playwright/test';
-import { ADMIN, adminContext, hydrated, signIn } from './helpers';
+import { expect, hydrated, readyOperator, signedIn, test } from './helpers';
 
-// In Harbor Labs, where no other browser test takes calls: Lena is its
-// operator, and no robot of another test's calls can ring her.
-const LENA = 'lena.fischer@harbor.example';
-
-test('the roster filters in place with counters fixed, shows an operator going ready on push, and one whose browser died going offline (Harbor Labs)', async ({ browser }) => {
+// In the test's own Harbor Labs, Lena is the only operator: the counters
+// count her alone.
+test('the roster filters in place with counters fixed, shows an operator going ready on push, and one whose browser died going offline (Harbor Labs)', async ({ browser, org }) => {
   test.setTimeout(90_000);
-  // Its own sign-in: switching org is kept on the sign-in, so the shared
-  // admin state of the other tests must not switch.
-  const adminCtx = await browser.newContext();
+  const adminCtx = await signedIn(browser, org, org.admin);
   const admin = await adminCtx.newPage();
-  await signIn(admin, ADMIN);
-  await expect(admin).toHaveURL(/\/admin\/directory$/);
+  await admin.goto('/admin/directory');
   await hydrated(admin);
-  await admin.getByLabel('Organisation').selectOption({ label: 'Harbor Labs · admin' });
+  await admin.getByLabel('Organisation').selectOption({ label: `${org.orgs['org-harbor'].name} · admin` });
   await admin.getByRole('button', { name: 'Switch' }).click();
-  await expect(admin.getByTestId('robots').getByRole('link', { name: 'hb-pick-01' })).toBeVisible();
+  await expect(admin.getByTestId('robots').getByRole('link', { name: org.robots['hb-pick-01'].id })).toBeVisible();
   await admin.goto('/ops/roster');
   await hydrated(admin);
-  const lenaRow = admin.locator('[data-testid="roster-row"][data-agent="u-lena"]');
+  const lenaRow = admin.locator(`[data-testid="roster-row"][data-agent="${org.people.lena.id}"]`);
   await expect(lenaRow).toHaveAttribute('data-state', 'offline');
   await admin.evaluate(() => ((window as any).__noReload = true));
   // Says how it is kept current: pushed (live) once the socket is up.
   await expect(admin.getByTestId('roster-counters')).toContainText('· live');
 
   // Lena signs in and goes Ready in her own browser: pushed, no reload here.
-  const lenaContext = await browser.newContext();
-  const lena = await lenaContext.newPage();
-  await signIn(lena, LENA);
-  await expect(lena).toHaveURL(/\/operator$/);
-  await lena.getByTestId('go-ready').click();
-  await expect(lena.getByTestId('presence')).toHaveText('ready');
+  const lenaContext = (await readyOperator(browser, org, org.people.lena)).context();
   // Pushed, or at the latest with the 8 s poll.
   await expect(lenaRow).toHaveAttribute('data-state', 'ready', { timeout: 12_000 });
   await expect(lenaRow).toContainText('Lena Fischer');
-  await expect(lenaRow).not.toContainText('lena.fischer@harbor.example'); // email searchable, never shown
+  await expect(lenaRow).not.toContainText(org.people.lena.email); // email searchable, never shown
 
-  // Filters narrow the rows, never the counters (other browser tests run
-  // beside this one, so the counts may move; they must keep counting rows
+  // Filters narrow the rows, never the counters (they keep counting rows
   // the filter hides). The filters live in the URL.
   const counts = async () => {
     const [online, ready] = (await admin.getByTestId('roster-counts').innerText()).match(/\d+/g)!.map(Number);
     return { online, ready };
   };
-  expect((await counts()).online).toBeGreaterThanOrEqual(1);
+  expect(await counts()).toEqual({ online: 1, ready: 1 });
   await admin.getByTestId('roster-search').fill('fischer');
   await expect(admin.getByTestId('roster-row')).toHaveCount(1);
   await expect(admin).toHaveURL(/[?&]q=fischer/);
   await admin.getByTestId('roster-state').selectOption('aux');
   await expect(admin.getByTestId('roster-row')).toHaveCount(0);
-  const whileEmpty = await counts();
-  expect(whileEmpty.online).toBeGreaterThanOrEqual(1); // Lena, hidden by the filter
-  expect(whileEmpty.ready).toBeGreaterThanOrEqual(1); // Lena, hidden by the filter
+  expect(await counts(), 'Lena, hidden by the filter').toEqual({ online: 1, ready: 1 });
   await admin.getByTestId('roster-state').selectOption('ready');
   await expect(admin.getByTestId('roster-row')).toHaveCount(1);
   expect(await admin.evaluate(() => (window as any).__noReload)).toBe(true);
@@ -75,8 +61,8 @@ test('the roster filters in place with counters fixed, shows an operator going r
 
 // Rule R05: the roster is read-only; a row's only evidence of a change is
 // its state and how long it has held it.
-test('r05 a roster row offers no transition control, only its state and its age', async ({ browser }) => {
-  const context = await adminContext(browser);
+test('r05 a roster row offers no transition control, only its state and its age', async ({ browser, org }) => {
+  const context = await signedIn(browser, org, org.admin);
   const admin = await context.newPage();
   await admin.goto('/ops/roster');
   await hydrated(admin);
@@ -90,8 +76,8 @@ test('r05 a roster row offers no transition control, only its state and its age'
 // Rule R09: re-fetched every 8 s, on a clock the test moves (no waiting).
 // The org's socket is answered by the test and stays silent, so every
 // fetch counted is the poll's, not a push's.
-test('r09 the roster is fetched again every 8 s', async ({ browser }) => {
-  const context = await adminContext(browser);
+test('r09 the roster is fetched again every 8 s', async ({ browser, org }) => {
+  const context = await signedIn(browser, org, org.admin);
   const admin = await context.newPage();
   await admin.routeWebSocket(/\/ws/, () => {});
   await admin.clock.install();

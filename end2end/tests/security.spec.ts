@@ -1,5 +1,5 @@
-import { expect, Page, test } from '@playwright/test';
-import { adminContext, hydrated } from './helpers';
+import { Page } from '@playwright/test';
+import { expect, hydrated, signedIn, test } from './helpers';
 
 /** Every message Chromium logs about the page's security policy. */
 function policyReports(page: Page): string[] {
@@ -13,8 +13,9 @@ function policyReports(page: Page): string[] {
 
 // Issue "Hardening II", finding 6: the headers forbid framing and limit
 // scripts; the hydrated app, the chunk loader and the sockets must still work.
-test('s06 pages hydrate and load their chunks under the security policy, and refuse to be framed', async ({ browser, baseURL }) => {
-  const context = await adminContext(browser);
+test('s06 pages hydrate and load their chunks under the security policy, and refuse to be framed', async ({ browser, baseURL, org }) => {
+  const robot = org.robots['ue-pick-01'].id;
+  const context = await signedIn(browser, org, org.admin);
   const page = await context.newPage();
   const reports = policyReports(page);
   const response = await page.goto('/admin/directory');
@@ -22,8 +23,8 @@ test('s06 pages hydrate and load their chunks under the security policy, and ref
   expect(response?.headers()['x-frame-options']).toBe('DENY');
   await hydrated(page);
   // A deferred panel: its chunks load through the split loader.
-  await page.getByTestId('robots').getByRole('link', { name: 'ue-pick-01' }).click();
-  await expect(page).toHaveURL(/robot=ue-pick-01/);
+  await page.getByTestId('robots').getByRole('link', { name: robot }).click();
+  await expect(page).toHaveURL(new RegExp(`robot=${robot}`));
   await expect(page.getByTestId('rotate-token')).toBeVisible();
   // The live screens' socket opens too.
   await page.goto('/ops/wallboard');

@@ -1,5 +1,5 @@
-import { CDPSession, expect, Page, test, WebSocketRoute } from '@playwright/test';
-import { adminContext, hydrated } from './helpers';
+import { CDPSession, Page, WebSocketRoute } from '@playwright/test';
+import { expect, hydrated, signedIn, test } from './helpers';
 
 // The browser's one socket client (app/src/socket.rs) owns the listeners of
 // each WebSocket it makes and drops them once that socket has closed: a
@@ -38,9 +38,9 @@ async function held(cdp: CDPSession): Promise<{ functions: number; sockets: numb
   return { functions, sockets };
 }
 
-test('a live screen whose watch socket reconnects 50 times holds no more functions or sockets than after 5', async ({ browser }) => {
+test('a live screen whose watch socket reconnects 50 times holds no more functions or sockets than after 5', async ({ browser, org }) => {
   test.setTimeout(300_000);
-  const context = await adminContext(browser);
+  const context = await signedIn(browser, org, org.admin);
   const page: Page = await context.newPage();
   // The wallboard's watch socket, accepted here (not by the server) and
   // closed by the test, as often as it likes.

@@ -24,6 +24,9 @@ pub struct Config {
     pub secure_cookies: Option<bool>,
     /// `CLUTCHCALL_DEMO`: whether an empty database gets the demo org.
     pub demo: DemoSeed,
+    /// `CLUTCHCALL_TEST_ORGS=1`: browser tests make their own copies of the
+    /// demo orgs (`POST /test/orgs`). Loopback addresses only.
+    pub test_orgs: bool,
     /// `CLUTCHCALL_METRICS_ADDR`: where `/metrics` listens (its figures
     /// span orgs: keep it private). Default `127.0.0.1:9464`; `off` disables.
     pub metrics_addr: Option<SocketAddr>,
@@ -118,6 +121,9 @@ pub struct Settings {
     /// `1` creates the demo org on any empty database, `0` never; default: only on a loopback address.
     #[arg(long, env = "CLUTCHCALL_DEMO", value_parser = clap::builder::BoolishValueParser::new())]
     pub demo: Option<bool>,
+    /// Browser tests only: `1` opens `POST /test/orgs`, which makes a fresh copy of the demo orgs (public password) for each test; refused on a non-loopback address.
+    #[arg(long, env = "CLUTCHCALL_TEST_ORGS", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
+    pub test_orgs: bool,
     /// Where `GET /metrics` listens (its figures span orgs: keep it private); `off` disables it.
     #[arg(long, env = "CLUTCHCALL_METRICS_ADDR", default_value = "127.0.0.1:9464", value_parser = metrics_addr)]
     pub metrics_addr: MetricsAddr,
@@ -242,6 +248,7 @@ impl Config {
                 Some(true) => DemoSeed::Always,
                 Some(false) => DemoSeed::Never,
             },
+            test_orgs: s.test_orgs,
             sign_ins_per_address_per_minute: s.sign_ins_per_minute,
             trusted_proxies: s.trusted_proxies.into_iter().map(|b| b.0).collect(),
             relay: crate::relay::RelayLimits {
@@ -276,6 +283,7 @@ impl Config {
             metrics_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             secure_cookies: None,
             demo: DemoSeed::Always,
+            test_orgs: false,
             sign_ins_per_address_per_minute: crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE,
             trusted_proxies: Vec::new(),
             relay: crate::relay::RelayLimits::default(),

@@ -90,6 +90,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let store = store::connect(&config.database_url()).await?;
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     let addr = listener.local_addr()?;
+    if config.test_orgs && !addr.ip().is_loopback() {
+        anyhow::bail!("CLUTCHCALL_TEST_ORGS=1 lets anyone create orgs with a public password: it is for browser tests on a loopback address, and {addr} is not one");
+    }
     let seeded_demo = config.demo.applies(addr) && seed::seed_demo_if_empty(store.as_ref()).await?;
     let empty = !seeded_demo && store.is_empty().await?;
 
@@ -123,15 +126,18 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let views = Arc::new(crate::services::OrgViews::new(store.clone(), engine.clone(), relay.clone()));
     let backend: SharedBackend = Arc::new(ServerBackend {
         engine: engine.clone(),
-        views,
+        views: views.clone(),
         sessions: sessions.clone(),
         bookings,
         robots: robots.clone(),
         quotas: quotas.clone(),
         accounts: accounts.clone(),
     });
+    let test_orgs = match config.test_orgs {
+        true => Some(Arc::new(crate::services::TestOrgs::new(store.clone(), robots.clone()).await)),
+        false => None,
+    };
     let sign_in_throttle = throttle.clone();
-    let backend_for_metrics = backend.clone();
     let state = AppState {
         leptos_options,
         backend,
@@ -150,6 +156,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         passwords,
         quotas: quotas.clone(),
         presence_ttl_ms: config.presence_ttl_ms,
+        test_orgs,
     };
     let app = http::router(state);
 
@@ -171,7 +178,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     });
     let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_throttle(throttle, quotas)), relay_job, episodes_job];
     let metrics_addr = match config.metrics_addr {
-        Some(at) => match metrics::serve(at, backend_for_metrics, store.clone()).await {
+        Some(at) => match metrics::serve(at, views).await {
             Ok((bound, task)) => {
                 jobs.push(task);
                 Some(bound)

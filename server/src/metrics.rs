@@ -4,17 +4,17 @@
 //! default), never on the public port.
 //!
 //! Gauges are computed at scrape time from the same picture the overview
-//! shows (`Backend::ops_board`, rules in `domain::board`); the dispatch latency
-//! histogram is recorded by the engine as calls are raised.
+//! shows (`OrgViews::ops_board`, rules in `domain::board`); the dispatch
+//! latency histogram is recorded by the engine as calls are raised.
 
-use app::functions::backend::SharedBackend;
+use crate::services::OrgViews;
 use domain::models::PresenceState;
 use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::net::SocketAddr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Seconds from a distress call reaching the engine to its answer (offer or queue).
 pub const DISPATCH_SECONDS: &str = "clutchcall_dispatch_seconds";
@@ -40,16 +40,15 @@ pub fn handle() -> PrometheusHandle {
 
 #[derive(Clone)]
 struct Scrape {
-    backend: SharedBackend,
-    store: crate::store::SharedStore,
+    views: Arc<OrgViews>,
     handle: PrometheusHandle,
 }
 
 /// Binds the metrics address and serves `/metrics` until the task is aborted.
-pub async fn serve(addr: SocketAddr, backend: SharedBackend, store: crate::store::SharedStore) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+pub async fn serve(addr: SocketAddr, views: Arc<OrgViews>) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    let app = Router::new().route("/metrics", get(scrape)).with_state(Scrape { backend, store, handle: handle() });
+    let app = Router::new().route("/metrics", get(scrape)).with_state(Scrape { views, handle: handle() });
     let task = tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::warn!(error = %e, "metrics listener stopped");
@@ -59,10 +58,10 @@ pub async fn serve(addr: SocketAddr, backend: SharedBackend, store: crate::store
 }
 
 async fn scrape(State(s): State<Scrape>) -> String {
-    match s.store.org_ids().await {
+    match s.views.org_ids().await {
         Ok(orgs) => {
             for org in orgs {
-                match s.backend.ops_board(&org).await {
+                match s.views.ops_board(&org).await {
                     Ok(board) => record(&org, &board),
                     Err(e) => tracing::warn!(%org, error = %e, "metrics: org picture failed"),
                 }

@@ -81,45 +81,80 @@ pub fn demo_operator_emails() -> Vec<&'static str> {
 }
 
 pub fn demo_seed() -> Seed {
-    let password_hash = |_: &str| hash_password(DEMO_PASSWORD);
+    demo_copy(&DemoNames::default(), || hash_password(DEMO_PASSWORD))
+}
+
+/// How one copy of the demo orgs names its rows: as listed above (the
+/// demo itself), or with every id and email marked by a browser test's
+/// tag, so that copies made side by side never share a person, a robot or
+/// an org. Display names stay as they are: screens read the same.
+#[derive(Clone, Debug, Default)]
+pub struct DemoNames {
+    tag: Option<String>,
+}
+
+impl DemoNames {
+    pub fn tagged(tag: &str) -> DemoNames {
+        DemoNames { tag: Some(tag.to_string()) }
+    }
+
+    /// An org, person or robot id: `uk-insp-01` → `uk-insp-01-<tag>`.
+    pub fn id(&self, id: &str) -> String {
+        match &self.tag {
+            Some(tag) => format!("{id}-{tag}"),
+            None => id.to_string(),
+        }
+    }
+
+    /// An email: `asha.rao@northstar.example` → `asha.rao@<tag>.northstar.example`.
+    pub fn email(&self, email: &str) -> String {
+        match (&self.tag, email.split_once('@')) {
+            (Some(tag), Some((local, domain))) => format!("{local}@{tag}.{domain}"),
+            _ => email.to_string(),
+        }
+    }
+}
+
+/// The demo orgs under `names`; `password_hash` is asked once per person.
+pub fn demo_copy(names: &DemoNames, mut password_hash: impl FnMut() -> String) -> Seed {
     let mut seed = Seed {
         orgs: vec![
-            NewOrg { id: DEMO_ORG_ID.into(), name: "Northstar Robotics".into() },
-            NewOrg { id: SECOND_ORG_ID.into(), name: "Harbor Labs".into() },
+            NewOrg { id: names.id(DEMO_ORG_ID), name: "Northstar Robotics".into() },
+            NewOrg { id: names.id(SECOND_ORG_ID), name: "Harbor Labs".into() },
         ],
         ..Seed::default()
     };
     for &(id, name, email, external_id, org, role, region, certs) in PEOPLE {
         seed.users.push(NewUser {
-            id: id.into(),
-            email: email.into(),
+            id: names.id(id),
+            email: names.email(email),
             display_name: name.into(),
             external_id: external_id.map(Into::into),
-            password_hash: password_hash(id),
+            password_hash: password_hash(),
         });
-        seed.memberships.push(NewMembership { org_id: org.into(), user_id: id.into(), role });
+        seed.memberships.push(NewMembership { org_id: names.id(org), user_id: names.id(id), role });
         seed.operator_profiles.push(NewOperatorProfile {
-            org_id: org.into(),
-            user_id: id.into(),
+            org_id: names.id(org),
+            user_id: names.id(id),
             region: region.into(),
             certifications: certs.iter().map(|c| c.to_string()).collect(),
         });
     }
     // The demo org's client (seed 001): books robots, watches its sessions.
     let (id, name, email) = DEMO_CLIENT;
-    seed.users.push(NewUser { id: id.into(), email: email.into(), display_name: name.into(), external_id: None, password_hash: password_hash(id) });
-    seed.memberships.push(NewMembership { org_id: DEMO_ORG_ID.into(), user_id: id.into(), role: Role::Client });
+    seed.users.push(NewUser { id: names.id(id), email: names.email(email), display_name: name.into(), external_id: None, password_hash: password_hash() });
+    seed.memberships.push(NewMembership { org_id: names.id(DEMO_ORG_ID), user_id: names.id(id), role: Role::Client });
     // The demo admin also runs the second org, so org switching is visible.
-    seed.memberships.push(NewMembership { org_id: SECOND_ORG_ID.into(), user_id: "u-dana".into(), role: Role::Admin });
+    seed.memberships.push(NewMembership { org_id: names.id(SECOND_ORG_ID), user_id: names.id("u-dana"), role: Role::Admin });
     for &(id, org, model, site, pop, req_cert) in ROBOTS {
         seed.robots.push(NewRobot {
-            id: id.into(),
-            org_id: org.into(),
+            id: names.id(id),
+            org_id: names.id(org),
             model: model.into(),
             site: site.into(),
             pop: pop.into(),
             req_cert: req_cert.into(),
-            token_hash: token_hash(&demo_robot_token(id)),
+            token_hash: token_hash(&demo_robot_token(&names.id(id))),
         });
     }
     seed.link_floors = FLOORS
@@ -132,6 +167,39 @@ pub fn demo_seed() -> Seed {
         })
         .collect();
     seed
+}
+
+/// What a browser test is told of its copy of the demo orgs: each org,
+/// person and robot under its demo id (`org-northstar`, `u-asha`,
+/// `uk-insp-01`), with the copy's own ids, emails and robot tokens.
+#[derive(Debug, serde::Serialize)]
+pub struct DemoCopyAnswer {
+    pub tag: String,
+    pub password: &'static str,
+    pub orgs: std::collections::BTreeMap<&'static str, serde_json::Value>,
+    pub people: std::collections::BTreeMap<&'static str, serde_json::Value>,
+    pub robots: std::collections::BTreeMap<&'static str, serde_json::Value>,
+}
+
+impl DemoCopyAnswer {
+    pub fn new(tag: &str) -> DemoCopyAnswer {
+        use serde_json::json;
+        let names = DemoNames::tagged(tag);
+        let people = PEOPLE.iter().map(|p| (p.0, p.1, p.2)).chain([DEMO_CLIENT]);
+        DemoCopyAnswer {
+            tag: tag.to_string(),
+            password: DEMO_PASSWORD,
+            orgs: [(DEMO_ORG_ID, "Northstar Robotics"), (SECOND_ORG_ID, "Harbor Labs")]
+                .into_iter()
+                .map(|(id, name)| (id, json!({ "id": names.id(id), "name": name })))
+                .collect(),
+            people: people.map(|(id, name, email)| (id, json!({ "id": names.id(id), "name": name, "email": names.email(email) }))).collect(),
+            robots: ROBOTS
+                .iter()
+                .map(|r| (r.0, json!({ "id": names.id(r.0), "token": demo_robot_token(&names.id(r.0)), "org": names.id(r.1) })))
+                .collect(),
+        }
+    }
 }
 
 /// Seeds the demo when the database holds no org. Returns whether it did.

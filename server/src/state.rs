@@ -41,6 +41,8 @@ pub struct AppState {
     pub passwords: Arc<crate::services::PasswordChecker>,
     /// How often each kind of write may be made.
     pub quotas: Arc<crate::services::Quotas>,
+    /// Browser tests' own orgs (`CLUTCHCALL_TEST_ORGS=1`); `None` in service.
+    pub test_orgs: Option<Arc<crate::services::TestOrgs>>,
     /// A console tab silent this long is closed (its presence then lapses).
     pub presence_ttl_ms: i64,
 }

@@ -14,6 +14,7 @@ pub mod origin;
 mod principal;
 mod render;
 pub mod robot_rate;
+mod test_orgs;
 
 use crate::state::AppState;
 use app::functions::backend::SharedBackend;
@@ -142,6 +143,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/v1", crate::api::router())
         .route("/ws", get(crate::ring::ws_handler))
         .route("/relay/{session_id}", get(crate::relay::relay_handler))
+        .merge(test_orgs::routes(&state))
         .layer(axum::middleware::from_fn_with_state(state.origins.clone(), origin::check_origin))
         .layer(axum::middleware::from_fn_with_state(state.trusted_proxies.clone(), client::record))
         .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, REQUEST_TIMEOUT))

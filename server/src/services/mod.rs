@@ -10,6 +10,7 @@ pub mod quotas;
 pub mod registry;
 pub mod sessions;
 pub mod tabs;
+pub mod test_orgs;
 pub mod views;
 pub mod throttle;
 
@@ -21,6 +22,7 @@ pub use quotas::{Quotas, Write};
 pub use registry::RobotRegistry;
 pub use sessions::SessionService;
 pub use tabs::{Credential, Ended, OpenTabs, TabPass};
+pub use test_orgs::TestOrgs;
 pub use throttle::SignInThrottle;
 pub use views::OrgViews;
 

@@ -103,6 +103,18 @@ impl RobotRegistry {
         Ok((registry, task))
     }
 
+    /// Remembers every robot of an org written by another path (a browser
+    /// test's copy of the demo): nobody holds their tokens yet, so none can
+    /// have been revoked since they were read.
+    pub async fn adopt_org(&self, org_id: &str) -> StoreResult<()> {
+        let read = self.store.robots_with_token(org_id).await?;
+        let mut robots = self.robots.write().expect("robots lock");
+        for (robot, token_hash) in read {
+            robots.remember(robot, token_hash);
+        }
+        Ok(())
+    }
+
     /// The robot a bearer token belongs to: from memory, else (a robot
     /// written by another path, e.g. a seed) from the store, then remembered.
     pub async fn by_token_hash(&self, token_hash: &str) -> StoreResult<Option<RobotRecord>> {

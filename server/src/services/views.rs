@@ -28,6 +28,11 @@ impl OrgViews {
         OrgViews { store, engine, relay }
     }
 
+    /// Every org's id (the metrics' scrape walks them all).
+    pub async fn org_ids(&self) -> Result<Vec<String>, AppError> {
+        self.store.org_ids().await.map_err(internal)
+    }
+
     /// The org's operator scores (rule L10), by operator.
     async fn scores(&self, org_id: &str) -> Result<Scores, AppError> {
         Ok(scores_of(self.store.operator_scores(org_id).await.map_err(internal)?))

@@ -1,0 +1,52 @@
+import { spawn } from 'node:child_process';
+import * as path from 'node:path';
+import { expect, hydrated, readyOperator, signedIn, test } from './helpers';
+
+// A real edge agent: the simulator playing ue-pick-01 of the test's own
+// org, where Carla (Austin, pick-place · tier-2) is the only one ready.
+const SIM = process.env.CLUTCHCALL_SIM_BIN ?? path.resolve(__dirname, '../../target/debug/clutchcall-sim');
+
+test('W15 L12: the cockpit shows the joints and camera the robot sends on the relay, the wallboard shows it flowing, and the completed session is an episode', async ({ browser, baseURL, org }) => {
+  // Its cockpit steps have taken up to 10 s each on CI's two cores.
+  test.setTimeout(120_000);
+  const robot = org.robots['ue-pick-01'];
+  const admin = await signedIn(browser, org, org.admin);
+  const page = await readyOperator(browser, org, org.people.carla);
+  const context = page.context();
+
+  const sim = spawn(SIM, ['--base', baseURL!, '--operators', 'false', '--robot', `${robot.id}=${robot.token}`, '--call-every-s', '2', '--calls', '1'], { stdio: 'ignore' });
+  try {
+    await expect(page.getByTestId('offer-robot')).toHaveText(robot.id, { timeout: 15_000 });
+    await page.keyboard.press('Enter');
+    await expect(page).toHaveURL(/\/cockpit\//);
+    await expect(page.getByTestId('cockpit-lifecycle')).toHaveText('ACTIVE');
+    // The edge agent joins when it sees its session attached (it polls each second).
+    await expect(page.getByTestId('relay-status')).toHaveText('robot connected', { timeout: 15_000 });
+    await expect(page.getByTestId('joint-plot').locator('path').first()).toHaveAttribute('d', /^M[\d.]+ [\d.]+ L/);
+    await expect(page.getByTestId('camera')).toBeVisible();
+    await page.keyboard.press('ArrowUp'); // a drive key: an action on the relay
+
+    const board = await admin.newPage();
+    await board.goto('/ops/wallboard');
+    await hydrated(board);
+    await expect(board.getByTestId(`relay-${robot.id}`).getByTestId('relay-health')).toHaveText('flowing');
+    await page.screenshot({ path: 'test-results/cockpit-relay.png', fullPage: true });
+
+    await page.keyboard.press('c');
+    await page.keyboard.press('c');
+    await expect(page.getByTestId('cockpit-lifecycle')).toHaveText('COMPLETED');
+    sim.kill();
+
+    const datasets = await admin.newPage();
+    await expect(async () => {
+      await datasets.goto('/datasets');
+      await hydrated(datasets);
+      await expect(datasets.getByTestId('episodes').filter({ hasText: robot.id })).toHaveCount(1, { timeout: 1_000 });
+    }).toPass({ timeout: 15_000 });
+    await expect(datasets.getByTestId('dataset').filter({ hasText: robot.id }).getByTestId('download-v3')).toHaveAttribute('href', /lerobot\.tar\?version=v3\.0$/);
+  } finally {
+    sim.kill();
+    await context.close();
+    await admin.close();
+  }
+});

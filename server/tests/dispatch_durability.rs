@@ -120,11 +120,15 @@ both_backends_with!(d07_offers_that_went_stale_while_down_are_re_dispatched, |c:
     let (_, second) = app.raise("ue-pick-02").await; // queued: Carla is ringing
     let first = first["sessionId"].as_str().unwrap().to_string();
     let second = second["sessionId"].as_str().unwrap().to_string();
+    let expires_at = app.running().store.open_offers().await.unwrap().into_iter().find(|o| o.session_id == first).expect("Carla's offer").expires_at;
     // Crash before the sweeper can expire the offer; stay down past its window.
     if let Some(running) = app.running.take() {
         running.kill();
     }
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Time is the input, and no server runs to signal anything: wall time
+    // passes the offer's expiry (the restarted engine's clock starts at it).
+    tokio::time::sleep(Duration::from_millis((expires_at + 1 - server::clock::now_ms()).max(0) as u64)).await;
+    assert!(server::clock::now_ms() > expires_at);
     app.crash_and_restart().await;
 
     let store = &app.running().store;

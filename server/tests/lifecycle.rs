@@ -143,8 +143,12 @@ both_backends_with!(l02_a_pending_call_nobody_takes_is_cancelled_after_the_pendi
     app.finish().await;
 });
 
+const SHORT_CHAIN: domain::inactivity::InactivityPolicy = domain::inactivity::InactivityPolicy { check_ms: 150, warning_after_ms: 600, stop_after_warning_ms: 400 };
+/// How long after its last input an idle session is cancelled.
+const IDLE_STOP_MS: i64 = SHORT_CHAIN.warning_after_ms + SHORT_CHAIN.stop_after_warning_ms;
+
 fn short_chain(c: &mut server::config::Config) {
-    c.inactivity = domain::inactivity::InactivityPolicy { check_ms: 150, warning_after_ms: 600, stop_after_warning_ms: 400 };
+    c.inactivity = SHORT_CHAIN;
 }
 
 both_backends_with!(l07_an_idle_session_is_checked_warned_over_the_ring_channel_and_cancelled, short_chain, |app: TestApp| async move {
@@ -180,21 +184,26 @@ both_backends_with!(l07_an_idle_session_is_checked_warned_over_the_ring_channel_
 
 both_backends_with!(l03_l07_input_keeps_a_session_alive_and_a_paused_one_takes_no_input, short_chain, |app: TestApp| async move {
     use futures::{SinkExt, StreamExt};
+    use server::relay::recording::Sample;
     use tokio_tungstenite::tungstenite::Message;
     let session = attach_asha(&app, "uk-pick-01").await;
     // Operator input reaches the server only through the relay, as actions.
     let mut cockpit = common::relay(&app, &session, None, Some(&common::session_cookie(&app, OPERATOR).await)).await.unwrap();
     let action = || Message::Text(serde_json::to_string(&domain::relay::RelayMsg::Action { t_ms: 0, values: vec![0.1; 6] }).unwrap().into());
-    // Input every 150 ms for 1.5 s (well past warning + stop): never warned.
+    let started = app.running().sessions.session(ORG, &session).await.unwrap().unwrap().started_at.unwrap();
+    // Time is the input: input every 150 ms for 1.5 s (well past warning + stop): never warned.
     for _ in 0..10 {
         cockpit.send(action()).await.unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(150)).await;
     }
+    // Idle since its start, it would have been cancelled by now.
+    common::after_engine_time(&app, ORG, started + IDLE_STOP_MS).await;
     let record = app.running().sessions.session(ORG, &session).await.unwrap().unwrap();
     assert_eq!(record.lifecycle, LifecycleState::Active, "input kept it alive");
     // Paused: the chain stops, and input is refused (rule L03).
     app.engine().steer_session(ORG, &session, LifecycleState::Paused, Some("u-asha")).await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let paused_at = app.engine().clock().now_ms();
+    common::recorded(&app, &session, "the pause", |samples| samples.iter().any(|s| matches!(s, Sample::Pause { .. }))).await;
     cockpit.send(action()).await.unwrap();
     let refused = tokio::time::timeout(std::time::Duration::from_secs(5), async {
         while let Some(Ok(Message::Text(text))) = cockpit.next().await {
@@ -207,7 +216,8 @@ both_backends_with!(l03_l07_input_keeps_a_session_alive_and_a_paused_one_takes_n
     .await
     .expect("the refusal comes");
     assert!(refused.contains("paused"), "{refused}");
-    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    // Time is the input: had the chain run on, it would have cancelled the session by then.
+    common::after_engine_time(&app, ORG, paused_at + IDLE_STOP_MS).await;
     let record = app.running().sessions.session(ORG, &session).await.unwrap().unwrap();
     assert_eq!(record.lifecycle, LifecycleState::Paused, "a paused session runs no chain");
     let admin = browser();

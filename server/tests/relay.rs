@@ -83,6 +83,39 @@ async fn send_for(ws: &mut Socket, value: f32, ms: u64) {
     }
 }
 
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Seen {
+    Active,
+    Paused,
+}
+
+/// Waits until the relay has seen the session's lifecycle move: the
+/// cockpit sends an action, which the relay either passes to the robot
+/// (it sees the session ACTIVE) or refuses (PAUSED), until it answers `to`.
+/// Every action gets one of the two answers: nothing waits on silence.
+async fn relay_sees(cockpit: &mut Socket, robot: &mut Socket, to: Seen) {
+    const PROBE: f32 = 5.0;
+    let is = |message: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>, want: fn(RelayMsg) -> bool| match message {
+        Some(Ok(Message::Text(text))) => serde_json::from_str(&text).is_ok_and(want),
+        Some(Ok(_)) => false,
+        other => panic!("a relay socket ended: {other:?}"),
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        cockpit.send(action(PROBE)).await.unwrap();
+        let seen = loop {
+            tokio::select! {
+                m = robot.next() => if is(m, |m| matches!(m, RelayMsg::Action { values, .. } if values.first() == Some(&PROBE))) { break Seen::Active },
+                m = cockpit.next() => if is(m, |m| matches!(m, RelayMsg::Refused { .. })) { break Seen::Paused },
+                _ = tokio::time::sleep_until(deadline) => panic!("the relay never saw the session {to:?}"),
+            }
+        };
+        if seen == to {
+            return;
+        }
+    }
+}
+
 async fn episode_frames(app: &TestApp, session: &str) -> i64 {
     for _ in 0..100 {
         let frames = scalar(&app.database_url(), &format!("SELECT COALESCE(MAX(frames), -1) FROM episodes WHERE session_id = '{session}'")).await;
@@ -172,11 +205,11 @@ both_backends!(l12_recording_covers_active_time_only_and_l11_completed_makes_an_
     robot.send(Message::Binary(CameraFrame { name: "front".into(), t_ms: 0, jpeg: jpeg() }.encode().into())).await.unwrap();
     send_for(&mut robot, 1.5, 200).await;
     app.engine().steer_session(ORG, &session, LifecycleState::Paused, Some("u-asha")).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    relay_sees(&mut cockpit, &mut robot, Seen::Paused).await;
     // Paused: frames still flow to the cockpit but are not recorded.
     send_for(&mut robot, 99.0, 300).await;
     app.engine().steer_session(ORG, &session, LifecycleState::Active, Some("u-asha")).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    relay_sees(&mut cockpit, &mut robot, Seen::Active).await;
     send_for(&mut robot, 2.0, 300).await;
     app.engine().finish_session(ORG, &session, LifecycleState::Completed, "done").await.unwrap();
     // The channel closes with the session.
@@ -204,8 +237,11 @@ both_backends!(l12_recording_covers_active_time_only_and_l11_completed_makes_an_
     let mut robot = relay(&app, &second, Some("uk-pick-01"), None).await.unwrap();
     send_for(&mut robot, 3.0, 200).await;
     app.engine().finish_session(ORG, &second, LifecycleState::Cancelled, "robot fault").await.unwrap();
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // Recordings are finished, and episodes made, in the order sessions end:
+    // once a later session's episode is made, the cancelled one was dealt with.
+    record_episode(&app, "uk-pick-01", 4.0).await;
     assert_eq!(scalar(&app.database_url(), &format!("SELECT COUNT(*) FROM episodes WHERE session_id = '{second}'")).await, 0);
+    assert_eq!(scalar(&app.database_url(), "SELECT COUNT(*) FROM audit_records WHERE action = 'episode_recorded'").await, 2, "the first and the later one");
     assert!(!data_dir.join("recordings").join(format!("{second}.jsonl")).exists(), "the recording is deleted");
     app.finish().await;
 });

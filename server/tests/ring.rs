@@ -141,10 +141,14 @@ both_backends_with!(r08_a_killed_console_lapses_to_offline_and_gets_no_offers, |
 
 both_backends_with!(heartbeats_keep_a_quiet_console_present, |c: &mut server::config::Config| c.presence_ttl_ms = 1_000, |app: TestApp| async move {
     let mut tab = ready_tab(&app, OPERATOR).await;
+    // Time is the input: heartbeats every 0.4 s, and nothing else, for over twice the TTL.
     for _ in 0..6 {
         tokio::time::sleep(Duration::from_millis(400)).await;
         tab.send(ConsoleMsg::Heartbeat).await;
     }
+    // Had they not counted, the server would have closed the tab as silent
+    // a TTL after its Ready (and it would have lapsed): it still answers.
+    tab.ping(1).await;
     let state = app.engine().presence_of(ORG, "u-asha").await.unwrap().state;
     assert_eq!(state, PresenceState::Ready, "2.4 s of heartbeats every 0.4 s keep a 1 s TTL alive");
     app.finish().await;

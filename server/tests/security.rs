@@ -228,7 +228,12 @@ both_backends!(a_socket_is_closed_at_sign_out_and_a_ready_after_it_does_nothing,
     let cookie = res.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
     let mut tab = Tab::open(&app, &cookie).await;
     tab.next().await; // welcome
+    let mut other = Tab::open(&app, &cookie).await;
+    other.next().await; // welcome
     assert_eq!(call(&client, &app, "sign_out", &[]).await.status(), StatusCode::OK);
+    // Another tab of the sign-in says Ready once sign-out has answered: the
+    // server reads it (and must refuse it) or has stopped reading.
+    other.send_text(serde_json::to_string(&ConsoleMsg::Ready).unwrap()).await;
     let ended = tab.until(|m| match m {
         RingMsg::Error { code, .. } => Some(code),
         _ => None,
@@ -236,7 +241,9 @@ both_backends!(a_socket_is_closed_at_sign_out_and_a_ready_after_it_does_nothing,
     assert_eq!(tokio::time::timeout(Duration::from_secs(2), ended).await.expect("told at once"), RingError::SignedOut);
     assert!(tab.closed_within(Duration::from_secs(2)).await, "closed at once, not at the next command");
     tab.send_text(serde_json::to_string(&ConsoleMsg::Ready).unwrap()).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A socket is closed after its read loop ends: whatever the server read
+    // on it was handled by then, the other tab's Ready included.
+    assert!(other.closed_within(Duration::from_secs(2)).await);
     let presence = app.engine().presence_of("org-northstar", "u-asha").await.unwrap();
     assert_ne!(presence.state, domain::models::PresenceState::Ready, "a Ready after sign-out is not applied");
     app.finish().await;

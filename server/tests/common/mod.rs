@@ -400,14 +400,13 @@ impl Tab {
         }
     }
 
-    /// No message for `ms` (e.g. a tab that must not ring).
-    pub async fn silent_for(&mut self, ms: u64) -> Option<domain::ring::RingMsg> {
-        use futures::StreamExt;
-        match tokio::time::timeout(std::time::Duration::from_millis(ms), self.ws.next()).await {
-            Err(_) => None,
-            Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Text(text)))) => serde_json::from_str(&text).ok(),
-            Ok(_) => None,
-        }
+    /// A round trip: sends a Ping and waits for its Pong (messages before
+    /// it are skipped). The Pong proves the socket is open and that the
+    /// server's task for it has handled everything sent before, its setup
+    /// (subscribing to its topic; a console's presence) included.
+    pub async fn ping(&mut self, nonce: u64) {
+        self.send(domain::ring::ConsoleMsg::Ping { nonce }).await;
+        self.until(|m| matches!(m, domain::ring::RingMsg::Pong { nonce: n } if n == nonce).then_some(())).await;
     }
 
     /// The HTTP status an upgrade on `path` is refused with.
@@ -435,6 +434,29 @@ impl Tab {
     /// Drops the connection without a close frame, like a killed browser.
     pub fn kill(self) {
         drop(self.ws);
+    }
+}
+
+/// For tests where time is the input (a TTL, a planned end, an inactivity
+/// deadline): waits until the engine's clock has passed `at_ms`, then asks
+/// the org's dispatcher for something. It answers only after firing every
+/// timer due by then and committing what they did, so state read afterwards
+/// shows whatever the deadline brought.
+pub async fn after_engine_time(app: &TestApp, org_id: &str, at_ms: i64) {
+    tokio::time::sleep_until(app.engine().clock().instant_at(at_ms + 1)).await;
+    app.engine().presences(org_id).await;
+}
+
+/// Waits (at most 5 s) until the relay's recording of `session` holds what
+/// `has` looks for, e.g. the `Pause` sample the relay records once it has
+/// seen the session paused. (The recording's file is written every second.)
+pub async fn recorded(app: &TestApp, session: &str, what: &str, has: impl Fn(&[server::relay::recording::Sample]) -> bool) {
+    use server::relay::recording::{read_samples, Recorder};
+    let path = Recorder::path_of(&app.config.data_dir.join("recordings"), session);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !has(&read_samples(&path).unwrap_or_default()) {
+        assert!(std::time::Instant::now() < deadline, "the recording of {session} never showed {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
 

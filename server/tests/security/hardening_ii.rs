@@ -395,12 +395,18 @@ async fn s15_page_loads_cut_off_at_random_points_never_panic() {
     .chain([(format!("/ops/sessions?s={session}"), admin.as_str()), ("/operator".to_string(), operator.as_str()), (format!("/cockpit/{session}"), operator.as_str())])
     .collect();
     let before = REACTIVE_PANICS.load(std::sync::atomic::Ordering::SeqCst);
+    // The runtime's tasks (the server runs on the test's own runtime); the
+    // fewest seen between loads is the server's own, with no request in flight.
+    let alive = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
+    let mut idle = alive();
     for (path, cookie) in &screens {
+        idle = idle.min(alive());
         // How long a whole load takes: the cuts fall anywhere in it.
         let started = std::time::Instant::now();
         let whole = browser().get(app.url(path)).header("cookie", *cookie).send().await.unwrap();
         assert!(whole.status().is_success(), "{path}: {}", whole.status());
         whole.bytes().await.unwrap();
+        idle = idle.min(alive());
         let whole_ms = started.elapsed().as_millis().max(2) as u64;
         let cuts: Vec<_> = (0..24)
             .map(|_| {
@@ -410,8 +416,13 @@ async fn s15_page_loads_cut_off_at_random_points_never_panic() {
             .collect();
         futures::future::join_all(cuts).await;
     }
-    // Renders still running finish (or panic) within this.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Each render runs to its end in a task of its own (its resources in
+    // theirs): back to the idle count, every render has finished or panicked.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while alive() > idle {
+        assert!(std::time::Instant::now() < deadline, "renders still running: {} tasks, {idle} when idle", alive());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(REACTIVE_PANICS.load(std::sync::atomic::Ordering::SeqCst) - before, 0, "a cut-off page load panicked");
     // And the server still serves whole pages.
     assert!(browser().get(app.url("/admin")).header("cookie", &admin).send().await.unwrap().status().is_success());

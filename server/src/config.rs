@@ -24,6 +24,12 @@ pub struct Config {
     pub secure_cookies: Option<bool>,
     /// `CLUTCHCALL_DEMO`: whether an empty database gets the demo org.
     pub demo: DemoSeed,
+    /// `CLUTCHCALL_NATS_URL`: cluster mode (events between instances);
+    /// requires PostgreSQL.
+    pub nats_url: Option<String>,
+    /// `CLUTCHCALL_INSTANCE`: this instance's name in org leases and logs;
+    /// `None`: the host name and the bound port.
+    pub instance: Option<String>,
     /// `CLUTCHCALL_TEST_ORGS=1`: browser tests make their own copies of the
     /// demo orgs (`POST /test/orgs`). Loopback addresses only.
     pub test_orgs: bool,
@@ -121,6 +127,12 @@ pub struct Settings {
     /// `1` creates the demo org on any empty database, `0` never; default: only on a loopback address.
     #[arg(long, env = "CLUTCHCALL_DEMO", value_parser = clap::builder::BoolishValueParser::new())]
     pub demo: Option<bool>,
+    /// Cluster mode: several instances on one PostgreSQL database, their events carried by the NATS server at this URL (e.g. `nats://127.0.0.1:4222`); requires `DATABASE_URL=postgres://…`.
+    #[arg(long, env = "CLUTCHCALL_NATS_URL")]
+    pub nats_url: Option<String>,
+    /// This instance's name, in the org leases that say which instance dispatches which org, and in logs; default: the host name and the port.
+    #[arg(long, env = "CLUTCHCALL_INSTANCE", value_parser = instance_name)]
+    pub instance: Option<String>,
     /// Browser tests only: `1` opens `POST /test/orgs`, which makes a fresh copy of the demo orgs (public password) for each test; refused on a non-loopback address.
     #[arg(long, env = "CLUTCHCALL_TEST_ORGS", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
     pub test_orgs: bool,
@@ -194,6 +206,15 @@ fn metrics_addr(text: &str) -> Result<MetricsAddr, String> {
     }
 }
 
+/// An instance name: unique among the instances on one database, and
+/// without `/` (a lease names its holder `instance/boot`).
+fn instance_name(text: &str) -> Result<String, String> {
+    match text.trim() {
+        name if name.contains('/') => Err(format!("{name:?}: an instance name has no '/'")),
+        name => Ok(name.to_string()),
+    }
+}
+
 /// An origin: `http(s)://host[:port]`, nothing after (lower-cased, no trailing slash).
 fn origin(text: &str) -> Result<String, String> {
     let trimmed = text.trim().trim_end_matches('/');
@@ -249,6 +270,8 @@ impl Config {
                 Some(false) => DemoSeed::Never,
             },
             test_orgs: s.test_orgs,
+            instance: s.instance.filter(|name| !name.trim().is_empty()),
+            nats_url: s.nats_url.filter(|url| !url.trim().is_empty()),
             sign_ins_per_address_per_minute: s.sign_ins_per_minute,
             trusted_proxies: s.trusted_proxies.into_iter().map(|b| b.0).collect(),
             relay: crate::relay::RelayLimits {
@@ -284,6 +307,8 @@ impl Config {
             secure_cookies: None,
             demo: DemoSeed::Always,
             test_orgs: false,
+            instance: None,
+            nats_url: None,
             sign_ins_per_address_per_minute: crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE,
             trusted_proxies: Vec::new(),
             relay: crate::relay::RelayLimits::default(),
@@ -296,6 +321,20 @@ impl Config {
             inactivity: domain::inactivity::InactivityPolicy::default(),
             session_ms: domain::booking::DEFAULT_SESSION_MIN * 60_000,
         }
+    }
+
+    /// This instance's name: as configured, else `host:port` of `addr`.
+    pub fn instance_name(&self, addr: SocketAddr) -> String {
+        if let Some(name) = &self.instance {
+            return name.clone();
+        }
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| "localhost".into());
+        format!("{host}:{}", addr.port())
     }
 
     /// Whether the sign-in cookie is `Secure`: as configured, else exactly

@@ -75,7 +75,7 @@ impl Running {
             job.abort();
         }
         let served = self.serve.await;
-        self.engine.abort();
+        self.engine.stop().await;
         served??;
         Ok(())
     }
@@ -84,6 +84,9 @@ impl Running {
 /// Opens and migrates the database, seeds the demo on an empty one, starts
 /// the engine, binds the address and starts serving.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
+    if config.nats_url.is_some() && !config.database_url().starts_with("postgres") {
+        anyhow::bail!("cluster mode (CLUTCHCALL_NATS_URL) shares one PostgreSQL database between instances: set DATABASE_URL=postgres://…; an SQLite file belongs to one process");
+    }
     if config.database_url.is_none() {
         std::fs::create_dir_all(&config.data_dir)?;
     }
@@ -105,10 +108,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let throttle = Arc::new(SignInThrottle::new(config.sign_ins_per_address_per_minute));
     let tabs = OpenTabs::new();
     let cookie = app::session_cookie::SessionCookie { secure: config.cookies_secure() };
-    let bus: SharedBus = InProcessBus::new();
+    // This run of this instance, in its org leases and on its events.
+    let run = format!("{}/{}", config.instance_name(addr), uuid::Uuid::now_v7().simple());
+    let bus: SharedBus = match &config.nats_url {
+        None => InProcessBus::new(),
+        Some(url) => crate::bus::nats::NatsBus::connect(url, &run)
+            .await
+            .map_err(|e| anyhow::anyhow!("cluster mode needs NATS, and NATS at {url} does not answer ({e}): start it, or unset CLUTCHCALL_NATS_URL"))?,
+    };
     // Each org's dispatcher reloads its calls and re-dispatches offers that
     // went stale while the server was down before it answers anything.
-    let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings()).await?;
+    let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings(), &run).await?;
     let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
     let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone(), engine.clone(), config.booking_caps));
     let quotas = Arc::new(crate::services::Quotas::default());

@@ -115,6 +115,7 @@ async fn d09_a_second_instance_answers_409_for_a_call_in_progress_and_never_disp
     // dispatch lock, so it never decides for the org…
     let mut second_config = app.config.clone();
     second_config.addr = "127.0.0.1:0".parse().unwrap();
+    second_config.instance = Some("second".into());
     let second = server::start(second_config).await.expect("second instance starts");
     let base = format!("http://{}", second.addr);
     let raise = |robot: &'static str| {

@@ -26,7 +26,10 @@ async fn start(database_url: &str, data_dir: &std::path::Path) -> ServerProcess 
         .env("CLUTCHCALL_ADDR", "127.0.0.1:0")
         .env("DATABASE_URL", database_url)
         .env("CLUTCHCALL_DEMO", "0")
-        .env("CLUTCHCALL_SIGNIN_PER_MINUTE", "100000");
+        .env("CLUTCHCALL_SIGNIN_PER_MINUTE", "100000")
+        // The restarted server is the same instance (as a supervisor would
+        // restart it): it takes its orgs' leases back at once.
+        .env("CLUTCHCALL_INSTANCE", format!("kill9-{}", data_dir.file_name().unwrap().to_string_lossy()));
     ServerProcess::start(command).await
 }
 

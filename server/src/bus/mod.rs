@@ -1,7 +1,11 @@
 //! The event bus (DESIGN "Realtime"): every change leaves the engine or a
 //! service as a typed event on a topic; sockets subscribe to the topics
-//! their page needs. `InProcessBus` serves one process; the trait is the
-//! seam for a PostgreSQL `LISTEN/NOTIFY` implementation between instances.
+//! their page needs. One interface, two engines (as Centrifugo has):
+//! `InProcessBus` serves one process; `nats::NatsBus` carries topics
+//! between instances (cluster mode) and fans them out here through an
+//! `InProcessBus` of its own.
+
+pub mod nats;
 
 use domain::events::{Event, Topic};
 use std::collections::HashMap;
@@ -41,16 +45,24 @@ pub trait EventBus: Send + Sync + 'static {
 
 pub type SharedBus = Arc<dyn EventBus>;
 
+/// What a topic's channel carries: its events, and (from a bus between
+/// instances) word that some may have been lost.
+#[derive(Clone, Debug)]
+enum Signal {
+    Event(Event),
+    Resync,
+}
+
 /// One subscriber's stream of a topic.
 pub struct Subscription {
-    rx: broadcast::Receiver<Event>,
+    rx: broadcast::Receiver<Signal>,
 }
 
 impl Subscription {
     pub async fn recv(&mut self) -> Delivery {
         match self.rx.recv().await {
-            Ok(event) => Delivery::Event(event),
-            Err(broadcast::error::RecvError::Lagged(_)) => Delivery::Resync,
+            Ok(Signal::Event(event)) => Delivery::Event(event),
+            Ok(Signal::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => Delivery::Resync,
             Err(broadcast::error::RecvError::Closed) => Delivery::Closed,
         }
     }
@@ -60,24 +72,47 @@ impl Subscription {
 /// dropped when their last subscriber leaves.
 #[derive(Default)]
 pub struct InProcessBus {
-    topics: Mutex<HashMap<Topic, broadcast::Sender<Event>>>,
+    topics: Mutex<HashMap<Topic, broadcast::Sender<Signal>>>,
 }
 
 impl InProcessBus {
     pub fn new() -> Arc<InProcessBus> {
         Arc::new(InProcessBus::default())
     }
+
+    fn send(&self, topic: &Topic, signal: Signal) {
+        let mut topics = self.topics.lock().expect("bus lock");
+        if let Some(tx) = topics.get(topic) {
+            if tx.send(signal).is_err() {
+                // Nobody listens any more.
+                topics.remove(topic);
+            }
+        }
+    }
+
+    /// Tells the topic's subscribers that events may have been lost: each
+    /// reloads its picture from the source.
+    fn resync(&self, topic: &Topic) {
+        self.send(topic, Signal::Resync);
+    }
+
+    /// Whether anyone here still listens to the topic.
+    fn listened(&self, topic: &Topic) -> bool {
+        let mut topics = self.topics.lock().expect("bus lock");
+        match topics.get(topic) {
+            Some(tx) if tx.receiver_count() > 0 => true,
+            Some(_) => {
+                topics.remove(topic);
+                false
+            }
+            None => false,
+        }
+    }
 }
 
 impl EventBus for InProcessBus {
     fn publish(&self, topic: Topic, event: Event) {
-        let mut topics = self.topics.lock().expect("bus lock");
-        if let Some(tx) = topics.get(&topic) {
-            if tx.send(event).is_err() {
-                // Nobody listens any more.
-                topics.remove(&topic);
-            }
-        }
+        self.send(&topic, Signal::Event(event));
     }
 
     fn subscribe(&self, topic: &Topic) -> Subscription {

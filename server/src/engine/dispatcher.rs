@@ -7,18 +7,14 @@
 use super::calls::CallingRobot;
 use super::desk::Desk;
 use super::types::{EngineError, OperatorPresence};
-use super::Shared;
-use crate::store::OperatorRecord;
+use super::{lease, Shared};
+use crate::store::{Lease, OperatorRecord, StoreError};
 use domain::models::{LifecycleState, Offer};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 /// Requests one batch takes at most.
 const MAX_BATCH: usize = 256;
-/// How long a starting dispatcher keeps trying for its org lock before it
-/// tells callers the org is dispatched elsewhere (a crashed instance's lock
-/// goes when PostgreSQL notices its connection closed).
-const LOCK_PATIENCE: Duration = Duration::from_secs(3);
 
 pub type Reply<T> = oneshot::Sender<Result<T, EngineError>>;
 
@@ -80,7 +76,7 @@ impl Command {
     }
 
     /// Answers without touching the desk.
-    fn refuse(self, error: impl Fn() -> EngineError) {
+    pub(super) fn refuse(self, error: impl Fn() -> EngineError) {
         match self {
             Command::Raise { reply, .. } => drop(reply.send(Err(error()))),
             Command::Accept { reply, .. }
@@ -104,12 +100,16 @@ impl Command {
     }
 }
 
-/// An answer held until the batch is committed (`true`) or failed.
-type Pending = Box<dyn FnOnce(bool) + Send>;
+/// An answer held until the batch is committed (`None`), or failed with
+/// the error its callers are told.
+type Pending = Box<dyn FnOnce(Option<fn() -> EngineError>) + Send>;
 
 fn hold<T: Send + 'static>(reply: Reply<T>, result: Result<T, EngineError>) -> Pending {
-    Box::new(move |committed| {
-        let _ = reply.send(if committed { result } else { Err(EngineError::Unavailable) });
+    Box::new(move |failed: Option<fn() -> EngineError>| {
+        let _ = reply.send(match failed {
+            None => result,
+            Some(error) => Err(error()),
+        });
     })
 }
 
@@ -184,55 +184,6 @@ fn read(desk: &Desk, command: Command) {
     }
 }
 
-/// Waits for the org's dispatch lock, answering that the org is
-/// dispatched elsewhere meanwhile (after `LOCK_PATIENCE`).
-async fn take_lock(
-    shared: &Shared,
-    org_id: &str,
-    rx: &mut mpsc::Receiver<Command>,
-    started: &mut Option<oneshot::Sender<()>>,
-) -> Option<crate::store::OrgLock> {
-    let asking_since = tokio::time::Instant::now();
-    let mut warned = false;
-    loop {
-        match shared.store.lock_org(org_id).await {
-            Ok(Some(lock)) => {
-                if warned {
-                    tracing::info!(org = %org_id, "took the org's dispatch lock: dispatching here now");
-                }
-                return Some(lock);
-            }
-            Ok(None) if asking_since.elapsed() >= LOCK_PATIENCE && !warned => {
-                tracing::error!(
-                    org = %org_id,
-                    "another server instance holds this org's dispatch lock: this instance will not dispatch for it \
-                     (run one instance per database)"
-                );
-                warned = true;
-                if let Some(started) = started.take() {
-                    let _ = started.send(());
-                }
-            }
-            Ok(None) => {}
-            Err(e) => tracing::warn!(org = %org_id, error = %e, "could not ask for the org's dispatch lock"),
-        }
-        let wait = if warned { Duration::from_secs(5) } else { Duration::from_millis(200) };
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(command)) if warned => command.refuse(|| EngineError::DispatchedElsewhere),
-                Ok(Some(command)) => {
-                    // Still within patience: hold the request until we know.
-                    tokio::time::sleep_until(deadline).await;
-                    command.refuse(|| EngineError::Unavailable);
-                }
-                Ok(None) => return None,
-                Err(_) => break,
-            }
-        }
-    }
-}
-
 /// Tells other orgs' dispatchers that operators they found busy are free.
 fn poke(shared: &Shared, orgs: Vec<String>) {
     if orgs.is_empty() {
@@ -246,8 +197,9 @@ fn poke(shared: &Shared, orgs: Vec<String>) {
     }
 }
 
-/// Loads the org and commits recovery, retrying until the database answers.
-async fn load(shared: &Shared, desk: &mut Desk) {
+/// Loads the org and commits recovery, retrying until the database
+/// answers; `Err` when the org was taken over meanwhile.
+async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk) -> Result<(), Fenced> {
     loop {
         // The org's own floors, read with the rest of its state (and retried with it).
         let loaded = async {
@@ -264,14 +216,21 @@ async fn load(shared: &Shared, desk: &mut Desk) {
                 desk.recover(now);
                 desk.serve_queues(now);
                 let fx = desk.take_effects();
-                if fx.writes.is_empty() || shared.store.commit(&fx.writes).await.is_ok() {
-                    for (topic, event) in fx.events {
-                        shared.bus.publish(topic, event);
+                let committed = match fx.writes.is_empty() {
+                    true => Ok(()),
+                    false => shared.store.commit(lease, &fx.writes).await,
+                };
+                match committed {
+                    Ok(()) => {
+                        for (topic, event) in fx.events {
+                            shared.bus.publish(topic, event);
+                        }
+                        poke(shared, fx.pokes);
+                        return Ok(());
                     }
-                    poke(&shared, fx.pokes);
-                    return;
+                    Err(StoreError::Fenced) => return Err(Fenced),
+                    Err(e) => tracing::error!(org = %desk.org_id, error = %e, "recovery could not be committed; retrying"),
                 }
-                tracing::error!(org = %desk.org_id, "recovery could not be committed; retrying");
             }
             Err(e) => tracing::error!(org = %desk.org_id, error = %e, "could not load the org's dispatch state; retrying"),
         }
@@ -279,25 +238,69 @@ async fn load(shared: &Shared, desk: &mut Desk) {
     }
 }
 
-/// Runs the org's dispatcher until its channel closes. `started` is told
-/// once the org is loaded and recovered (or found dispatched elsewhere).
+/// The org was taken over by another instance.
+struct Fenced;
+
+/// Why an owner stopped dispatching its org.
+enum Stop {
+    /// The engine stopped (its channel closed).
+    Closed,
+    /// Another instance took the org over.
+    TakenOver,
+}
+
+/// Runs the org's dispatcher until its channel closes: it takes the org's
+/// lease (`lease.rs`), loads the org and dispatches it while the lease
+/// holds, and steps down when another instance takes the org over. `started`
+/// is told once the org is loaded and recovered (or found dispatched elsewhere).
 pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>, started: oneshot::Sender<()>) {
     let mut started = Some(started);
-    let Some(_lock) = take_lock(&shared, &org_id, &mut rx, &mut started).await else { return };
-    let mut desk = Desk::new(&org_id, shared.settings, std::sync::Arc::default(), shared.busy.clone());
-    load(&shared, &mut desk).await;
-    if let Some(started) = started.take() {
-        let _ = started.send(());
+    while let Some(lease) = lease::take(&shared, &org_id, &mut rx, &mut started).await {
+        let mut desk = Desk::new(&org_id, shared.settings, std::sync::Arc::default(), shared.busy.clone());
+        let stop = match load(&shared, &lease, &mut desk).await {
+            Ok(()) => {
+                if let Some(started) = started.take() {
+                    let _ = started.send(());
+                }
+                serve(&shared, &lease, &mut desk, &mut rx).await
+            }
+            Err(Fenced) => Stop::TakenOver,
+        };
+        desk.release_offers();
+        poke(&shared, desk.take_effects().pokes);
+        match stop {
+            Stop::Closed => {
+                // A clean stop: the next instance need not wait for the lease to lapse.
+                if let Err(e) = shared.store.release_lease(&lease).await {
+                    tracing::warn!(org = %org_id, error = %e, "could not release the org's dispatch lease");
+                }
+                return;
+            }
+            Stop::TakenOver => tracing::warn!(org = %org_id, epoch = lease.epoch, "another instance took this org over: stepped down"),
+        }
     }
+}
+
+/// Dispatches the loaded org in batches while `lease` holds it.
+async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::Receiver<Command>) -> Stop {
     let mut batch: Vec<Command> = Vec::with_capacity(MAX_BATCH);
+    let mut renewals = lease::Renewals::new();
+    let mut renew = tokio::time::interval(lease::RENEW_EVERY);
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let next_timer = desk.timers.next_at().map(|at| shared.clock.instant_at(at));
         tokio::select! {
             biased;
             command = rx.recv() => match command {
                 Some(command) => batch.push(command),
-                None => return,
+                None => return Stop::Closed,
             },
+            _ = renew.tick() => {
+                if !renewals.renew(shared, lease).await {
+                    return Stop::TakenOver;
+                }
+                continue;
+            }
             _ = async { tokio::time::sleep_until(next_timer.expect("guarded")).await }, if next_timer.is_some() => {}
         }
         while batch.len() < MAX_BATCH {
@@ -312,7 +315,7 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
         }
         let (mut pending, mut reads) = (Vec::new(), Vec::new());
         for command in batch.drain(..) {
-            match apply(&mut desk, command, now) {
+            match apply(desk, command, now) {
                 Applied::Answer(answer) => pending.push(answer),
                 Applied::Read(command) => reads.push(command),
                 Applied::Done => {}
@@ -321,28 +324,49 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
         desk.serve_queues(now);
         let fx = desk.take_effects();
         let committed = match fx.writes.is_empty() {
-            true => true,
-            false => match shared.store.commit(&fx.writes).await {
-                Ok(()) => true,
-                Err(e) => {
-                    tracing::error!(org = %org_id, error = %e, writes = fx.writes.len(), "batch not committed: answered 503, reloading");
-                    false
-                }
-            },
+            true => Ok(()),
+            false => shared.store.commit(lease, &fx.writes).await,
         };
-        for answer in pending {
-            answer(committed);
-        }
-        if committed {
-            for (topic, event) in fx.events {
-                shared.bus.publish(topic, event);
+        match committed {
+            Ok(()) => {
+                for answer in pending {
+                    answer(None);
+                }
+                for (topic, event) in fx.events {
+                    shared.bus.publish(topic, event);
+                }
+                poke(shared, fx.pokes);
+                for command in reads {
+                    read(desk, command);
+                }
             }
-            poke(&shared, fx.pokes);
-        } else {
-            load(&shared, &mut desk).await;
-        }
-        for command in reads {
-            read(&desk, command);
+            // Taken over while this batch was decided: none of it happened
+            // (nor will anything else this instance decides for the org).
+            Err(StoreError::Fenced) => {
+                tracing::error!(org = %lease.org_id, epoch = lease.epoch, writes = fx.writes.len(), "batch refused: the org was taken over");
+                for answer in pending {
+                    answer(Some(|| EngineError::DispatchedElsewhere));
+                }
+                for command in reads {
+                    command.refuse(|| EngineError::DispatchedElsewhere);
+                }
+                return Stop::TakenOver;
+            }
+            Err(e) => {
+                tracing::error!(org = %lease.org_id, error = %e, writes = fx.writes.len(), "batch not committed: answered 503, reloading");
+                for answer in pending {
+                    answer(Some(|| EngineError::Unavailable));
+                }
+                if load(shared, lease, desk).await.is_err() {
+                    for command in reads {
+                        command.refuse(|| EngineError::DispatchedElsewhere);
+                    }
+                    return Stop::TakenOver;
+                }
+                for command in reads {
+                    read(desk, command);
+                }
+            }
         }
     }
 }

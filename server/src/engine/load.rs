@@ -14,10 +14,7 @@ impl Desk {
     /// presences (which live only here). Used at start and after a failed
     /// commit; `recover` then closes what went stale while nobody watched.
     pub fn load(&mut self, snapshot: OrgSnapshot, now: i64) {
-        for (operator_id, _) in self.offers.drain() {
-            let waiting = self.busy.release(&operator_id, &self.org_id);
-            self.fx.pokes.extend(waiting);
-        }
+        self.release_offers();
         self.calls.clear();
         self.queues.clear();
         self.queued.clear();
@@ -140,6 +137,15 @@ impl Desk {
             self.publish_presence(&id);
         }
         self.dirty = true;
+    }
+
+    /// Forgets every ringing offer, freeing its operator for other orgs
+    /// (before a reload, and when this instance stops dispatching the org).
+    pub fn release_offers(&mut self) {
+        for (operator_id, _) in self.offers.drain() {
+            let waiting = self.busy.release(&operator_id, &self.org_id);
+            self.fx.pokes.extend(waiting);
+        }
     }
 
     /// Adds an operator (or refreshes their profile), keeping any presence.

@@ -20,6 +20,7 @@ mod handover;
 mod planned_end;
 mod queues;
 mod inactivity;
+pub mod lease;
 mod load;
 pub mod ready;
 mod steering;
@@ -61,6 +62,8 @@ pub(crate) struct Shared {
     pub clock: Clock,
     pub settings: Settings,
     pub busy: Arc<BusyOperators>,
+    /// This run of this instance, as its leases name it: `instance/boot`.
+    pub owner: String,
     /// Every org's dispatcher, by org id.
     pub desks: Arc<Mutex<HashMap<String, mpsc::Sender<Command>>>>,
 }
@@ -73,9 +76,12 @@ pub struct Engine {
 impl Engine {
     /// Starts a dispatcher for every org (each reloads its calls and
     /// re-dispatches what went stale while the server was down).
-    pub async fn start(store: SharedStore, bus: SharedBus, clock: Clock, settings: Settings) -> Result<Arc<Engine>, EngineError> {
+    /// `owner` names this run of this instance in its org leases
+    /// (`instance/boot`: a restarted instance fences its former self).
+    pub async fn start(store: SharedStore, bus: SharedBus, clock: Clock, settings: Settings, owner: &str) -> Result<Arc<Engine>, EngineError> {
         let orgs = store.org_ids().await?;
-        let shared = Shared { store, bus, clock, settings, busy: Arc::new(BusyOperators::default()), desks: Arc::default() };
+        let owner = owner.to_string();
+        let shared = Shared { store, bus, clock, settings, busy: Arc::new(BusyOperators::default()), owner, desks: Arc::default() };
         let engine = Arc::new(Engine { shared, tasks: Mutex::default() });
         let started: Vec<oneshot::Receiver<()>> = orgs.iter().filter_map(|org_id| engine.spawn_desk(org_id)).collect();
         for loaded in started {
@@ -352,6 +358,19 @@ impl Engine {
     }
 
     /// Stops every dispatcher at once, committing nothing more (a crash).
+    /// Stops every dispatcher cleanly: each gives its org's lease up, so
+    /// another instance takes the org at once (a rolling restart).
+    pub async fn stop(&self) {
+        self.shared.desks.lock().expect("desks lock").clear();
+        let tasks: Vec<JoinHandle<()>> = self.tasks.lock().expect("tasks lock").drain(..).collect();
+        for mut task in tasks {
+            if tokio::time::timeout(std::time::Duration::from_secs(2), &mut task).await.is_err() {
+                task.abort();
+            }
+        }
+    }
+
+    /// Stops every dispatcher at once, as a crash would (tests).
     pub fn abort(&self) {
         for task in self.tasks.lock().expect("tasks lock").drain(..) {
             task.abort();

@@ -4,7 +4,7 @@
 //! transaction; the database's unique indexes still guard the invariants.
 
 use super::journal::{
-    decode, Batch, DispatchRecordRow, OpenOfferRow, OrgLock, OrgSnapshot, SessionRow, Telemetry, TelemetryOutcome, Write,
+    decode, Batch, DispatchRecordRow, OpenOfferRow, Lease, OrgSnapshot, SessionRow, Telemetry, TelemetryOutcome, Write,
 };
 use super::sql::{PgStore, SqliteStore, StoreDb};
 use super::StoreResult;
@@ -22,11 +22,21 @@ pub trait DispatchStore: Send + Sync {
     async fn org_ids(&self) -> StoreResult<Vec<String>>;
     async fn org_snapshot(&self, org_id: &str) -> StoreResult<OrgSnapshot>;
     /// Takes the org's dispatch lock: `None` when another instance holds it.
-    async fn lock_org(&self, org_id: &str) -> StoreResult<Option<OrgLock>>;
+    /// Takes the org's dispatch lease for `owner` (`instance/boot`) when
+    /// nobody holds it unexpired, or its holder is an earlier run of the
+    /// same instance: the lease with its new epoch, else `None`.
+    async fn take_lease(&self, org_id: &str, owner: &str, ttl_ms: i64) -> StoreResult<Option<Lease>>;
+    /// Extends the lease by `ttl_ms` from now; false when the org has been
+    /// taken over meanwhile.
+    async fn renew_lease(&self, lease: &Lease, ttl_ms: i64) -> StoreResult<bool>;
+    /// Gives the lease up (a clean stop), so another instance may take it at once.
+    async fn release_lease(&self, lease: &Lease) -> StoreResult<()>;
     /// Applies one batch's writes in one transaction (SQLite: `BEGIN
-    /// IMMEDIATE`, so it never fails half-way on a stale snapshot). A write
-    /// that finds the database other than the engine believed fails the whole batch.
-    async fn commit(&self, writes: &[Write]) -> StoreResult<()>;
+    /// IMMEDIATE`, so it never fails half-way on a stale snapshot), after
+    /// checking in it that `lease` still holds the org (`StoreError::Fenced`
+    /// otherwise). A write that finds the database other than the engine
+    /// believed fails the whole batch.
+    async fn commit(&self, lease: &Lease, writes: &[Write]) -> StoreResult<()>;
 
     async fn open_offers(&self) -> StoreResult<Vec<OpenOfferRow>>;
     async fn session(&self, org_id: &str, session_id: &str) -> StoreResult<Option<SessionRow>>;
@@ -126,17 +136,26 @@ macro_rules! dispatch_store {
                 Ok(OrgSnapshot { operators, pending, open_offers, answered, live })
             }
 
-            async fn lock_org(&self, org_id: &str) -> StoreResult<Option<OrgLock>> {
-                <Self as StoreDb>::lock_org(&self.pool, org_id).await
+            async fn take_lease(&self, org_id: &str, owner: &str, ttl_ms: i64) -> StoreResult<Option<Lease>> {
+                <Self as StoreDb>::take_lease(&self.pool, org_id, owner, ttl_ms).await
             }
 
-            async fn commit(&self, writes: &[Write]) -> StoreResult<()> {
+            async fn renew_lease(&self, lease: &Lease, ttl_ms: i64) -> StoreResult<bool> {
+                <Self as StoreDb>::renew_lease(&self.pool, lease, ttl_ms).await
+            }
+
+            async fn release_lease(&self, lease: &Lease) -> StoreResult<()> {
+                <Self as StoreDb>::release_lease(&self.pool, lease).await
+            }
+
+            async fn commit(&self, lease: &Lease, writes: &[Write]) -> StoreResult<()> {
                 // Every statement is a round trip (on SQLite, to the
                 // connection's worker thread): the batch's new sessions go in
                 // one INSERT (queued ones with their queue time) and its
                 // dispatch records in another; the rest keeps its order.
                 let batch = Batch::of(writes);
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                <Self as StoreDb>::fence(&mut tx, lease).await?;
                 if !batch.opened.is_empty() {
                     let mut insert = sqlx::QueryBuilder::<<Self as StoreDb>::Db>::new(
                         "INSERT INTO sessions (id, org_id, robot_id, skill, pop, raised_at, queued_at, client_id, booking_id, planned_end_at) ",

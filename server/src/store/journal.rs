@@ -234,10 +234,12 @@ pub enum TelemetryOutcome {
     NotFound,
 }
 
-/// Holds an org's dispatch lock while alive (PostgreSQL: an advisory lock
-/// on a connection of its own; dropping it closes the connection).
-pub struct OrgLock {
-    pub(super) _conn: Option<sqlx::PgConnection>,
+/// An org's dispatch lease as this instance holds it (migration 0013):
+/// every batch commits only while the org's epoch is still this one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    pub org_id: String,
+    pub epoch: i64,
 }
 
 /// A batch's writes, grouped for fewer statements.

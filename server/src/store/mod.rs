@@ -27,7 +27,7 @@ pub use people::{AcceptOutcome, Acceptance, InvitationRecord, InviteOutcome, Mem
 pub use rating::{RatingRow, RatingStore, ScoreRow};
 pub use safety::{SafetyChange, SafetyStore};
 pub use journal::{
-    AnsweredOfferRow, DispatchRecord, DispatchRecordRow, LiveSessionRow, NewOffer, NewSession, OpenOfferRow, OrgLock,
+    AnsweredOfferRow, DispatchRecord, DispatchRecordRow, LiveSessionRow, NewOffer, NewSession, OpenOfferRow, Lease,
     OrgSnapshot, PendingCallRow, SessionRow, Telemetry, TelemetryOutcome, Write,
 };
 pub use sql::{PgStore, SqliteStore};
@@ -44,6 +44,10 @@ pub enum StoreError {
     Migration(#[from] sqlx::migrate::MigrateError),
     #[error("bad database url: {0}")]
     Url(String),
+    /// The org was taken over (its epoch moved on): this instance's batch
+    /// is refused, and it dispatches the org no longer (rule D13).
+    #[error("this instance no longer holds the org's dispatch lease")]
+    Fenced,
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

@@ -3,7 +3,7 @@
 //! (TEXT ↔ String, INTEGER/BIGINT ↔ i64, REAL/DOUBLE ↔ f64). `sql_store!`
 //! writes the `Store` impl once for each pool type.
 
-use super::journal::OrgLock;
+use super::journal::Lease;
 use super::{
     MembershipRecord, NewRobot, OperatorRecord, RobotRecord, Seed, Store, StoreError, StoreResult,
     UserRecord, WebSessionRecord,
@@ -368,7 +368,12 @@ sql_store!(PgStore, "postgres");
 pub trait StoreDb {
     type Db: sqlx::Database;
     async fn begin_write(pool: &sqlx::Pool<Self::Db>) -> StoreResult<sqlx::Transaction<'static, Self::Db>>;
-    async fn lock_org(pool: &sqlx::Pool<Self::Db>, org_id: &str) -> StoreResult<Option<OrgLock>>;
+    async fn take_lease(pool: &sqlx::Pool<Self::Db>, org_id: &str, owner: &str, ttl_ms: i64) -> StoreResult<Option<Lease>>;
+    async fn renew_lease(pool: &sqlx::Pool<Self::Db>, lease: &Lease, ttl_ms: i64) -> StoreResult<bool>;
+    async fn release_lease(pool: &sqlx::Pool<Self::Db>, lease: &Lease) -> StoreResult<()>;
+    /// Inside a batch's transaction: the org is still `lease`'s, and stays
+    /// so until the transaction ends.
+    async fn fence(tx: &mut sqlx::Transaction<'static, Self::Db>, lease: &Lease) -> StoreResult<()>;
 }
 
 #[async_trait]
@@ -381,14 +386,28 @@ impl StoreDb for SqliteStore {
         Ok(pool.begin_with("BEGIN IMMEDIATE").await?)
     }
 
-    async fn lock_org(_pool: &sqlx::SqlitePool, _org_id: &str) -> StoreResult<Option<OrgLock>> {
-        // An SQLite file belongs to one process; nothing to share.
-        Ok(Some(OrgLock { _conn: None }))
+    // An SQLite file belongs to one process, which holds every org: its
+    // leases are never contended and need no table.
+    async fn take_lease(_pool: &sqlx::SqlitePool, org_id: &str, _owner: &str, _ttl_ms: i64) -> StoreResult<Option<Lease>> {
+        Ok(Some(Lease { org_id: org_id.to_string(), epoch: 1 }))
+    }
+
+    async fn renew_lease(_pool: &sqlx::SqlitePool, _lease: &Lease, _ttl_ms: i64) -> StoreResult<bool> {
+        Ok(true)
+    }
+
+    async fn release_lease(_pool: &sqlx::SqlitePool, _lease: &Lease) -> StoreResult<()> {
+        Ok(())
+    }
+
+    async fn fence(_tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>, _lease: &Lease) -> StoreResult<()> {
+        Ok(())
     }
 }
 
-/// Namespace of ClutchCall's per-org advisory locks (`CC` + 1).
-const ORG_LOCK_CLASS: i32 = 0x4343_0001;
+/// The database's clock in Unix ms: lease times never depend on an
+/// instance's own clock.
+const PG_NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 #[async_trait]
 impl StoreDb for PgStore {
@@ -398,17 +417,44 @@ impl StoreDb for PgStore {
         Ok(pool.begin().await?)
     }
 
-    async fn lock_org(pool: &sqlx::PgPool, org_id: &str) -> StoreResult<Option<OrgLock>> {
-        use sqlx::Connection;
-        // A connection of its own, outside the pool: the lock lives as long as it.
-        let mut conn = pool.acquire().await?.detach();
-        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, hashtext($2))")
-            .bind(ORG_LOCK_CLASS).bind(org_id).fetch_one(&mut conn).await?;
-        if locked {
-            Ok(Some(OrgLock { _conn: Some(conn) }))
-        } else {
-            let _ = conn.close().await;
-            Ok(None)
+    async fn take_lease(pool: &sqlx::PgPool, org_id: &str, owner: &str, ttl_ms: i64) -> StoreResult<Option<Lease>> {
+        // A new epoch on every take. An earlier run of the same instance
+        // (same name, another boot) is gone: its port is ours now.
+        let epoch: Option<i64> = sqlx::query_scalar(&format!(
+            "INSERT INTO org_leases AS l (org_id, owner, epoch, expires_at) VALUES ($1, $2, 1, {PG_NOW_MS} + $3) \
+             ON CONFLICT (org_id) DO UPDATE SET owner = excluded.owner, epoch = l.epoch + 1, expires_at = excluded.expires_at \
+             WHERE l.expires_at < {PG_NOW_MS} OR split_part(l.owner, '/', 1) = split_part(excluded.owner, '/', 1) \
+             RETURNING epoch"
+        ))
+        .bind(org_id).bind(owner).bind(ttl_ms).fetch_optional(pool).await?;
+        Ok(epoch.map(|epoch| Lease { org_id: org_id.to_string(), epoch }))
+    }
+
+    async fn renew_lease(pool: &sqlx::PgPool, lease: &Lease, ttl_ms: i64) -> StoreResult<bool> {
+        // A lapsed lease is lost even if nobody took it yet: its owner may
+        // have been paused past it, and loads the org afresh if it takes it again.
+        let renewed = sqlx::query(&format!("UPDATE org_leases SET expires_at = {PG_NOW_MS} + $3 WHERE org_id = $1 AND epoch = $2 AND expires_at >= {PG_NOW_MS}"))
+            .bind(&lease.org_id).bind(lease.epoch).bind(ttl_ms).execute(pool).await?;
+        Ok(renewed.rows_affected() == 1)
+    }
+
+    async fn release_lease(pool: &sqlx::PgPool, lease: &Lease) -> StoreResult<()> {
+        sqlx::query("UPDATE org_leases SET expires_at = 0 WHERE org_id = $1 AND epoch = $2").bind(&lease.org_id).bind(lease.epoch).execute(pool).await?;
+        Ok(())
+    }
+
+    async fn fence(tx: &mut sqlx::Transaction<'static, sqlx::Postgres>, lease: &Lease) -> StoreResult<()> {
+        // FOR SHARE: a takeover's UPDATE waits for this batch to end, so the
+        // new owner loads the org with this batch in it, or this batch finds
+        // the new epoch and writes nothing. An owner paused inside the batch
+        // would hold that wait forever: the database ends its transaction
+        // once it has idled for less than a lease.
+        sqlx::query("SET LOCAL idle_in_transaction_session_timeout = '2s'").execute(&mut **tx).await?;
+        let epoch: Option<i64> = sqlx::query_scalar("SELECT epoch FROM org_leases WHERE org_id = $1 FOR SHARE")
+            .bind(&lease.org_id).fetch_optional(&mut **tx).await?;
+        match epoch == Some(lease.epoch) {
+            true => Ok(()),
+            false => Err(StoreError::Fenced),
         }
     }
 }

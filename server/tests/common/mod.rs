@@ -90,6 +90,10 @@ impl TestApp {
             Db::Postgres => Some(create_pg_database().await?),
         };
         let mut config = Config::local(dir.path().to_path_buf(), pg_database.as_deref().map(pg_url_for), site_root());
+        // One name for every run of this app: a restart, even after a
+        // crash, takes its orgs' leases back at once (as a supervised
+        // instance restarted under its name would).
+        config.instance = Some(format!("test-{}", server::auth::new_token()[..12].to_lowercase()));
         adjust(&mut config);
         let running = server::start(config.clone()).await.expect("server starts");
         Some(TestApp {

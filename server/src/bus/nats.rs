@@ -1,0 +1,281 @@
+//! The event bus between instances (cluster mode, `CLUTCHCALL_NATS_URL`):
+//! every topic is a NATS subject, and an instance subscribes to a subject
+//! only while one of its own sockets listens to the topic, fanning what
+//! arrives out to them through an `InProcessBus`. Its own events come back
+//! to it through NATS too, so every instance sees a topic in one order.
+//!
+//! NATS core delivers at most once. Every message therefore carries its
+//! publisher (this run of an instance) and that publisher's sequence number
+//! on the topic; a subscriber that sees a publisher skip a number gets
+//! `Resync`, as do all of them when the connection to NATS dropped or the
+//! server reported this client too slow (never silence). A topic's first
+//! local subscriber also gets one `Resync` once its NATS subscription is
+//! live: events published before that could not reach it, so it reloads.
+
+use super::{EventBus, InProcessBus, Subscription};
+use domain::events::{Event, Topic};
+use futures::StreamExt;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Header naming a message's publisher (`instance/boot`).
+const PUBLISHER: &str = "CC-Publisher";
+/// Header with the publisher's sequence number on the topic (from 1).
+const SEQUENCE: &str = "CC-Seq";
+/// A subject nobody here listens to any more is given up within this.
+const IDLE_CHECK: Duration = Duration::from_secs(30);
+
+/// A topic's subject: `clutchcall.org.<org>` or `clutchcall.op.<org>.<operator>`.
+/// Ids keep letters, digits, `-` and `_`; anything else (a `.`, `*` or `>`
+/// would change the subject's meaning) is written `~xx` in hex.
+pub fn subject(topic: &Topic) -> String {
+    fn token(id: &str) -> String {
+        let mut out = String::with_capacity(id.len());
+        for byte in id.bytes() {
+            match byte {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' => out.push(byte as char),
+                other => out.push_str(&format!("~{other:02x}")),
+            }
+        }
+        out
+    }
+    match topic {
+        Topic::Org { org_id } => format!("clutchcall.org.{}", token(org_id)),
+        Topic::Operator { org_id, operator_id } => format!("clutchcall.op.{}.{}", token(org_id), token(operator_id)),
+    }
+}
+
+/// Where each publisher stood on one topic, as this subscriber heard it.
+#[derive(Default)]
+struct Heard {
+    last: HashMap<String, u64>,
+}
+
+impl Heard {
+    /// Whether `seq` from `publisher` follows what was heard from it (the
+    /// first message heard from a publisher starts its count).
+    fn follows(&mut self, publisher: &str, seq: u64) -> bool {
+        match self.last.insert(publisher.to_string(), seq) {
+            Some(last) => seq == last + 1,
+            None => true,
+        }
+    }
+}
+
+pub struct NatsBus {
+    /// Itself, for the relay tasks it starts.
+    me: Weak<NatsBus>,
+    client: async_nats::Client,
+    /// This run of this instance, on every message it publishes.
+    publisher: String,
+    /// The local fan-out: sockets of this instance subscribe here.
+    local: Arc<InProcessBus>,
+    /// Topics with a live NATS subscription (a task relaying it here).
+    relayed: Mutex<HashMap<Topic, tokio::task::JoinHandle<()>>>,
+    /// This publisher's sequence number per topic.
+    sequences: Mutex<HashMap<Topic, u64>>,
+    /// Publishing never blocks the caller: one task sends, in order.
+    outbox: mpsc::UnboundedSender<(String, async_nats::HeaderMap, bytes::Bytes)>,
+}
+
+impl NatsBus {
+    /// Connects to NATS at `url`; `publisher` names this run of this
+    /// instance. A NATS that cannot be reached is an error here, at start;
+    /// later outages are ridden out by the client's reconnects (and every
+    /// subscriber is told to resync after one).
+    pub async fn connect(url: &str, publisher: &str) -> Result<Arc<NatsBus>, async_nats::ConnectError> {
+        let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+        let client = async_nats::ConnectOptions::new()
+            .name(publisher)
+            .event_callback(move |event| {
+                let events_tx = events_tx.clone();
+                async move {
+                    let _ = events_tx.send(event);
+                }
+            })
+            .connect(url)
+            .await?;
+        let (outbox, mut outgoing) = mpsc::unbounded_channel::<(String, async_nats::HeaderMap, bytes::Bytes)>();
+        let bus = Arc::new_cyclic(|me| NatsBus {
+            me: me.clone(),
+            client: client.clone(),
+            publisher: publisher.to_string(),
+            local: InProcessBus::new(),
+            relayed: Mutex::default(),
+            sequences: Mutex::default(),
+            outbox,
+        });
+        tokio::spawn(async move {
+            while let Some((subject, headers, payload)) = outgoing.recv().await {
+                if let Err(e) = client.publish_with_headers(subject, headers, payload).await {
+                    // Lost: its subscribers see the gap in the sequence and resync.
+                    tracing::warn!(error = %e, "an event could not be published to NATS");
+                }
+            }
+        });
+        let weak = Arc::downgrade(&bus);
+        tokio::spawn(async move {
+            // The first `Connected` is the connection made above.
+            let mut lost = false;
+            while let Some(event) = events_rx.recv().await {
+                let Some(bus) = weak.upgrade() else { return };
+                match event {
+                    async_nats::Event::Connected if lost => {
+                        tracing::info!("NATS connection back: every live screen resyncs");
+                        lost = false;
+                        bus.resync_all();
+                    }
+                    async_nats::Event::Disconnected => {
+                        tracing::warn!("NATS connection lost; reconnecting");
+                        lost = true;
+                    }
+                    async_nats::Event::SlowConsumer(_) => {
+                        tracing::warn!("NATS dropped messages for this slow instance: every live screen resyncs");
+                        bus.resync_all();
+                    }
+                    other => tracing::debug!(event = %other, "NATS"),
+                }
+            }
+        });
+        Ok(bus)
+    }
+
+    fn resync_all(&self) {
+        let topics: Vec<Topic> = self.relayed.lock().expect("relayed lock").keys().cloned().collect();
+        for topic in topics {
+            self.local.resync(&topic);
+        }
+    }
+
+    /// Starts relaying `topic` from NATS unless it already is.
+    fn relay(&self, topic: &Topic) {
+        let mut relayed = self.relayed.lock().expect("relayed lock");
+        if relayed.contains_key(topic) {
+            return;
+        }
+        let task = tokio::spawn(relay(self.me.clone(), self.client.clone(), topic.clone()));
+        relayed.insert(topic.clone(), task);
+    }
+
+    /// Whether the topic's relay may stop: nobody here listens. Decided
+    /// under the same lock `relay` takes, so a subscriber that comes
+    /// meanwhile either keeps this relay or starts the next.
+    fn retire(&self, topic: &Topic) -> bool {
+        let mut relayed = self.relayed.lock().expect("relayed lock");
+        if self.local.listened(topic) {
+            return false;
+        }
+        relayed.remove(topic);
+        true
+    }
+}
+
+/// Relays one subject to this instance's subscribers of its topic, until
+/// none is left.
+async fn relay(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic) {
+    let subject = subject(&topic);
+    let mut subscriber = match client.subscribe(subject.clone()).await {
+        Ok(subscriber) => subscriber,
+        Err(e) => {
+            tracing::warn!(%subject, error = %e, "could not subscribe to NATS");
+            if let Some(bus) = bus.upgrade() {
+                // The next subscriber tries again.
+                bus.relayed.lock().expect("relayed lock").remove(&topic);
+                bus.local.resync(&topic);
+            }
+            return;
+        }
+    };
+    // Live once the server has it: whatever was published before could not
+    // reach this instance, so its subscribers load their picture again.
+    let _ = client.flush().await;
+    if let Some(bus) = bus.upgrade() {
+        bus.local.resync(&topic);
+    }
+    let mut heard = Heard::default();
+    let mut idle = tokio::time::interval(IDLE_CHECK);
+    idle.tick().await;
+    loop {
+        tokio::select! {
+            message = subscriber.next() => {
+                let Some(message) = message else { return };
+                let Some(bus) = bus.upgrade() else { return };
+                let header = |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.as_str().to_string());
+                let (publisher, seq) = (header(PUBLISHER), header(SEQUENCE).and_then(|s| s.parse::<u64>().ok()));
+                if let (Some(publisher), Some(seq)) = (&publisher, seq) {
+                    if !heard.follows(publisher, seq) {
+                        bus.local.resync(&topic);
+                    }
+                }
+                match serde_json::from_slice::<Event>(&message.payload) {
+                    Ok(event) => bus.local.publish(topic.clone(), event),
+                    Err(e) => {
+                        tracing::warn!(%subject, error = %e, "an event from NATS could not be read");
+                        bus.local.resync(&topic);
+                    }
+                }
+                if bus.retire(&topic) {
+                    break;
+                }
+            }
+            _ = idle.tick() => {
+                let Some(bus) = bus.upgrade() else { return };
+                if bus.retire(&topic) {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = subscriber.unsubscribe().await;
+}
+
+impl EventBus for NatsBus {
+    fn publish(&self, topic: Topic, event: Event) {
+        let seq = {
+            let mut sequences = self.sequences.lock().expect("sequences lock");
+            let seq = sequences.entry(topic.clone()).or_insert(0);
+            *seq += 1;
+            *seq
+        };
+        let payload = match serde_json::to_vec(&event) {
+            Ok(payload) => payload,
+            Err(e) => {
+                tracing::error!(error = %e, "an event could not be written");
+                return;
+            }
+        };
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(PUBLISHER, self.publisher.as_str());
+        headers.insert(SEQUENCE, seq.to_string().as_str());
+        let _ = self.outbox.send((subject(&topic), headers, payload.into()));
+    }
+
+    fn subscribe(&self, topic: &Topic) -> Subscription {
+        let subscription = self.local.subscribe(topic);
+        self.relay(topic);
+        subscription
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_carry_ids_that_cannot_change_their_meaning() {
+        assert_eq!(subject(&Topic::org("org-northstar")), "clutchcall.org.org-northstar");
+        assert_eq!(subject(&Topic::operator("o", "u.a*b>")), "clutchcall.op.o.u~2ea~2ab~3e");
+    }
+
+    #[test]
+    fn a_skipped_number_from_a_publisher_is_a_gap_and_publishers_count_apart() {
+        let mut heard = Heard::default();
+        assert!(heard.follows("a", 7), "the first heard starts the count");
+        assert!(heard.follows("a", 8));
+        assert!(heard.follows("b", 1));
+        assert!(!heard.follows("a", 10), "9 was lost");
+        assert!(heard.follows("a", 11));
+    }
+}

@@ -1,0 +1,92 @@
+//! Which instance dispatches an org (issue "Scale out", rules D13 and
+//! D14): a lease in the database (migration 0013), taken when nobody holds
+//! it, renewed every second while this instance dispatches the org, and
+//! checked inside every batch's transaction (`Store::commit` fails with
+//! `StoreError::Fenced` once the org's epoch has moved on). An instance
+//! that was paused or cut off past its lease therefore writes nothing after
+//! a takeover: its batch fails, it answers `DispatchedElsewhere`, and it
+//! steps down. On SQLite one process holds every org and the lease is
+//! always its own.
+
+use super::dispatcher::Command;
+use super::types::EngineError;
+use super::Shared;
+use crate::store::Lease;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// A lease lapses this long after its last renewal: another instance may
+/// then take the org (failover within 5 s: this, plus one `TAKE_EVERY`,
+/// plus loading the desk).
+pub const LEASE_TTL_MS: i64 = 3_000;
+/// The owner renews its lease this often.
+pub const RENEW_EVERY: Duration = Duration::from_secs(1);
+/// An instance that does not dispatch an org tries to take it this often.
+pub const TAKE_EVERY: Duration = Duration::from_secs(1);
+
+/// Waits until this instance holds the org's lease; meanwhile requests are
+/// answered that another instance dispatches the org (or, while the
+/// database does not answer, that dispatch is unavailable). `started` is
+/// told as soon as the org is known to be dispatched elsewhere. `None`
+/// once the engine stops.
+pub(super) async fn take(shared: &Shared, org_id: &str, rx: &mut mpsc::Receiver<Command>, started: &mut Option<oneshot::Sender<()>>) -> Option<Lease> {
+    let mut elsewhere_told = false;
+    loop {
+        let reachable = match shared.store.take_lease(org_id, &shared.owner, LEASE_TTL_MS).await {
+            Ok(Some(lease)) => {
+                tracing::info!(org = %org_id, epoch = lease.epoch, instance = %shared.owner, "dispatching this org here");
+                return Some(lease);
+            }
+            Ok(None) => {
+                if !elsewhere_told {
+                    tracing::info!(org = %org_id, "another instance dispatches this org");
+                    elsewhere_told = true;
+                }
+                if let Some(started) = started.take() {
+                    let _ = started.send(());
+                }
+                true
+            }
+            Err(e) => {
+                tracing::warn!(org = %org_id, error = %e, "could not ask for the org's dispatch lease");
+                false
+            }
+        };
+        let deadline = tokio::time::Instant::now() + TAKE_EVERY;
+        loop {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(command)) if reachable => command.refuse(|| EngineError::DispatchedElsewhere),
+                Ok(Some(command)) => command.refuse(|| EngineError::Unavailable),
+                Ok(None) => return None,
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// The owner's renewals: whether it still holds the org.
+pub(super) struct Renewals {
+    last_renewed: tokio::time::Instant,
+}
+
+impl Renewals {
+    pub fn new() -> Renewals {
+        Renewals { last_renewed: tokio::time::Instant::now() }
+    }
+
+    /// Renews the lease; false once it is lost: taken over, or not renewed
+    /// for a whole lease (another instance may hold it by now).
+    pub async fn renew(&mut self, shared: &Shared, lease: &Lease) -> bool {
+        match shared.store.renew_lease(lease, LEASE_TTL_MS).await {
+            Ok(true) => {
+                self.last_renewed = tokio::time::Instant::now();
+                true
+            }
+            Ok(false) => false,
+            Err(e) => {
+                tracing::warn!(org = %lease.org_id, error = %e, "could not renew the org's dispatch lease");
+                self.last_renewed.elapsed() < Duration::from_millis(LEASE_TTL_MS as u64)
+            }
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Several instances on one PostgreSQL database (issue "Scale out"): which
+//! instance dispatches an org is a lease, and a taken-over owner commits
+//! nothing (rule D13).
+
+mod common;
+
+use common::{execute, scalar, Db, TestApp};
+use reqwest::StatusCode;
+use server::store::{NewSession, StoreError, Write};
+
+const ORG: &str = "org-northstar";
+
+fn session(id: &str) -> Write {
+    Write::OpenSession(NewSession {
+        id: id.into(),
+        org_id: ORG.into(),
+        robot_id: "uk-pick-01".into(),
+        skill: "pick-place".into(),
+        pop: "uk-london".into(),
+        raised_at: 1,
+        client_id: None,
+        booking_id: None,
+        planned_end_at: None,
+    })
+}
+
+/// Makes the org's lease lapse now, as if its owner had stopped renewing.
+async fn lapse(url: &str) {
+    execute(url, &format!("UPDATE org_leases SET expires_at = 0 WHERE org_id = '{ORG}'")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d13_a_batch_of_a_taken_over_owner_is_refused_and_writes_nothing() {
+    let Some(app) = TestApp::spawn(Db::Postgres).await else { return };
+    let (store, url) = (app.running().store.clone(), app.database_url());
+    app.running().engine.stop().await;
+    lapse(&url).await;
+    let old = store.take_lease(ORG, "a/1", 3_000).await.unwrap().expect("a lapsed lease is taken");
+    // Held and renewed: nobody else takes it.
+    assert_eq!(store.take_lease(ORG, "b/1", 3_000).await.unwrap(), None);
+    assert!(store.renew_lease(&old, 3_000).await.unwrap());
+    // It lapses (the owner was paused) and another instance takes over.
+    lapse(&url).await;
+    let new = store.take_lease(ORG, "b/1", 3_000).await.unwrap().expect("taken over");
+    assert!(new.epoch > old.epoch);
+    // The old owner wakes up: its renewal and its batch are refused, and the batch wrote nothing.
+    assert!(!store.renew_lease(&old, 3_000).await.unwrap());
+    assert!(matches!(store.commit(&old, &[session("ses-stale")]).await, Err(StoreError::Fenced)));
+    assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions WHERE id = 'ses-stale'").await, 0);
+    store.commit(&new, &[session("ses-owner")]).await.unwrap();
+    assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions WHERE id = 'ses-owner'").await, 1);
+    // A later run of the same instance (another boot) takes its own lease at once.
+    let restarted = store.take_lease(ORG, "b/2", 3_000).await.unwrap().expect("the same instance, restarted");
+    assert!(restarted.epoch > new.epoch);
+    assert!(matches!(store.commit(&new, &[session("ses-older")]).await, Err(StoreError::Fenced)));
+    app.finish().await;
+}
+
+/// Two real server processes on one database; the owner of the demo org
+/// is paused (SIGSTOP) until the other has taken the org over, then resumed:
+/// it answers 503 `dispatched_elsewhere`, writes nothing, and steps down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d13_a_paused_owner_resumes_fenced_writes_nothing_and_steps_down() {
+    use common::process::{command, ServerProcess};
+    let Some((url, name)) = common::scratch_pg_database().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let start = |instance: &'static str| {
+        let mut server = command(dir.path());
+        server.env("CLUTCHCALL_ADDR", "127.0.0.1:0").env("DATABASE_URL", &url).env("CLUTCHCALL_DEMO", "1").env("CLUTCHCALL_INSTANCE", instance);
+        ServerProcess::start(server)
+    };
+    // The first seeds the demo and takes its orgs; the second finds them taken.
+    let first = start("first").await;
+    let second = start("second").await;
+    let owner = || async {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+        sqlx::query_scalar::<_, String>(&format!("SELECT owner FROM org_leases WHERE org_id = '{ORG}'")).fetch_one(&mut conn).await.unwrap()
+    };
+    assert!(owner().await.starts_with("first/"));
+    let raise = |base: String| async move {
+        common::http()
+            .post(format!("{base}/v1/sessions"))
+            .bearer_auth(server::seed::demo_robot_token("uk-pick-01"))
+            .json(&serde_json::json!({ "robotId": "uk-pick-01" }))
+            .send()
+            .await
+            .unwrap()
+    };
+    let elsewhere = raise(second.base.clone()).await;
+    assert_eq!(elsewhere.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(elsewhere.json::<serde_json::Value>().await.unwrap()["error"]["code"], "dispatched_elsewhere");
+
+    // Paused past its lease: the second takes the org over.
+    let pid = first.child.id().unwrap() as i32;
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !owner().await.starts_with("second/") {
+        assert!(std::time::Instant::now() < deadline, "nobody took the org over from a paused owner");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // Resumed, the first believes for a moment that it still dispatches the
+    // org: whatever it decides is refused by the epoch, and it steps down.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let refused = raise(first.base.clone()).await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.json::<serde_json::Value>().await.unwrap()["error"]["code"], "dispatched_elsewhere");
+    assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions").await, 0, "nothing of the stale owner's was written");
+    let taken = raise(second.base.clone()).await;
+    assert!(taken.status().is_success(), "{}", taken.status());
+    assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions").await, 1);
+    assert!(owner().await.starts_with("second/"), "the resumed instance did not take the org back");
+    drop((first, second));
+    common::drop_pg_database(&name).await;
+}
+
+/// The owner is killed (-9) after acknowledging calls: a survivor owns the
+/// org within seconds, with every acknowledged call on its desk (rule D14;
+/// the takeover time itself is a benchmark, BENCHMARKS.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d14_a_killed_owners_org_moves_to_a_survivor_with_every_acknowledged_call() {
+    use common::process::{command, ServerProcess};
+    let Some((url, name)) = common::scratch_pg_database().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let start = |instance: &'static str| {
+        let mut server = command(dir.path());
+        server.env("CLUTCHCALL_ADDR", "127.0.0.1:0").env("DATABASE_URL", &url).env("CLUTCHCALL_DEMO", "1").env("CLUTCHCALL_INSTANCE", instance);
+        ServerProcess::start(server)
+    };
+    let mut first = start("first").await;
+    let second = start("second").await;
+    let raise = |base: String, robot: &'static str| async move {
+        common::http()
+            .post(format!("{base}/v1/sessions"))
+            .bearer_auth(server::seed::demo_robot_token(robot))
+            .json(&serde_json::json!({ "robotId": robot }))
+            .send()
+            .await
+            .unwrap()
+    };
+    // Nobody is ready: each call is acknowledged queued (202) by the owner.
+    let mut acknowledged = Vec::new();
+    for robot in ["uk-pick-01", "ue-pick-02", "uw-weld-01", "uk-insp-01"] {
+        let res = raise(first.base.clone(), robot).await;
+        assert_eq!(res.status(), StatusCode::ACCEPTED);
+        acknowledged.push((robot, res.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string()));
+    }
+    first.child.start_kill().unwrap();
+    first.child.wait().await.unwrap();
+    // The survivor takes the org over and has every acknowledged call: each
+    // can be withdrawn there.
+    let owner = || async {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+        sqlx::query_scalar::<_, String>(&format!("SELECT owner FROM org_leases WHERE org_id = '{ORG}'")).fetch_one(&mut conn).await.unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !owner().await.starts_with("second/") {
+        assert!(std::time::Instant::now() < deadline, "no survivor took the org over");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // (Owning it, the survivor answers once the org is loaded.)
+    for (robot, session) in &acknowledged {
+        let withdrawn = common::http()
+            .delete(format!("{}/v1/sessions/{session}", second.base))
+            .bearer_auth(server::seed::demo_robot_token(robot))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(withdrawn.status(), StatusCode::OK, "{robot}'s acknowledged call is on the survivor's desk");
+    }
+    assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions WHERE lifecycle = 'PENDING'").await, 0);
+    drop(second);
+    common::drop_pg_database(&name).await;
+}
+
+/// The local NATS (`CLUTCHCALL_TEST_NATS_URL`, default 127.0.0.1:4222);
+/// `None` outside CI when nothing answers there (the skip is printed).
+async fn nats_url() -> Option<String> {
+    let url = std::env::var("CLUTCHCALL_TEST_NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
+    match async_nats::connect(url.as_str()).await {
+        Ok(_) => Some(url),
+        Err(e) if std::env::var("CI").is_err() => {
+            eprintln!("skipped: no NATS at {url} ({e})");
+            None
+        }
+        Err(e) => panic!("NATS is required under CI: {url}: {e}"),
+    }
+}
+
+fn bookings_changed(robot: &str) -> domain::events::Event {
+    domain::events::Event::Org(domain::events::OrgEvent::Bookings { robot_id: robot.into() })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_cross_instances_over_nats_and_a_lost_one_is_a_resync() {
+    use domain::events::Topic;
+    use server::bus::{nats::NatsBus, Delivery, EventBus};
+    let Some(url) = nats_url().await else { return };
+    let (a, b) = (NatsBus::connect(&url, "a/1").await.unwrap(), NatsBus::connect(&url, "b/1").await.unwrap());
+    let org = format!("org-{}", server::auth::new_token()[..10].to_lowercase());
+    let topic = Topic::org(&org);
+    let mut on_b = b.subscribe(&topic);
+    assert_eq!(on_b.recv().await, Delivery::Resync, "live: what came before could not reach it");
+    a.publish(topic.clone(), bookings_changed("r1"));
+    assert_eq!(on_b.recv().await, Delivery::Event(bookings_changed("r1")));
+    // Another org's topic never reaches it; its own events come back in order.
+    a.publish(Topic::org("org-other"), bookings_changed("x"));
+    b.publish(topic.clone(), bookings_changed("r2"));
+    a.publish(topic.clone(), bookings_changed("r3"));
+    let mut next = Vec::new();
+    for _ in 0..2 {
+        next.push(on_b.recv().await);
+    }
+    next.sort_by_key(|d| format!("{d:?}"));
+    assert_eq!(next, vec![Delivery::Event(bookings_changed("r2")), Delivery::Event(bookings_changed("r3"))]);
+
+    // "a/1" skips a number (a message NATS lost): the subscriber resyncs, then reads on.
+    let raw = async_nats::connect(url.as_str()).await.unwrap();
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("CC-Publisher", "a/1");
+    headers.insert("CC-Seq", "9");
+    let payload = serde_json::to_vec(&bookings_changed("r9")).unwrap();
+    raw.publish_with_headers(server::bus::nats::subject(&topic), headers, payload.into()).await.unwrap();
+    raw.flush().await.unwrap();
+    assert_eq!(on_b.recv().await, Delivery::Resync);
+    assert_eq!(on_b.recv().await, Delivery::Event(bookings_changed("r9")));
+}

@@ -51,12 +51,26 @@ if ! "$TOOLS_DIR/venv/bin/python" -c "import pyarrow; assert pyarrow.__version__
   "$TOOLS_DIR/venv/bin/pip" install --quiet --disable-pip-version-check "pyarrow==$PYARROW_VERSION"
 fi
 
+# Cluster mode's message bus (NATS with JetStream, on 127.0.0.1:4222), for
+# those who ask (the tests: CLUTCHCALL_SETUP_NATS=1; command 1 needs none).
+# Debian's nats-server is installed only when nothing answers there, and
+# started only then.
+nats_up() { (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; }
+want_nats() { [[ "${CLUTCHCALL_SETUP_NATS:-0}" == "1" ]] && ! nats_up; }
 need_apt=()
 [[ -x /usr/bin/chromium ]] || need_apt+=(chromium)
+want_nats && ! command -v nats-server >/dev/null && need_apt+=(nats-server)
 if ((${#need_apt[@]})); then
   say "installing ${need_apt[*]} with apt"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+if want_nats; then
+  say "starting nats-server on 127.0.0.1:4222 (JetStream on, store in $TOOLS_DIR/nats)"
+  mkdir -p "$TOOLS_DIR/nats"
+  nohup nats-server -a 127.0.0.1 -p 4222 -js -sd "$TOOLS_DIR/nats" >"$TOOLS_DIR/nats/server.log" 2>&1 &
+  for _ in $(seq 50); do nats_up && break; sleep 0.1; done
+  nats_up || { echo "nats-server did not start: see $TOOLS_DIR/nats/server.log" >&2; exit 1; }
 fi
 
 if [[ -f "$ROOT/end2end/package.json" ]]; then

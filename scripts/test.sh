@@ -6,7 +6,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-bash scripts/setup.sh
+CLUTCHCALL_SETUP_NATS=1 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-tools}/node_modules/.bin:$PATH"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
@@ -20,6 +20,12 @@ elif [[ "${CI:-}" == "true" ]]; then
   exit 1
 else
   echo "PostgreSQL unreachable on 127.0.0.1:5432: the PostgreSQL suite is SKIPPED (set CI=true to require it)."
+fi
+
+if (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then
+  echo "NATS answers on 127.0.0.1:4222: the cluster bus tests run."
+else
+  echo "NATS unreachable on 127.0.0.1:4222: the cluster bus tests are SKIPPED (setup starts it; under CI=true they fail)."
 fi
 
 # Per package, never --workspace: that would unify app's ssr and hydrate features.

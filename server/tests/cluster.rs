@@ -56,60 +56,79 @@ async fn d13_a_batch_of_a_taken_over_owner_is_refused_and_writes_nothing() {
     app.finish().await;
 }
 
+/// A real server process named `instance` on the database at `url` (the
+/// first to start seeds the demo).
+async fn instance(url: &str, dir: &std::path::Path, instance: &str) -> common::process::ServerProcess {
+    instance_on(url, None, dir, instance).await
+}
+
+/// As `instance`, in cluster mode when `nats` names a NATS server.
+async fn instance_on(url: &str, nats: Option<&str>, dir: &std::path::Path, instance: &str) -> common::process::ServerProcess {
+    let mut server = common::process::command(dir);
+    server.env("CLUTCHCALL_ADDR", "127.0.0.1:0").env("DATABASE_URL", url).env("CLUTCHCALL_DEMO", "1").env("CLUTCHCALL_INSTANCE", instance);
+    if let Some(nats) = nats {
+        server.env("CLUTCHCALL_NATS_URL", nats);
+    }
+    common::process::ServerProcess::start(server).await
+}
+
+/// Which run of which instance holds the demo org's lease (`instance/boot`).
+async fn owner(url: &str) -> String {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::query_scalar::<_, String>(&format!("SELECT owner FROM org_leases WHERE org_id = '{ORG}'")).fetch_one(&mut conn).await.unwrap()
+}
+
+/// Waits (at most 20 s) until `instance` holds the demo org.
+async fn owned_by(url: &str, instance: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !owner(url).await.starts_with(&format!("{instance}/")) {
+        assert!(std::time::Instant::now() < deadline, "{instance} never took the org over");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// A distress call from `robot`'s edge agent to the instance at `base`.
+async fn raise(base: &str, robot: &str) -> reqwest::Response {
+    common::http()
+        .post(format!("{base}/v1/sessions"))
+        .bearer_auth(server::seed::demo_robot_token(robot))
+        .json(&serde_json::json!({ "robotId": robot }))
+        .send()
+        .await
+        .unwrap()
+}
+
 /// Two real server processes on one database; the owner of the demo org
 /// is paused (SIGSTOP) until the other has taken the org over, then resumed:
 /// it answers 503 `dispatched_elsewhere`, writes nothing, and steps down.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d13_a_paused_owner_resumes_fenced_writes_nothing_and_steps_down() {
-    use common::process::{command, ServerProcess};
     let Some((url, name)) = common::scratch_pg_database().await else { return };
     let dir = tempfile::tempdir().unwrap();
-    let start = |instance: &'static str| {
-        let mut server = command(dir.path());
-        server.env("CLUTCHCALL_ADDR", "127.0.0.1:0").env("DATABASE_URL", &url).env("CLUTCHCALL_DEMO", "1").env("CLUTCHCALL_INSTANCE", instance);
-        ServerProcess::start(server)
-    };
     // The first seeds the demo and takes its orgs; the second finds them taken.
-    let first = start("first").await;
-    let second = start("second").await;
-    let owner = || async {
-        use sqlx::Connection;
-        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-        sqlx::query_scalar::<_, String>(&format!("SELECT owner FROM org_leases WHERE org_id = '{ORG}'")).fetch_one(&mut conn).await.unwrap()
-    };
-    assert!(owner().await.starts_with("first/"));
-    let raise = |base: String| async move {
-        common::http()
-            .post(format!("{base}/v1/sessions"))
-            .bearer_auth(server::seed::demo_robot_token("uk-pick-01"))
-            .json(&serde_json::json!({ "robotId": "uk-pick-01" }))
-            .send()
-            .await
-            .unwrap()
-    };
-    let elsewhere = raise(second.base.clone()).await;
+    let first = instance(&url, dir.path(), "first").await;
+    let second = instance(&url, dir.path(), "second").await;
+    assert!(owner(&url).await.starts_with("first/"));
+    let elsewhere = raise(&second.base, "uk-pick-01").await;
     assert_eq!(elsewhere.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(elsewhere.json::<serde_json::Value>().await.unwrap()["error"]["code"], "dispatched_elsewhere");
 
     // Paused past its lease: the second takes the org over.
     let pid = first.child.id().unwrap() as i32;
     unsafe { libc::kill(pid, libc::SIGSTOP) };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !owner().await.starts_with("second/") {
-        assert!(std::time::Instant::now() < deadline, "nobody took the org over from a paused owner");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    owned_by(&url, "second").await;
     // Resumed, the first believes for a moment that it still dispatches the
     // org: whatever it decides is refused by the epoch, and it steps down.
     unsafe { libc::kill(pid, libc::SIGCONT) };
-    let refused = raise(first.base.clone()).await;
+    let refused = raise(&first.base, "uk-pick-01").await;
     assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(refused.json::<serde_json::Value>().await.unwrap()["error"]["code"], "dispatched_elsewhere");
     assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions").await, 0, "nothing of the stale owner's was written");
-    let taken = raise(second.base.clone()).await;
+    let taken = raise(&second.base, "uk-pick-01").await;
     assert!(taken.status().is_success(), "{}", taken.status());
     assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions").await, 1);
-    assert!(owner().await.starts_with("second/"), "the resumed instance did not take the org back");
+    assert!(owner(&url).await.starts_with("second/"), "the resumed instance did not take the org back");
     drop((first, second));
     common::drop_pg_database(&name).await;
 }
@@ -119,29 +138,14 @@ async fn d13_a_paused_owner_resumes_fenced_writes_nothing_and_steps_down() {
 /// the takeover time itself is a benchmark, BENCHMARKS.md).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d14_a_killed_owners_org_moves_to_a_survivor_with_every_acknowledged_call() {
-    use common::process::{command, ServerProcess};
     let Some((url, name)) = common::scratch_pg_database().await else { return };
     let dir = tempfile::tempdir().unwrap();
-    let start = |instance: &'static str| {
-        let mut server = command(dir.path());
-        server.env("CLUTCHCALL_ADDR", "127.0.0.1:0").env("DATABASE_URL", &url).env("CLUTCHCALL_DEMO", "1").env("CLUTCHCALL_INSTANCE", instance);
-        ServerProcess::start(server)
-    };
-    let mut first = start("first").await;
-    let second = start("second").await;
-    let raise = |base: String, robot: &'static str| async move {
-        common::http()
-            .post(format!("{base}/v1/sessions"))
-            .bearer_auth(server::seed::demo_robot_token(robot))
-            .json(&serde_json::json!({ "robotId": robot }))
-            .send()
-            .await
-            .unwrap()
-    };
+    let mut first = instance(&url, dir.path(), "first").await;
+    let second = instance(&url, dir.path(), "second").await;
     // Nobody is ready: each call is acknowledged queued (202) by the owner.
     let mut acknowledged = Vec::new();
     for robot in ["uk-pick-01", "ue-pick-02", "uw-weld-01", "uk-insp-01"] {
-        let res = raise(first.base.clone(), robot).await;
+        let res = raise(&first.base, robot).await;
         assert_eq!(res.status(), StatusCode::ACCEPTED);
         acknowledged.push((robot, res.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string()));
     }
@@ -149,16 +153,7 @@ async fn d14_a_killed_owners_org_moves_to_a_survivor_with_every_acknowledged_cal
     first.child.wait().await.unwrap();
     // The survivor takes the org over and has every acknowledged call: each
     // can be withdrawn there.
-    let owner = || async {
-        use sqlx::Connection;
-        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-        sqlx::query_scalar::<_, String>(&format!("SELECT owner FROM org_leases WHERE org_id = '{ORG}'")).fetch_one(&mut conn).await.unwrap()
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !owner().await.starts_with("second/") {
-        assert!(std::time::Instant::now() < deadline, "no survivor took the org over");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    owned_by(&url, "second").await;
     // (Owning it, the survivor answers once the org is loaded.)
     for (robot, session) in &acknowledged {
         let withdrawn = common::http()
@@ -225,4 +220,42 @@ async fn events_cross_instances_over_nats_and_a_lost_one_is_a_resync() {
     raw.flush().await.unwrap();
     assert_eq!(on_b.recv().await, Delivery::Resync);
     assert_eq!(on_b.recv().await, Delivery::Event(bookings_changed("r9")));
+}
+
+/// The owner's events reach a wallboard on another instance through NATS:
+/// a call raised on the instance that dispatches the org moves the
+/// wallboard of an admin signed in on the other one, with no reload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wallboard_on_another_instance_hears_the_owners_events_through_nats() {
+    use domain::events::OrgEvent;
+    use domain::ring::RingMsg;
+    let Some(nats) = nats_url().await else { return };
+    let Some((url, name)) = common::scratch_pg_database().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let first = instance_on(&url, Some(&nats), dir.path(), "first").await;
+    let second = instance_on(&url, Some(&nats), dir.path(), "second").await;
+    assert!(owner(&url).await.starts_with("first/"));
+    let signed = common::browser()
+        .post(format!("{}/api/sign_in", second.base))
+        .header("origin", &second.base)
+        .form(&[("email", common::ADMIN), ("password", server::seed::DEMO_PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    let cookie = signed.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let mut wallboard = common::Tab::open_at(&second.base, &cookie, "/ws?watch=org").await;
+    // Its topic's NATS subscription is live: the screen is told to reload once.
+    wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
+    let raised = raise(&first.base, "uk-pick-01").await;
+    assert_eq!(raised.status(), StatusCode::ACCEPTED);
+    let session = raised.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string();
+    let heard = wallboard
+        .until(|m| match m {
+            RingMsg::Org { event: OrgEvent::Lifecycle { session_id, .. } } if session_id == session => Some(session_id),
+            _ => None,
+        })
+        .await;
+    assert_eq!(heard, session);
+    drop((first, second));
+    common::drop_pg_database(&name).await;
 }

@@ -76,7 +76,7 @@ impl Command {
     }
 
     /// Answers without touching the desk.
-    pub(super) fn refuse(self, error: impl Fn() -> EngineError) {
+    fn refuse(self, error: impl Fn() -> EngineError) {
         match self {
             Command::Raise { reply, .. } => drop(reply.send(Err(error()))),
             Command::Accept { reply, .. }
@@ -184,6 +184,40 @@ fn read(desk: &Desk, command: Command) {
     }
 }
 
+/// Waits until this instance holds the org's lease (`lease.rs`); meanwhile
+/// requests are answered that another instance dispatches the org (or,
+/// while the database does not answer, that dispatch is unavailable).
+/// `started` is told as soon as the org is known to be dispatched
+/// elsewhere. `None` once the engine stops.
+async fn take_lease(shared: &Shared, org_id: &str, rx: &mut mpsc::Receiver<Command>, started: &mut Option<oneshot::Sender<()>>) -> Option<Lease> {
+    let mut elsewhere_told = false;
+    loop {
+        let reachable = match lease::ask(shared, org_id).await {
+            lease::Asked::Taken(lease) => return Some(lease),
+            lease::Asked::Elsewhere => {
+                if !elsewhere_told {
+                    tracing::info!(org = %org_id, "another instance dispatches this org");
+                    elsewhere_told = true;
+                }
+                if let Some(started) = started.take() {
+                    let _ = started.send(());
+                }
+                true
+            }
+            lease::Asked::Unreachable => false,
+        };
+        let deadline = tokio::time::Instant::now() + lease::TAKE_EVERY;
+        loop {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(command)) if reachable => command.refuse(|| EngineError::DispatchedElsewhere),
+                Ok(Some(command)) => command.refuse(|| EngineError::Unavailable),
+                Ok(None) => return None,
+                Err(_) => break,
+            }
+        }
+    }
+}
+
 /// Tells other orgs' dispatchers that operators they found busy are free.
 fn poke(shared: &Shared, orgs: Vec<String>) {
     if orgs.is_empty() {
@@ -255,7 +289,7 @@ enum Stop {
 /// is told once the org is loaded and recovered (or found dispatched elsewhere).
 pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>, started: oneshot::Sender<()>) {
     let mut started = Some(started);
-    while let Some(lease) = lease::take(&shared, &org_id, &mut rx, &mut started).await {
+    while let Some(lease) = take_lease(&shared, &org_id, &mut rx, &mut started).await {
         let mut desk = Desk::new(&org_id, shared.settings, std::sync::Arc::default(), shared.busy.clone());
         let stop = match load(&shared, &lease, &mut desk).await {
             Ok(()) => {

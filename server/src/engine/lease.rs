@@ -8,12 +8,9 @@
 //! steps down. On SQLite one process holds every org and the lease is
 //! always its own.
 
-use super::dispatcher::Command;
-use super::types::EngineError;
 use super::Shared;
 use crate::store::Lease;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
 
 /// A lease lapses this long after its last renewal: another instance may
 /// then take the org (failover within 5 s: this, plus one `TAKE_EVERY`,
@@ -24,42 +21,26 @@ pub const RENEW_EVERY: Duration = Duration::from_secs(1);
 /// An instance that does not dispatch an org tries to take it this often.
 pub const TAKE_EVERY: Duration = Duration::from_secs(1);
 
-/// Waits until this instance holds the org's lease; meanwhile requests are
-/// answered that another instance dispatches the org (or, while the
-/// database does not answer, that dispatch is unavailable). `started` is
-/// told as soon as the org is known to be dispatched elsewhere. `None`
-/// once the engine stops.
-pub(super) async fn take(shared: &Shared, org_id: &str, rx: &mut mpsc::Receiver<Command>, started: &mut Option<oneshot::Sender<()>>) -> Option<Lease> {
-    let mut elsewhere_told = false;
-    loop {
-        let reachable = match shared.store.take_lease(org_id, &shared.owner, LEASE_TTL_MS).await {
-            Ok(Some(lease)) => {
-                tracing::info!(org = %org_id, epoch = lease.epoch, instance = %shared.owner, "dispatching this org here");
-                return Some(lease);
-            }
-            Ok(None) => {
-                if !elsewhere_told {
-                    tracing::info!(org = %org_id, "another instance dispatches this org");
-                    elsewhere_told = true;
-                }
-                if let Some(started) = started.take() {
-                    let _ = started.send(());
-                }
-                true
-            }
-            Err(e) => {
-                tracing::warn!(org = %org_id, error = %e, "could not ask for the org's dispatch lease");
-                false
-            }
-        };
-        let deadline = tokio::time::Instant::now() + TAKE_EVERY;
-        loop {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(command)) if reachable => command.refuse(|| EngineError::DispatchedElsewhere),
-                Ok(Some(command)) => command.refuse(|| EngineError::Unavailable),
-                Ok(None) => return None,
-                Err(_) => break,
-            }
+/// What asking for the org's lease found.
+pub(super) enum Asked {
+    Taken(Lease),
+    /// Another instance holds it.
+    Elsewhere,
+    /// The database did not answer.
+    Unreachable,
+}
+
+/// Asks once for the org's lease.
+pub(super) async fn ask(shared: &Shared, org_id: &str) -> Asked {
+    match shared.store.take_lease(org_id, &shared.owner, LEASE_TTL_MS).await {
+        Ok(Some(lease)) => {
+            tracing::info!(org = %org_id, epoch = lease.epoch, instance = %shared.owner, "dispatching this org here");
+            Asked::Taken(lease)
+        }
+        Ok(None) => Asked::Elsewhere,
+        Err(e) => {
+            tracing::warn!(org = %org_id, error = %e, "could not ask for the org's dispatch lease");
+            Asked::Unreachable
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod backend;
 pub mod bus;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod datasets;
 pub mod engine;
@@ -110,11 +111,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let cookie = app::session_cookie::SessionCookie { secure: config.cookies_secure() };
     // This run of this instance, in its org leases and on its events.
     let run = format!("{}/{}", config.instance_name(addr), uuid::Uuid::now_v7().simple());
-    let bus: SharedBus = match &config.nats_url {
+    let nats = match &config.nats_url {
+        None => None,
+        Some(url) => Some(
+            crate::bus::nats::NatsBus::connect(url, &run)
+                .await
+                .map_err(|e| anyhow::anyhow!("cluster mode needs NATS, and NATS at {url} does not answer ({e}): start it, or unset CLUTCHCALL_NATS_URL"))?,
+        ),
+    };
+    let bus: SharedBus = match &nats {
+        Some(nats) => nats.clone(),
         None => InProcessBus::new(),
-        Some(url) => crate::bus::nats::NatsBus::connect(url, &run)
-            .await
-            .map_err(|e| anyhow::anyhow!("cluster mode needs NATS, and NATS at {url} does not answer ({e}): start it, or unset CLUTCHCALL_NATS_URL"))?,
     };
     // Each org's dispatcher reloads its calls and re-dispatches offers that
     // went stale while the server was down before it answers anything.
@@ -123,6 +130,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone(), engine.clone(), config.booking_caps));
     let quotas = Arc::new(crate::services::Quotas::default());
     let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone(), tabs.clone()).await?;
+    // Cluster mode: revocations made on any instance reach the sockets and token caches of all.
+    let revocations_job = match &nats {
+        Some(nats) => Some(crate::cluster::join(nats.clone(), tabs.clone(), robots.clone()).await?),
+        None => None,
+    };
     let origins = PublicOrigins::new(config.public_origin.as_deref(), addr);
     let people = Arc::new(crate::services::PeopleService::new(store.clone(), bus.clone(), engine.clone(), tabs.clone(), origins.primary()));
     // The relay records ACTIVE sessions; COMPLETED recordings become episodes.
@@ -187,6 +199,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             .await
     });
     let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_throttle(throttle, quotas)), relay_job, episodes_job];
+    jobs.extend(revocations_job);
     let metrics_addr = match config.metrics_addr {
         Some(at) => match metrics::serve(at, views).await {
             Ok((bound, task)) => {

@@ -88,6 +88,23 @@ async fn owned_by(url: &str, instance: &str) {
     }
 }
 
+/// The demo admin's session cookie, signed in at the instance at `base`.
+async fn admin_cookie(base: &str) -> String {
+    let signed = common::browser()
+        .post(format!("{base}/api/sign_in"))
+        .header("origin", base)
+        .form(&[("email", common::ADMIN), ("password", server::seed::DEMO_PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    signed.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string()
+}
+
+/// A server function called at the instance at `base` with `cookie`.
+async fn call_at(base: &str, cookie: &str, endpoint: &str, form: &[(&str, &str)]) -> reqwest::Response {
+    common::browser().post(format!("{base}/api/{endpoint}")).header("origin", base).header("cookie", cookie).form(form).send().await.unwrap()
+}
+
 /// A distress call from `robot`'s edge agent to the instance at `base`.
 async fn raise(base: &str, robot: &str) -> reqwest::Response {
     common::http()
@@ -235,14 +252,7 @@ async fn a_wallboard_on_another_instance_hears_the_owners_events_through_nats() 
     let first = instance_on(&url, Some(&nats), dir.path(), "first").await;
     let second = instance_on(&url, Some(&nats), dir.path(), "second").await;
     assert!(owner(&url).await.starts_with("first/"));
-    let signed = common::browser()
-        .post(format!("{}/api/sign_in", second.base))
-        .header("origin", &second.base)
-        .form(&[("email", common::ADMIN), ("password", server::seed::DEMO_PASSWORD)])
-        .send()
-        .await
-        .unwrap();
-    let cookie = signed.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let cookie = admin_cookie(&second.base).await;
     let mut wallboard = common::Tab::open_at(&second.base, &cookie, "/ws?watch=org").await;
     // Its topic's NATS subscription is live: the screen is told to reload once.
     wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
@@ -256,6 +266,46 @@ async fn a_wallboard_on_another_instance_hears_the_owners_events_through_nats() 
         })
         .await;
     assert_eq!(heard, session);
+    drop((first, second));
+    common::drop_pg_database(&name).await;
+}
+
+/// Revocations hold on every instance: a sign-out on one closes the same
+/// sign-in's socket on another, and a token rotated on one stops working
+/// on another that had it cached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_out_and_a_token_rotation_on_one_instance_hold_on_the_other() {
+    use domain::ring::RingMsg;
+    let Some(nats) = nats_url().await else { return };
+    let Some((url, name)) = common::scratch_pg_database().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let first = instance_on(&url, Some(&nats), dir.path(), "first").await;
+    let second = instance_on(&url, Some(&nats), dir.path(), "second").await;
+    let heartbeat = |base: String, token: String| async move {
+        common::http().post(format!("{base}/v1/robots/uk-pick-01/heartbeat")).bearer_auth(token).send().await.unwrap().status()
+    };
+    // The second instance caches the robot's token.
+    assert_eq!(heartbeat(second.base.clone(), server::seed::demo_robot_token("uk-pick-01")).await, StatusCode::OK);
+
+    // Dana's sign-in on the first opens a wallboard socket on the second.
+    let cookie = admin_cookie(&first.base).await;
+    let mut wallboard = common::Tab::open_at(&second.base, &cookie, "/ws?watch=org").await;
+    wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
+    assert_eq!(call_at(&first.base, &cookie, "sign_out", &[]).await.status(), StatusCode::OK);
+    assert!(wallboard.closed_within(std::time::Duration::from_secs(5)).await, "signed out on the first, the second's socket closed");
+
+    // A new token on the first: the old one fails on the second (its cache
+    // is told through NATS, in milliseconds; polled, never slept).
+    let cookie = admin_cookie(&first.base).await;
+    let rotated = call_at(&first.base, &cookie, "rotate_robot_token", &[("robot_id", "uk-pick-01")]).await;
+    assert_eq!(rotated.status(), StatusCode::OK);
+    let token: String = rotated.json().await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while heartbeat(second.base.clone(), server::seed::demo_robot_token("uk-pick-01")).await != StatusCode::UNAUTHORIZED {
+        assert!(std::time::Instant::now() < deadline, "the rotated-out token still works on the second instance");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(heartbeat(second.base.clone(), token).await, StatusCode::OK, "the new one works there");
     drop((first, second));
     common::drop_pg_database(&name).await;
 }

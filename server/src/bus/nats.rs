@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Header naming a message's publisher (`instance/boot`).
-const PUBLISHER: &str = "CC-Publisher";
+pub const PUBLISHER: &str = "CC-Publisher";
 /// Header with the publisher's sequence number on the topic (from 1).
 const SEQUENCE: &str = "CC-Seq";
 /// A subject nobody here listens to any more is given up within this.
@@ -140,6 +140,24 @@ impl NatsBus {
             }
         });
         Ok(bus)
+    }
+
+    /// This run of this instance, as its messages name it.
+    pub fn publisher(&self) -> &str {
+        &self.publisher
+    }
+
+    /// The connection, for the other things instances tell each other (`crate::cluster`).
+    pub fn client(&self) -> &async_nats::Client {
+        &self.client
+    }
+
+    /// Sends `payload` on `subject`, signed with this publisher, in order
+    /// with everything else this instance publishes; never blocks.
+    pub fn send(&self, subject: &str, payload: Vec<u8>) {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(PUBLISHER, self.publisher.as_str());
+        let _ = self.outbox.send((subject.to_string(), headers, payload.into()));
     }
 
     fn resync_all(&self) {

@@ -286,6 +286,7 @@ impl RobotRegistry {
         let hash = crate::auth::token_hash(&token);
         match self.store.rotate_robot_token(org_id, robot_id, &hash, actor, now_ms()).await? {
             RobotChange::Done(robot, entry) => {
+                self.tabs.tell_others(&super::tabs::Revocation::RobotToken { org_id: org_id.to_string(), robot_id: robot_id.to_string() });
                 let old = {
                     let mut robots = self.robots.write().expect("robots lock");
                     let old = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned();
@@ -306,10 +307,26 @@ impl RobotRegistry {
 
     /// Forgets the robot's token (revoked for good); its hash, if known.
     fn forget_token(&self, org_id: &str, robot_id: &str) -> Option<String> {
+        self.tabs.tell_others(&super::tabs::Revocation::RobotToken { org_id: org_id.to_string(), robot_id: robot_id.to_string() });
         let mut robots = self.robots.write().expect("robots lock");
         let old = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned();
         robots.revoke(org_id, robot_id);
         old
+    }
+
+    /// Another instance rotated the robot's token or retired the robot:
+    /// the token cached here is forgotten (the next request reads the
+    /// store), and sockets opened with it here close.
+    pub fn revoked_elsewhere(&self, org_id: &str, robot_id: &str) {
+        let old = {
+            let mut robots = self.robots.write().expect("robots lock");
+            let old = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned();
+            robots.revoke(org_id, robot_id);
+            old
+        };
+        if let Some(old) = old {
+            self.tabs.revoked_elsewhere(&super::tabs::Revocation::CredentialEnded { secret: old });
+        }
     }
 
     fn publish_audit(&self, org_id: &str, entry: domain::events::AuditEntry) {

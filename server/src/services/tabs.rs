@@ -71,6 +71,26 @@ pub enum Ended {
 pub struct OpenTabs {
     by_holder: Mutex<HashMap<String, Vec<OpenTab>>>,
     next_id: AtomicU64,
+    /// The other instances (cluster mode): each revocation made here is
+    /// applied there too (`crate::cluster`). Unset on a single instance.
+    others: std::sync::OnceLock<Arc<dyn TellOthers>>,
+}
+
+/// A revocation every instance applies to its own sockets and caches.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Revocation {
+    /// A sign-in or robot token (its hash) ended.
+    CredentialEnded { secret: String },
+    /// A person's membership of an org changed.
+    AccessChanged { org_id: String, person: String },
+    /// A robot's token was rotated or the robot retired: caches forget it.
+    RobotToken { org_id: String, robot_id: String },
+}
+
+/// How revocations made here reach the other instances.
+pub trait TellOthers: Send + Sync {
+    fn tell(&self, revocation: &Revocation);
 }
 
 struct OpenTab {
@@ -148,15 +168,43 @@ impl OpenTabs {
     }
 
     /// Ends every socket opened with this sign-in or robot token (its
-    /// hash): sign-out, a password change, token rotation, retirement.
+    /// hash), here and on every other instance: sign-out, a password
+    /// change, token rotation, retirement. Returns how many were open here.
     pub fn credential_ended(&self, secret: &str) -> usize {
+        self.tell_others(&Revocation::CredentialEnded { secret: secret.to_string() });
         self.end(|c| c.secret() == secret, Ended::CredentialEnded)
     }
 
-    /// Ends every socket `person` opened in `org_id`: their membership
-    /// changed (removed, or a new role), so what they may hear did too.
+    /// Ends every socket `person` opened in `org_id`, here and on every
+    /// other instance: their membership changed (removed, or a new role),
+    /// so what they may hear did too.
     pub fn access_changed(&self, org_id: &str, person: &str) -> usize {
+        self.tell_others(&Revocation::AccessChanged { org_id: org_id.to_string(), person: person.to_string() });
         self.end(|c| matches!(c, Credential::SignIn { person: p, org_id: o, .. } if p == person && o == org_id), Ended::AccessChanged)
+    }
+
+    /// A revocation another instance made, applied to the sockets here
+    /// (robot tokens are the registry's: `RobotRegistry::revoked_elsewhere`).
+    pub fn revoked_elsewhere(&self, revocation: &Revocation) -> usize {
+        match revocation {
+            Revocation::CredentialEnded { secret } => self.end(|c| c.secret() == secret, Ended::CredentialEnded),
+            Revocation::AccessChanged { org_id, person } => {
+                self.end(|c| matches!(c, Credential::SignIn { person: p, org_id: o, .. } if p == person && o == org_id), Ended::AccessChanged)
+            }
+            Revocation::RobotToken { .. } => 0,
+        }
+    }
+
+    /// Sends a revocation made here to the other instances (if any).
+    pub fn tell_others(&self, revocation: &Revocation) {
+        if let Some(others) = self.others.get() {
+            others.tell(revocation);
+        }
+    }
+
+    /// Cluster mode: revocations made here reach the other instances through `others`.
+    pub fn reach_others(&self, others: Arc<dyn TellOthers>) {
+        let _ = self.others.set(others);
     }
 
     fn end(&self, which: impl Fn(&Credential) -> bool, why: Ended) -> usize {

@@ -130,7 +130,7 @@ pub struct Settings {
     /// Cluster mode: several instances on one PostgreSQL database, their events carried by the NATS server at this URL (e.g. `nats://127.0.0.1:4222`); requires `DATABASE_URL=postgres://…`.
     #[arg(long, env = "CLUTCHCALL_NATS_URL")]
     pub nats_url: Option<String>,
-    /// This instance's name, in the org leases that say which instance dispatches which org, and in logs; default: the host name and the port.
+    /// This instance's name, in the org leases that say which instance dispatches which org, and in logs; unique among the instances on one database; default: the host name and the port.
     #[arg(long, env = "CLUTCHCALL_INSTANCE", value_parser = instance_name)]
     pub instance: Option<String>,
     /// Browser tests only: `1` opens `POST /test/orgs`, which makes a fresh copy of the demo orgs (public password) for each test; refused on a non-loopback address.

@@ -52,6 +52,14 @@ both_backends_with!(copies_of_the_demo_share_no_person_robot_or_call, |c: &mut s
 });
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_through_a_proxy_finds_no_door() {
+    let app = TestApp::spawn_with(Db::Sqlite, |c| c.test_orgs = true).await.unwrap();
+    let res = http().post(app.url("/test/orgs")).header("origin", &app.base).header("x-forwarded-for", "203.0.113.9").send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_door_is_shut_unless_asked_for() {
     let app = TestApp::spawn(Db::Sqlite).await.unwrap();
     let res = http().post(app.url("/test/orgs")).header("origin", &app.base).send().await.unwrap();

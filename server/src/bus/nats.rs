@@ -26,6 +26,8 @@ pub const PUBLISHER: &str = "CC-Publisher";
 const SEQUENCE: &str = "CC-Seq";
 /// A subject nobody here listens to any more is given up within this.
 const IDLE_CHECK: Duration = Duration::from_secs(30);
+/// Messages waiting for NATS before new ones are dropped.
+const OUTBOX: usize = 65_536;
 
 /// A topic's subject: `clutchcall.org.<org>` or `clutchcall.op.<org>.<operator>`.
 /// Ids keep letters, digits, `-` and `_`; anything else (a `.`, `*` or `>`
@@ -76,8 +78,9 @@ pub struct NatsBus {
     relayed: Mutex<HashMap<Topic, tokio::task::JoinHandle<()>>>,
     /// This publisher's sequence number per topic.
     sequences: Mutex<HashMap<Topic, u64>>,
-    /// Publishing never blocks the caller: one task sends, in order.
-    outbox: mpsc::UnboundedSender<(String, async_nats::HeaderMap, bytes::Bytes)>,
+    /// Publishing never blocks the caller: one task sends, in order; past
+    /// `OUTBOX` waiting messages (NATS away) new ones are dropped.
+    outbox: mpsc::Sender<(String, async_nats::HeaderMap, bytes::Bytes)>,
 }
 
 impl NatsBus {
@@ -97,7 +100,7 @@ impl NatsBus {
             })
             .connect(url)
             .await?;
-        let (outbox, mut outgoing) = mpsc::unbounded_channel::<(String, async_nats::HeaderMap, bytes::Bytes)>();
+        let (outbox, mut outgoing) = mpsc::channel::<(String, async_nats::HeaderMap, bytes::Bytes)>(OUTBOX);
         let bus = Arc::new_cyclic(|me| NatsBus {
             me: me.clone(),
             client: client.clone(),
@@ -157,7 +160,9 @@ impl NatsBus {
     pub fn send(&self, subject: &str, payload: Vec<u8>) {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(PUBLISHER, self.publisher.as_str());
-        let _ = self.outbox.send((subject.to_string(), headers, payload.into()));
+        if self.outbox.try_send((subject.to_string(), headers, payload.into())).is_err() {
+            tracing::warn!(%subject, "the NATS outbox is full: a message was dropped");
+        }
     }
 
     fn resync_all(&self) {
@@ -194,16 +199,18 @@ impl NatsBus {
 /// none is left.
 async fn relay(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic) {
     let subject = subject(&topic);
-    let mut subscriber = match client.subscribe(subject.clone()).await {
-        Ok(subscriber) => subscriber,
-        Err(e) => {
-            tracing::warn!(%subject, error = %e, "could not subscribe to NATS");
-            if let Some(bus) = bus.upgrade() {
-                // The next subscriber tries again.
-                bus.relayed.lock().expect("relayed lock").remove(&topic);
-                bus.local.resync(&topic);
+    let mut subscriber = loop {
+        match client.subscribe(subject.clone()).await {
+            Ok(subscriber) => break subscriber,
+            Err(e) => {
+                tracing::warn!(%subject, error = %e, "could not subscribe to NATS; trying again");
+                let Some(bus) = bus.upgrade() else { return };
+                if bus.retire(&topic) {
+                    return;
+                }
+                drop(bus);
+                tokio::time::sleep(Duration::from_secs(1)).await;
             }
-            return;
         }
     };
     // Live once the server has it: whatever was published before could not
@@ -251,12 +258,6 @@ async fn relay(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic) {
 
 impl EventBus for NatsBus {
     fn publish(&self, topic: Topic, event: Event) {
-        let seq = {
-            let mut sequences = self.sequences.lock().expect("sequences lock");
-            let seq = sequences.entry(topic.clone()).or_insert(0);
-            *seq += 1;
-            *seq
-        };
         let payload = match serde_json::to_vec(&event) {
             Ok(payload) => payload,
             Err(e) => {
@@ -264,10 +265,18 @@ impl EventBus for NatsBus {
                 return;
             }
         };
+        // Numbered and queued under one lock: two callers publishing on
+        // one topic queue their events in the order of their numbers.
+        let mut sequences = self.sequences.lock().expect("sequences lock");
+        let seq = sequences.entry(topic.clone()).or_insert(0);
+        *seq += 1;
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(PUBLISHER, self.publisher.as_str());
         headers.insert(SEQUENCE, seq.to_string().as_str());
-        let _ = self.outbox.send((subject(&topic), headers, payload.into()));
+        if self.outbox.try_send((subject(&topic), headers, payload.into())).is_err() {
+            // NATS has been away too long: dropped, and its subscribers see the gap.
+            tracing::warn!("the NATS outbox is full: an event was dropped");
+        }
     }
 
     fn subscribe(&self, topic: &Topic) -> Subscription {

@@ -289,8 +289,11 @@ enum Stop {
 /// is told once the org is loaded and recovered (or found dispatched elsewhere).
 pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>, started: oneshot::Sender<()>) {
     let mut started = Some(started);
+    // One desk for every lease this instance takes: taking the org back
+    // (after a lapse) reloads its calls and keeps the presences, which
+    // live only here, as a reload after a failed commit does.
+    let mut desk = Desk::new(&org_id, shared.settings, std::sync::Arc::default(), shared.busy.clone());
     while let Some(lease) = take_lease(&shared, &org_id, &mut rx, &mut started).await {
-        let mut desk = Desk::new(&org_id, shared.settings, std::sync::Arc::default(), shared.busy.clone());
         let stop = match load(&shared, &lease, &mut desk).await {
             Ok(()) => {
                 if let Some(started) = started.take() {
@@ -324,17 +327,18 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
     loop {
         let next_timer = desk.timers.next_at().map(|at| shared.clock.instant_at(at));
         tokio::select! {
+            // Renewals first: a stream of commands must never starve them.
             biased;
-            command = rx.recv() => match command {
-                Some(command) => batch.push(command),
-                None => return Stop::Closed,
-            },
             _ = renew.tick() => {
                 if !renewals.renew(shared, lease).await {
                     return Stop::TakenOver;
                 }
                 continue;
             }
+            command = rx.recv() => match command {
+                Some(command) => batch.push(command),
+                None => return Stop::Closed,
+            },
             _ = async { tokio::time::sleep_until(next_timer.expect("guarded")).await }, if next_timer.is_some() => {}
         }
         while batch.len() < MAX_BATCH {
@@ -342,6 +346,14 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
                 Ok(command) => batch.push(command),
                 Err(_) => break,
             }
+        }
+        // A lease not renewed for a whole lease may be another's by now (a
+        // stall, a slow database): renewed first, or nothing is answered.
+        if !renewals.current() && !renewals.renew(shared, lease).await {
+            for command in batch.drain(..) {
+                command.refuse(|| EngineError::DispatchedElsewhere);
+            }
+            return Stop::TakenOver;
         }
         let now = shared.clock.now_ms();
         for timer in desk.timers.due(now) {

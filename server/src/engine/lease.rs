@@ -66,8 +66,15 @@ impl Renewals {
             Ok(false) => false,
             Err(e) => {
                 tracing::warn!(org = %lease.org_id, error = %e, "could not renew the org's dispatch lease");
-                self.last_renewed.elapsed() < Duration::from_millis(LEASE_TTL_MS as u64)
+                self.current()
             }
         }
+    }
+
+    /// Whether the last renewal is younger than a lease: past that, another
+    /// instance may hold the org, and nothing is answered from this desk
+    /// (not even a batch without writes, which the commit cannot fence).
+    pub fn current(&self) -> bool {
+        self.last_renewed.elapsed() < Duration::from_millis(LEASE_TTL_MS as u64)
     }
 }

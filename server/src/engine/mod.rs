@@ -71,7 +71,15 @@ pub(crate) struct Shared {
 pub struct Engine {
     shared: Shared,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Set by `stop`: no dispatcher starts any more.
+    stopping: std::sync::atomic::AtomicBool,
+    /// Looks for orgs made since the start (`NEW_ORGS_EVERY`).
+    watcher: Mutex<Option<JoinHandle<()>>>,
 }
+
+/// How often an instance looks for orgs it runs no dispatcher for (made
+/// since it started): each then tries for their leases like the others.
+const NEW_ORGS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Engine {
     /// Starts a dispatcher for every org (each reloads its calls and
@@ -82,11 +90,31 @@ impl Engine {
         let orgs = store.org_ids().await?;
         let owner = owner.to_string();
         let shared = Shared { store, bus, clock, settings, busy: Arc::new(BusyOperators::default()), owner, desks: Arc::default() };
-        let engine = Arc::new(Engine { shared, tasks: Mutex::default() });
+        let engine = Arc::new(Engine { shared, tasks: Mutex::default(), stopping: Default::default(), watcher: Mutex::default() });
         let started: Vec<oneshot::Receiver<()>> = orgs.iter().filter_map(|org_id| engine.spawn_desk(org_id)).collect();
         for loaded in started {
             let _ = loaded.await;
         }
+        // An org made since on another instance gets a dispatcher here too,
+        // so a survivor takes it over when its owner dies. (An SQLite file
+        // has one process: its orgs' dispatchers start on first use.)
+        if engine.shared.store.backend_name() == "sqlite" {
+            return Ok(engine);
+        }
+        let weak = Arc::downgrade(&engine);
+        let watcher = tokio::spawn(async move {
+            let mut every = tokio::time::interval(NEW_ORGS_EVERY);
+            loop {
+                every.tick().await;
+                let Some(engine) = weak.upgrade() else { return };
+                if let Ok(orgs) = engine.shared.store.org_ids().await {
+                    for org_id in orgs {
+                        engine.spawn_desk(&org_id);
+                    }
+                }
+            }
+        });
+        *engine.watcher.lock().expect("watcher lock") = Some(watcher);
         Ok(engine)
     }
 
@@ -101,6 +129,11 @@ impl Engine {
     fn spawn_desk(&self, org_id: &str) -> Option<oneshot::Receiver<()>> {
         let mut desks = self.shared.desks.lock().expect("desks lock");
         if desks.get(org_id).is_some_and(|tx| !tx.is_closed()) {
+            return None;
+        }
+        if self.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            // A closed channel: whoever asks is told dispatch is unavailable.
+            desks.insert(org_id.to_string(), mpsc::channel(1).0);
             return None;
         }
         let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
@@ -361,10 +394,16 @@ impl Engine {
     /// Stops every dispatcher cleanly: each gives its org's lease up, so
     /// another instance takes the org at once (a rolling restart).
     pub async fn stop(&self) {
+        self.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(watcher) = self.watcher.lock().expect("watcher lock").take() {
+            watcher.abort();
+        }
         self.shared.desks.lock().expect("desks lock").clear();
-        let tasks: Vec<JoinHandle<()>> = self.tasks.lock().expect("tasks lock").drain(..).collect();
-        for mut task in tasks {
-            if tokio::time::timeout(std::time::Duration::from_secs(2), &mut task).await.is_err() {
+        // Each dispatcher ends once its channel has closed, its lease given up.
+        let mut tasks: Vec<JoinHandle<()>> = self.tasks.lock().expect("tasks lock").drain(..).collect();
+        let all = futures::future::join_all(tasks.iter_mut());
+        if tokio::time::timeout(std::time::Duration::from_secs(2), all).await.is_err() {
+            for task in &tasks {
                 task.abort();
             }
         }
@@ -372,6 +411,9 @@ impl Engine {
 
     /// Stops every dispatcher at once, as a crash would (tests).
     pub fn abort(&self) {
+        if let Some(watcher) = self.watcher.lock().expect("watcher lock").take() {
+            watcher.abort();
+        }
         for task in self.tasks.lock().expect("tasks lock").drain(..) {
             task.abort();
         }

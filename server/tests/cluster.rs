@@ -56,14 +56,37 @@ async fn d13_a_batch_of_a_taken_over_owner_is_refused_and_writes_nothing() {
     app.finish().await;
 }
 
-/// A real server process named `instance` on the database at `url` (the
-/// first to start seeds the demo).
-async fn instance(url: &str, dir: &std::path::Path, instance: &str) -> common::process::ServerProcess {
-    instance_on(url, None, dir, instance).await
+/// Two real server processes on one scratch PostgreSQL database, in
+/// cluster mode when `nats` names a NATS server: "first" starts first,
+/// seeds the demo and takes its orgs; "second" finds them taken.
+struct Pair {
+    first: common::process::ServerProcess,
+    second: common::process::ServerProcess,
+    url: String,
+    name: String,
+    _dir: tempfile::TempDir,
 }
 
-/// As `instance`, in cluster mode when `nats` names a NATS server.
-async fn instance_on(url: &str, nats: Option<&str>, dir: &std::path::Path, instance: &str) -> common::process::ServerProcess {
+impl Pair {
+    /// `None` when PostgreSQL is skipped (outside CI).
+    async fn start(nats: Option<&str>) -> Option<Pair> {
+        let (url, name) = common::scratch_pg_database().await?;
+        let dir = tempfile::tempdir().unwrap();
+        let first = instance(&url, nats, dir.path(), "first").await;
+        let second = instance(&url, nats, dir.path(), "second").await;
+        Some(Pair { first, second, url, name, _dir: dir })
+    }
+
+    /// Stops both processes and drops the database.
+    async fn finish(self) {
+        let Pair { first, second, name, .. } = self;
+        drop((first, second));
+        common::drop_pg_database(&name).await;
+    }
+}
+
+/// A real server process named `instance` on the database at `url`.
+async fn instance(url: &str, nats: Option<&str>, dir: &std::path::Path, instance: &str) -> common::process::ServerProcess {
     let mut server = common::process::command(dir);
     server.env("CLUTCHCALL_ADDR", "127.0.0.1:0").env("DATABASE_URL", url).env("CLUTCHCALL_DEMO", "1").env("CLUTCHCALL_INSTANCE", instance);
     if let Some(nats) = nats {
@@ -121,12 +144,9 @@ async fn raise(base: &str, robot: &str) -> reqwest::Response {
 /// it answers 503 `dispatched_elsewhere`, writes nothing, and steps down.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d13_a_paused_owner_resumes_fenced_writes_nothing_and_steps_down() {
-    let Some((url, name)) = common::scratch_pg_database().await else { return };
-    let dir = tempfile::tempdir().unwrap();
-    // The first seeds the demo and takes its orgs; the second finds them taken.
-    let first = instance(&url, dir.path(), "first").await;
-    let second = instance(&url, dir.path(), "second").await;
-    assert!(owner(&url).await.starts_with("first/"));
+    let Some(pair) = Pair::start(None).await else { return };
+    let (url, first, second) = (&pair.url, &pair.first, &pair.second);
+    assert!(owner(url).await.starts_with("first/"));
     let elsewhere = raise(&second.base, "uk-pick-01").await;
     assert_eq!(elsewhere.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(elsewhere.json::<serde_json::Value>().await.unwrap()["error"]["code"], "dispatched_elsewhere");
@@ -134,20 +154,19 @@ async fn d13_a_paused_owner_resumes_fenced_writes_nothing_and_steps_down() {
     // Paused past its lease: the second takes the org over.
     let pid = first.child.id().unwrap() as i32;
     unsafe { libc::kill(pid, libc::SIGSTOP) };
-    owned_by(&url, "second").await;
+    owned_by(url, "second").await;
     // Resumed, the first believes for a moment that it still dispatches the
     // org: whatever it decides is refused by the epoch, and it steps down.
     unsafe { libc::kill(pid, libc::SIGCONT) };
     let refused = raise(&first.base, "uk-pick-01").await;
     assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(refused.json::<serde_json::Value>().await.unwrap()["error"]["code"], "dispatched_elsewhere");
-    assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions").await, 0, "nothing of the stale owner's was written");
+    assert_eq!(scalar(url, "SELECT COUNT(*) FROM sessions").await, 0, "nothing of the stale owner's was written");
     let taken = raise(&second.base, "uk-pick-01").await;
     assert!(taken.status().is_success(), "{}", taken.status());
-    assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions").await, 1);
-    assert!(owner(&url).await.starts_with("second/"), "the resumed instance did not take the org back");
-    drop((first, second));
-    common::drop_pg_database(&name).await;
+    assert_eq!(scalar(url, "SELECT COUNT(*) FROM sessions").await, 1);
+    assert!(owner(url).await.starts_with("second/"), "the resumed instance did not take the org back");
+    pair.finish().await;
 }
 
 /// The owner is killed (-9) after acknowledging calls: a survivor owns the
@@ -155,26 +174,24 @@ async fn d13_a_paused_owner_resumes_fenced_writes_nothing_and_steps_down() {
 /// the takeover time itself is a benchmark, BENCHMARKS.md).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d14_a_killed_owners_org_moves_to_a_survivor_with_every_acknowledged_call() {
-    let Some((url, name)) = common::scratch_pg_database().await else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let mut first = instance(&url, dir.path(), "first").await;
-    let second = instance(&url, dir.path(), "second").await;
+    let Some(mut pair) = Pair::start(None).await else { return };
+    let url = pair.url.clone();
     // Nobody is ready: each call is acknowledged queued (202) by the owner.
     let mut acknowledged = Vec::new();
     for robot in ["uk-pick-01", "ue-pick-02", "uw-weld-01", "uk-insp-01"] {
-        let res = raise(&first.base, robot).await;
+        let res = raise(&pair.first.base, robot).await;
         assert_eq!(res.status(), StatusCode::ACCEPTED);
         acknowledged.push((robot, res.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string()));
     }
-    first.child.start_kill().unwrap();
-    first.child.wait().await.unwrap();
+    pair.first.child.start_kill().unwrap();
+    pair.first.child.wait().await.unwrap();
     // The survivor takes the org over and has every acknowledged call: each
     // can be withdrawn there.
     owned_by(&url, "second").await;
     // (Owning it, the survivor answers once the org is loaded.)
     for (robot, session) in &acknowledged {
         let withdrawn = common::http()
-            .delete(format!("{}/v1/sessions/{session}", second.base))
+            .delete(format!("{}/v1/sessions/{session}", pair.second.base))
             .bearer_auth(server::seed::demo_robot_token(robot))
             .send()
             .await
@@ -182,8 +199,7 @@ async fn d14_a_killed_owners_org_moves_to_a_survivor_with_every_acknowledged_cal
         assert_eq!(withdrawn.status(), StatusCode::OK, "{robot}'s acknowledged call is on the survivor's desk");
     }
     assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions WHERE lifecycle = 'PENDING'").await, 0);
-    drop(second);
-    common::drop_pg_database(&name).await;
+    pair.finish().await;
 }
 
 /// The local NATS (`CLUTCHCALL_TEST_NATS_URL`, default 127.0.0.1:4222);
@@ -247,11 +263,9 @@ async fn a_wallboard_on_another_instance_hears_the_owners_events_through_nats() 
     use domain::events::OrgEvent;
     use domain::ring::RingMsg;
     let Some(nats) = nats_url().await else { return };
-    let Some((url, name)) = common::scratch_pg_database().await else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let first = instance_on(&url, Some(&nats), dir.path(), "first").await;
-    let second = instance_on(&url, Some(&nats), dir.path(), "second").await;
-    assert!(owner(&url).await.starts_with("first/"));
+    let Some(pair) = Pair::start(Some(&nats)).await else { return };
+    let (first, second) = (&pair.first, &pair.second);
+    assert!(owner(&pair.url).await.starts_with("first/"));
     let cookie = admin_cookie(&second.base).await;
     let mut wallboard = common::Tab::open_at(&second.base, &cookie, "/ws?watch=org").await;
     // Its topic's NATS subscription is live: the screen is told to reload once.
@@ -266,8 +280,7 @@ async fn a_wallboard_on_another_instance_hears_the_owners_events_through_nats() 
         })
         .await;
     assert_eq!(heard, session);
-    drop((first, second));
-    common::drop_pg_database(&name).await;
+    pair.finish().await;
 }
 
 /// Revocations hold on every instance: a sign-out on one closes the same
@@ -277,10 +290,8 @@ async fn a_wallboard_on_another_instance_hears_the_owners_events_through_nats() 
 async fn a_sign_out_and_a_token_rotation_on_one_instance_hold_on_the_other() {
     use domain::ring::RingMsg;
     let Some(nats) = nats_url().await else { return };
-    let Some((url, name)) = common::scratch_pg_database().await else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let first = instance_on(&url, Some(&nats), dir.path(), "first").await;
-    let second = instance_on(&url, Some(&nats), dir.path(), "second").await;
+    let Some(pair) = Pair::start(Some(&nats)).await else { return };
+    let (first, second) = (&pair.first, &pair.second);
     let heartbeat = |base: String, token: String| async move {
         common::http().post(format!("{base}/v1/robots/uk-pick-01/heartbeat")).bearer_auth(token).send().await.unwrap().status()
     };
@@ -306,6 +317,5 @@ async fn a_sign_out_and_a_token_rotation_on_one_instance_hold_on_the_other() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert_eq!(heartbeat(second.base.clone(), token).await, StatusCode::OK, "the new one works there");
-    drop((first, second));
-    common::drop_pg_database(&name).await;
+    pair.finish().await;
 }

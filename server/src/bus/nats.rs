@@ -158,10 +158,15 @@ impl NatsBus {
     /// Sends `payload` on `subject`, signed with this publisher, in order
     /// with everything else this instance publishes; never blocks.
     pub fn send(&self, subject: &str, payload: Vec<u8>) {
-        let mut headers = async_nats::HeaderMap::new();
+        self.enqueue(subject.to_string(), async_nats::HeaderMap::new(), payload);
+    }
+
+    /// Queues a message signed with this publisher; past `OUTBOX` waiting
+    /// ones it is dropped (its subscribers see the gap).
+    fn enqueue(&self, subject: String, mut headers: async_nats::HeaderMap, payload: Vec<u8>) {
         headers.insert(PUBLISHER, self.publisher.as_str());
-        if self.outbox.try_send((subject.to_string(), headers, payload.into())).is_err() {
-            tracing::warn!(%subject, "the NATS outbox is full: a message was dropped");
+        if self.outbox.try_send((subject, headers, payload.into())).is_err() {
+            tracing::warn!("the NATS outbox is full: a message was dropped");
         }
     }
 
@@ -271,12 +276,8 @@ impl EventBus for NatsBus {
         let seq = sequences.entry(topic.clone()).or_insert(0);
         *seq += 1;
         let mut headers = async_nats::HeaderMap::new();
-        headers.insert(PUBLISHER, self.publisher.as_str());
         headers.insert(SEQUENCE, seq.to_string().as_str());
-        if self.outbox.try_send((subject(&topic), headers, payload.into())).is_err() {
-            // NATS has been away too long: dropped, and its subscribers see the gap.
-            tracing::warn!("the NATS outbox is full: an event was dropped");
-        }
+        self.enqueue(subject(&topic), headers, payload);
     }
 
     fn subscribe(&self, topic: &Topic) -> Subscription {

@@ -318,6 +318,14 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
     }
 }
 
+/// The org was taken over: the commands still waiting are told so.
+fn taken_over(waiting: Vec<Command>) -> Stop {
+    for command in waiting {
+        command.refuse(|| EngineError::DispatchedElsewhere);
+    }
+    Stop::TakenOver
+}
+
 /// Dispatches the loaded org in batches while `lease` holds it.
 async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::Receiver<Command>) -> Stop {
     let mut batch: Vec<Command> = Vec::with_capacity(MAX_BATCH);
@@ -350,10 +358,7 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
         // A lease not renewed for a whole lease may be another's by now (a
         // stall, a slow database): renewed first, or nothing is answered.
         if !renewals.current() && !renewals.renew(shared, lease).await {
-            for command in batch.drain(..) {
-                command.refuse(|| EngineError::DispatchedElsewhere);
-            }
-            return Stop::TakenOver;
+            return taken_over(batch);
         }
         let now = shared.clock.now_ms();
         for timer in desk.timers.due(now) {
@@ -393,10 +398,7 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
                 for answer in pending {
                     answer(Some(|| EngineError::DispatchedElsewhere));
                 }
-                for command in reads {
-                    command.refuse(|| EngineError::DispatchedElsewhere);
-                }
-                return Stop::TakenOver;
+                return taken_over(reads);
             }
             Err(e) => {
                 tracing::error!(org = %lease.org_id, error = %e, writes = fx.writes.len(), "batch not committed: answered 503, reloading");
@@ -404,10 +406,7 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
                     answer(Some(|| EngineError::Unavailable));
                 }
                 if load(shared, lease, desk).await.is_err() {
-                    for command in reads {
-                        command.refuse(|| EngineError::DispatchedElsewhere);
-                    }
-                    return Stop::TakenOver;
+                    return taken_over(reads);
                 }
                 for command in reads {
                     read(desk, command);

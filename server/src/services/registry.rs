@@ -71,6 +71,12 @@ impl Robots {
         true
     }
 
+    fn remember_all(&mut self, read: Vec<(RobotRecord, String)>) {
+        for (robot, token_hash) in read {
+            self.remember(robot, token_hash);
+        }
+    }
+
     fn remember(&mut self, robot: RobotRecord, token_hash: String) {
         self.pops.entry(robot.org_id.clone()).or_default().insert(robot.pop.clone());
         self.by_id.insert((robot.org_id.clone(), robot.id.clone()), token_hash.clone());
@@ -93,9 +99,7 @@ impl RobotRegistry {
     pub async fn load(store: SharedStore, bus: SharedBus, tabs: Arc<OpenTabs>) -> StoreResult<(Arc<RobotRegistry>, tokio::task::JoinHandle<()>)> {
         let mut robots = Robots::default();
         for org_id in store.org_ids().await? {
-            for (robot, token_hash) in store.robots_with_token(&org_id).await? {
-                robots.remember(robot, token_hash);
-            }
+            robots.remember_all(store.robots_with_token(&org_id).await?);
         }
         let (lapses, rx) = mpsc::unbounded_channel();
         let registry = Arc::new(RobotRegistry { store, bus, robots: RwLock::new(robots), tabs, lapses });
@@ -108,10 +112,7 @@ impl RobotRegistry {
     /// have been revoked since they were read.
     pub async fn adopt_org(&self, org_id: &str) -> StoreResult<()> {
         let read = self.store.robots_with_token(org_id).await?;
-        let mut robots = self.robots.write().expect("robots lock");
-        for (robot, token_hash) in read {
-            robots.remember(robot, token_hash);
-        }
+        self.robots.write().expect("robots lock").remember_all(read);
         Ok(())
     }
 
@@ -308,6 +309,11 @@ impl RobotRegistry {
     /// Forgets the robot's token (revoked for good); its hash, if known.
     fn forget_token(&self, org_id: &str, robot_id: &str) -> Option<String> {
         self.tabs.tell_others(&super::tabs::Revocation::RobotToken { org_id: org_id.to_string(), robot_id: robot_id.to_string() });
+        self.forget_here(org_id, robot_id)
+    }
+
+    /// Forgets the robot's cached token in this process; the hash it had.
+    fn forget_here(&self, org_id: &str, robot_id: &str) -> Option<String> {
         let mut robots = self.robots.write().expect("robots lock");
         let old = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned();
         robots.revoke(org_id, robot_id);
@@ -318,13 +324,7 @@ impl RobotRegistry {
     /// the token cached here is forgotten (the next request reads the
     /// store), and sockets opened with it here close.
     pub fn revoked_elsewhere(&self, org_id: &str, robot_id: &str) {
-        let old = {
-            let mut robots = self.robots.write().expect("robots lock");
-            let old = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned();
-            robots.revoke(org_id, robot_id);
-            old
-        };
-        if let Some(old) = old {
+        if let Some(old) = self.forget_here(org_id, robot_id) {
             self.tabs.revoked_elsewhere(&super::tabs::Revocation::CredentialEnded { secret: old });
         }
     }

@@ -171,20 +171,25 @@ impl OpenTabs {
     /// hash), here and on every other instance: sign-out, a password
     /// change, token rotation, retirement. Returns how many were open here.
     pub fn credential_ended(&self, secret: &str) -> usize {
-        self.tell_others(&Revocation::CredentialEnded { secret: secret.to_string() });
-        self.end(|c| c.secret() == secret, Ended::CredentialEnded)
+        self.revoke(Revocation::CredentialEnded { secret: secret.to_string() })
     }
 
     /// Ends every socket `person` opened in `org_id`, here and on every
     /// other instance: their membership changed (removed, or a new role),
     /// so what they may hear did too.
     pub fn access_changed(&self, org_id: &str, person: &str) -> usize {
-        self.tell_others(&Revocation::AccessChanged { org_id: org_id.to_string(), person: person.to_string() });
-        self.end(|c| matches!(c, Credential::SignIn { person: p, org_id: o, .. } if p == person && o == org_id), Ended::AccessChanged)
+        self.revoke(Revocation::AccessChanged { org_id: org_id.to_string(), person: person.to_string() })
     }
 
-    /// A revocation another instance made, applied to the sockets here
-    /// (robot tokens are the registry's: `RobotRegistry::revoked_elsewhere`).
+    /// A revocation made here: told to the other instances, applied here.
+    fn revoke(&self, revocation: Revocation) -> usize {
+        self.tell_others(&revocation);
+        self.revoked_elsewhere(&revocation)
+    }
+
+    /// A revocation applied to the sockets here (one another instance
+    /// made, or one made here; robot tokens are the registry's:
+    /// `RobotRegistry::revoked_elsewhere`).
     pub fn revoked_elsewhere(&self, revocation: &Revocation) -> usize {
         match revocation {
             Revocation::CredentialEnded { secret } => self.end(|c| c.secret() == secret, Ended::CredentialEnded),

@@ -449,10 +449,12 @@ impl StoreDb for PgStore {
         // the new epoch and writes nothing. An owner paused inside the batch
         // would hold that wait forever: the database ends its transaction
         // once it has idled for less than a lease.
-        sqlx::query("SET LOCAL idle_in_transaction_session_timeout = '2s'").execute(&mut **tx).await?;
-        let epoch: Option<i64> = sqlx::query_scalar("SELECT epoch FROM org_leases WHERE org_id = $1 FOR SHARE")
-            .bind(&lease.org_id).fetch_optional(&mut **tx).await?;
-        match epoch == Some(lease.epoch) {
+        // (One round trip: the limit is set, for this transaction only, by the same statement.)
+        let epoch: Option<(i64, String)> = sqlx::query_as(
+            "SELECT epoch, set_config('idle_in_transaction_session_timeout', '2s', true) FROM org_leases WHERE org_id = $1 FOR SHARE",
+        )
+        .bind(&lease.org_id).fetch_optional(&mut **tx).await?;
+        match epoch.map(|(epoch, _)| epoch) == Some(lease.epoch) {
             true => Ok(()),
             false => Err(StoreError::Fenced),
         }

@@ -13,8 +13,8 @@ use crate::services::{OpenTabs, RobotRegistry};
 use futures::StreamExt;
 use std::sync::Arc;
 
-/// The subject every instance's revocations travel on.
-pub const REVOCATIONS: &str = "clutchcall.revocations";
+/// The subject every instance's revocations travel on (in the cluster's namespace).
+pub const REVOCATIONS: &str = "revocations";
 
 /// Revocations made here, sent to the other instances.
 pub struct Revocations {
@@ -24,7 +24,7 @@ pub struct Revocations {
 impl TellOthers for Revocations {
     fn tell(&self, revocation: &Revocation) {
         match serde_json::to_vec(revocation) {
-            Ok(payload) => self.bus.send(REVOCATIONS, payload),
+            Ok(payload) => self.bus.send(&self.bus.cluster_subject(REVOCATIONS), payload),
             Err(e) => tracing::error!(error = %e, "a revocation could not be written"),
         }
     }
@@ -33,7 +33,7 @@ impl TellOthers for Revocations {
 /// Joins the cluster's revocations: those made here go out, those made
 /// elsewhere are applied here. Returns the listening task.
 pub async fn join(bus: Arc<NatsBus>, tabs: Arc<OpenTabs>, robots: Arc<RobotRegistry>) -> Result<tokio::task::JoinHandle<()>, async_nats::SubscribeError> {
-    let mut heard = bus.client().subscribe(REVOCATIONS).await?;
+    let mut heard = bus.client().subscribe(bus.cluster_subject(REVOCATIONS)).await?;
     tabs.reach_others(Arc::new(Revocations { bus: bus.clone() }));
     let me = bus.publisher().to_string();
     Ok(tokio::spawn(async move {

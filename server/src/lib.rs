@@ -114,7 +114,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let nats = match &config.nats_url {
         None => None,
         Some(url) => Some(
-            crate::bus::nats::NatsBus::connect(url, &run)
+            crate::bus::nats::NatsBus::connect(url, &run, &store.cluster_id().await?)
                 .await
                 .map_err(|e| anyhow::anyhow!("cluster mode needs NATS, and NATS at {url} does not answer ({e}): start it, or unset CLUTCHCALL_NATS_URL"))?,
         ),
@@ -125,7 +125,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     };
     // Each org's dispatcher reloads its calls and re-dispatches offers that
     // went stale while the server was down before it answers anything.
-    let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings(), &run).await?;
+    // Installed before the engine, which records which orgs it dispatches.
+    crate::metrics::handle();
+    let forwarding = nats.as_deref().map(crate::engine::forward::Forwarding::new);
+    let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings(), &run, forwarding).await?;
     let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
     let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone(), engine.clone(), config.booking_caps));
     let quotas = Arc::new(crate::services::Quotas::default());

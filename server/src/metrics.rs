@@ -20,6 +20,15 @@ use std::sync::{Arc, OnceLock};
 pub const DISPATCH_SECONDS: &str = "clutchcall_dispatch_seconds";
 const DISPATCH_BUCKETS: &[f64] = &[0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0];
 
+/// 1 for each org this instance dispatches (holds the lease of), 0 for
+/// one it stopped dispatching: which instance owns which org (cluster mode).
+const DISPATCHING: &str = "clutchcall_dispatching";
+
+/// This instance took (`true`) or gave up (`false`) the org's dispatch.
+pub fn dispatching(org: &str, here: bool) {
+    metrics::gauge!(DISPATCHING, "org" => org.to_string()).set(if here { 1.0 } else { 0.0 });
+}
+
 /// The process's recorder (one per process: tests start several servers).
 pub fn handle() -> PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();

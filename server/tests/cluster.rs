@@ -56,39 +56,65 @@ async fn d13_a_batch_of_a_taken_over_owner_is_refused_and_writes_nothing() {
     app.finish().await;
 }
 
-/// Two real server processes on one scratch PostgreSQL database, in
-/// cluster mode when `nats` names a NATS server: "first" starts first,
-/// seeds the demo and takes its orgs; "second" finds them taken.
-struct Pair {
-    first: common::process::ServerProcess,
-    second: common::process::ServerProcess,
+/// Real server processes on one scratch PostgreSQL database, in cluster
+/// mode when `nats` names a NATS server, named "first", "second", "third":
+/// the first starts first, seeds the demo and takes its orgs; the others
+/// find them taken.
+struct Cluster {
+    servers: Vec<common::process::ServerProcess>,
+    /// Each instance's `/metrics` port (kept across its restarts).
+    metrics: Vec<u16>,
     url: String,
     name: String,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
-impl Pair {
-    /// `None` when PostgreSQL is skipped (outside CI).
-    async fn start(nats: Option<&str>) -> Option<Pair> {
+const NAMES: [&str; 3] = ["first", "second", "third"];
+
+impl Cluster {
+    /// `count` instances; `None` when PostgreSQL is skipped (outside CI).
+    async fn start(nats: Option<&str>, count: usize) -> Option<Cluster> {
         let (url, name) = common::scratch_pg_database().await?;
         let dir = tempfile::tempdir().unwrap();
-        let first = instance(&url, nats, dir.path(), "first").await;
-        let second = instance(&url, nats, dir.path(), "second").await;
-        Some(Pair { first, second, url, name, _dir: dir })
+        let (mut servers, mut metrics) = (Vec::new(), Vec::new());
+        for name in &NAMES[..count] {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            servers.push(instance(&url, nats, dir.path(), name, port).await);
+            metrics.push(port);
+        }
+        Some(Cluster { servers, metrics, url, name, dir })
     }
 
-    /// Stops both processes and drops the database.
+    /// Starts instance `index` again (after it stopped), under its name.
+    async fn restart(&mut self, index: usize, nats: Option<&str>) {
+        self.servers[index] = instance(&self.url, nats, self.dir.path(), NAMES[index], self.metrics[index]).await;
+    }
+
+    /// Whether instance `index` says on `/metrics` that it dispatches the demo org.
+    async fn dispatching(&self, index: usize) -> bool {
+        let text = common::http().get(format!("http://127.0.0.1:{}/metrics", self.metrics[index])).send().await.unwrap().text().await.unwrap();
+        text.lines().any(|line| line == format!("clutchcall_dispatching{{org=\"{ORG}\"}} 1"))
+    }
+
+    /// The instance's base URL (`http://127.0.0.1:port`).
+    fn base(&self, index: usize) -> &str {
+        &self.servers[index].base
+    }
+
+    /// Stops every process and drops the database.
     async fn finish(self) {
-        let Pair { first, second, name, .. } = self;
-        drop((first, second));
+        let Cluster { servers, name, .. } = self;
+        drop(servers);
         common::drop_pg_database(&name).await;
     }
 }
 
-/// A real server process named `instance` on the database at `url`.
-async fn instance(url: &str, nats: Option<&str>, dir: &std::path::Path, instance: &str) -> common::process::ServerProcess {
+/// A real server process named `instance` on the database at `url`, its
+/// `/metrics` on `metrics_port`.
+async fn instance(url: &str, nats: Option<&str>, dir: &std::path::Path, instance: &str, metrics_port: u16) -> common::process::ServerProcess {
     let mut server = common::process::command(dir);
     server.env("CLUTCHCALL_ADDR", "127.0.0.1:0").env("DATABASE_URL", url).env("CLUTCHCALL_DEMO", "1").env("CLUTCHCALL_INSTANCE", instance);
+    server.env("CLUTCHCALL_METRICS_ADDR", format!("127.0.0.1:{metrics_port}"));
     if let Some(nats) = nats {
         server.env("CLUTCHCALL_NATS_URL", nats);
     }
@@ -113,10 +139,15 @@ async fn owned_by(url: &str, instance: &str) {
 
 /// The demo admin's session cookie, signed in at the instance at `base`.
 async fn admin_cookie(base: &str) -> String {
+    cookie_at(base, common::ADMIN).await
+}
+
+/// `email`'s session cookie (demo password), signed in at the instance at `base`.
+async fn cookie_at(base: &str, email: &str) -> String {
     let signed = common::browser()
         .post(format!("{base}/api/sign_in"))
         .header("origin", base)
-        .form(&[("email", common::ADMIN), ("password", server::seed::DEMO_PASSWORD)])
+        .form(&[("email", email), ("password", server::seed::DEMO_PASSWORD)])
         .send()
         .await
         .unwrap();
@@ -144,8 +175,8 @@ async fn raise(base: &str, robot: &str) -> reqwest::Response {
 /// it answers 503 `dispatched_elsewhere`, writes nothing, and steps down.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d13_a_paused_owner_resumes_fenced_writes_nothing_and_steps_down() {
-    let Some(pair) = Pair::start(None).await else { return };
-    let (url, first, second) = (&pair.url, &pair.first, &pair.second);
+    let Some(cluster) = Cluster::start(None, 2).await else { return };
+    let (url, first, second) = (&cluster.url, &cluster.servers[0], &cluster.servers[1]);
     assert!(owner(url).await.starts_with("first/"));
     let elsewhere = raise(&second.base, "uk-pick-01").await;
     assert_eq!(elsewhere.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -166,7 +197,7 @@ async fn d13_a_paused_owner_resumes_fenced_writes_nothing_and_steps_down() {
     assert!(taken.status().is_success(), "{}", taken.status());
     assert_eq!(scalar(url, "SELECT COUNT(*) FROM sessions").await, 1);
     assert!(owner(url).await.starts_with("second/"), "the resumed instance did not take the org back");
-    pair.finish().await;
+    cluster.finish().await;
 }
 
 /// The owner is killed (-9) after acknowledging calls: a survivor owns the
@@ -174,24 +205,24 @@ async fn d13_a_paused_owner_resumes_fenced_writes_nothing_and_steps_down() {
 /// the takeover time itself is a benchmark, BENCHMARKS.md).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d14_a_killed_owners_org_moves_to_a_survivor_with_every_acknowledged_call() {
-    let Some(mut pair) = Pair::start(None).await else { return };
-    let url = pair.url.clone();
+    let Some(mut cluster) = Cluster::start(None, 2).await else { return };
+    let url = cluster.url.clone();
     // Nobody is ready: each call is acknowledged queued (202) by the owner.
     let mut acknowledged = Vec::new();
     for robot in ["uk-pick-01", "ue-pick-02", "uw-weld-01", "uk-insp-01"] {
-        let res = raise(&pair.first.base, robot).await;
+        let res = raise(cluster.base(0), robot).await;
         assert_eq!(res.status(), StatusCode::ACCEPTED);
         acknowledged.push((robot, res.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string()));
     }
-    pair.first.child.start_kill().unwrap();
-    pair.first.child.wait().await.unwrap();
+    cluster.servers[0].child.start_kill().unwrap();
+    cluster.servers[0].child.wait().await.unwrap();
     // The survivor takes the org over and has every acknowledged call: each
     // can be withdrawn there.
     owned_by(&url, "second").await;
     // (Owning it, the survivor answers once the org is loaded.)
     for (robot, session) in &acknowledged {
         let withdrawn = common::http()
-            .delete(format!("{}/v1/sessions/{session}", pair.second.base))
+            .delete(format!("{}/v1/sessions/{session}", cluster.base(1)))
             .bearer_auth(server::seed::demo_robot_token(robot))
             .send()
             .await
@@ -199,7 +230,7 @@ async fn d14_a_killed_owners_org_moves_to_a_survivor_with_every_acknowledged_cal
         assert_eq!(withdrawn.status(), StatusCode::OK, "{robot}'s acknowledged call is on the survivor's desk");
     }
     assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions WHERE lifecycle = 'PENDING'").await, 0);
-    pair.finish().await;
+    cluster.finish().await;
 }
 
 /// The local NATS (`CLUTCHCALL_TEST_NATS_URL`, default 127.0.0.1:4222);
@@ -225,15 +256,20 @@ async fn events_cross_instances_over_nats_and_a_lost_one_is_a_resync() {
     use domain::events::Topic;
     use server::bus::{nats::NatsBus, Delivery, EventBus};
     let Some(url) = nats_url().await else { return };
-    let (a, b) = (NatsBus::connect(&url, "a/1").await.unwrap(), NatsBus::connect(&url, "b/1").await.unwrap());
+    // One cluster (one database's id) for a and b; another cluster's instance on the same NATS.
+    let cluster = server::auth::new_token()[..12].to_lowercase();
+    let (a, b) = (NatsBus::connect(&url, "a/1", &cluster).await.unwrap(), NatsBus::connect(&url, "b/1", &cluster).await.unwrap());
+    let stranger = NatsBus::connect(&url, "s/1", "another-cluster").await.unwrap();
     let org = format!("org-{}", server::auth::new_token()[..10].to_lowercase());
     let topic = Topic::org(&org);
     let mut on_b = b.subscribe(&topic);
     assert_eq!(on_b.recv().await, Delivery::Resync, "live: what came before could not reach it");
     a.publish(topic.clone(), bookings_changed("r1"));
     assert_eq!(on_b.recv().await, Delivery::Event(bookings_changed("r1")));
-    // Another org's topic never reaches it; its own events come back in order.
+    // Another org's topic never reaches it, nor another cluster's event on
+    // the same topic; its own events come back in order.
     a.publish(Topic::org("org-other"), bookings_changed("x"));
+    stranger.publish(topic.clone(), bookings_changed("elsewhere"));
     b.publish(topic.clone(), bookings_changed("r2"));
     a.publish(topic.clone(), bookings_changed("r3"));
     let mut next = Vec::new();
@@ -249,7 +285,7 @@ async fn events_cross_instances_over_nats_and_a_lost_one_is_a_resync() {
     headers.insert("CC-Publisher", "a/1");
     headers.insert("CC-Seq", "9");
     let payload = serde_json::to_vec(&bookings_changed("r9")).unwrap();
-    raw.publish_with_headers(server::bus::nats::subject(&topic), headers, payload.into()).await.unwrap();
+    raw.publish_with_headers(server::bus::nats::subject(&cluster, &topic), headers, payload.into()).await.unwrap();
     raw.flush().await.unwrap();
     assert_eq!(on_b.recv().await, Delivery::Resync);
     assert_eq!(on_b.recv().await, Delivery::Event(bookings_changed("r9")));
@@ -263,9 +299,9 @@ async fn a_wallboard_on_another_instance_hears_the_owners_events_through_nats() 
     use domain::events::OrgEvent;
     use domain::ring::RingMsg;
     let Some(nats) = nats_url().await else { return };
-    let Some(pair) = Pair::start(Some(&nats)).await else { return };
-    let (first, second) = (&pair.first, &pair.second);
-    assert!(owner(&pair.url).await.starts_with("first/"));
+    let Some(cluster) = Cluster::start(Some(&nats), 2).await else { return };
+    let (first, second) = (&cluster.servers[0], &cluster.servers[1]);
+    assert!(owner(&cluster.url).await.starts_with("first/"));
     let cookie = admin_cookie(&second.base).await;
     let mut wallboard = common::Tab::open_at(&second.base, &cookie, "/ws?watch=org").await;
     // Its topic's NATS subscription is live: the screen is told to reload once.
@@ -280,7 +316,7 @@ async fn a_wallboard_on_another_instance_hears_the_owners_events_through_nats() 
         })
         .await;
     assert_eq!(heard, session);
-    pair.finish().await;
+    cluster.finish().await;
 }
 
 /// Revocations hold on every instance: a sign-out on one closes the same
@@ -290,8 +326,8 @@ async fn a_wallboard_on_another_instance_hears_the_owners_events_through_nats() 
 async fn a_sign_out_and_a_token_rotation_on_one_instance_hold_on_the_other() {
     use domain::ring::RingMsg;
     let Some(nats) = nats_url().await else { return };
-    let Some(pair) = Pair::start(Some(&nats)).await else { return };
-    let (first, second) = (&pair.first, &pair.second);
+    let Some(cluster) = Cluster::start(Some(&nats), 2).await else { return };
+    let (first, second) = (&cluster.servers[0], &cluster.servers[1]);
     let heartbeat = |base: String, token: String| async move {
         common::http().post(format!("{base}/v1/robots/uk-pick-01/heartbeat")).bearer_auth(token).send().await.unwrap().status()
     };
@@ -317,5 +353,387 @@ async fn a_sign_out_and_a_token_rotation_on_one_instance_hold_on_the_other() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert_eq!(heartbeat(second.base.clone(), token).await, StatusCode::OK, "the new one works there");
-    pair.finish().await;
+    cluster.finish().await;
+}
+
+/// Any instance serves anyone: a call raised on the second instance rings
+/// Asha's console on the third, her Accept there starts the session, the
+/// owner's (the first's) wallboard hears it, and the second's roster shows
+/// her presence; the second and third forward to the first over NATS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_raised_on_one_instance_rings_and_is_answered_on_another_and_a_third_sees_it() {
+    use domain::events::OrgEvent;
+    use domain::models::{LifecycleState, PresenceState};
+    use domain::ring::{ConsoleMsg, RingMsg};
+    let Some(nats) = nats_url().await else { return };
+    let Some(cluster) = Cluster::start(Some(&nats), 3).await else { return };
+    assert!(owner(&cluster.url).await.starts_with("first/"));
+    // Which instance dispatches the org is on its /metrics, and only there.
+    assert!(cluster.dispatching(0).await && !cluster.dispatching(1).await && !cluster.dispatching(2).await);
+    let (owner_base, raising, ringing) = (cluster.base(0), cluster.base(1), cluster.base(2));
+    let mut wallboard = common::Tab::open_at(owner_base, &admin_cookie(owner_base).await, "/ws?watch=org").await;
+    wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
+
+    // Asha's console on the third: the owner's desk welcomes her and takes her Ready.
+    let mut console = ready_console(ringing, common::OPERATOR).await;
+    let roster: domain::roster::Roster = call_at(raising, &admin_cookie(raising).await, "load_roster", &[]).await.json().await.unwrap();
+    let asha = roster.rows.iter().find(|row| row.email.as_deref() == Some(common::OPERATOR)).expect("Asha's row");
+    assert_eq!(asha.state, PresenceState::Ready, "the second's roster shows the presence the third's console set");
+
+    let raised = raise(raising, "ue-pick-01").await;
+    assert_eq!(raised.status(), StatusCode::CREATED, "201 from the second: the owner matched and committed");
+    let session = raised.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string();
+    let offered = console.until(|m| match m {
+        RingMsg::Offer { offer } => Some(offer.session_id),
+        _ => None,
+    });
+    assert_eq!(offered.await, session);
+    console.send(ConsoleMsg::Accept { session_id: session.clone() }).await;
+    let accepted = console.until(|m| match m {
+        RingMsg::Accepted { session_id } => Some(session_id),
+        _ => None,
+    });
+    assert_eq!(accepted.await, session);
+    let heard = wallboard.until(|m| match m {
+        RingMsg::Org { event: OrgEvent::Lifecycle { session_id, lifecycle: LifecycleState::Active, .. } } if session_id == session => Some(()),
+        _ => None,
+    });
+    heard.await;
+    assert_eq!(scalar(&cluster.url, &format!("SELECT COUNT(*) FROM sessions WHERE id = '{session}' AND lifecycle = 'ACTIVE'")).await, 1);
+    cluster.finish().await;
+}
+
+/// The demo org's operators, whose consoles the load test opens.
+const OPERATORS: [&str; 8] = ["asha.rao", "vikram.iyer", "meera.nair", "tom.whitfield", "priya.shah", "owen.davies", "carla.mendes", "jamal.brooks"];
+
+/// What one console heard while the load ran.
+#[derive(Default)]
+struct Heard {
+    /// Welcomes after the first (the org's dispatcher moved: rejoined).
+    welcomes: usize,
+    offers: usize,
+    closed: bool,
+}
+
+/// Reads a console until `stop`, so that it never falls behind.
+fn listen(mut tab: common::Tab, stop: tokio::sync::watch::Receiver<bool>) -> tokio::task::JoinHandle<Heard> {
+    use domain::ring::RingMsg;
+    tokio::spawn(async move {
+        let mut heard = Heard::default();
+        while !*stop.borrow() {
+            match tab.try_next(std::time::Duration::from_millis(200)).await {
+                Ok(Some(RingMsg::Welcome { .. })) => heard.welcomes += 1,
+                Ok(Some(RingMsg::Offer { .. })) => heard.offers += 1,
+                Ok(_) => {}
+                Err(()) => {
+                    heard.closed = true;
+                    break;
+                }
+            }
+        }
+        heard
+    })
+}
+
+/// What the robots' edge agents were told.
+#[derive(Clone, Default)]
+struct Calls {
+    /// Every call acknowledged (201 or 202), by id.
+    acknowledged: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// How many of them were matched to a ready operator at once (201).
+    matched: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Calls {
+    fn count(&self) -> usize {
+        self.acknowledged.lock().unwrap().len()
+    }
+
+    fn matched(&self) -> usize {
+        self.matched.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits (at most a minute) until `count` calls were acknowledged.
+    async fn at_least(&self, count: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while self.count() < count {
+            assert!(std::time::Instant::now() < deadline, "the robots' calls stopped being acknowledged");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Every acknowledged call is in the database, none is left open, and
+    /// no operator ever held two offers at once.
+    async fn none_lost(&self, url: &str) {
+        let acknowledged = self.acknowledged.lock().unwrap().clone();
+        let ids = acknowledged.iter().map(|id| format!("'{id}'")).collect::<Vec<_>>().join(",");
+        let found = scalar(url, &format!("SELECT COUNT(*) FROM sessions WHERE id IN ({ids})")).await;
+        assert_eq!(found, acknowledged.len() as i64, "every acknowledged call is in the database");
+        // (A call committed whose answer was lost with its instance, never
+        // retried once the robots stopped, is pending: its robot was never told.)
+        let open = format!("SELECT COUNT(*) FROM sessions WHERE id IN ({ids}) AND lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED')");
+        assert_eq!(scalar(url, &open).await, 0, "every acknowledged call was withdrawn: none is stuck");
+        let overlapping = "SELECT COUNT(*) FROM offers a JOIN offers b ON a.operator_id = b.operator_id AND a.id < b.id \
+             AND a.offered_at < COALESCE(b.answered_at, b.expires_at) AND b.offered_at < COALESCE(a.answered_at, a.expires_at)";
+        assert_eq!(scalar(url, overlapping).await, 0, "no operator held two offers at once");
+    }
+}
+
+/// Four robots' edge agents calling through `bases` (which the test may
+/// change as instances come and go) until `stop`.
+fn start_robots(bases: &std::sync::Arc<std::sync::Mutex<Vec<String>>>, calls: &Calls, stop: &tokio::sync::watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()>> {
+    ["uk-pick-01", "ue-pick-02", "uw-weld-01", "uk-insp-01"]
+        .into_iter()
+        .map(|robot| tokio::spawn(keep_calling(robot, bases.clone(), calls.clone(), stop.clone())))
+        .collect()
+}
+
+/// A robot's edge agent: raises a call on one instance and withdraws it
+/// on another, again and again. A 503 (the org between owners) or an
+/// instance that does not answer (stopping, restarting) is tried again on
+/// the next.
+async fn keep_calling(robot: &'static str, bases: std::sync::Arc<std::sync::Mutex<Vec<String>>>, calls: Calls, stop: tokio::sync::watch::Receiver<bool>) {
+    let token = server::seed::demo_robot_token(robot);
+    let base = |turn: usize| {
+        let bases = bases.lock().unwrap();
+        bases[turn % bases.len()].clone()
+    };
+    let pause = || tokio::time::sleep(std::time::Duration::from_millis(100));
+    let mut turn = 0usize;
+    while !*stop.borrow() {
+        turn += 1;
+        let raised = common::http().post(format!("{}/v1/sessions", base(turn))).bearer_auth(&token).json(&serde_json::json!({ "robotId": robot })).send().await;
+        let Ok(res) = raised else {
+            pause().await;
+            continue;
+        };
+        let status = res.status();
+        let body: serde_json::Value = res.json().await.unwrap_or_default();
+        let session = match status {
+            StatusCode::CREATED | StatusCode::ACCEPTED => {
+                let id = body["sessionId"].as_str().unwrap().to_string();
+                calls.acknowledged.lock().unwrap().push(id.clone());
+                if status == StatusCode::CREATED {
+                    calls.matched.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                id
+            }
+            // A call committed whose answer was lost with its instance: the robot withdraws it too.
+            StatusCode::CONFLICT => {
+                let message = body["error"]["message"].as_str().unwrap().to_string();
+                message.rsplit('(').next().unwrap().trim_end_matches(')').to_string()
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                pause().await;
+                continue;
+            }
+            other => panic!("{robot}: raise answered {other}: {body}"),
+        };
+        let mut retried = false;
+        loop {
+            turn += 1;
+            let withdrawn = common::http().delete(format!("{}/v1/sessions/{session}", base(turn))).bearer_auth(&token).send().await;
+            match withdrawn.as_ref().map(|res| res.status()) {
+                Ok(StatusCode::OK) => break,
+                // An earlier try was committed, its answer lost with the owner.
+                Ok(StatusCode::CONFLICT) if retried => break,
+                Ok(StatusCode::SERVICE_UNAVAILABLE) | Err(_) => {
+                    retried = true;
+                    pause().await;
+                }
+                Ok(other) => panic!("{robot}: withdrawing {session} answered {other}: {}", withdrawn.unwrap().text().await.unwrap()),
+            }
+        }
+    }
+}
+
+/// A console of `email` at the instance at `base`, ready (seen so).
+async fn ready_console(base: &str, email: &str) -> common::Tab {
+    use domain::models::PresenceState;
+    use domain::ring::{ConsoleMsg, RingMsg};
+    let mut tab = common::Tab::open_at(base, &cookie_at(base, email).await, "/ws").await;
+    tab.until(|m| matches!(m, RingMsg::Welcome { .. }).then_some(())).await;
+    tab.send(ConsoleMsg::Ready).await;
+    // (Told as an event, or in a Welcome when its subscription went live after it.)
+    tab.until(|m| match m {
+        RingMsg::Presence { presence } | RingMsg::Welcome { presence, .. } => (presence.state == PresenceState::Ready).then_some(()),
+        _ => None,
+    })
+    .await;
+    tab
+}
+
+/// Failover under load (rule D14): twelve consoles spread over three
+/// instances, four robots raising and withdrawing through the two that
+/// survive; the owner is killed (-9) after 60 acknowledged calls. Another
+/// instance takes the org; every acknowledged call is in the database and
+/// none is left open; no operator ever held two offers at once; the
+/// consoles on the survivors keep their sockets, register with the new
+/// dispatcher (ready again) and are rung by calls raised after the takeover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn d14_failover_under_load_loses_no_acknowledged_call_and_survivors_consoles_stay() {
+    let Some(nats) = nats_url().await else { return };
+    let Some(mut cluster) = Cluster::start(Some(&nats), 3).await else { return };
+    assert!(owner(&cluster.url).await.starts_with("first/"));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let (mut survivors, mut on_owner) = (Vec::new(), Vec::new());
+    for i in 0..12 {
+        let email = format!("{}@northstar.example", OPERATORS[i % OPERATORS.len()]);
+        let tab = ready_console(cluster.base(i % 3), &email).await;
+        match i % 3 {
+            0 => on_owner.push(listen(tab, stopped.clone())),
+            _ => survivors.push(listen(tab, stopped.clone())),
+        }
+    }
+    let calls = Calls::default();
+    let bases = std::sync::Arc::new(std::sync::Mutex::new(vec![cluster.base(1).to_string(), cluster.base(2).to_string()]));
+    let robots = start_robots(&bases, &calls, &stopped);
+    calls.at_least(60).await;
+    cluster.servers[0].child.start_kill().unwrap();
+    cluster.servers[0].child.wait().await.unwrap();
+    let matched_before = calls.matched();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while owner(&cluster.url).await.starts_with("first/") {
+        assert!(std::time::Instant::now() < deadline, "nobody took the org over");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    calls.at_least(calls.count() + 40).await;
+    let new_owner = if owner(&cluster.url).await.starts_with("second/") { 1 } else { 2 };
+    assert!(cluster.dispatching(new_owner).await && !cluster.dispatching(3 - new_owner).await, "the new owner says so on /metrics");
+    stop.send(true).unwrap();
+    for robot in robots {
+        robot.await.unwrap();
+    }
+    for tab in on_owner {
+        assert!(tab.await.unwrap().closed, "a console on the killed instance lost its socket");
+    }
+    for tab in survivors {
+        let heard = tab.await.unwrap();
+        assert!(!heard.closed, "a console on a surviving instance never reconnects");
+        assert!(heard.welcomes >= 1, "a console on a survivor registered with the new dispatcher");
+    }
+    assert!(calls.matched() > matched_before, "ready consoles on the survivors are rung after the takeover");
+    calls.none_lost(&cluster.url).await;
+    cluster.finish().await;
+}
+
+/// A rolling restart under load: each of the three instances in turn is
+/// stopped (SIGTERM: it gives its leases up) and started again under its
+/// name while four robots raise and withdraw through whichever instances
+/// answer. No acknowledged call is lost or left open, and no operator ever
+/// held two offers at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rolling_restart_of_every_instance_loses_no_acknowledged_call() {
+    let Some(nats) = nats_url().await else { return };
+    let Some(mut cluster) = Cluster::start(Some(&nats), 3).await else { return };
+    // A ready console on each instance (each ends with its instance).
+    let mut consoles = Vec::new();
+    for i in 0..3 {
+        consoles.push(ready_console(cluster.base(i), &format!("{}@northstar.example", OPERATORS[i])).await);
+    }
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let calls = Calls::default();
+    let bases = std::sync::Arc::new(std::sync::Mutex::new((0..3).map(|i| cluster.base(i).to_string()).collect::<Vec<_>>()));
+    let robots = start_robots(&bases, &calls, &stopped);
+    for i in 0..3 {
+        calls.at_least((i + 1) * 20).await;
+        let pid = cluster.servers[i].child.id().unwrap() as i32;
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        cluster.servers[i].child.wait().await.unwrap();
+        cluster.restart(i, Some(&nats)).await;
+        bases.lock().unwrap()[i] = cluster.base(i).to_string();
+    }
+    calls.at_least(80).await;
+    stop.send(true).unwrap();
+    for robot in robots {
+        robot.await.unwrap();
+    }
+    assert!(calls.matched() > 0, "ready operators were offered calls");
+    calls.none_lost(&cluster.url).await;
+    drop(consoles);
+    cluster.finish().await;
+}
+
+/// A NATS server of the test's own on a free port, so it can be restarted
+/// (the machine's one on 4222 is shared). `None` outside CI without `nats-server`.
+struct OwnNats {
+    port: u16,
+    process: tokio::process::Child,
+}
+
+impl OwnNats {
+    fn binary() -> Option<std::path::PathBuf> {
+        let path = std::env::var("PATH").unwrap_or_default();
+        std::env::split_paths(&format!("{path}:/usr/sbin:/usr/local/sbin")).map(|dir| dir.join("nats-server")).find(|p| p.is_file())
+    }
+
+    async fn start(port: Option<u16>) -> Option<OwnNats> {
+        let Some(binary) = Self::binary() else {
+            assert!(std::env::var("CI").is_err(), "nats-server is required under CI (scripts/setup.sh installs it)");
+            eprintln!("skipped: no nats-server binary");
+            return None;
+        };
+        let port = port.unwrap_or_else(|| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
+        let process = tokio::process::Command::new(binary).args(["-a", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+            assert!(std::time::Instant::now() < deadline, "nats-server did not start");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        Some(OwnNats { port, process })
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills it (-9) and starts a new one on the same port.
+    async fn restart(mut self) -> OwnNats {
+        self.process.start_kill().unwrap();
+        self.process.wait().await.unwrap();
+        OwnNats::start(Some(self.port)).await.expect("started before")
+    }
+}
+
+/// NATS restarted mid-run: the instances reconnect by themselves, a live
+/// screen on a non-owner is told to resync (never left silent), and the
+/// owner's events and the forwarded requests flow again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_ride_out_a_nats_restart_and_screens_resync() {
+    use domain::events::OrgEvent;
+    use domain::ring::RingMsg;
+    let Some(nats) = OwnNats::start(None).await else { return };
+    let Some(cluster) = Cluster::start(Some(&nats.url()), 2).await else { return };
+    assert!(owner(&cluster.url).await.starts_with("first/"));
+    let second = cluster.base(1).to_string();
+    let mut wallboard = common::Tab::open_at(&second, &admin_cookie(&second).await, "/ws?watch=org").await;
+    wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
+
+    let nats = nats.restart().await;
+    wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
+    // Raised on the second, which forwards it to the first once both are back on NATS.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let session = loop {
+        let raised = raise(&second, "uk-pick-01").await;
+        match raised.status() {
+            StatusCode::ACCEPTED => break raised.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string(),
+            StatusCode::SERVICE_UNAVAILABLE => assert!(std::time::Instant::now() < deadline, "forwarding never came back"),
+            other => panic!("raise answered {other}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    wallboard
+        .until(|m| match m {
+            RingMsg::Org { event: OrgEvent::Lifecycle { session_id, .. } } if session_id == session => Some(()),
+            _ => None,
+        })
+        .await;
+    assert!(owner(&cluster.url).await.starts_with("first/"), "a NATS outage moves no org");
+    cluster.finish().await;
+    drop(nats);
 }

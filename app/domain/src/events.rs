@@ -63,6 +63,10 @@ pub enum OperatorEvent {
     Handover { notice: crate::handover::HandoverNotice },
     /// The session completes at `planned_end_ms` unless extended (rule L13).
     PlannedEndSoon { session_id: String, planned_end_ms: i64 },
+    /// The org's dispatcher has moved (another instance took the org over,
+    /// cluster mode) and knows no open tab: every open console registers
+    /// again. Never sent to a browser.
+    Rejoin,
 }
 
 /// An operator's presence as the roster shows it (seed 003 row fields that

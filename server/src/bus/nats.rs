@@ -29,23 +29,27 @@ const IDLE_CHECK: Duration = Duration::from_secs(30);
 /// Messages waiting for NATS before new ones are dropped.
 const OUTBOX: usize = 65_536;
 
-/// A topic's subject: `clutchcall.org.<org>` or `clutchcall.op.<org>.<operator>`.
-/// Ids keep letters, digits, `-` and `_`; anything else (a `.`, `*` or `>`
-/// would change the subject's meaning) is written `~xx` in hex.
-pub fn subject(topic: &Topic) -> String {
-    fn token(id: &str) -> String {
-        let mut out = String::with_capacity(id.len());
-        for byte in id.bytes() {
-            match byte {
-                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' => out.push(byte as char),
-                other => out.push_str(&format!("~{other:02x}")),
-            }
+/// An id as one token of a subject. Ids keep letters, digits, `-` and
+/// `_`; anything else (a `.`, `*` or `>` would change the subject's
+/// meaning) is written `~xx` in hex.
+pub fn token(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for byte in id.bytes() {
+        match byte {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' => out.push(byte as char),
+            other => out.push_str(&format!("~{other:02x}")),
         }
-        out
     }
+    out
+}
+
+/// A topic's subject in `cluster` (the database's cluster id: instances
+/// on other databases never share it): `clutchcall.<cluster>.org.<org>` or
+/// `clutchcall.<cluster>.op.<org>.<operator>`.
+pub fn subject(cluster: &str, topic: &Topic) -> String {
     match topic {
-        Topic::Org { org_id } => format!("clutchcall.org.{}", token(org_id)),
-        Topic::Operator { org_id, operator_id } => format!("clutchcall.op.{}.{}", token(org_id), token(operator_id)),
+        Topic::Org { org_id } => format!("clutchcall.{cluster}.org.{}", token(org_id)),
+        Topic::Operator { org_id, operator_id } => format!("clutchcall.{cluster}.op.{}.{}", token(org_id), token(operator_id)),
     }
 }
 
@@ -72,6 +76,8 @@ pub struct NatsBus {
     client: async_nats::Client,
     /// This run of this instance, on every message it publishes.
     publisher: String,
+    /// The cluster's id (`Store::cluster_id`), in every subject.
+    cluster: String,
     /// The local fan-out: sockets of this instance subscribe here.
     local: Arc<InProcessBus>,
     /// Topics with a live NATS subscription (a task relaying it here).
@@ -85,10 +91,11 @@ pub struct NatsBus {
 
 impl NatsBus {
     /// Connects to NATS at `url`; `publisher` names this run of this
-    /// instance. A NATS that cannot be reached is an error here, at start;
-    /// later outages are ridden out by the client's reconnects (and every
+    /// instance, `cluster` the instances it is one of (`Store::cluster_id`).
+    /// A NATS that cannot be reached is an error here, at start; later
+    /// outages are ridden out by the client's reconnects (and every
     /// subscriber is told to resync after one).
-    pub async fn connect(url: &str, publisher: &str) -> Result<Arc<NatsBus>, async_nats::ConnectError> {
+    pub async fn connect(url: &str, publisher: &str, cluster: &str) -> Result<Arc<NatsBus>, async_nats::ConnectError> {
         let (events_tx, mut events_rx) = mpsc::unbounded_channel();
         let client = async_nats::ConnectOptions::new()
             .name(publisher)
@@ -105,6 +112,7 @@ impl NatsBus {
             me: me.clone(),
             client: client.clone(),
             publisher: publisher.to_string(),
+            cluster: cluster.to_string(),
             local: InProcessBus::new(),
             relayed: Mutex::default(),
             sequences: Mutex::default(),
@@ -155,6 +163,11 @@ impl NatsBus {
         &self.client
     }
 
+    /// One of the cluster's other subjects: `clutchcall.<cluster>.<name>`.
+    pub fn cluster_subject(&self, name: &str) -> String {
+        format!("clutchcall.{}.{name}", self.cluster)
+    }
+
     /// Sends `payload` on `subject`, signed with this publisher, in order
     /// with everything else this instance publishes; never blocks.
     pub fn send(&self, subject: &str, payload: Vec<u8>) {
@@ -183,7 +196,7 @@ impl NatsBus {
         if relayed.contains_key(topic) {
             return;
         }
-        let task = tokio::spawn(relay(self.me.clone(), self.client.clone(), topic.clone()));
+        let task = tokio::spawn(relay(self.me.clone(), self.client.clone(), topic.clone(), subject(&self.cluster, topic)));
         relayed.insert(topic.clone(), task);
     }
 
@@ -202,8 +215,7 @@ impl NatsBus {
 
 /// Relays one subject to this instance's subscribers of its topic, until
 /// none is left.
-async fn relay(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic) {
-    let subject = subject(&topic);
+async fn relay(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic, subject: String) {
     let mut subscriber = loop {
         match client.subscribe(subject.clone()).await {
             Ok(subscriber) => break subscriber,
@@ -277,7 +289,7 @@ impl EventBus for NatsBus {
         *seq += 1;
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(SEQUENCE, seq.to_string().as_str());
-        self.enqueue(subject(&topic), headers, payload);
+        self.enqueue(subject(&self.cluster, &topic), headers, payload);
     }
 
     fn subscribe(&self, topic: &Topic) -> Subscription {
@@ -293,8 +305,8 @@ mod tests {
 
     #[test]
     fn subjects_carry_ids_that_cannot_change_their_meaning() {
-        assert_eq!(subject(&Topic::org("org-northstar")), "clutchcall.org.org-northstar");
-        assert_eq!(subject(&Topic::operator("o", "u.a*b>")), "clutchcall.op.o.u~2ea~2ab~3e");
+        assert_eq!(subject("c1", &Topic::org("org-northstar")), "clutchcall.c1.org.org-northstar");
+        assert_eq!(subject("c1", &Topic::operator("o", "u.a*b>")), "clutchcall.c1.op.o.u~2ea~2ab~3e");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use domain::rules::skill_of;
 use std::collections::HashMap;
 
 /// The robot a call is raised for, as the engine needs it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct CallingRobot {
     pub id: String,
     pub model: String,

@@ -304,6 +304,24 @@ impl Desk {
         }
     }
 
+    /// The org's dispatch moved here from another instance (or back): the
+    /// tabs counted before are unknown now. Before loading, every count is
+    /// forgotten (so the load lapses whoever no tab registers again for).
+    pub fn forget_tabs(&mut self) {
+        for op in self.operators.values_mut() {
+            op.tabs = 0;
+            op.generation += 1;
+        }
+    }
+
+    /// After loading: every open console, on whatever instance, is asked to
+    /// register its tab again (its socket stays open).
+    pub fn call_tabs_back(&mut self) {
+        for operator_id in self.operators.keys() {
+            self.fx.events.push((Topic::operator(&self.org_id, operator_id), Event::Operator(OperatorEvent::Rejoin)));
+        }
+    }
+
     /// The presence lapsed (or the operator signed out everywhere): offline,
     /// and an offer they held moves on at once.
     pub fn offline(&mut self, operator_id: &str, now: i64) -> Result<(), EngineError> {

@@ -42,23 +42,23 @@ pub enum Command {
     /// `(from, to)`, judged on the bookings the desk holds.
     Extension { session_id: String, operator: Option<String>, minutes: i64, reply: Reply<(i64, i64)> },
     /// The robot's bookings, as the booking service just committed them.
-    SetBookings { robot_id: String, bookings: Vec<domain::booking::Booking> },
+    SetBookings { robot_id: String, bookings: Vec<domain::booking::Booking>, reply: Reply<()> },
     /// A committed extension: new timers and the event.
     Extended { session_id: String, from: i64, to: i64, reply: Reply<i64> },
     /// Operator input on their session (resets its inactivity chain).
     Input { operator_id: String, session_id: String, reply: Reply<()> },
     TabOpened { operator_id: String, reply: Reply<(OperatorPresence, Option<Offer>)> },
-    TabClosed { operator_id: String, last_seen: i64 },
-    LoadOperator { record: OperatorRecord },
+    TabClosed { operator_id: String, last_seen: i64, reply: Reply<()> },
+    LoadOperator { record: OperatorRecord, reply: Reply<()> },
     /// The operator left the org: never dispatched to again.
-    DropOperator { operator_id: String },
+    DropOperator { operator_id: String, reply: Reply<()> },
     /// The org's link floors changed.
-    SetFloors { floors: domain::dispatch::LinkFloors },
-    Presences { reply: oneshot::Sender<Vec<OperatorPresence>> },
+    SetFloors { floors: domain::dispatch::LinkFloors, reply: Reply<()> },
+    Presences { reply: Reply<Vec<OperatorPresence>> },
     /// Look at the queues again (another org freed an operator).
     Poke,
     /// One operator's presence and ringing offer (a tab's resync).
-    Console { operator_id: String, reply: oneshot::Sender<Option<(OperatorPresence, Option<Offer>)>> },
+    Console { operator_id: String, reply: Reply<Option<(OperatorPresence, Option<Offer>)>> },
 }
 
 impl Command {
@@ -84,7 +84,12 @@ impl Command {
             | Command::Ready { reply, .. }
             | Command::Aux { reply, .. }
             | Command::Offline { reply, .. }
-            | Command::Rtt { reply, .. } => drop(reply.send(Err(error()))),
+            | Command::Rtt { reply, .. }
+            | Command::TabClosed { reply, .. }
+            | Command::LoadOperator { reply, .. }
+            | Command::DropOperator { reply, .. }
+            | Command::SetFloors { reply, .. }
+            | Command::SetBookings { reply, .. } => drop(reply.send(Err(error()))),
             Command::Finish { reply, .. } | Command::Steer { reply, .. } => drop(reply.send(Err(error()))),
             Command::Input { reply, .. } => drop(reply.send(Err(error()))),
             Command::HandOver { reply, .. } => drop(reply.send(Err(error()))),
@@ -93,9 +98,9 @@ impl Command {
             Command::HandoverCandidates { reply, .. } => drop(reply.send(Err(error()))),
             Command::ReportError { reply, .. } => drop(reply.send(Err(error()))),
             Command::TabOpened { reply, .. } => drop(reply.send(Err(error()))),
-            Command::Presences { reply } => drop(reply.send(Vec::new())),
-            Command::Console { reply, .. } => drop(reply.send(None)),
-            Command::TabClosed { .. } | Command::LoadOperator { .. } | Command::DropOperator { .. } | Command::SetFloors { .. } | Command::SetBookings { .. } | Command::Poke => {}
+            Command::Presences { reply } => drop(reply.send(Err(error()))),
+            Command::Console { reply, .. } => drop(reply.send(Err(error()))),
+            Command::Poke => {}
         }
     }
 }
@@ -147,25 +152,26 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
         Command::Extended { session_id, from, to, reply } => hold(reply, desk.extended(&session_id, from, to)),
         Command::ReportError { session_id, detail, reply } => hold(reply, desk.report_error(&session_id, &detail, now)),
         Command::TabOpened { operator_id, reply } => hold(reply, desk.tab_opened(&operator_id, now)),
-        Command::TabClosed { operator_id, last_seen } => {
+        // Changes without an answer of their own: told done once committed.
+        Command::TabClosed { operator_id, last_seen, reply } => {
             desk.tab_closed(&operator_id, last_seen);
-            return Applied::Done;
+            hold(reply, Ok(()))
         }
-        Command::LoadOperator { record } => {
+        Command::LoadOperator { record, reply } => {
             desk.update_operator(record, now);
-            return Applied::Done;
+            hold(reply, Ok(()))
         }
-        Command::DropOperator { operator_id } => {
+        Command::DropOperator { operator_id, reply } => {
             desk.drop_operator(&operator_id, now);
-            return Applied::Done;
+            hold(reply, Ok(()))
         }
-        Command::SetBookings { robot_id, bookings } => {
+        Command::SetBookings { robot_id, bookings, reply } => {
             desk.set_bookings(&robot_id, bookings, now);
-            return Applied::Done;
+            hold(reply, Ok(()))
         }
-        Command::SetFloors { floors } => {
+        Command::SetFloors { floors, reply } => {
             desk.set_floors(floors);
-            return Applied::Done;
+            hold(reply, Ok(()))
         }
         Command::Poke => {
             desk.poke();
@@ -178,8 +184,8 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
 /// Answers a read from the desk as committed.
 fn read(desk: &Desk, command: Command) {
     match command {
-        Command::Presences { reply } => drop(reply.send(desk.presences())),
-        Command::Console { operator_id, reply } => drop(reply.send(desk.console(&operator_id))),
+        Command::Presences { reply } => drop(reply.send(Ok(desk.presences()))),
+        Command::Console { operator_id, reply } => drop(reply.send(Ok(desk.console(&operator_id)))),
         other => other.refuse(|| EngineError::Unavailable),
     }
 }
@@ -232,8 +238,10 @@ fn poke(shared: &Shared, orgs: Vec<String>) {
 }
 
 /// Loads the org and commits recovery, retrying until the database
-/// answers; `Err` when the org was taken over meanwhile.
-async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk) -> Result<(), Fenced> {
+/// answers; `Err` when the org was taken over meanwhile. `taken`: the lease
+/// was just taken, so the open consoles (here or on other instances) are
+/// asked to register again.
+async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> Result<(), Fenced> {
     loop {
         // The org's own floors, read with the rest of its state (and retried with it).
         let loaded = async {
@@ -246,7 +254,13 @@ async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk) -> Result<(), Fen
         match loaded {
             Ok(snapshot) => {
                 let now = shared.clock.now_ms();
+                if taken {
+                    desk.forget_tabs();
+                }
                 desk.load(snapshot, now);
+                if taken {
+                    desk.call_tabs_back();
+                }
                 desk.recover(now);
                 desk.serve_queues(now);
                 let fx = desk.take_effects();
@@ -294,15 +308,27 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
     // live only here, as a reload after a failed commit does.
     let mut desk = Desk::new(&org_id, shared.settings, std::sync::Arc::default(), shared.busy.clone());
     while let Some(lease) = take_lease(&shared, &org_id, &mut rx, &mut started).await {
-        let stop = match load(&shared, &lease, &mut desk).await {
+        // Other instances' requests for the org come here while the lease
+        // holds (they wait in the channel while the org loads).
+        let listening = match &shared.forwarding {
+            Some(forwarding) => forwarding.listen(shared.clone(), org_id.clone()).await,
+            None => None,
+        };
+        let stop = match load(&shared, &lease, &mut desk, true).await {
             Ok(()) => {
+                crate::metrics::dispatching(&org_id, true);
                 if let Some(started) = started.take() {
                     let _ = started.send(());
                 }
-                serve(&shared, &lease, &mut desk, &mut rx).await
+                let stop = serve(&shared, &lease, &mut desk, &mut rx).await;
+                crate::metrics::dispatching(&org_id, false);
+                stop
             }
             Err(Fenced) => Stop::TakenOver,
         };
+        if let Some(listening) = listening {
+            listening.abort();
+        }
         desk.release_offers();
         poke(&shared, desk.take_effects().pokes);
         match stop {
@@ -405,7 +431,7 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
                 for answer in pending {
                     answer(Some(|| EngineError::Unavailable));
                 }
-                if load(shared, lease, desk).await.is_err() {
+                if load(shared, lease, desk, false).await.is_err() {
                     return taken_over(reads);
                 }
                 for command in reads {

@@ -16,6 +16,7 @@ mod desk;
 mod desk_tests;
 mod directory;
 mod dispatcher;
+pub mod forward;
 mod handover;
 mod planned_end;
 mod queues;
@@ -23,6 +24,7 @@ mod inactivity;
 pub mod lease;
 mod load;
 pub mod ready;
+mod request;
 mod steering;
 pub mod timers;
 mod types;
@@ -34,11 +36,12 @@ pub use types::{CallOutcome, EngineError, MatchedOperator, OperatorPresence, Set
 use crate::bus::{SharedBus, Subscription};
 use crate::clock::Clock;
 use crate::store::{RobotRecord, SharedStore};
-use domain::dispatch::LinkFloors;
 use domain::events::Topic;
 use domain::models::{LifecycleState, Offer, SessionRecord};
 use busy::BusyOperators;
-use dispatcher::{Command, Reply};
+use dispatcher::Command;
+use forward::Forwarding;
+use request::{Expect, Request};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
@@ -66,6 +69,15 @@ pub(crate) struct Shared {
     pub owner: String,
     /// Every org's dispatcher, by org id.
     pub desks: Arc<Mutex<HashMap<String, mpsc::Sender<Command>>>>,
+    /// Cluster mode: the way to the instances that dispatch other orgs.
+    pub forwarding: Option<Forwarding>,
+}
+
+impl Shared {
+    /// This instance's dispatcher of the org, if it runs one.
+    fn desk_of(&self, org_id: &str) -> Option<mpsc::Sender<Command>> {
+        self.desks.lock().expect("desks lock").get(org_id).cloned()
+    }
 }
 
 pub struct Engine {
@@ -86,10 +98,12 @@ impl Engine {
     /// re-dispatches what went stale while the server was down).
     /// `owner` names this run of this instance in its org leases
     /// (`instance/boot`: a restarted instance fences its former self).
-    pub async fn start(store: SharedStore, bus: SharedBus, clock: Clock, settings: Settings, owner: &str) -> Result<Arc<Engine>, EngineError> {
+    /// `forwarding` (cluster mode) carries requests for orgs another
+    /// instance dispatches to it, and theirs for orgs dispatched here.
+    pub async fn start(store: SharedStore, bus: SharedBus, clock: Clock, settings: Settings, owner: &str, forwarding: Option<Forwarding>) -> Result<Arc<Engine>, EngineError> {
         let orgs = store.org_ids().await?;
         let owner = owner.to_string();
-        let shared = Shared { store, bus, clock, settings, busy: Arc::new(BusyOperators::default()), owner, desks: Arc::default() };
+        let shared = Shared { store, bus, clock, settings, busy: Arc::new(BusyOperators::default()), owner, desks: Arc::default(), forwarding };
         let engine = Arc::new(Engine { shared, tasks: Mutex::default(), stopping: Default::default(), watcher: Mutex::default() });
         let started: Vec<oneshot::Receiver<()>> = orgs.iter().filter_map(|org_id| engine.spawn_desk(org_id)).collect();
         for loaded in started {
@@ -121,7 +135,7 @@ impl Engine {
     /// The org's dispatcher, started on first use.
     fn desk(&self, org_id: &str) -> mpsc::Sender<Command> {
         self.spawn_desk(org_id);
-        self.shared.desks.lock().expect("desks lock").get(org_id).cloned().expect("just started")
+        self.shared.desk_of(org_id).expect("just started")
     }
 
     /// Starts the org's dispatcher unless it runs; the receiver hears when
@@ -144,49 +158,38 @@ impl Engine {
         Some(loaded)
     }
 
-    async fn ask<T>(&self, org_id: &str, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, EngineError> {
-        let (reply, answer) = oneshot::channel();
-        self.desk(org_id).send(make(reply)).await.map_err(|_| EngineError::Unavailable)?;
-        answer.await.map_err(|_| EngineError::Unavailable)?
-    }
-
-    /// As `ask`, for a command naming an operator the dispatcher may not
-    /// have loaded yet (added to the directory since it started): the
-    /// profile is read here, outside the dispatcher, and the command retried.
-    async fn ask_operator<T>(&self, org_id: &str, operator_id: &str, make: impl Fn(Reply<T>) -> Command) -> Result<T, EngineError> {
-        match self.ask(org_id, &make).await {
-            Err(EngineError::NotFound("operator")) => {
-                let record = self.shared.store.operator(org_id, operator_id).await?.ok_or(EngineError::NotFound("operator"))?;
-                self.desk(org_id).send(Command::LoadOperator { record }).await.map_err(|_| EngineError::Unavailable)?;
-                self.ask(org_id, make).await
-            }
-            other => other,
-        }
+    /// Runs `request` for the org: on this instance's dispatcher when it
+    /// dispatches the org, else (cluster mode) on the instance that does.
+    async fn ask<T: Expect>(&self, org_id: &str, request: Request) -> Result<T, EngineError> {
+        let desk = self.desk(org_id);
+        let answer = match &self.shared.forwarding {
+            None => self.shared.run(&desk, org_id, request).await,
+            Some(forwarding) => match self.shared.run(&desk, org_id, request.clone()).await {
+                Err(EngineError::DispatchedElsewhere) => forwarding.forward(org_id, &request).await,
+                other => other,
+            },
+        }?;
+        T::expect(answer).ok_or_else(|| {
+            tracing::error!(org = %org_id, "the dispatcher answered a request with the wrong kind of answer");
+            EngineError::Unavailable
+        })
     }
 
     /// An operator's directory entry changed (profile, role, activity or
     /// membership): the next dispatch decision uses the new one.
     pub async fn reload_operator(&self, org_id: &str, user_id: &str) -> Result<(), EngineError> {
-        let command = match self.shared.store.operator(org_id, user_id).await? {
-            Some(record) => Command::LoadOperator { record },
-            None => Command::DropOperator { operator_id: user_id.to_string() },
-        };
-        self.desk(org_id).send(command).await.map_err(|_| EngineError::Unavailable)
+        self.ask(org_id, Request::ReloadOperator { operator_id: user_id.to_string() }).await
     }
 
     /// The org's link floors changed: the next decision uses the new ones.
     pub async fn reload_floors(&self, org_id: &str) -> Result<(), EngineError> {
-        let floors = LinkFloors::new(self.shared.store.org_link_floors(org_id).await?);
-        self.desk(org_id).send(Command::SetFloors { floors }).await.map_err(|_| EngineError::Unavailable)
+        self.ask(org_id, Request::ReloadFloors).await
     }
 
     /// The robot's bookings changed (booked or cancelled): the desk holds
     /// them as now committed, for the next raise and extension (rule L13).
     pub async fn bookings_changed(&self, org_id: &str, robot_id: &str) -> Result<(), EngineError> {
-        let now = self.shared.clock.now_ms();
-        let bookings = self.shared.store.robot_bookings(org_id, robot_id, now).await?.into_iter().map(|b| b.booking()).collect();
-        let command = Command::SetBookings { robot_id: robot_id.to_string(), bookings };
-        self.desk(org_id).send(command).await.map_err(|_| EngineError::Unavailable)
+        self.ask(org_id, Request::BookingsChanged { robot_id: robot_id.to_string() }).await
     }
 
     /// Raises a distress call for `robot` (rules A01–A05, A11, A13, D09).
@@ -199,13 +202,13 @@ impl Engine {
             req_cert: robot.req_cert.clone(),
         };
         let started = std::time::Instant::now();
-        let answer = self.ask(&robot.org_id, |reply| Command::Raise { robot: calling, reply }).await;
+        let answer = self.ask(&robot.org_id, Request::Raise { robot: calling }).await;
         if answer.is_ok() {
             metrics::histogram!(crate::metrics::DISPATCH_SECONDS).record(started.elapsed().as_secs_f64());
         }
         match answer {
-            // This instance does not dispatch the org: a call in progress is
-            // still a plain 409, whoever dispatches it (rule D09).
+            // Nobody dispatches the org just now (between owners): a call in
+            // progress is still a plain 409, whoever dispatches it (rule D09).
             Err(EngineError::DispatchedElsewhere) => match self.shared.store.live_session_for_robot(&robot.org_id, &robot.id).await? {
                 Some(session_id) => Err(EngineError::CallInProgress { robot_id: robot.id.clone(), session_id }),
                 None => Err(EngineError::DispatchedElsewhere),
@@ -216,9 +219,7 @@ impl Engine {
 
     /// The operator accepts their open offer: the session starts.
     pub async fn answer(&self, org_id: &str, operator_id: &str, session_id: &str) -> Result<(), EngineError> {
-        let (op, ses) = (operator_id.to_string(), session_id.to_string());
-        self.ask_operator(org_id, operator_id, |reply| Command::Accept { operator_id: op.clone(), session_id: ses.clone(), reply })
-            .await
+        self.ask(org_id, Request::Accept { operator_id: operator_id.to_string(), session_id: session_id.to_string() }).await
     }
 
     /// As `answer`, returning the started session's record.
@@ -229,39 +230,33 @@ impl Engine {
 
     /// The operator declines: next best operator or the queue (rule D03).
     pub async fn decline(&self, org_id: &str, operator_id: &str, session_id: &str) -> Result<(), EngineError> {
-        let (op, ses) = (operator_id.to_string(), session_id.to_string());
-        self.ask_operator(org_id, operator_id, |reply| Command::Decline { operator_id: op.clone(), session_id: ses.clone(), reply })
-            .await
+        self.ask(org_id, Request::Decline { operator_id: operator_id.to_string(), session_id: session_id.to_string() }).await
     }
 
     /// Ready (`live`: from a Ready screen); queued calls they can serve are offered at once.
     pub async fn operator_ready(&self, org_id: &str, operator_id: &str, live: bool) -> Result<(), EngineError> {
-        let op = operator_id.to_string();
-        self.ask_operator(org_id, operator_id, |reply| Command::Ready { operator_id: op.clone(), live, reply }).await
+        self.ask(org_id, Request::Ready { operator_id: operator_id.to_string(), live }).await
     }
 
     /// Steps away with a reason; an offer they held counts as declined.
     pub async fn operator_aux(&self, org_id: &str, operator_id: &str, reason: &str) -> Result<(), EngineError> {
-        let (op, reason) = (operator_id.to_string(), reason.to_string());
-        self.ask_operator(org_id, operator_id, |reply| Command::Aux { operator_id: op.clone(), reason: reason.clone(), reply }).await
+        self.ask(org_id, Request::Aux { operator_id: operator_id.to_string(), reason: reason.to_string() }).await
     }
 
     /// Offline at once (signed out everywhere); an offer they held moves on.
     pub async fn operator_offline(&self, org_id: &str, operator_id: &str) -> Result<(), EngineError> {
-        let op = operator_id.to_string();
-        self.ask_operator(org_id, operator_id, |reply| Command::Offline { operator_id: op.clone(), reply }).await
+        self.ask(org_id, Request::Offline { operator_id: operator_id.to_string() }).await
     }
 
     /// RTT the operator's console measured to a PoP.
     pub async fn report_rtt(&self, org_id: &str, operator_id: &str, pop: &str, rtt_ms: u32) -> Result<(), EngineError> {
-        let (op, pop) = (operator_id.to_string(), pop.to_string());
-        self.ask_operator(org_id, operator_id, |reply| Command::Rtt { operator_id: op.clone(), pop: pop.clone(), rtt_ms, reply }).await
+        self.ask(org_id, Request::Rtt { operator_id: operator_id.to_string(), pop: pop.to_string(), rtt_ms }).await
     }
 
     /// Ends an open session (COMPLETED or CANCELLED).
     pub async fn finish_session(&self, org_id: &str, session_id: &str, to: LifecycleState, reason: &str) -> Result<SessionRecord, EngineError> {
-        let (ses, why) = (session_id.to_string(), reason.to_string());
-        let ended = self.ask(org_id, |reply| Command::Finish { session_id: ses, to, reason: why, reply }).await?;
+        let request = Request::Finish { session_id: session_id.to_string(), to, reason: reason.to_string() };
+        let ended: bool = self.ask(org_id, request).await?;
         if !ended {
             let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
             if row.lifecycle()?.is_terminal() {
@@ -276,8 +271,7 @@ impl Engine {
     /// Pauses, resumes or completes a live session (seed 001), asked by its
     /// attached operator (`by`) or an admin (`None`).
     pub async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, EngineError> {
-        let (ses, who) = (session_id.to_string(), by.map(str::to_string));
-        let moved = self.ask(org_id, |reply| Command::Steer { session_id: ses, to, by: who, reply }).await?;
+        let moved: bool = self.ask(org_id, Request::Steer { session_id: session_id.to_string(), to, by: by.map(str::to_string) }).await?;
         if !moved {
             let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
             return Err(match row.lifecycle()? {
@@ -291,14 +285,12 @@ impl Engine {
     /// Offers a live session to another ready, certified operator (rule
     /// L08), asked by the operator in control (`by`) or an admin (`None`).
     pub async fn hand_over(&self, org_id: &str, session_id: &str, by: Option<&str>, to: &str) -> Result<Offer, EngineError> {
-        let (ses, who, to_op) = (session_id.to_string(), by.map(str::to_string), to.to_string());
-        self.ask_operator(org_id, to, |reply| Command::HandOver { session_id: ses.clone(), by: who.clone(), to: to_op.clone(), reply }).await
+        self.ask(org_id, Request::HandOver { session_id: session_id.to_string(), by: by.map(str::to_string), to: to.to_string() }).await
     }
 
     /// Who a live session may be handed to, best first.
     pub async fn handover_candidates(&self, org_id: &str, session_id: &str) -> Result<Vec<domain::dispatch::Candidate>, EngineError> {
-        let ses = session_id.to_string();
-        self.ask(org_id, |reply| Command::HandoverCandidates { session_id: ses, reply }).await
+        self.ask(org_id, Request::HandoverCandidates { session_id: session_id.to_string() }).await
     }
 
     /// Extends a live session by `minutes` (rule L13): refused when the
@@ -311,8 +303,8 @@ impl Engine {
         // are under the robot's lock (a booking may be landing meanwhile);
         // then the desk sets its timers. A refusal there is a 409 with the
         // reason, and nothing else waits on it.
-        let (ses, op) = (session_id.to_string(), operator.map(str::to_string));
-        let (from, to) = match self.ask(org_id, |reply| Command::Extension { session_id: ses, operator: op, minutes, reply }).await {
+        let request = Request::Extension { session_id: session_id.to_string(), operator: operator.map(str::to_string), minutes };
+        let (from, to) = match self.ask::<(i64, i64)>(org_id, request).await {
             // Not live here: ended, or never this org's (the store tells which).
             Err(EngineError::SessionEnded) if self.shared.store.session(org_id, session_id).await?.is_none() => return Err(EngineError::NotFound("session")),
             other => other?,
@@ -323,54 +315,49 @@ impl Engine {
             crate::store::Extension::Refused(why) => return Err(EngineError::CannotExtend(why)),
             crate::store::Extension::Moved => return Err(EngineError::CannotExtend("The planned end changed meanwhile: look again and retry.".into())),
         }
-        let ses = session_id.to_string();
-        self.ask(org_id, |reply| Command::Extended { session_id: ses, from, to, reply }).await?;
+        let _: i64 = self.ask(org_id, Request::Extended { session_id: session_id.to_string(), from, to }).await?;
         self.session(org_id, session_id).await
     }
 
     /// Operator input on the session they hold: resets its inactivity chain;
     /// refused while it is PAUSED (rule L03).
     pub async fn operator_input(&self, org_id: &str, operator_id: &str, session_id: &str) -> Result<(), EngineError> {
-        let (op, ses) = (operator_id.to_string(), session_id.to_string());
-        self.ask(org_id, |reply| Command::Input { operator_id: op, session_id: ses, reply }).await
+        self.ask(org_id, Request::Input { operator_id: operator_id.to_string(), session_id: session_id.to_string() }).await
     }
 
     /// An edge agent's error report on an open session: an `ERROR`
     /// activity event, committed with the desk's batch.
     pub async fn report_error(&self, org_id: &str, session_id: &str, detail: &str) -> Result<domain::lifecycle::ActivityEntry, EngineError> {
-        let (ses, what) = (session_id.to_string(), detail.to_string());
-        let at_ms = self.ask(org_id, |reply| Command::ReportError { session_id: ses, detail: what, reply }).await?;
+        let at_ms = self.ask(org_id, Request::ReportError { session_id: session_id.to_string(), detail: detail.to_string() }).await?;
         Ok(domain::lifecycle::ActivityEntry { at_ms, kind: domain::lifecycle::ActivityKind::Error, operator_id: None, operator_name: None, detail: Some(detail.to_string()) })
     }
 
     /// A console tab connected. Returns the operator's presence and any
     /// offer still ringing for them.
     pub async fn tab_opened(&self, org_id: &str, operator_id: &str) -> Result<(OperatorPresence, Option<Offer>), EngineError> {
-        let op = operator_id.to_string();
-        self.ask_operator(org_id, operator_id, |reply| Command::TabOpened { operator_id: op.clone(), reply }).await
+        self.ask(org_id, Request::TabOpened { operator_id: operator_id.to_string() }).await
     }
 
     /// A console tab closed; `last_seen` is when it last heard from its browser.
     pub async fn tab_closed(&self, org_id: &str, operator_id: &str, last_seen: i64) {
-        let command = Command::TabClosed { operator_id: operator_id.to_string(), last_seen };
-        let _ = self.desk(org_id).send(command).await;
+        if let Err(e) = self.ask::<()>(org_id, Request::TabClosed { operator_id: operator_id.to_string(), last_seen }).await {
+            // Its presence lapses on the TTL instead (DESIGN "Presence").
+            tracing::debug!(org = %org_id, operator = %operator_id, error = %e, "a closed tab could not be told to the dispatcher");
+        }
     }
 
-    /// Every operator's presence in the org, by name.
+    /// Every operator's presence in the org, by name (none while nobody
+    /// dispatches the org).
     pub async fn presences(&self, org_id: &str) -> Vec<OperatorPresence> {
-        let (reply, answer) = oneshot::channel();
-        if self.desk(org_id).send(Command::Presences { reply }).await.is_err() {
-            return Vec::new();
-        }
-        answer.await.unwrap_or_default()
+        self.ask(org_id, Request::Presences).await.unwrap_or_else(|e| {
+            tracing::warn!(org = %org_id, error = %e, "presences unavailable");
+            Vec::new()
+        })
     }
 
     /// An operator's presence and ringing offer, without opening a tab.
     pub async fn console(&self, org_id: &str, operator_id: &str) -> Option<(OperatorPresence, Option<Offer>)> {
-        let (reply, answer) = oneshot::channel();
-        let command = Command::Console { operator_id: operator_id.to_string(), reply };
-        self.desk(org_id).send(command).await.ok()?;
-        answer.await.ok().flatten()
+        self.ask(org_id, Request::Console { operator_id: operator_id.to_string() }).await.ok().flatten()
     }
 
     pub async fn presence_of(&self, org_id: &str, operator_id: &str) -> Option<OperatorPresence> {

@@ -5,14 +5,14 @@ use domain::models::{Offer, PresenceState};
 use std::collections::BTreeMap;
 
 /// The operator a call was matched to.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MatchedOperator {
     pub id: String,
     pub name: String,
     pub region: String,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum CallOutcome {
     Matched { session_id: String, operator: MatchedOperator, rtt_ms: u32, offer: Offer },
     Queued { session_id: String, skill: String, position: i64 },
@@ -60,7 +60,7 @@ pub enum EngineError {
 }
 
 /// An operator's presence as the engine keeps it (seed 003 states).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct OperatorPresence {
     pub operator_id: String,
     pub name: String,

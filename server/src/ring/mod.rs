@@ -20,7 +20,7 @@ use crate::services::Principal;
 use crate::state::AppState;
 use crate::services::{Ended, TabPass};
 use domain::events::{Event, OperatorEvent, Topic};
-use domain::models::{Offer, Role};
+use domain::models::{Offer, PresenceState, Role};
 use domain::ring::{valid_aux_reason, ConsoleMsg, MyPresence, RingError, RingMsg, MAX_FRAME_BYTES};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
@@ -175,9 +175,12 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     // Subscribe before reading the presence, so no event falls in between.
     let mut topic = state.engine.subscribe(&Topic::operator(&owner.org_id, &owner.user_id));
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
-    match state.engine.tab_opened(&owner.org_id, &owner.user_id).await {
+    // The operator's presence as this tab last heard it.
+    let mut shown = match state.engine.tab_opened(&owner.org_id, &owner.user_id).await {
         Ok((presence, offer)) => {
+            let shown = presence.state;
             let _ = tx.send(welcome(&owner, &state, presence, offer)).await;
+            shown
         }
         Err(e) => {
             tracing::warn!(error = %e, "console refused");
@@ -186,7 +189,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
             finish_writer(writer).await;
             return;
         }
-    }
+    };
     let mut last_seen = state.engine.clock().now_ms();
     let mut heard = Instant::now();
     loop {
@@ -226,7 +229,23 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                 }
                 break;
             }
+            Heard::Delivery(Delivery::Event(Event::Operator(OperatorEvent::Rejoin))) => {
+                if let Some((presence, offer)) = rejoin(&state, &owner, shown).await {
+                    shown = presence.state;
+                    if tx.try_send(welcome(&owner, &state, presence, offer)).is_err() {
+                        break;
+                    }
+                }
+            }
             Heard::Delivery(Delivery::Event(Event::Operator(event))) => {
+                // An open tab is never offline: "offline" told to it comes
+                // from a dispatcher that has not heard of it yet (the org
+                // moved; its Rejoin follows) and must not be what it rejoins as.
+                if let OperatorEvent::Presence { presence } = &event {
+                    if presence.state != PresenceState::Offline {
+                        shown = presence.state;
+                    }
+                }
                 let msg = match event {
                     OperatorEvent::Offer { offer } => RingMsg::Offer { offer },
                     OperatorEvent::OfferClosed { session_id, how } => RingMsg::OfferClosed { session_id, how },
@@ -235,6 +254,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                     OperatorEvent::Chat { session_id, message } => RingMsg::Chat { session_id, message },
                     OperatorEvent::Handover { notice } => RingMsg::Handover { notice },
                     OperatorEvent::PlannedEndSoon { session_id, planned_end_ms } => RingMsg::PlannedEndSoon { session_id, planned_end_ms },
+                    OperatorEvent::Rejoin => unreachable!("handled above"),
                 };
                 if tx.try_send(msg).is_err() {
                     tracing::info!(operator = %owner.user_id, "console tab not reading: disconnected (it resyncs on reconnect)");
@@ -244,6 +264,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
             Heard::Delivery(Delivery::Event(Event::Org(_))) => {}
             Heard::Delivery(Delivery::Resync) => match state.engine.console(&owner.org_id, &owner.user_id).await {
                 Some((presence, offer)) => {
+                    shown = presence.state;
                     if tx.try_send(welcome(&owner, &state, presence, offer)).is_err() {
                         break;
                     }
@@ -256,6 +277,28 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     state.engine.tab_closed(&owner.org_id, &owner.user_id, last_seen).await;
     drop(tx);
     finish_writer(writer).await;
+}
+
+/// The org's dispatch moved to another instance (`OperatorEvent::Rejoin`):
+/// this tab registers with the new dispatcher, and an operator who was in
+/// the pool (ready, ringing or wrapping up) when it moved is ready again
+/// there, not merely online. Answers the presence and offer to welcome
+/// with; `None` when the new dispatcher could not be reached (the tab then
+/// shows what it showed, and its presence lapses unless it reconnects).
+async fn rejoin(state: &AppState, owner: &TabOwner, shown: PresenceState) -> Option<(OperatorPresence, Option<Offer>)> {
+    let (engine, org_id, operator_id) = (&state.engine, owner.org_id.as_str(), owner.user_id.as_str());
+    let opened = match engine.tab_opened(org_id, operator_id).await {
+        Ok(opened) => opened,
+        Err(e) => {
+            tracing::warn!(error = %e, operator = %operator_id, "a console could not register with the org's new dispatcher");
+            return None;
+        }
+    };
+    let pooled = matches!(shown, PresenceState::Ready | PresenceState::Ringing | PresenceState::Acw);
+    if pooled && opened.0.state == PresenceState::Aux && engine.operator_ready(org_id, operator_id, true).await.is_ok() {
+        return engine.console(org_id, operator_id).await.or(Some(opened));
+    }
+    Some(opened)
 }
 
 /// A watch tab: the org's events (`parties`: only those about the

@@ -31,6 +31,9 @@ pub trait DispatchStore: Send + Sync {
     async fn renew_lease(&self, lease: &Lease, ttl_ms: i64) -> StoreResult<bool>;
     /// Gives the lease up (a clean stop), so another instance may take it at once.
     async fn release_lease(&self, lease: &Lease) -> StoreResult<()>;
+    /// The database's cluster id (migration 0014): what the instances on
+    /// it put in front of their NATS subjects.
+    async fn cluster_id(&self) -> StoreResult<String>;
     /// Applies one batch's writes in one transaction (SQLite: `BEGIN
     /// IMMEDIATE`, so it never fails half-way on a stale snapshot), after
     /// checking in it that `lease` still holds the org (`StoreError::Fenced`
@@ -146,6 +149,10 @@ macro_rules! dispatch_store {
 
             async fn release_lease(&self, lease: &Lease) -> StoreResult<()> {
                 <Self as StoreDb>::release_lease(&self.pool, lease).await
+            }
+
+            async fn cluster_id(&self) -> StoreResult<String> {
+                <Self as StoreDb>::cluster_id(&self.pool).await
             }
 
             async fn commit(&self, lease: &Lease, writes: &[Write]) -> StoreResult<()> {

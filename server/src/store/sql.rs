@@ -371,6 +371,7 @@ pub trait StoreDb {
     async fn take_lease(pool: &sqlx::Pool<Self::Db>, org_id: &str, owner: &str, ttl_ms: i64) -> StoreResult<Option<Lease>>;
     async fn renew_lease(pool: &sqlx::Pool<Self::Db>, lease: &Lease, ttl_ms: i64) -> StoreResult<bool>;
     async fn release_lease(pool: &sqlx::Pool<Self::Db>, lease: &Lease) -> StoreResult<()>;
+    async fn cluster_id(pool: &sqlx::Pool<Self::Db>) -> StoreResult<String>;
     /// Inside a batch's transaction: the org is still `lease`'s, and stays
     /// so until the transaction ends.
     async fn fence(tx: &mut sqlx::Transaction<'static, Self::Db>, lease: &Lease) -> StoreResult<()>;
@@ -398,6 +399,11 @@ impl StoreDb for SqliteStore {
 
     async fn release_lease(_pool: &sqlx::SqlitePool, _lease: &Lease) -> StoreResult<()> {
         Ok(())
+    }
+
+    // No cluster: NATS is refused with SQLite.
+    async fn cluster_id(_pool: &sqlx::SqlitePool) -> StoreResult<String> {
+        Ok("local".into())
     }
 
     async fn fence(_tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>, _lease: &Lease) -> StoreResult<()> {
@@ -441,6 +447,10 @@ impl StoreDb for PgStore {
     async fn release_lease(pool: &sqlx::PgPool, lease: &Lease) -> StoreResult<()> {
         sqlx::query("UPDATE org_leases SET expires_at = 0 WHERE org_id = $1 AND epoch = $2").bind(&lease.org_id).bind(lease.epoch).execute(pool).await?;
         Ok(())
+    }
+
+    async fn cluster_id(pool: &sqlx::PgPool) -> StoreResult<String> {
+        Ok(sqlx::query_scalar("SELECT id FROM cluster_identity").fetch_one(pool).await?)
     }
 
     async fn fence(tx: &mut sqlx::Transaction<'static, sqlx::Postgres>, lease: &Lease) -> StoreResult<()> {

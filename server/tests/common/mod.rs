@@ -393,6 +393,21 @@ impl Tab {
         }
     }
 
+    /// The next message within `within`: `Ok(None)` when none came,
+    /// `Err(())` once the socket has closed.
+    pub async fn try_next(&mut self, within: std::time::Duration) -> Result<Option<domain::ring::RingMsg>, ()> {
+        use futures::StreamExt;
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match tokio::time::timeout_at(deadline, self.ws.next()).await {
+                Err(_) => return Ok(None),
+                Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Text(text)))) => return Ok(Some(serde_json::from_str(&text).expect("a RingMsg"))),
+                Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Close(_)))) | Ok(Some(Err(_))) | Ok(None) => return Err(()),
+                Ok(Some(Ok(_))) => {}
+            }
+        }
+    }
+
     /// Skips messages until one matches; panics after 5 s without it.
     pub async fn until<T>(&mut self, mut pick: impl FnMut(domain::ring::RingMsg) -> Option<T>) -> T {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);

@@ -13,13 +13,17 @@ pub struct ServerProcess {
     pub banner: String,
 }
 
+/// Set to a file name, every server process a test starts logs at info
+/// into it, each line after the process's address (for a failing cluster test).
+const CHILD_LOG: &str = "CLUTCHCALL_TEST_CHILD_LOG";
+
 /// The binary with the test's environment: its own data dir, logs at warn.
 pub fn command(data_dir: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_server"));
     command
         .env("CLUTCHCALL_DATA_DIR", data_dir)
         .env("LEPTOS_SITE_ROOT", super::site_root())
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", if std::env::var_os(CHILD_LOG).is_some() { "info,tower_http=warn,sqlx=warn" } else { "warn" })
         .env("CLUTCHCALL_METRICS_ADDR", "127.0.0.1:0")
         .env_remove("DATABASE_URL")
         .env_remove("CLUTCHCALL_DEMO")
@@ -45,8 +49,18 @@ impl ServerProcess {
         })
         .await
         .expect("listening within 60 s");
-        // Keep draining stdout so the child never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        // Keep draining stdout so the child never blocks on a full pipe
+        // (into the file `CLUTCHCALL_TEST_CHILD_LOG` names, when set).
+        let log = std::env::var_os(CHILD_LOG).map(|path| std::fs::OpenOptions::new().create(true).append(true).open(path).expect("child log"));
+        let me = base.clone();
+        tokio::spawn(async move {
+            use std::io::Write;
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(mut file) = log.as_ref() {
+                    let _ = writeln!(file, "{me} {line}");
+                }
+            }
+        });
         ServerProcess { child, base, banner }
     }
 

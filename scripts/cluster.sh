@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Cluster mode on one machine (issue "Scale out"): three instances on
+# http://127.0.0.1:3001, :3002 and :3003, sharing one PostgreSQL database
+# (`clutchcall_cluster` on 127.0.0.1:5432, made if missing) and the NATS
+# server on 127.0.0.1:4222 (setup installs and starts it where nothing
+# answers). The first seeds the demo org on an empty database; each org is
+# dispatched by whichever instance holds its lease, and any instance serves
+# anyone. The fleet simulator is spread over the three: operators and the
+# London robots on the first, us-east on the second, us-west and Harbor on
+# the third. Put any round-robin load balancer in front of the three ports
+# (README "Cluster mode"); kill one and watch its orgs move to another
+# (`curl -s 127.0.0.1:910N/metrics | grep clutchcall_dispatching`).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+CLUTCHCALL_SETUP_NATS=1 bash scripts/setup.sh
+export PATH="$HOME/.cargo/bin:${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-tools}/node_modules/.bin:$PATH"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+
+if ! (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; then
+  echo "cluster mode needs PostgreSQL on 127.0.0.1:5432, and nothing answers there" >&2
+  exit 1
+fi
+DB_NAME="${CLUTCHCALL_CLUSTER_DB:-clutchcall_cluster}"
+PG_USER="${CLUTCHCALL_CLUSTER_PG_USER:-postgres}"
+if ! psql -h 127.0.0.1 -U "$PG_USER" -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'" | grep -q 1; then
+  echo "creating the database $DB_NAME"
+  psql -h 127.0.0.1 -U "$PG_USER" -d postgres -qc "CREATE DATABASE \"$DB_NAME\""
+fi
+export DATABASE_URL="postgres://$PG_USER@127.0.0.1:5432/$DB_NAME"
+export CLUTCHCALL_NATS_URL="${CLUTCHCALL_NATS_URL:-nats://127.0.0.1:4222}"
+
+# CLUTCHCALL_CLUSTER_PROFILE=debug uses the debug build (quicker to make).
+PROFILE="${CLUTCHCALL_CLUSTER_PROFILE:-release}"
+RELEASE=(); [[ "$PROFILE" == "release" ]] && RELEASE=(--release)
+cargo run --quiet -p clutchcall-site -- "${RELEASE[@]}"
+
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null; pkill -P $$ 2>/dev/null || true' EXIT INT TERM
+up() { for _ in $(seq 150); do curl -fs -o /dev/null "http://127.0.0.1:$1/healthz" && return 0; sleep 0.2; done; echo "instance on :$1 did not start" >&2; return 1; }
+for n in 1 2 3; do
+  CLUTCHCALL_ADDR="127.0.0.1:300$n" CLUTCHCALL_INSTANCE="node-$n" CLUTCHCALL_METRICS_ADDR="127.0.0.1:910$n" \
+    CLUTCHCALL_DATA_DIR="data/cluster/node-$n" CLUTCHCALL_DEMO=1 "$TARGET_DIR/$PROFILE/server" &
+  PIDS+=($!)
+  # The first seeds the demo org alone; the others find it there.
+  up "300$n"
+done
+echo "three instances: http://127.0.0.1:3001 http://127.0.0.1:3002 http://127.0.0.1:3003 (metrics on :9101-:9103)"
+
+if [[ "${CLUTCHCALL_SIM:-1}" != "0" ]]; then
+  cargo build "${RELEASE[@]}" -p clutchcall-sim --quiet
+  SIM="$TARGET_DIR/$PROFILE/clutchcall-sim"
+  "$SIM" --base http://127.0.0.1:3001 --robots uk-pick-01,uk-pal-01,uk-insp-01,uk-mm-01,uk-weld-01 & PIDS+=($!)
+  "$SIM" --base http://127.0.0.1:3002 --operators false --robots ue-pick-01,ue-pick-02,ue-pal-01,ue-insp-01 & PIDS+=($!)
+  "$SIM" --base http://127.0.0.1:3003 --operators false --robots uw-pick-01,uw-pal-01,uw-mm-01,uw-weld-01,hb-pick-01,hb-insp-01 & PIDS+=($!)
+fi
+wait -n "${PIDS[@]}"

@@ -11,11 +11,8 @@
 # (README "Cluster mode"); kill one and watch its orgs move to another
 # (`curl -s 127.0.0.1:910N/metrics | grep clutchcall_dispatching`).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 CLUTCHCALL_SETUP_NATS=1 bash scripts/setup.sh
-export PATH="$HOME/.cargo/bin:${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-tools}/node_modules/.bin:$PATH"
-TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
 if ! (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; then
   echo "cluster mode needs PostgreSQL on 127.0.0.1:5432, and nothing answers there" >&2

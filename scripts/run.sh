@@ -4,13 +4,10 @@
 # fleet simulator playing the demo org's robots and the operators nobody
 # signs in as (CLUTCHCALL_SIM=0 turns it off).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 bash scripts/setup.sh
-export PATH="$HOME/.cargo/bin:${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-tools}/node_modules/.bin:$PATH"
 # Release build (frontend/site, the one site build): the server optimised
 # for speed, the wasm for size, every screen its own chunks, precompressed.
-TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 cargo run --quiet -p clutchcall-site -- --release
 
 ADDR="${CLUTCHCALL_ADDR:-127.0.0.1:3000}"

@@ -4,11 +4,8 @@
 # With CI=true PostgreSQL is required; elsewhere its suite is skipped (and
 # said so) when nothing answers on 127.0.0.1:5432.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 CLUTCHCALL_SETUP_NATS=1 bash scripts/setup.sh
-export PATH="$HOME/.cargo/bin:${CLUTCHCALL_TOOLS_DIR:-$HOME/.cache/clutchcall-tools}/node_modules/.bin:$PATH"
-TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
 step() { printf '\n==> %s\n' "$*"; }
 

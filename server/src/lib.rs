@@ -127,7 +127,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // went stale while the server was down before it answers anything.
     // Installed before the engine, which records which orgs it dispatches.
     crate::metrics::handle();
-    let forwarding = nats.as_deref().map(crate::engine::forward::Forwarding::new);
+    let forwarding = nats.as_deref().map(|nats| crate::engine::forward::Forwarding::new(nats, store.clone()));
     let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings(), &run, forwarding).await?;
     let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
     let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone(), engine.clone(), config.booking_caps));

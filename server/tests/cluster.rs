@@ -137,6 +137,20 @@ async fn owned_by(url: &str, instance: &str) {
     }
 }
 
+/// Waits (at most 20 s) until the first instance no longer holds the demo
+/// org; which of the others (1 or 2) took it.
+async fn taken_from_first(url: &str) -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let now = owner(url).await;
+        if let Some(index) = NAMES.iter().position(|name| now.starts_with(&format!("{name}/"))).filter(|&i| i > 0) {
+            return index;
+        }
+        assert!(std::time::Instant::now() < deadline, "nobody took the org over from the first");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// The demo admin's session cookie, signed in at the instance at `base`.
 async fn admin_cookie(base: &str) -> String {
     cookie_at(base, common::ADMIN).await
@@ -247,6 +261,11 @@ async fn nats_url() -> Option<String> {
     }
 }
 
+/// What a subscription hears next, within 10 s (a lost delivery fails, never hangs).
+async fn within<T>(heard: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(10), heard).await.expect("delivered within 10 s")
+}
+
 fn bookings_changed(robot: &str) -> domain::events::Event {
     domain::events::Event::Org(domain::events::OrgEvent::Bookings { robot_id: robot.into() })
 }
@@ -263,9 +282,9 @@ async fn events_cross_instances_over_nats_and_a_lost_one_is_a_resync() {
     let org = format!("org-{}", server::auth::new_token()[..10].to_lowercase());
     let topic = Topic::org(&org);
     let mut on_b = b.subscribe(&topic);
-    assert_eq!(on_b.recv().await, Delivery::Resync, "live: what came before could not reach it");
+    assert_eq!(within(on_b.recv()).await, Delivery::Resync, "live: what came before could not reach it");
     a.publish(topic.clone(), bookings_changed("r1"));
-    assert_eq!(on_b.recv().await, Delivery::Event(bookings_changed("r1")));
+    assert_eq!(within(on_b.recv()).await, Delivery::Event(bookings_changed("r1")));
     // Another org's topic never reaches it, nor another cluster's event on
     // the same topic; its own events come back in order.
     a.publish(Topic::org("org-other"), bookings_changed("x"));
@@ -274,7 +293,7 @@ async fn events_cross_instances_over_nats_and_a_lost_one_is_a_resync() {
     a.publish(topic.clone(), bookings_changed("r3"));
     let mut next = Vec::new();
     for _ in 0..2 {
-        next.push(on_b.recv().await);
+        next.push(within(on_b.recv()).await);
     }
     next.sort_by_key(|d| format!("{d:?}"));
     assert_eq!(next, vec![Delivery::Event(bookings_changed("r2")), Delivery::Event(bookings_changed("r3"))]);
@@ -287,8 +306,8 @@ async fn events_cross_instances_over_nats_and_a_lost_one_is_a_resync() {
     let payload = serde_json::to_vec(&bookings_changed("r9")).unwrap();
     raw.publish_with_headers(server::bus::nats::subject(&cluster, &topic), headers, payload.into()).await.unwrap();
     raw.flush().await.unwrap();
-    assert_eq!(on_b.recv().await, Delivery::Resync);
-    assert_eq!(on_b.recv().await, Delivery::Event(bookings_changed("r9")));
+    assert_eq!(within(on_b.recv()).await, Delivery::Resync);
+    assert_eq!(within(on_b.recv()).await, Delivery::Event(bookings_changed("r9")));
 }
 
 /// The owner's events reach a wallboard on another instance through NATS:
@@ -411,6 +430,8 @@ const OPERATORS: [&str; 8] = ["asha.rao", "vikram.iyer", "meera.nair", "tom.whit
 struct Heard {
     /// Welcomes after the first (the org's dispatcher moved: rejoined).
     welcomes: usize,
+    /// The presence the last of them showed.
+    welcomed_as: Option<domain::models::PresenceState>,
     offers: usize,
     closed: bool,
 }
@@ -422,7 +443,10 @@ fn listen(mut tab: common::Tab, stop: tokio::sync::watch::Receiver<bool>) -> tok
         let mut heard = Heard::default();
         while !*stop.borrow() {
             match tab.try_next(std::time::Duration::from_millis(200)).await {
-                Ok(Some(RingMsg::Welcome { .. })) => heard.welcomes += 1,
+                Ok(Some(RingMsg::Welcome { presence, .. })) => {
+                    heard.welcomes += 1;
+                    heard.welcomed_as = Some(presence.state);
+                }
                 Ok(Some(RingMsg::Offer { .. })) => heard.offers += 1,
                 Ok(_) => {}
                 Err(()) => {
@@ -592,13 +616,8 @@ async fn d14_failover_under_load_loses_no_acknowledged_call_and_survivors_consol
     cluster.servers[0].child.start_kill().unwrap();
     cluster.servers[0].child.wait().await.unwrap();
     let matched_before = calls.matched();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while owner(&cluster.url).await.starts_with("first/") {
-        assert!(std::time::Instant::now() < deadline, "nobody took the org over");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let new_owner = taken_from_first(&cluster.url).await;
     calls.at_least(calls.count() + 40).await;
-    let new_owner = if owner(&cluster.url).await.starts_with("second/") { 1 } else { 2 };
     assert!(cluster.dispatching(new_owner).await && !cluster.dispatching(3 - new_owner).await, "the new owner says so on /metrics");
     stop.send(true).unwrap();
     for robot in robots {
@@ -611,6 +630,8 @@ async fn d14_failover_under_load_loses_no_acknowledged_call_and_survivors_consol
         let heard = tab.await.unwrap();
         assert!(!heard.closed, "a console on a surviving instance never reconnects");
         assert!(heard.welcomes >= 1, "a console on a survivor registered with the new dispatcher");
+        use domain::models::PresenceState::{Ready, Ringing};
+        assert!(matches!(heard.welcomed_as, Some(Ready | Ringing)), "and is in the pool there, as before: {:?}", heard.welcomed_as);
     }
     assert!(calls.matched() > matched_before, "ready consoles on the survivors are rung after the takeover");
     calls.none_lost(&cluster.url).await;
@@ -736,4 +757,37 @@ async fn instances_ride_out_a_nats_restart_and_screens_resync() {
     assert!(owner(&cluster.url).await.starts_with("first/"), "a NATS outage moves no org");
     cluster.finish().await;
     drop(nats);
+}
+
+/// An owner paused (SIGSTOP) stays connected to NATS for a while; once
+/// another instance has taken its org over, every request forwarded from
+/// the remaining instance reaches the new owner (the lease's epoch names the
+/// subject), none waits on the paused one; resumed, it steps down (D13).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d13_requests_forwarded_after_a_paused_owner_is_taken_over_reach_the_new_owner() {
+    let Some(nats) = nats_url().await else { return };
+    let Some(cluster) = Cluster::start(Some(&nats), 3).await else { return };
+    assert!(owner(&cluster.url).await.starts_with("first/"));
+    // The third learns the first's epoch by forwarding to it.
+    let token = server::seed::demo_robot_token("uk-pick-01");
+    let raised = raise(cluster.base(2), "uk-pick-01").await;
+    assert_eq!(raised.status(), StatusCode::ACCEPTED);
+    let first = raised.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string();
+    let withdrawn = common::http().delete(format!("{}/v1/sessions/{first}", cluster.base(2))).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(withdrawn.status(), StatusCode::OK);
+
+    let pid = cluster.servers[0].child.id().unwrap() as i32;
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let other = 3 - taken_from_first(&cluster.url).await;
+    // Every call through the instance that does not own the org is answered
+    // by the new owner (one sent to the paused first would wait 5 s, 503).
+    for _ in 0..4 {
+        let raised = raise(cluster.base(other), "uk-pick-01").await;
+        assert_eq!(raised.status(), StatusCode::ACCEPTED, "answered by the new owner");
+        let session = raised.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string();
+        let withdrawn = common::http().delete(format!("{}/v1/sessions/{session}", cluster.base(other))).bearer_auth(&token).send().await.unwrap();
+        assert_eq!(withdrawn.status(), StatusCode::OK);
+    }
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    cluster.finish().await;
 }

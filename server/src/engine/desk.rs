@@ -17,7 +17,7 @@ use domain::events::{Event, OperatorEvent, OrgEvent, Topic};
 use domain::models::{LifecycleState, Offer, PresenceState};
 use domain::presence::{in_live_pool, in_roster_pool, next_presence, PresenceEvent, MISSED_OFFER, NOT_READY};
 use domain::ring::MyPresence;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 /// What a batch produced: writes to commit, then events to publish.
@@ -32,8 +32,9 @@ pub struct Effects {
 
 pub(super) struct Operator {
     pub presence: OperatorPresence,
-    /// Open console tabs.
-    pub tabs: u32,
+    /// Open console tabs, by id: a tab that registers again (with a new
+    /// dispatcher, `Rejoin`) is still one tab.
+    pub tabs: HashSet<String>,
     /// Bumped when a tab opens, so an older lapse timer is ignored.
     pub generation: u64,
     /// Made inactive (or removed) in the directory: never dispatched to.
@@ -282,9 +283,9 @@ impl Desk {
 
     /// A console tab connected: an offline operator is online but not
     /// ready. Returns the presence and the offer ringing for them.
-    pub fn tab_opened(&mut self, operator_id: &str, now: i64) -> Result<(OperatorPresence, Option<Offer>), EngineError> {
+    pub fn tab_opened(&mut self, operator_id: &str, tab: &str, now: i64) -> Result<(OperatorPresence, Option<Offer>), EngineError> {
         let op = self.operator_mut(operator_id)?;
-        op.tabs += 1;
+        op.tabs.insert(tab.to_string());
         op.generation += 1;
         if op.presence.state == PresenceState::Offline {
             self.presence_event(operator_id, PresenceEvent::SignedIn, Some(NOT_READY), now);
@@ -295,27 +296,18 @@ impl Desk {
 
     /// A tab closed; when it was the last, presence lapses `ttl` after the
     /// last thing that tab heard (seed 003: an entry kept alive, not a flag).
-    pub fn tab_closed(&mut self, operator_id: &str, last_seen: i64) {
+    pub fn tab_closed(&mut self, operator_id: &str, tab: &str, last_seen: i64) {
         let Some(op) = self.operators.get_mut(operator_id) else { return };
-        op.tabs = op.tabs.saturating_sub(1);
-        if op.tabs == 0 {
+        op.tabs.remove(tab);
+        if op.tabs.is_empty() {
             let generation = op.generation;
             self.timers.at(last_seen + self.settings.presence_ttl_ms, Timer::Lapse { operator_id: operator_id.to_string(), generation });
         }
     }
 
-    /// The org's dispatch moved here from another instance (or back): the
-    /// tabs counted before are unknown now. Before loading, every count is
-    /// forgotten (so the load lapses whoever no tab registers again for).
-    pub fn forget_tabs(&mut self) {
-        for op in self.operators.values_mut() {
-            op.tabs = 0;
-            op.generation += 1;
-        }
-    }
-
-    /// After loading: every open console, on whatever instance, is asked to
-    /// register its tab again (its socket stays open).
+    /// The org's dispatch has just been taken here (a fresh desk, loaded):
+    /// every open console, on whatever instance, is asked to register its
+    /// tab again (its socket stays open).
     pub fn call_tabs_back(&mut self) {
         for operator_id in self.operators.keys() {
             self.fx.events.push((Topic::operator(&self.org_id, operator_id), Event::Operator(OperatorEvent::Rejoin)));
@@ -356,7 +348,7 @@ impl Desk {
             }
             Timer::Lapse { operator_id, generation } => {
                 let due = self.operators.get(&operator_id).is_some_and(|op| {
-                    op.tabs == 0 && op.generation == generation && op.presence.state != PresenceState::Offline
+                    op.tabs.is_empty() && op.generation == generation && op.presence.state != PresenceState::Offline
                 });
                 if due {
                     tracing::info!(org = %self.org_id, operator = %operator_id, "presence lapsed: offline");

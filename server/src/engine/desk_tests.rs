@@ -136,14 +136,14 @@ fn d05_d06_one_offer_per_operator_and_the_oldest_call_first() {
 #[test]
 fn r08_presence_lapses_a_ttl_after_the_last_tab_unless_a_tab_reopens() {
     let mut desk = desk(&[operator("asha", "BLR", &["pick-place"])]);
-    desk.tab_opened("asha", 0).unwrap();
+    desk.tab_opened("asha", "tab-1", 0).unwrap();
     desk.ready("asha", true, 0).unwrap();
-    desk.tab_closed("asha", 1_000);
+    desk.tab_closed("asha", "tab-1", 1_000);
     // A reload: a new tab before the TTL keeps her present.
-    desk.tab_opened("asha", 5_000).unwrap();
+    desk.tab_opened("asha", "tab-2", 5_000).unwrap();
     tick(&mut desk, 1_000 + SETTINGS.presence_ttl_ms);
     assert_eq!(desk.presence("asha").unwrap().state, PresenceState::Ready);
-    desk.tab_closed("asha", 30_000);
+    desk.tab_closed("asha", "tab-2", 30_000);
     tick(&mut desk, 30_000 + SETTINGS.presence_ttl_ms);
     assert_eq!(desk.presence("asha").unwrap().state, PresenceState::Offline);
 }
@@ -343,4 +343,17 @@ fn l13_an_extension_is_judged_on_the_bookings_the_desk_holds_and_its_own_booking
     assert!(desk.extension(&session, None, 15).is_ok());
     // A session the desk does not hold live is over.
     assert!(matches!(desk.extension("ses-unknown", None, 15), Err(super::types::EngineError::SessionEnded)));
+}
+
+/// A tab that registers twice (with a dispatcher that was loading when it
+/// opened, then again on `Rejoin`) is one tab: closing it lapses the presence.
+#[test]
+fn r08_a_tab_that_registers_again_is_still_one_tab() {
+    let mut desk = desk(&[operator("asha", "BLR", &["pick-place"])]);
+    desk.tab_opened("asha", "tab-1", 0).unwrap();
+    desk.tab_opened("asha", "tab-1", 10).unwrap();
+    desk.ready("asha", true, 10).unwrap();
+    desk.tab_closed("asha", "tab-1", 1_000);
+    tick(&mut desk, 1_000 + SETTINGS.presence_ttl_ms);
+    assert_eq!(desk.presence("asha").unwrap().state, PresenceState::Offline);
 }

@@ -47,8 +47,8 @@ pub enum Command {
     Extended { session_id: String, from: i64, to: i64, reply: Reply<i64> },
     /// Operator input on their session (resets its inactivity chain).
     Input { operator_id: String, session_id: String, reply: Reply<()> },
-    TabOpened { operator_id: String, reply: Reply<(OperatorPresence, Option<Offer>)> },
-    TabClosed { operator_id: String, last_seen: i64, reply: Reply<()> },
+    TabOpened { operator_id: String, tab: String, reply: Reply<(OperatorPresence, Option<Offer>)> },
+    TabClosed { operator_id: String, tab: String, last_seen: i64, reply: Reply<()> },
     LoadOperator { record: OperatorRecord, reply: Reply<()> },
     /// The operator left the org: never dispatched to again.
     DropOperator { operator_id: String, reply: Reply<()> },
@@ -151,10 +151,10 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
         Command::Extension { session_id, operator, minutes, reply } => hold(reply, desk.extension(&session_id, operator.as_deref(), minutes)),
         Command::Extended { session_id, from, to, reply } => hold(reply, desk.extended(&session_id, from, to)),
         Command::ReportError { session_id, detail, reply } => hold(reply, desk.report_error(&session_id, &detail, now)),
-        Command::TabOpened { operator_id, reply } => hold(reply, desk.tab_opened(&operator_id, now)),
+        Command::TabOpened { operator_id, tab, reply } => hold(reply, desk.tab_opened(&operator_id, &tab, now)),
         // Changes without an answer of their own: told done once committed.
-        Command::TabClosed { operator_id, last_seen, reply } => {
-            desk.tab_closed(&operator_id, last_seen);
+        Command::TabClosed { operator_id, tab, last_seen, reply } => {
+            desk.tab_closed(&operator_id, &tab, last_seen);
             hold(reply, Ok(()))
         }
         Command::LoadOperator { record, reply } => {
@@ -254,9 +254,6 @@ async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> R
         match loaded {
             Ok(snapshot) => {
                 let now = shared.clock.now_ms();
-                if taken {
-                    desk.forget_tabs();
-                }
                 desk.load(snapshot, now);
                 if taken {
                     desk.call_tabs_back();
@@ -303,15 +300,15 @@ enum Stop {
 /// is told once the org is loaded and recovered (or found dispatched elsewhere).
 pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>, started: oneshot::Sender<()>) {
     let mut started = Some(started);
-    // One desk for every lease this instance takes: taking the org back
-    // (after a lapse) reloads its calls and keeps the presences, which
-    // live only here, as a reload after a failed commit does.
-    let mut desk = Desk::new(&org_id, shared.settings, std::sync::Arc::default(), shared.busy.clone());
     while let Some(lease) = take_lease(&shared, &org_id, &mut rx, &mut started).await {
+        // A fresh desk for every lease: what changed under another owner
+        // (or before a lapse) is in the database, and the open consoles
+        // register again (`Desk::call_tabs_back`) with their presences.
+        let mut desk = Desk::new(&org_id, shared.settings, std::sync::Arc::default(), shared.busy.clone());
         // Other instances' requests for the org come here while the lease
         // holds (they wait in the channel while the org loads).
         let listening = match &shared.forwarding {
-            Some(forwarding) => forwarding.listen(shared.clone(), org_id.clone()).await,
+            Some(forwarding) => forwarding.listen(shared.clone(), org_id.clone(), lease.epoch).await,
             None => None,
         };
         let stop = match load(&shared, &lease, &mut desk, true).await {
@@ -326,9 +323,7 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
             }
             Err(Fenced) => Stop::TakenOver,
         };
-        if let Some(listening) = listening {
-            listening.abort();
-        }
+        drop(listening);
         desk.release_offers();
         poke(&shared, desk.take_effects().pokes);
         match stop {

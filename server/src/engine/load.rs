@@ -127,7 +127,7 @@ impl Desk {
                 let since = op.presence.since;
                 self.timers.at(since + self.settings.wrap_up_ms, Timer::WrapUp { operator_id: id.clone(), since });
             }
-            if op.tabs == 0 && op.presence.state != PresenceState::Offline {
+            if op.tabs.is_empty() && op.presence.state != PresenceState::Offline {
                 let generation = op.generation;
                 self.timers.at(now + self.settings.presence_ttl_ms, Timer::Lapse { operator_id: id.clone(), generation });
             }
@@ -175,7 +175,7 @@ impl Desk {
                             live_ready: false,
                             measured_rtt_ms: Default::default(),
                         },
-                        tabs: 0,
+                        tabs: Default::default(),
                         generation: 0,
                         inactive: !record.active,
                     },

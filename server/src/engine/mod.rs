@@ -332,15 +332,17 @@ impl Engine {
         Ok(domain::lifecycle::ActivityEntry { at_ms, kind: domain::lifecycle::ActivityKind::Error, operator_id: None, operator_name: None, detail: Some(detail.to_string()) })
     }
 
-    /// A console tab connected. Returns the operator's presence and any
-    /// offer still ringing for them.
-    pub async fn tab_opened(&self, org_id: &str, operator_id: &str) -> Result<(OperatorPresence, Option<Offer>), EngineError> {
-        self.ask(org_id, Request::TabOpened { operator_id: operator_id.to_string() }).await
+    /// A console tab connected (`tab`: its id, unique in the cluster; the
+    /// same tab registering again is still one). Returns the operator's
+    /// presence and any offer still ringing for them.
+    pub async fn tab_opened(&self, org_id: &str, operator_id: &str, tab: &str) -> Result<(OperatorPresence, Option<Offer>), EngineError> {
+        self.ask(org_id, Request::TabOpened { operator_id: operator_id.to_string(), tab: tab.to_string() }).await
     }
 
     /// A console tab closed; `last_seen` is when it last heard from its browser.
-    pub async fn tab_closed(&self, org_id: &str, operator_id: &str, last_seen: i64) {
-        if let Err(e) = self.ask::<()>(org_id, Request::TabClosed { operator_id: operator_id.to_string(), last_seen }).await {
+    pub async fn tab_closed(&self, org_id: &str, operator_id: &str, tab: &str, last_seen: i64) {
+        let request = Request::TabClosed { operator_id: operator_id.to_string(), tab: tab.to_string(), last_seen };
+        if let Err(e) = self.ask::<()>(org_id, request).await {
             // Its presence lapses on the TTL instead (DESIGN "Presence").
             tracing::debug!(org = %org_id, operator = %operator_id, error = %e, "a closed tab could not be told to the dispatcher");
         }

@@ -30,8 +30,9 @@ pub enum Request {
     Extension { session_id: String, operator: Option<String>, minutes: i64 },
     Extended { session_id: String, from: i64, to: i64 },
     Input { operator_id: String, session_id: String },
-    TabOpened { operator_id: String },
-    TabClosed { operator_id: String, last_seen: i64 },
+    /// `tab`: the socket's id, unique in the cluster (opening it again is a no-op).
+    TabOpened { operator_id: String, tab: String },
+    TabClosed { operator_id: String, tab: String, last_seen: i64 },
     Presences,
     Console { operator_id: String },
     /// The operator's directory entry changed: the desk reads it again.
@@ -99,7 +100,7 @@ impl Request {
             | Request::Aux { operator_id, .. }
             | Request::Offline { operator_id, .. }
             | Request::Rtt { operator_id, .. }
-            | Request::TabOpened { operator_id } => Some(operator_id),
+            | Request::TabOpened { operator_id, .. } => Some(operator_id),
             Request::HandOver { to, .. } => Some(to),
             _ => None,
         }
@@ -151,8 +152,8 @@ impl Shared {
             }
             Request::Extended { session_id, from, to } => ask(desk, |reply| Command::Extended { session_id, from, to, reply }, Answer::At).await,
             Request::Input { operator_id, session_id } => ask(desk, |reply| Command::Input { operator_id, session_id, reply }, |()| Answer::Done).await,
-            Request::TabOpened { operator_id } => ask(desk, |reply| Command::TabOpened { operator_id, reply }, |(p, o)| Answer::Tab(p, o)).await,
-            Request::TabClosed { operator_id, last_seen } => ask(desk, |reply| Command::TabClosed { operator_id, last_seen, reply }, |()| Answer::Done).await,
+            Request::TabOpened { operator_id, tab } => ask(desk, |reply| Command::TabOpened { operator_id, tab, reply }, |(p, o)| Answer::Tab(p, o)).await,
+            Request::TabClosed { operator_id, tab, last_seen } => ask(desk, |reply| Command::TabClosed { operator_id, tab, last_seen, reply }, |()| Answer::Done).await,
             Request::Presences => ask(desk, |reply| Command::Presences { reply }, Answer::Presences).await,
             Request::Console { operator_id } => ask(desk, |reply| Command::Console { operator_id, reply }, Answer::Console).await,
             Request::ReloadOperator { operator_id } => match self.store.operator(org_id, &operator_id).await? {
@@ -250,22 +251,38 @@ impl From<Refusal> for EngineError {
 mod tests {
     use super::*;
 
-    /// Every refusal the desk can give comes back as itself from another instance.
+    /// Every refusal the desk can give comes back as the same error (same
+    /// variant, same fields) from another instance; a store error there is
+    /// "unavailable" here.
     #[test]
     fn a_refusal_travels_back_as_the_same_error() {
         let errors = [
+            EngineError::NotFound("operator"),
             EngineError::NotFound("live session"),
             EngineError::CallInProgress { robot_id: "r".into(), session_id: "s".into() },
+            EngineError::NoSkill("cert".into()),
             EngineError::NoOpenOffer,
-            EngineError::IllegalTransition { from: "PAUSED", to: "PENDING" },
+            EngineError::Inactive,
+            EngineError::ImplausibleRtt,
+            EngineError::SessionEnded,
+            EngineError::NotAttached,
+            EngineError::Paused,
+            EngineError::HandoverRinging("Tom".into()),
+            EngineError::NotHandoverCandidate,
             EngineError::CannotExtend("booked".into()),
+            EngineError::IllegalTransition { from: "PAUSED", to: "PENDING" },
+            EngineError::Unavailable,
             EngineError::DispatchedElsewhere,
         ];
-        for error in errors {
-            let before = error.to_string();
+        let travel = |error: EngineError| {
             let wire = serde_json::to_vec(&Refusal::from(error)).unwrap();
-            let back = EngineError::from(serde_json::from_slice::<Refusal>(&wire).unwrap());
-            assert_eq!(back.to_string(), before);
+            EngineError::from(serde_json::from_slice::<Refusal>(&wire).unwrap())
+        };
+        for error in errors {
+            let before = format!("{error:?}");
+            assert_eq!(format!("{:?}", travel(error)), before);
         }
+        let store = EngineError::Store(crate::store::StoreError::Fenced);
+        assert!(matches!(travel(store), EngineError::Unavailable));
     }
 }

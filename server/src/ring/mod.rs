@@ -175,8 +175,10 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     // Subscribe before reading the presence, so no event falls in between.
     let mut topic = state.engine.subscribe(&Topic::operator(&owner.org_id, &owner.user_id));
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
+    // This tab, as the dispatcher counts it (unique across instances).
+    let tab = uuid::Uuid::now_v7().simple().to_string();
     // The operator's presence as this tab last heard it.
-    let mut shown = match state.engine.tab_opened(&owner.org_id, &owner.user_id).await {
+    let mut shown = match state.engine.tab_opened(&owner.org_id, &owner.user_id, &tab).await {
         Ok((presence, offer)) => {
             let shown = presence.state;
             let _ = tx.send(welcome(&owner, &state, presence, offer)).await;
@@ -230,11 +232,12 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                 break;
             }
             Heard::Delivery(Delivery::Event(Event::Operator(OperatorEvent::Rejoin))) => {
-                if let Some((presence, offer)) = rejoin(&state, &owner, shown).await {
-                    shown = presence.state;
-                    if tx.try_send(welcome(&owner, &state, presence, offer)).is_err() {
-                        break;
-                    }
+                // Not registered with the new dispatcher: the browser
+                // reconnects (and registers) rather than lapse with it open.
+                let Some((presence, offer)) = rejoin(&state, &owner, &tab, shown).await else { break };
+                shown = presence.state;
+                if tx.try_send(welcome(&owner, &state, presence, offer)).is_err() {
+                    break;
                 }
             }
             Heard::Delivery(Delivery::Event(Event::Operator(event))) => {
@@ -274,20 +277,21 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
             Heard::Delivery(Delivery::Closed) => break,
         }
     }
-    state.engine.tab_closed(&owner.org_id, &owner.user_id, last_seen).await;
     drop(tx);
     finish_writer(writer).await;
+    // Told once the socket is finished with: the dispatcher answers after
+    // its commit, which may wait while the database is away.
+    state.engine.tab_closed(&owner.org_id, &owner.user_id, &tab, last_seen).await;
 }
 
 /// The org's dispatch moved to another instance (`OperatorEvent::Rejoin`):
 /// this tab registers with the new dispatcher, and an operator who was in
 /// the pool (ready, ringing or wrapping up) when it moved is ready again
 /// there, not merely online. Answers the presence and offer to welcome
-/// with; `None` when the new dispatcher could not be reached (the tab then
-/// shows what it showed, and its presence lapses unless it reconnects).
-async fn rejoin(state: &AppState, owner: &TabOwner, shown: PresenceState) -> Option<(OperatorPresence, Option<Offer>)> {
+/// with; `None` when the new dispatcher could not be reached.
+async fn rejoin(state: &AppState, owner: &TabOwner, tab: &str, shown: PresenceState) -> Option<(OperatorPresence, Option<Offer>)> {
     let (engine, org_id, operator_id) = (&state.engine, owner.org_id.as_str(), owner.user_id.as_str());
-    let opened = match engine.tab_opened(org_id, operator_id).await {
+    let opened = match engine.tab_opened(org_id, operator_id, tab).await {
         Ok(opened) => opened,
         Err(e) => {
             tracing::warn!(error = %e, operator = %operator_id, "a console could not register with the org's new dispatcher");

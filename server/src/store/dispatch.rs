@@ -31,6 +31,8 @@ pub trait DispatchStore: Send + Sync {
     async fn renew_lease(&self, lease: &Lease, ttl_ms: i64) -> StoreResult<bool>;
     /// Gives the lease up (a clean stop), so another instance may take it at once.
     async fn release_lease(&self, lease: &Lease) -> StoreResult<()>;
+    /// The epoch of the org's unexpired lease: which owner to forward to.
+    async fn current_epoch(&self, org_id: &str) -> StoreResult<Option<i64>>;
     /// The database's cluster id (migration 0014): what the instances on
     /// it put in front of their NATS subjects.
     async fn cluster_id(&self) -> StoreResult<String>;
@@ -149,6 +151,10 @@ macro_rules! dispatch_store {
 
             async fn release_lease(&self, lease: &Lease) -> StoreResult<()> {
                 <Self as StoreDb>::release_lease(&self.pool, lease).await
+            }
+
+            async fn current_epoch(&self, org_id: &str) -> StoreResult<Option<i64>> {
+                <Self as StoreDb>::current_epoch(&self.pool, org_id).await
             }
 
             async fn cluster_id(&self) -> StoreResult<String> {

@@ -372,6 +372,7 @@ pub trait StoreDb {
     async fn renew_lease(pool: &sqlx::Pool<Self::Db>, lease: &Lease, ttl_ms: i64) -> StoreResult<bool>;
     async fn release_lease(pool: &sqlx::Pool<Self::Db>, lease: &Lease) -> StoreResult<()>;
     async fn cluster_id(pool: &sqlx::Pool<Self::Db>) -> StoreResult<String>;
+    async fn current_epoch(pool: &sqlx::Pool<Self::Db>, org_id: &str) -> StoreResult<Option<i64>>;
     /// Inside a batch's transaction: the org is still `lease`'s, and stays
     /// so until the transaction ends.
     async fn fence(tx: &mut sqlx::Transaction<'static, Self::Db>, lease: &Lease) -> StoreResult<()>;
@@ -404,6 +405,10 @@ impl StoreDb for SqliteStore {
     // No cluster: NATS is refused with SQLite.
     async fn cluster_id(_pool: &sqlx::SqlitePool) -> StoreResult<String> {
         Ok("local".into())
+    }
+
+    async fn current_epoch(_pool: &sqlx::SqlitePool, _org_id: &str) -> StoreResult<Option<i64>> {
+        Ok(Some(1))
     }
 
     async fn fence(_tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>, _lease: &Lease) -> StoreResult<()> {
@@ -451,6 +456,11 @@ impl StoreDb for PgStore {
 
     async fn cluster_id(pool: &sqlx::PgPool) -> StoreResult<String> {
         Ok(sqlx::query_scalar("SELECT id FROM cluster_identity").fetch_one(pool).await?)
+    }
+
+    async fn current_epoch(pool: &sqlx::PgPool, org_id: &str) -> StoreResult<Option<i64>> {
+        let sql = format!("SELECT epoch FROM org_leases WHERE org_id = $1 AND expires_at >= {PG_NOW_MS}");
+        Ok(sqlx::query_scalar(&sql).bind(org_id).fetch_optional(pool).await?)
     }
 
     async fn fence(tx: &mut sqlx::Transaction<'static, sqlx::Postgres>, lease: &Lease) -> StoreResult<()> {

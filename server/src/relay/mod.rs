@@ -97,8 +97,10 @@ impl Relay {
                     Delivery::Event(_) => {}
                     // The bus holds far more than the relay's few events a
                     // second; a missed end is caught when the channel's
-                    // sockets next act (they re-check the session).
-                    Delivery::Resync => tracing::warn!("relay fell behind its org's lifecycle events"),
+                    // sockets next act (they re-check the session). (In
+                    // cluster mode every new subscription starts with one:
+                    // not a warning.)
+                    Delivery::Resync => tracing::debug!("relay told to resync its org's lifecycle events"),
                     Delivery::Closed => return,
                 }
             }

@@ -242,6 +242,7 @@ impl Desk {
     /// Accepts the operator's open offer: the session starts (ACTIVE,
     /// SESSION_START) and they are on the call.
     pub fn accept(&mut self, operator_id: &str, session_id: &str, now: i64) -> Result<(), EngineError> {
+        self.operator_mut(operator_id)?;
         if self.offers.get(operator_id).is_none_or(|o| o.session_id != session_id) {
             return Err(EngineError::NoOpenOffer);
         }
@@ -284,6 +285,7 @@ impl Desk {
     /// Declines: the call goes to the next best operator or the queue
     /// (rule D03); the decliner is ready again.
     pub fn decline(&mut self, operator_id: &str, session_id: &str, now: i64) -> Result<(), EngineError> {
+        self.operator_mut(operator_id)?;
         if self.offers.get(operator_id).is_none_or(|o| o.session_id != session_id) {
             return Err(EngineError::NoOpenOffer);
         }

@@ -149,11 +149,7 @@ impl Desk {
         std::mem::take(&mut self.fx)
     }
 
-    pub fn knows(&self, operator_id: &str) -> bool {
-        self.operators.contains_key(operator_id)
-    }
-
-    fn operator_mut(&mut self, operator_id: &str) -> Result<&mut Operator, EngineError> {
+    pub(super) fn operator_mut(&mut self, operator_id: &str) -> Result<&mut Operator, EngineError> {
         self.operators.get_mut(operator_id).ok_or(EngineError::NotFound("operator"))
     }
 

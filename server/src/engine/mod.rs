@@ -379,14 +379,18 @@ impl Engine {
         Ok(row.record()?)
     }
 
-    /// Stops every dispatcher at once, committing nothing more (a crash).
+    /// No more looking for new orgs.
+    fn stop_watching(&self) {
+        if let Some(watcher) = self.watcher.lock().expect("watcher lock").take() {
+            watcher.abort();
+        }
+    }
+
     /// Stops every dispatcher cleanly: each gives its org's lease up, so
     /// another instance takes the org at once (a rolling restart).
     pub async fn stop(&self) {
         self.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
-        if let Some(watcher) = self.watcher.lock().expect("watcher lock").take() {
-            watcher.abort();
-        }
+        self.stop_watching();
         self.shared.desks.lock().expect("desks lock").clear();
         // Each dispatcher ends once its channel has closed, its lease given up.
         let mut tasks: Vec<JoinHandle<()>> = self.tasks.lock().expect("tasks lock").drain(..).collect();
@@ -400,9 +404,7 @@ impl Engine {
 
     /// Stops every dispatcher at once, as a crash would (tests).
     pub fn abort(&self) {
-        if let Some(watcher) = self.watcher.lock().expect("watcher lock").take() {
-            watcher.abort();
-        }
+        self.stop_watching();
         for task in self.tasks.lock().expect("tasks lock").drain(..) {
             task.abort();
         }

@@ -19,6 +19,7 @@ pub mod seed;
 pub mod services;
 pub mod state;
 pub mod store;
+pub mod task;
 
 use crate::backend::ServerBackend;
 use crate::bus::{InProcessBus, SharedBus};
@@ -143,7 +144,16 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // The relay records ACTIVE sessions; COMPLETED recordings become episodes.
     let (finished, recordings) = tokio::sync::mpsc::unbounded_channel();
     let recorder = Arc::new(relay::recording::Recorder::start(config.data_dir.join("recordings"), finished, config.relay.recording_max_bytes)?);
-    let (relay, relay_job) = relay::Relay::start(bus.clone(), clock::Clock::system(), recorder, config.relay);
+    // Cluster mode: a session's edge agent and cockpit may be on different instances.
+    let relay_link = match (&config.nats_url, &nats) {
+        (Some(url), Some(nats)) => Some(
+            relay::link::RelayLink::connect(url, nats.publisher(), &store.cluster_id().await?)
+                .await
+                .map_err(|e| anyhow::anyhow!("cluster mode needs NATS, and NATS at {url} does not answer the relay's connection ({e})"))?,
+        ),
+        _ => None,
+    };
+    let (relay, relay_job) = relay::Relay::start(bus.clone(), clock::Clock::system(), recorder, config.relay, relay_link);
     let datasets = Arc::new(datasets::DatasetService::new(store.clone(), bus.clone(), config.data_dir.join("datasets")));
     let episodes_job = tokio::spawn(datasets.clone().make_episodes(recordings));
     let passwords = Arc::new(crate::services::PasswordChecker::new(crate::services::passwords::HASHING_THREADS, crate::services::passwords::WAITING_CHECKS));

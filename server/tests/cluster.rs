@@ -3,6 +3,8 @@
 //! nothing (rule D13).
 
 mod common;
+#[path = "cluster/relay.rs"]
+mod relay;
 
 use common::{execute, scalar, Db, TestApp};
 use reqwest::StatusCode;

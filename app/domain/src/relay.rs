@@ -112,6 +112,45 @@ pub struct RelayStat {
     pub unrecorded: u64,
 }
 
+impl FlowStat {
+    /// Two instances' counts of one direction (cluster mode): each counts
+    /// the frames that entered through its own sockets and the ones its
+    /// own slow readers missed, so the channel's counts are their sums.
+    fn add(&mut self, other: &FlowStat) {
+        self.fps += other.fps;
+        self.bytes_per_s += other.bytes_per_s;
+        self.frames += other.frames;
+        self.bytes += other.bytes;
+        self.dropped += other.dropped;
+        self.over_rate += other.over_rate;
+        self.last_frame_ms = self.last_frame_ms.max(other.last_frame_ms);
+    }
+}
+
+/// The channels as the relay panel shows them, from the parts each
+/// instance carries (cluster mode: a session's robot may be on one
+/// instance and its cockpit on another): one row per session, in session
+/// order, with the parts' counts added up.
+pub fn merge_stats(parts: impl IntoIterator<Item = RelayStat>) -> Vec<RelayStat> {
+    let mut sessions: BTreeMap<String, RelayStat> = BTreeMap::new();
+    for part in parts {
+        match sessions.get_mut(&part.session_id) {
+            None => {
+                sessions.insert(part.session_id.clone(), part);
+            }
+            Some(whole) => {
+                whole.robot_connected |= part.robot_connected;
+                whole.cockpits += part.cockpits;
+                whole.robot_frames.add(&part.robot_frames);
+                whole.operator_frames.add(&part.operator_frames);
+                whole.open_since_ms = whole.open_since_ms.min(part.open_since_ms);
+                whole.unrecorded += part.unrecorded;
+            }
+        }
+    }
+    sessions.into_values().collect()
+}
+
 /// What the relay's limits held back on a channel, for the relay panel:
 /// `None` when nothing was.
 pub fn overflow_note(stat: &RelayStat) -> Option<String> {
@@ -197,6 +236,31 @@ mod tests {
             open_since_ms: 0,
             unrecorded: 0,
         }
+    }
+
+    #[test]
+    fn a_channel_carried_by_two_instances_is_one_row_with_their_counts_added() {
+        let flow = |frames, dropped, last| FlowStat { fps: frames as f32, bytes_per_s: frames * 10, frames, bytes: frames * 10, dropped, over_rate: 1, last_frame_ms: last };
+        let robot_side = RelayStat { robot_frames: flow(90, 0, Some(5_000)), operator_frames: flow(0, 2, None), cockpits: 0, open_since_ms: 100, unrecorded: 3, ..stat(None) };
+        let cockpit_side = RelayStat {
+            robot_connected: false,
+            robot_frames: flow(0, 7, None),
+            operator_frames: flow(30, 0, Some(4_000)),
+            cockpits: 2,
+            open_since_ms: 50,
+            ..stat(None)
+        };
+        let other = RelayStat { session_id: "a".into(), ..stat(Some(1)) };
+        let merged = merge_stats([robot_side, other.clone(), cockpit_side]);
+        assert_eq!(merged.len(), 2, "one row per session");
+        assert_eq!(merged[0], other, "in session order; a session on one instance is as it was");
+        let whole = &merged[1];
+        assert!(whole.robot_connected);
+        assert_eq!(whole.cockpits, 2);
+        assert_eq!((whole.robot_frames.frames, whole.robot_frames.dropped, whole.robot_frames.last_frame_ms), (90, 7, Some(5_000)));
+        assert_eq!((whole.operator_frames.frames, whole.operator_frames.dropped, whole.operator_frames.last_frame_ms), (30, 2, Some(4_000)));
+        assert_eq!((whole.robot_frames.over_rate, whole.robot_frames.fps, whole.robot_frames.bytes_per_s), (2, 90.0, 900));
+        assert_eq!((whole.open_since_ms, whole.unrecorded), (50, 3));
     }
 
     #[test]

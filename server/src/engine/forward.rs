@@ -42,13 +42,7 @@ pub struct Forwarding {
 
 /// An owner listening for its org's forwarded requests; listening ends
 /// when this is dropped (the lease ended, or the dispatcher was aborted).
-pub(super) struct Listening(tokio::task::JoinHandle<()>);
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+pub(super) type Listening = crate::task::OwnedTask;
 
 impl Forwarding {
     /// Over the cluster bus's connection, in its namespace.
@@ -140,7 +134,7 @@ impl Forwarding {
                 return None;
             }
         };
-        Some(Listening(tokio::spawn(async move {
+        Some(Listening::spawn(async move {
             while let Some(message) = requests.next().await {
                 let Some(reply_to) = message.reply.clone() else { continue };
                 let (shared, client, org_id) = (shared.clone(), client.clone(), org_id.clone());
@@ -165,6 +159,6 @@ impl Forwarding {
                     }
                 });
             }
-        })))
+        }))
     }
 }

@@ -2,7 +2,10 @@
 //! sockets of the operator in control, and the counts of each direction.
 //! Sends never wait: each socket has a bounded queue and a full queue
 //! drops the frame (counted), so a slow reader costs frames, not memory.
+//! In cluster mode the channel holds this instance's sockets, and its
+//! link carries frames to and from the sockets other instances hold.
 
+use super::link::{ChannelLink, Direction};
 use super::recording::{Recorder, Sample};
 use domain::relay::{FlowStat, RelayStat};
 use axum::extract::ws::Message;
@@ -134,10 +137,12 @@ pub struct Channel {
     closed: watch::Sender<bool>,
     /// When operator input last reached the engine (at most every `INPUT_REPORT_MS`).
     input_reported_ms: AtomicI64,
+    /// The way to other instances' sockets of this session (cluster mode).
+    pub link: Option<ChannelLink>,
 }
 
 impl Channel {
-    pub fn new(org_id: &str, session_id: &str, robot_id: &str, operator_id: Option<&str>, now: i64, limits: RelayLimits) -> Channel {
+    pub fn new(org_id: &str, session_id: &str, robot_id: &str, operator_id: Option<&str>, now: i64, limits: RelayLimits, link: Option<ChannelLink>) -> Channel {
         Channel {
             org_id: org_id.into(),
             session_id: session_id.into(),
@@ -152,30 +157,60 @@ impl Channel {
             next_peer: AtomicU64::new(1),
             closed: watch::channel(false).0,
             input_reported_ms: AtomicI64::new(0),
+            link,
         }
     }
 
     /// Joins a socket; its id and a receiver that changes when it must leave.
-    pub fn join(&self, side: &Side, tx: mpsc::Sender<Message>) -> (u64, watch::Receiver<bool>) {
+    /// The recording is kept where the edge agent is: it starts here (if
+    /// the session is ACTIVE) when the edge agent joins here.
+    pub fn join(&self, side: &Side, tx: mpsc::Sender<Message>, recorder: &Recorder, now: i64) -> (u64, watch::Receiver<bool>) {
         let id = self.next_peer.fetch_add(1, Ordering::Relaxed);
         match side {
             // A reconnecting edge agent replaces the old socket (whose sends then fail).
-            Side::Robot => *self.robot.lock().expect("relay lock") = Some((id, tx)),
+            Side::Robot => {
+                let arrived = self.robot.lock().expect("relay lock").replace((id, tx)).is_none();
+                if arrived && self.records() {
+                    recorder.push(&self.session_id, Sample::Resume { t_ms: now });
+                }
+            }
             Side::Cockpit(operator_id) => self.cockpits.lock().expect("relay lock").push(Peer { id, operator_id: operator_id.clone(), tx }),
         }
         (id, self.closed.subscribe())
     }
 
-    pub fn leave(&self, side: &Side, id: u64) {
+    /// A socket left; an edge agent leaving stops the recording here until
+    /// it is back (wherever it comes back, the recording goes on there).
+    pub fn leave(&self, side: &Side, id: u64, recorder: &Recorder, now: i64) {
         match side {
             Side::Robot => {
+                let recorded = self.records();
                 let mut robot = self.robot.lock().expect("relay lock");
                 if robot.as_ref().is_some_and(|(current, _)| *current == id) {
                     *robot = None;
+                    drop(robot);
+                    if recorded {
+                        recorder.push(&self.session_id, Sample::Pause { t_ms: now });
+                    }
                 }
             }
             Side::Cockpit(_) => self.cockpits.lock().expect("relay lock").retain(|p| p.id != id),
         }
+    }
+
+    /// Whether this instance holds the edge agent's socket.
+    pub fn has_robot(&self) -> bool {
+        self.robot.lock().expect("relay lock").is_some()
+    }
+
+    /// Whether this instance holds a cockpit socket.
+    pub fn has_cockpits(&self) -> bool {
+        !self.cockpits.lock().expect("relay lock").is_empty()
+    }
+
+    /// What other instances hold of the channel (nothing on one instance).
+    fn elsewhere(&self) -> super::link::Elsewhere {
+        self.link.as_ref().map(ChannelLink::elsewhere).unwrap_or_default()
     }
 
     /// Whether `operator_id` is in control (may hold a cockpit socket).
@@ -188,10 +223,11 @@ impl Channel {
         self.recording.load(Ordering::Relaxed)
     }
 
-    /// Whether frames are recorded now: ACTIVE, and not closed (a frame
-    /// racing the session's end must not start its recording again).
+    /// Whether frames are recorded here now: ACTIVE, not closed (a frame
+    /// racing the session's end must not start its recording again), and
+    /// the edge agent is here (a session is recorded once, where its robot is).
     fn records(&self) -> bool {
-        self.recording.load(Ordering::Relaxed) && !self.is_closed()
+        self.recording.load(Ordering::Relaxed) && !self.is_closed() && self.has_robot()
     }
 
     pub fn is_closed(&self) -> bool {
@@ -209,16 +245,51 @@ impl Channel {
             return;
         }
         self.up.count(bytes, now);
+        if let Some(link) = self.link.as_ref().filter(|_| self.elsewhere().cockpits > 0) {
+            if !link.send(Direction::Up, message.clone()) {
+                self.up.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.to_cockpits(message);
+        if let Some(sample) = sample.filter(|_| self.records()) {
+            recorder.push(&self.session_id, sample);
+        }
+    }
+
+    /// A robot frame to each cockpit here that keeps up (from this
+    /// instance's edge agent, or from another instance's).
+    pub fn to_cockpits(&self, message: Message) {
         let cockpits = self.cockpits.lock().expect("relay lock");
         for peer in cockpits.iter() {
             if peer.tx.try_send(message.clone()).is_err() {
                 self.up.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
-        drop(cockpits);
-        if let Some(sample) = sample.filter(|_| self.records()) {
+    }
+
+    /// An operator action from a cockpit on another instance (counted and
+    /// rate-capped there): to the edge agent here, and recorded here.
+    pub fn from_operator_elsewhere(&self, message: Message, recorder: &Recorder, now: i64) {
+        let sample = match &message {
+            Message::Text(text) => match serde_json::from_str(text) {
+                Ok(domain::relay::RelayMsg::Action { values, .. }) => Sample::Action { t_ms: now, values },
+                _ => return,
+            },
+            _ => return,
+        };
+        self.to_robot(message);
+        if self.records() {
             recorder.push(&self.session_id, sample);
         }
+    }
+
+    /// An action to the edge agent here; false when there is none here.
+    fn to_robot(&self, message: Message) -> bool {
+        let sent = self.robot.lock().expect("relay lock").as_ref().map(|(_, tx)| tx.try_send(message).is_ok());
+        if sent == Some(false) {
+            self.down.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        sent.is_some()
     }
 
     /// An operator action: counted, sent to the edge agent, recorded while
@@ -229,22 +300,27 @@ impl Channel {
             return false;
         }
         self.down.count(bytes, now);
-        let sent = self.robot.lock().expect("relay lock").as_ref().map(|(_, tx)| tx.try_send(message).is_ok());
-        if sent == Some(false) {
-            self.down.dropped.fetch_add(1, Ordering::Relaxed);
+        let recorded = self.records();
+        if !self.to_robot(message.clone()) {
+            if let Some(link) = self.link.as_ref().filter(|_| self.elsewhere().robot) {
+                if !link.send(Direction::Down, message) {
+                    self.down.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
         }
-        if self.records() {
+        if recorded {
             recorder.push(&self.session_id, sample);
         }
         let last = self.input_reported_ms.load(Ordering::Relaxed);
         now - last >= INPUT_REPORT_MS && self.input_reported_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
     }
 
-    /// Tells every socket who is on the channel.
+    /// Tells every socket here who is on the channel (here and elsewhere).
     pub fn announce(&self) {
         let robot = self.robot.lock().expect("relay lock").as_ref().map(|(_, tx)| tx.clone());
         let cockpits: Vec<mpsc::Sender<Message>> = self.cockpits.lock().expect("relay lock").iter().map(|p| p.tx.clone()).collect();
-        let peers = domain::relay::RelayMsg::Peers { robot: robot.is_some(), cockpits: cockpits.len() as u32 };
+        let elsewhere = self.elsewhere();
+        let peers = domain::relay::RelayMsg::Peers { robot: robot.is_some() || elsewhere.robot, cockpits: cockpits.len() as u32 + elsewhere.cockpits };
         let text = serde_json::to_string(&peers).unwrap_or_default();
         for tx in robot.iter().chain(cockpits.iter()) {
             let _ = tx.try_send(Message::Text(text.clone().into()));
@@ -264,13 +340,15 @@ impl Channel {
         self.cockpits.lock().expect("relay lock").retain(|p| Some(p.operator_id.as_str()) == operator_id);
         // Wakes every socket to check it still belongs here.
         self.closed.send_modify(|_| {});
-        recorder.push(&self.session_id, Sample::Switch { t_ms: now, operator_id: operator_id.map(str::to_string) });
+        if self.has_robot() {
+            recorder.push(&self.session_id, Sample::Switch { t_ms: now, operator_id: operator_id.map(str::to_string) });
+        }
         self.announce();
     }
 
     /// ACTIVE records; PAUSED (and before the start) does not.
     pub fn set_recording(&self, on: bool, recorder: &Recorder, now: i64) {
-        if self.recording.swap(on, Ordering::Relaxed) != on {
+        if self.recording.swap(on, Ordering::Relaxed) != on && self.has_robot() && !self.is_closed() {
             recorder.push(&self.session_id, if on { Sample::Resume { t_ms: now } } else { Sample::Pause { t_ms: now } });
         }
     }

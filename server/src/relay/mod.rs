@@ -8,8 +8,12 @@
 //! not, a handover moves the cockpit side to the new operator, and a
 //! session's end closes its channel and finalizes (COMPLETED) or discards
 //! (CANCELLED) its recording.
+//!
+//! In cluster mode a session's edge agent and cockpit may be on different
+//! instances: `link` carries frames and counts between them.
 
 mod channel;
+pub mod link;
 pub mod recording;
 mod socket;
 
@@ -20,11 +24,14 @@ use crate::bus::{Delivery, SharedBus};
 use crate::clock::Clock;
 use domain::events::{Event, OrgEvent, Topic};
 use domain::models::LifecycleState;
-use domain::relay::STATS_EVERY_MS;
+use axum::extract::ws::Message;
+use domain::relay::{RelayStat, STATS_EVERY_MS};
+use link::{ChannelLink, Direction, Elsewhere, Part, RelayLink, Report, REPORT_KEPT};
 use recording::Recorder;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch};
 
 pub struct Relay {
     channels: Mutex<HashMap<String, Arc<Channel>>>,
@@ -37,13 +44,44 @@ pub struct Relay {
     pub recorder: Arc<Recorder>,
     /// The rate caps of each channel's directions.
     limits: RelayLimits,
+    /// Cluster mode: the way to other instances' sockets, and what each
+    /// other instance last reported carrying (by publisher) and when.
+    link: Option<Arc<RelayLink>>,
+    reports: Mutex<HashMap<String, (Instant, Vec<Part>)>>,
 }
 
 impl Relay {
-    /// The hub and its counting task (counts published, recordings flushed).
-    pub fn start(bus: SharedBus, clock: Clock, recorder: Arc<Recorder>, limits: RelayLimits) -> (Arc<Relay>, tokio::task::JoinHandle<()>) {
-        let relay = Arc::new(Relay { channels: Mutex::default(), followed: Mutex::default(), counted: Mutex::default(), bus, clock, recorder, limits });
-        let task = tokio::spawn(count_and_flush(Arc::downgrade(&relay)));
+    /// The hub and its counting task (counts published, recordings
+    /// flushed; in cluster mode, also what other instances report heard).
+    pub fn start(bus: SharedBus, clock: Clock, recorder: Arc<Recorder>, limits: RelayLimits, link: Option<Arc<RelayLink>>) -> (Arc<Relay>, tokio::task::JoinHandle<()>) {
+        let relay = Arc::new(Relay {
+            channels: Mutex::default(),
+            followed: Mutex::default(),
+            counted: Mutex::default(),
+            bus,
+            clock,
+            recorder,
+            limits,
+            link: link.clone(),
+            reports: Mutex::default(),
+        });
+        let hub = Arc::downgrade(&relay);
+        let task = tokio::spawn(async move {
+            let counting = count_and_flush(hub.clone());
+            match link {
+                Some(link) => {
+                    let hearing = link.hear_reports(|report| match hub.upgrade() {
+                        Some(hub) => {
+                            hub.heard(report);
+                            true
+                        }
+                        None => false,
+                    });
+                    tokio::join!(counting, hearing);
+                }
+                None => counting.await,
+            }
+        });
         (relay, task)
     }
 
@@ -53,7 +91,12 @@ impl Relay {
         let mut channels = self.channels.lock().expect("relay lock");
         let channel = channels
             .entry(session_id.to_string())
-            .or_insert_with(|| Arc::new(Channel::new(org_id, session_id, robot_id, operator_id, self.clock.now_ms(), self.limits)))
+            .or_insert_with(|| {
+                let link = self.link.as_ref().map(|link| ChannelLink::new(link.clone(), session_id));
+                let channel = Arc::new(Channel::new(org_id, session_id, robot_id, operator_id, self.clock.now_ms(), self.limits, link));
+                self.learn_elsewhere(&channel, &self.elsewhere());
+                channel
+            })
             .clone();
         drop(channels);
         channel.set_recording(recording, &self.recorder, self.clock.now_ms());
@@ -64,13 +107,113 @@ impl Relay {
         self.channels.lock().expect("relay lock").get(session_id).cloned()
     }
 
-    /// The org's channels' counts now.
-    pub fn stats(&self, org_id: &str) -> Vec<domain::relay::RelayStat> {
+    /// A socket joins its channel: it hears who is there, and (cluster
+    /// mode) the other instances hear of it at once.
+    pub async fn join(self: &Arc<Self>, channel: &Arc<Channel>, side: &Side, tx: mpsc::Sender<Message>) -> (u64, watch::Receiver<bool>) {
+        let joined = channel.join(side, tx, &self.recorder, self.clock.now_ms());
+        self.moved(channel).await;
+        joined
+    }
+
+    /// A socket leaves its channel; the others hear of it.
+    pub async fn leave(self: &Arc<Self>, channel: &Arc<Channel>, side: &Side, id: u64) {
+        channel.leave(side, id, &self.recorder, self.clock.now_ms());
+        self.moved(channel).await;
+    }
+
+    /// Someone joined or left `channel` here: its sockets are told, it
+    /// listens for what its sockets here need, and the other instances
+    /// hear what this one carries now.
+    async fn moved(self: &Arc<Self>, channel: &Arc<Channel>) {
+        channel.announce();
+        if let (Some(link), Some(channel_link)) = (&self.link, &channel.link) {
+            let hub: Arc<dyn link::Arrivals> = self.clone();
+            channel_link.listen_for(channel, Arc::downgrade(&hub)).await;
+            link.report(self.parts(false)).await;
+        }
+    }
+
+    /// The org's channels' counts now (in cluster mode, with the parts
+    /// other instances carry).
+    pub fn stats(&self, org_id: &str) -> Vec<RelayStat> {
+        let mut whole = self.merged(self.parts(false));
+        whole.remove(org_id).unwrap_or_default()
+    }
+
+    /// What this instance carries of each channel; `advance` (the periodic
+    /// count) starts the next rate interval.
+    fn parts(&self, advance: bool) -> Vec<Part> {
         let now = self.clock.now_ms();
-        let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().filter(|c| c.org_id == org_id).cloned().collect();
-        let mut stats: Vec<_> = channels.iter().map(|c| self.stat(c, now, false)).collect();
-        stats.sort_by(|a, b| a.session_id.cmp(&b.session_id));
-        stats
+        let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().cloned().collect();
+        channels.iter().map(|c| Part { org_id: c.org_id.clone(), stat: self.stat(c, now, advance) }).collect()
+    }
+
+    /// Each org's whole channels: `here` with what other instances reported.
+    fn merged(&self, here: Vec<Part>) -> HashMap<String, Vec<RelayStat>> {
+        let mut by_org: HashMap<String, Vec<RelayStat>> = HashMap::new();
+        let reports = self.reports.lock().expect("relay lock");
+        let fresh = reports.values().filter(|(at, _)| at.elapsed() < REPORT_KEPT);
+        for part in here.into_iter().chain(fresh.flat_map(|(_, parts)| parts.iter().cloned())) {
+            by_org.entry(part.org_id).or_default().push(part.stat);
+        }
+        drop(reports);
+        by_org.into_iter().map(|(org, parts)| (org, domain::relay::merge_stats(parts))).collect()
+    }
+
+    /// Whether this instance tells the org's panel: the lowest-named
+    /// instance carrying a part of the org's channels does (on one
+    /// instance, always). An org nobody carries a part of any more is told
+    /// once by whoever told it last (`publish_counts`).
+    fn tells(&self, org_id: &str, here: &[Part]) -> bool {
+        let Some(link) = &self.link else { return true };
+        let reports = self.reports.lock().expect("relay lock");
+        let others = reports.iter().filter(|(_, (_, parts))| parts.iter().any(|p| p.org_id == org_id)).map(|(publisher, _)| publisher.as_str());
+        let lowest = others.chain(here.iter().any(|p| p.org_id == org_id).then_some(link.publisher())).min();
+        lowest.is_none_or(|lowest| lowest == link.publisher())
+    }
+
+    /// Another instance's report: kept (replacing its last), and every
+    /// channel here learns what is on it elsewhere.
+    fn heard(&self, report: Report) {
+        let Report { publisher, parts } = report;
+        let mut reports = self.reports.lock().expect("relay lock");
+        reports.insert(publisher, (Instant::now(), parts));
+        reports.retain(|_, (at, _)| at.elapsed() < REPORT_KEPT);
+        drop(reports);
+        self.update_elsewhere();
+    }
+
+    /// What other instances hold of each session, by their fresh reports.
+    fn elsewhere(&self) -> HashMap<String, Elsewhere> {
+        let mut elsewhere: HashMap<String, Elsewhere> = HashMap::new();
+        let reports = self.reports.lock().expect("relay lock");
+        for part in reports.values().filter(|(at, _)| at.elapsed() < REPORT_KEPT).flat_map(|(_, parts)| parts) {
+            let seen = elsewhere.entry(part.stat.session_id.clone()).or_default();
+            seen.robot |= part.stat.robot_connected;
+            seen.cockpits += part.stat.cockpits;
+        }
+        elsewhere
+    }
+
+    /// Tells every channel here what other instances hold of it; sockets
+    /// of a channel where that changed hear who is on it now.
+    fn update_elsewhere(&self) {
+        if self.link.is_none() {
+            return;
+        }
+        let elsewhere = self.elsewhere();
+        let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().cloned().collect();
+        for channel in channels {
+            if self.learn_elsewhere(&channel, &elsewhere) {
+                channel.announce();
+            }
+        }
+    }
+
+    /// Whether what other instances hold of `channel` changed.
+    fn learn_elsewhere(&self, channel: &Channel, elsewhere: &HashMap<String, Elsewhere>) -> bool {
+        let now = elsewhere.get(&channel.session_id).copied().unwrap_or_default();
+        channel.link.as_ref().is_some_and(|link| link.set_elsewhere(now))
     }
 
     /// A channel's counts with what its recording's cap refused.
@@ -124,24 +267,38 @@ impl Relay {
         }
     }
 
-    /// Publishes each org's counts; an org whose last channel closed hears
-    /// an empty list once.
-    fn publish_counts(&self) {
+    /// Publishes each org's counts (in cluster mode, the whole channels
+    /// of the orgs this instance tells, after reporting its own parts); an
+    /// org whose last channel closed hears an empty list once.
+    async fn publish_counts(&self) {
         let now = self.clock.now_ms();
-        let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().cloned().collect();
-        let mut by_org: HashMap<String, Vec<domain::relay::RelayStat>> = HashMap::new();
-        for channel in &channels {
-            by_org.entry(channel.org_id.clone()).or_default().push(self.stat(channel, now, true));
+        let here = self.parts(true);
+        if let Some(link) = &self.link {
+            link.report(here.clone()).await;
+            self.reports.lock().expect("relay lock").retain(|_, (at, _)| at.elapsed() < REPORT_KEPT);
+            self.update_elsewhere();
         }
+        let mut by_org = self.merged(here.clone());
         let mut counted = self.counted.lock().expect("relay lock");
         for org in counted.iter() {
             by_org.entry(org.clone()).or_default();
         }
+        by_org.retain(|org_id, _| self.tells(org_id, &here));
         *counted = by_org.iter().filter(|(_, stats)| !stats.is_empty()).map(|(org, _)| org.clone()).collect();
         drop(counted);
-        for (org_id, mut stats) in by_org {
-            stats.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+        for (org_id, stats) in by_org {
             self.bus.publish(Topic::org(&org_id), Event::Org(OrgEvent::Relay { stats, at_ms: now }));
+        }
+    }
+}
+
+/// Frames from other instances' sockets, to this instance's.
+impl link::Arrivals for Relay {
+    fn arrived(&self, session_id: &str, direction: Direction, message: Message) {
+        let Some(channel) = self.get(session_id) else { return };
+        match direction {
+            Direction::Up => channel.to_cockpits(message),
+            Direction::Down => channel.from_operator_elsewhere(message, &self.recorder, self.clock.now_ms()),
         }
     }
 }
@@ -153,7 +310,7 @@ async fn count_and_flush(hub: Weak<Relay>) {
     loop {
         every.tick().await;
         let Some(hub) = hub.upgrade() else { return };
-        hub.publish_counts();
+        hub.publish_counts().await;
         hub.recorder.flush();
     }
 }

@@ -170,9 +170,12 @@ impl Recorder {
     }
 
     /// The session ended: its last samples, then its file kept for an
-    /// episode (`keep`, COMPLETED) or deleted (CANCELLED).
+    /// episode (`keep`, COMPLETED) or deleted (CANCELLED). Only where it
+    /// was recorded: in cluster mode the data directory may be shared, and
+    /// an instance that only carried the cockpit must not touch the file.
     pub fn finish(&self, org_id: &str, session_id: &str, keep: bool) {
-        let rest = self.recordings.lock().expect("recorder lock").remove(session_id).map(|r| r.waiting).unwrap_or_default();
+        let Some(recording) = self.recordings.lock().expect("recorder lock").remove(session_id) else { return };
+        let rest = recording.waiting;
         let writer = self.writer.lock().expect("recorder lock");
         if !rest.is_empty() {
             let _ = writer.send(Job::Append { session_id: session_id.to_string(), samples: rest });

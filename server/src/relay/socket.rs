@@ -85,8 +85,7 @@ async fn socket_pass(state: &AppState, principal: Principal) -> Result<TabPass, 
 async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass, socket: WebSocket) {
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::channel::<Message>(SOCKET_QUEUE);
-    let (id, mut closed) = channel.join(&side, tx.clone());
-    channel.announce();
+    let (id, mut closed) = state.relay.join(&channel, &side, tx.clone()).await;
     let writer = tokio::spawn(async move {
         while let Some(message) = rx.recv().await {
             if sink.send(message).await.is_err() {
@@ -114,8 +113,7 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
             }
         }
     }
-    channel.leave(&side, id);
-    channel.announce();
+    state.relay.leave(&channel, &side, id).await;
     // A normal close tells the cockpit not to come back (the session
     // ended, or control moved); an abnormal one (a restart) it retries.
     let frame = axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::NORMAL, reason: "the session ended or control moved".into() };

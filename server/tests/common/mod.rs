@@ -484,15 +484,20 @@ pub type RelaySocket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::May
 
 /// A relay socket as the edge agent (`robot`) or a cookie holder.
 pub async fn relay(app: &TestApp, session: &str, robot: Option<&str>, cookie: Option<&str>) -> Result<RelaySocket, u16> {
+    relay_at(&app.base, session, robot, cookie).await
+}
+
+/// `relay`, at the instance at `base` (`http://127.0.0.1:port`).
+pub async fn relay_at(base: &str, session: &str, robot: Option<&str>, cookie: Option<&str>) -> Result<RelaySocket, u16> {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-    let mut request = format!("{}/relay/{session}", app.base.replace("http://", "ws://")).into_client_request().unwrap();
+    let mut request = format!("{}/relay/{session}", base.replace("http://", "ws://")).into_client_request().unwrap();
     if let Some(robot) = robot {
         let token = server::seed::demo_robot_token(robot);
         request.headers_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
     }
     if let Some(cookie) = cookie {
         request.headers_mut().insert("cookie", cookie.parse().unwrap());
-        request.headers_mut().insert("origin", app.base.parse().unwrap());
+        request.headers_mut().insert("origin", base.parse().unwrap());
     }
     match tokio_tungstenite::connect_async(request).await {
         Ok((ws, _)) => Ok(ws),

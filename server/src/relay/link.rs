@@ -1,0 +1,276 @@
+//! The relay across instances (cluster mode): a session's edge agent may
+//! be connected to one instance and its cockpit to another.
+//!
+//! - **Frames.** Robot → cockpit travel on `clutchcall.<cluster>.relay.
+//!   <session>.up`, cockpit → robot on `….down`. An instance listens to
+//!   `up` while it holds a cockpit of the session and to `down` while it
+//!   holds its edge agent, and sends only while another instance holds
+//!   the other side. Sends never wait: each channel has a bounded queue to
+//!   NATS, and a full queue drops the frame, counted like a slow socket's.
+//!   Rate caps are applied where a frame comes in; recording happens on
+//!   the instance that holds the edge agent, so a session is recorded once.
+//! - **Reports.** Each instance tells the others the parts of channels it
+//!   carries (its sockets and counts), every second and at once when a
+//!   socket joins or leaves. So every instance knows each whole channel:
+//!   who is on it (the `Peers` its sockets are told) and its counts (the
+//!   relay panel, `domain::relay::merge_stats`). The org's panel hears the
+//!   whole from one instance: the lowest-named one carrying a part of it.
+//!
+//! The link has its own NATS connection, without echo: an instance never
+//! hears its own frames back, and camera frames never queue in front of
+//! the engine's requests and events on the bus's connection.
+
+use super::channel::Channel;
+use crate::bus::nats::token;
+use crate::task::OwnedTask;
+use axum::extract::ws::Message;
+use domain::relay::{RelayStat, STATS_EVERY_MS};
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Frames a channel may have waiting for NATS; past it the newest are dropped.
+const LINK_QUEUE: usize = 64;
+/// Another instance's report stands this long without a newer one; then
+/// that instance is taken to be gone, with its sockets.
+pub const REPORT_KEPT: Duration = Duration::from_millis(3 * STATS_EVERY_MS as u64);
+
+/// Which way a frame travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Robot → cockpit.
+    Up,
+    /// Cockpit → robot.
+    Down,
+}
+
+/// What other instances hold of a channel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Elsewhere {
+    pub robot: bool,
+    pub cockpits: u32,
+}
+
+/// One part of a channel, as the instance carrying it reports it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Part {
+    pub org_id: String,
+    pub stat: RelayStat,
+}
+
+/// Everything one instance carries, sent to the others.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    pub publisher: String,
+    pub parts: Vec<Part>,
+}
+
+/// The cluster's relay connection.
+pub struct RelayLink {
+    client: async_nats::Client,
+    /// `clutchcall.<cluster>.relay`.
+    prefix: String,
+    /// This run of this instance (as on the bus).
+    publisher: String,
+}
+
+impl RelayLink {
+    /// Connects to NATS at `url` for the relay of `publisher` (this run of
+    /// this instance) in `cluster` (`Store::cluster_id`).
+    pub async fn connect(url: &str, publisher: &str, cluster: &str) -> Result<Arc<RelayLink>, async_nats::ConnectError> {
+        let client = async_nats::ConnectOptions::new().name(format!("{publisher} relay")).no_echo().connect(url).await?;
+        Ok(Arc::new(RelayLink { client, prefix: format!("clutchcall.{cluster}.relay"), publisher: publisher.to_string() }))
+    }
+
+    pub fn publisher(&self) -> &str {
+        &self.publisher
+    }
+
+    fn frames_subject(&self, session_id: &str, direction: Direction) -> String {
+        let way = match direction {
+            Direction::Up => "up",
+            Direction::Down => "down",
+        };
+        format!("{}.{}.{way}", self.prefix, token(session_id))
+    }
+
+    fn reports_subject(&self) -> String {
+        format!("{}.reports", self.prefix)
+    }
+
+    /// Tells the other instances what this one carries.
+    pub async fn report(&self, parts: Vec<Part>) {
+        let report = Report { publisher: self.publisher.clone(), parts };
+        match serde_json::to_vec(&report) {
+            Ok(payload) => {
+                if let Err(e) = self.client.publish(self.reports_subject(), payload.into()).await {
+                    tracing::debug!(error = %e, "a relay report could not be sent");
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "a relay report could not be written"),
+        }
+    }
+
+    /// Every other instance's reports, as they come, until `on_report` says stop.
+    pub async fn hear_reports(&self, mut on_report: impl FnMut(Report) -> bool) {
+        let mut reports = match self.client.subscribe(self.reports_subject()).await {
+            Ok(reports) => reports,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot hear other instances' relay reports: sessions split over instances carry no frames");
+                return;
+            }
+        };
+        while let Some(message) = reports.next().await {
+            match serde_json::from_slice::<Report>(&message.payload) {
+                Ok(report) => {
+                    if !on_report(report) {
+                        return;
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "a relay report could not be read"),
+            }
+        }
+    }
+}
+
+/// A frame as a NATS payload: its kind (`t`ext or `b`inary) in the first
+/// byte, then its bytes.
+fn encode(message: &Message) -> Option<bytes::Bytes> {
+    let (kind, data): (u8, &[u8]) = match message {
+        Message::Text(text) => (b't', text.as_bytes()),
+        Message::Binary(data) => (b'b', data),
+        _ => return None,
+    };
+    let mut payload = Vec::with_capacity(1 + data.len());
+    payload.push(kind);
+    payload.extend_from_slice(data);
+    Some(payload.into())
+}
+
+fn decode(payload: &bytes::Bytes) -> Option<Message> {
+    match payload.first()? {
+        b't' => Some(Message::Text(std::str::from_utf8(&payload[1..]).ok()?.to_string().into())),
+        b'b' => Some(Message::Binary(payload.slice(1..))),
+        _ => None,
+    }
+}
+
+/// Where frames from other instances go: the hub, which finds the channel.
+pub trait Arrivals: Send + Sync + 'static {
+    fn arrived(&self, session_id: &str, direction: Direction, message: Message);
+}
+
+/// One channel's way to the other instances.
+pub struct ChannelLink {
+    link: Arc<RelayLink>,
+    session_id: String,
+    /// Frames waiting for NATS, and the task that sends them.
+    outgoing: mpsc::Sender<(Direction, Message)>,
+    _sender: OwnedTask,
+    /// Listening to `up` (while a cockpit is here) and to `down` (while
+    /// the robot is here).
+    listening_up: Mutex<Option<OwnedTask>>,
+    listening_down: Mutex<Option<OwnedTask>>,
+    elsewhere: Mutex<Elsewhere>,
+}
+
+impl ChannelLink {
+    pub fn new(link: Arc<RelayLink>, session_id: &str) -> ChannelLink {
+        let (outgoing, mut waiting) = mpsc::channel::<(Direction, Message)>(LINK_QUEUE);
+        let (client, up, down) = (link.client.clone(), link.frames_subject(session_id, Direction::Up), link.frames_subject(session_id, Direction::Down));
+        let sender = OwnedTask::spawn(async move {
+            while let Some((direction, message)) = waiting.recv().await {
+                let subject = if direction == Direction::Up { &up } else { &down };
+                let Some(payload) = encode(&message) else { continue };
+                if let Err(e) = client.publish(subject.clone(), payload).await {
+                    tracing::debug!(error = %e, "a relay frame could not be sent to NATS");
+                }
+            }
+        });
+        ChannelLink { link, session_id: session_id.to_string(), outgoing, _sender: sender, listening_up: Mutex::default(), listening_down: Mutex::default(), elsewhere: Mutex::default() }
+    }
+
+    /// What other instances hold of the channel.
+    pub fn elsewhere(&self) -> Elsewhere {
+        *self.elsewhere.lock().expect("link lock")
+    }
+
+    /// Whether what other instances hold changed.
+    pub fn set_elsewhere(&self, now: Elsewhere) -> bool {
+        std::mem::replace(&mut *self.elsewhere.lock().expect("link lock"), now) != now
+    }
+
+    /// Queues a frame for the other side's instance; false when the queue
+    /// is full and the frame is dropped.
+    pub fn send(&self, direction: Direction, message: Message) -> bool {
+        self.outgoing.try_send((direction, message)).is_ok()
+    }
+
+    /// Listens to the frames this instance's sockets of `channel` need:
+    /// robot frames while a cockpit is here, actions while the robot is.
+    /// A new subscription is live on the server when this returns, so the
+    /// report sent next cannot bring frames before it.
+    pub async fn listen_for(&self, channel: &Channel, arrivals: Weak<dyn Arrivals>) {
+        for direction in [Direction::Up, Direction::Down] {
+            let wanted = |channel: &Channel| if direction == Direction::Up { channel.has_cockpits() } else { channel.has_robot() };
+            let listening = self.slot(direction).lock().expect("link lock").is_some();
+            match (wanted(channel), listening) {
+                (true, false) => {
+                    let client = &self.link.client;
+                    let frames = match client.subscribe(self.link.frames_subject(&self.session_id, direction)).await {
+                        Ok(frames) => frames,
+                        Err(e) => {
+                            tracing::warn!(session = %self.session_id, error = %e, "cannot listen for this session's frames from other instances");
+                            continue;
+                        }
+                    };
+                    let _ = client.flush().await;
+                    let task = OwnedTask::spawn(hear_frames(frames, self.session_id.clone(), direction, arrivals.clone()));
+                    let mut slot = self.slot(direction).lock().expect("link lock");
+                    // (Another join may have got there first, or the
+                    // socket left meanwhile: then this one is dropped.)
+                    if slot.is_none() && wanted(channel) {
+                        *slot = Some(task);
+                    }
+                }
+                (false, true) => *self.slot(direction).lock().expect("link lock") = None,
+                _ => {}
+            }
+        }
+    }
+
+    fn slot(&self, direction: Direction) -> &Mutex<Option<OwnedTask>> {
+        match direction {
+            Direction::Up => &self.listening_up,
+            Direction::Down => &self.listening_down,
+        }
+    }
+}
+
+/// Frames of one direction of a session from other instances, to the hub.
+async fn hear_frames(mut frames: async_nats::Subscriber, session_id: String, direction: Direction, arrivals: Weak<dyn Arrivals>) {
+    while let Some(frame) = frames.next().await {
+        let Some(arrivals) = arrivals.upgrade() else { return };
+        if let Some(message) = decode(&frame.payload) {
+            arrivals.arrived(&session_id, direction, message);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_cross_as_they_left() {
+        let text = Message::Text(r#"{"type":"action","t_ms":1,"values":[0.5]}"#.into());
+        let binary = Message::Binary(domain::relay::CameraFrame { name: "wrist".into(), t_ms: 7, jpeg: vec![0xFF, 0xD8, 0] }.encode().into());
+        for message in [text, binary] {
+            assert_eq!(decode(&encode(&message).unwrap()), Some(message));
+        }
+        assert_eq!(encode(&Message::Ping(Default::default())), None, "control frames stay on their socket");
+        assert_eq!(decode(&bytes::Bytes::from_static(b"x{}")), None);
+    }
+}

@@ -1,0 +1,162 @@
+//! The relay across instances (issue "Scale out"): the edge agent on one
+//! instance, the cockpit on another, the relay panel on a third.
+
+use super::{call_at, cookie_at, ready_console, raise, within, Cluster, ORG};
+use crate::common;
+use domain::events::OrgEvent;
+use domain::relay::{CameraFrame, RelayMsg, RelayStat};
+use domain::ring::{ConsoleMsg, RingMsg};
+use futures::{SinkExt, StreamExt};
+use reqwest::StatusCode;
+use tokio_tungstenite::tungstenite::Message;
+
+/// The next message on a relay socket that `pick` takes (others skipped).
+async fn next_on<T>(ws: &mut common::RelaySocket, mut pick: impl FnMut(&Message) -> Option<T>) -> T {
+    within(async {
+        loop {
+            let message = ws.next().await.expect("the relay socket is open").expect("a frame");
+            if let Some(found) = pick(&message) {
+                return found;
+            }
+        }
+    })
+    .await
+}
+
+/// Waits until the relay tells `ws` that the robot and a cockpit are on
+/// the channel, wherever they are.
+async fn both_on(ws: &mut common::RelaySocket) {
+    next_on(ws, |m| match m {
+        Message::Text(text) => matches!(serde_json::from_str(text), Ok(RelayMsg::Peers { robot: true, cockpits: 1.. })).then_some(()),
+        _ => None,
+    })
+    .await
+}
+
+fn text(message: &RelayMsg) -> Message {
+    Message::Text(serde_json::to_string(message).unwrap().into())
+}
+
+/// The next relay counts for `session` an admin's watch socket hears.
+async fn counts(watch: &mut common::Tab, session: &str) -> Option<RelayStat> {
+    loop {
+        if let RingMsg::Org { event: OrgEvent::Relay { stats, .. } } = watch.next().await {
+            return stats.into_iter().find(|s| s.session_id == session);
+        }
+    }
+}
+
+/// Asha's call raised on the second instance and accepted on the third
+/// (the first dispatches): the session's id.
+async fn asha_attached(cluster: &Cluster) -> String {
+    let mut console = ready_console(cluster.base(2), common::OPERATOR).await;
+    let raised = raise(cluster.base(1), "ue-pick-01").await;
+    assert_eq!(raised.status(), StatusCode::CREATED);
+    let session = raised.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string();
+    let offered = console.until(|m| match m {
+        RingMsg::Offer { offer } => Some(offer.session_id),
+        _ => None,
+    });
+    assert_eq!(offered.await, session);
+    console.send(ConsoleMsg::Accept { session_id: session.clone() }).await;
+    console.until(|m| matches!(m, RingMsg::Accepted { .. }).then_some(())).await;
+    session
+}
+
+/// The edge agent on the first instance, the cockpit on the second:
+/// state, camera frames and actions pass both ways; the panel on the
+/// third shows one channel with both sides and every count, from every
+/// report; the session's end (committed by the owner on a steer made at
+/// the third) closes both sockets normally; the recording is made once,
+/// where the robot is: one episode, each action in it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_cross_instances_both_ways_are_counted_once_and_the_end_closes_both_sides() {
+    let Some(nats) = super::nats_url().await else { return };
+    let Some(cluster) = Cluster::start(Some(&nats), 3).await else { return };
+    let session = asha_attached(&cluster).await;
+    let admin = cookie_at(cluster.base(2), common::ADMIN).await;
+    let mut panel = common::Tab::open_at(cluster.base(2), &admin, "/ws?watch=org").await;
+
+    let mut robot = common::relay_at(cluster.base(0), &session, Some("ue-pick-01"), None).await.expect("the robot joins on the first");
+    let asha = cookie_at(cluster.base(1), common::OPERATOR).await;
+    let mut cockpit = common::relay_at(cluster.base(1), &session, None, Some(&asha)).await.expect("the cockpit joins on the second");
+    both_on(&mut robot).await;
+    both_on(&mut cockpit).await;
+
+    robot.send(text(&RelayMsg::State { t_ms: 1, joints: vec![0.5; 6], fields: Default::default() })).await.unwrap();
+    let joints = next_on(&mut cockpit, |m| match m {
+        Message::Text(text) => match serde_json::from_str(text) {
+            Ok(RelayMsg::State { joints, .. }) => Some(joints),
+            _ => None,
+        },
+        _ => None,
+    });
+    assert_eq!(joints.await, vec![0.5; 6], "robot state reaches the cockpit on another instance");
+    let frame = CameraFrame { name: "wrist".into(), t_ms: 2, jpeg: vec![0xFF, 0xD8, 7, 7, 7] }.encode();
+    robot.send(Message::Binary(frame.clone().into())).await.unwrap();
+    let camera = next_on(&mut cockpit, |m| match m {
+        Message::Binary(data) => Some(data.to_vec()),
+        _ => None,
+    });
+    assert_eq!(camera.await, frame, "camera frames cross unchanged");
+    cockpit.send(text(&RelayMsg::Action { t_ms: 3, values: vec![0.25; 6] })).await.unwrap();
+    let values = next_on(&mut robot, |m| match m {
+        Message::Text(text) => match serde_json::from_str(text) {
+            Ok(RelayMsg::Action { values, .. }) => Some(values),
+            _ => None,
+        },
+        _ => None,
+    });
+    assert_eq!(values.await, vec![0.25; 6], "the action reaches the robot on another instance");
+
+    // One row with both sides and every count, in every count the panel
+    // hears from now on (not one instance's part, then another's).
+    let whole = |stat: &Option<RelayStat>| {
+        stat.as_ref().is_some_and(|s| s.robot_connected && s.cockpits == 1 && s.robot_frames.frames == 2 && s.operator_frames.frames == 1)
+    };
+    within(async {
+        while !whole(&counts(&mut panel, &session).await) {}
+    })
+    .await;
+    for _ in 0..3 {
+        let heard = within(counts(&mut panel, &session)).await;
+        assert!(whole(&heard), "every count after is the whole channel: {heard:?}");
+    }
+
+    // A second state, seconds after the first (the episode has frames between).
+    robot.send(text(&RelayMsg::State { t_ms: 4, joints: vec![0.75; 6], fields: Default::default() })).await.unwrap();
+    let joints = next_on(&mut cockpit, |m| match m {
+        Message::Text(text) => match serde_json::from_str(text) {
+            Ok(RelayMsg::State { joints, .. }) => Some(joints),
+            _ => None,
+        },
+        _ => None,
+    });
+    assert_eq!(joints.await, vec![0.75; 6]);
+
+    // The end, committed by the owner (the first) on a steer made at the third.
+    let steered = call_at(cluster.base(2), &admin, "steer_session", &[("session_id", &session), ("to", "COMPLETED")]).await;
+    assert_eq!(steered.status(), StatusCode::OK);
+    for (side, ws) in [("robot", &mut robot), ("cockpit", &mut cockpit)] {
+        let code = next_on(ws, |m| match m {
+            Message::Close(frame) => Some(frame.as_ref().map(|f| u16::from(f.code))),
+            _ => None,
+        });
+        assert_eq!(code.await, Some(1000), "the {side}'s socket is let go");
+    }
+
+    // Recorded once, where the robot was: one episode, the action in it once.
+    let episode = cluster.dir.path().join("datasets").join(ORG).join("episodes").join(format!("{session}.jsonl"));
+    within(async {
+        while common::scalar(&cluster.url, &format!("SELECT COUNT(*) FROM episodes WHERE session_id = '{session}'")).await == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let samples = server::relay::recording::read_samples(&episode).expect("the episode's samples");
+    let actions = samples.iter().filter(|s| matches!(s, server::relay::recording::Sample::Action { .. })).count();
+    let states = samples.iter().filter(|s| matches!(s, server::relay::recording::Sample::State { .. })).count();
+    assert_eq!((states, actions), (2, 1), "each sample recorded once: {samples:?}");
+    drop((robot, cockpit, panel));
+    cluster.finish().await;
+}

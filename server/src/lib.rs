@@ -107,7 +107,13 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .site_pkg_dir("pkg")
         .site_addr(addr)
         .build();
-    let throttle = Arc::new(SignInThrottle::new(config.sign_ins_per_address_per_minute));
+    // Rate limits: in memory on one instance; in the database in cluster
+    // mode, so they hold however requests are spread over the instances.
+    let limits_kept = match config.nats_url {
+        Some(_) => crate::services::limits::Kept::InDatabase(store.clone()),
+        None => crate::services::limits::Kept::InMemory,
+    };
+    let throttle = Arc::new(SignInThrottle::new(config.sign_ins_per_address_per_minute, &limits_kept));
     let tabs = OpenTabs::new();
     let cookie = app::session_cookie::SessionCookie { secure: config.cookies_secure() };
     // This run of this instance, in its org leases and on its events.
@@ -132,7 +138,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings(), &run, forwarding).await?;
     let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
     let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone(), engine.clone(), config.booking_caps));
-    let quotas = Arc::new(crate::services::Quotas::default());
+    let quotas = Arc::new(crate::services::Quotas::new(&limits_kept));
     let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone(), tabs.clone()).await?;
     // Cluster mode: revocations made on any instance reach the sockets and token caches of all.
     let revocations_job = match &nats {
@@ -185,7 +191,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         people,
         relay,
         datasets,
-        robot_limits: Arc::new(http::robot_rate::RobotRateLimit::new()),
+        robot_limits: Arc::new(http::robot_rate::RobotRateLimit::new(&limits_kept)),
         throttle: sign_in_throttle,
         trusted_proxies: Arc::new(config.trusted_proxies.clone()),
         passwords,
@@ -211,7 +217,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             })
             .await
     });
-    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_throttle(throttle, quotas)), relay_job, episodes_job];
+    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_limits(throttle, quotas, store.clone())), relay_job, episodes_job];
     jobs.extend(revocations_job);
     let metrics_addr = match config.metrics_addr {
         Some(at) => match metrics::serve(at, views).await {
@@ -232,14 +238,18 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     Ok(Running { addr, store, engine, sessions, metrics_addr, seeded_demo, empty, shutdown, serve, jobs })
 }
 
-/// Forgets sign-in limits that have recovered, so a flood of distinct
-/// emails or addresses leaves no state behind.
-async fn sweep_throttle(throttle: Arc<SignInThrottle>, quotas: Arc<crate::services::Quotas>) {
+/// Forgets rate limits that have recovered (in memory, and in the
+/// database in cluster mode), so a flood of distinct emails or addresses
+/// leaves no state behind.
+async fn sweep_limits(throttle: Arc<SignInThrottle>, quotas: Arc<crate::services::Quotas>, store: SharedStore) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     loop {
         tick.tick().await;
         throttle.sweep();
         quotas.sweep();
+        if let Err(e) = store.forget_recovered_limits(clock::now_ms()).await {
+            tracing::warn!(error = %e, "rate limit sweep failed");
+        }
     }
 }
 

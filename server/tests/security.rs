@@ -359,6 +359,24 @@ both_backends!(overlong_robot_fields_and_unknown_pops_are_refused, |app: TestApp
     app.finish().await;
 });
 
+/// The limits cluster mode keeps in the database (one GCRA row per key):
+/// a burst, then one more per interval; keys apart; recovered keys swept.
+both_backends!(a_limit_kept_in_the_database_spends_a_burst_then_one_per_interval, |app: TestApp| async move {
+    use server::store::LimitStore;
+    let store = &app.running().store;
+    // An hour ahead: the server's own sweep (at its clock) leaves these rows alone.
+    let now = server::clock::now_ms() + 3_600_000;
+    assert_eq!(store.spend_limit("t:a", now, 1_000, 2).await.unwrap(), None);
+    assert_eq!(store.spend_limit("t:a", now, 1_000, 2).await.unwrap(), None);
+    assert_eq!(store.spend_limit("t:a", now + 10, 1_000, 2).await.unwrap(), Some(990), "spent: one is back a second after the first");
+    assert_eq!(store.spend_limit("t:b", now + 10, 1_000, 2).await.unwrap(), None, "another key has its own budget");
+    assert_eq!(store.spend_limit("t:a", now + 1_000, 1_000, 2).await.unwrap(), None, "one came back");
+    assert_eq!(store.spend_limit("t:a", now + 1_000, 1_000, 2).await.unwrap(), Some(1_000));
+    assert_eq!(store.forget_recovered_limits(now + 2_000).await.unwrap(), 1, "b's budget is whole again; a's is not");
+    assert_eq!(store.forget_recovered_limits(now + 3_000).await.unwrap(), 1);
+    app.finish().await;
+});
+
 both_backends!(a_public_robot_token_flood_gets_429_with_retry_after, |app: TestApp| async move {
     // Twice the burst at once: well over 50 a second on any machine.
     let flood = (0..2 * server::http::robot_rate::BURST).map(|_| app.robot(Method::POST, "uk-mm-01", "/v1/robots/uk-mm-01/heartbeat").send());

@@ -109,7 +109,7 @@ impl Backend for ServerBackend {
     }
 
     async fn book(&self, org_id: &str, user_id: &str, client_id: &str, robot_id: &str, starts_at_ms: i64, ends_at_ms: i64, task: Option<&str>) -> Result<domain::booking::Booking, AppError> {
-        quota(&self.quotas, Write::Booking, user_id)?;
+        quota(&self.quotas, Write::Booking, user_id).await?;
         let booker = crate::services::bookings::Booker { user_id, client_id, task };
         self.bookings.book(org_id, booker, robot_id, starts_at_ms, ends_at_ms).await.map_err(booking_refused)
     }
@@ -142,7 +142,7 @@ impl Backend for ServerBackend {
     }
 
     async fn post_chat(&self, org_id: &str, author: &CurrentUser, session: &SessionRecord, body: &str) -> Result<domain::chat::ChatMessage, AppError> {
-        quota(&self.quotas, Write::Chat, &author.user_id)?;
+        quota(&self.quotas, Write::Chat, &author.user_id).await?;
         self.sessions.post_chat(org_id, &author.user_id, &author.display_name, session, body).await.map_err(internal)
     }
 
@@ -193,6 +193,6 @@ impl Backend for ServerBackend {
 }
 
 /// Takes one write of `kind` from `who`'s quota; 429 with `Retry-After` past it.
-pub(crate) fn quota(quotas: &crate::services::Quotas, kind: Write, who: &str) -> Result<(), AppError> {
-    quotas.admit(kind, who).map_err(|wait| AppError::TooManyAttempts(wait.as_secs().max(1)))
+pub(crate) async fn quota(quotas: &crate::services::Quotas, kind: Write, who: &str) -> Result<(), AppError> {
+    quotas.admit(kind, who).await.map_err(|wait| AppError::TooManyAttempts(wait.as_secs().max(1)))
 }

@@ -60,18 +60,18 @@ impl DirectoryAdmin for PeopleBackend {
     }
 
     async fn invite(&self, org_id: &str, actor: &str, person: PersonFields) -> Result<InviteLink, AppError> {
-        super::quota(&self.quotas, Write::Invite, org_id)?;
+        super::quota(&self.quotas, Write::Invite, org_id).await?;
         let link = self.people.invite(org_id, actor, person).await.map_err(refused)?;
         Ok(InviteLink { email: link.email, url: link.url, expires_ms: link.expires_at })
     }
 
     async fn preview_import(&self, org_id: &str, csv: &str) -> Result<ImportPreview, AppError> {
-        super::quota(&self.quotas, Write::Import, org_id)?;
+        super::quota(&self.quotas, Write::Import, org_id).await?;
         self.people.preview_import(org_id, csv).await.map_err(refused)
     }
 
     async fn import(&self, org_id: &str, actor: &str, csv: &str) -> Result<ImportResult, AppError> {
-        super::quota(&self.quotas, Write::Import, org_id)?;
+        super::quota(&self.quotas, Write::Import, org_id).await?;
         let done = self.people.import(org_id, actor, csv).await.map_err(refused)?;
         Ok(ImportResult { imported: done.imported, links_csv: done.links_csv })
     }
@@ -104,7 +104,7 @@ impl DirectoryAdmin for PeopleBackend {
 
     async fn invitation(&self, token: &str, signed_in: Option<&CurrentUser>, client: Option<IpAddr>) -> Result<InvitationView, AppError> {
         let client = client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-        super::quota(&self.quotas, Write::InvitationLink, &crate::http::client::limit_key(client).to_string())?;
+        super::quota(&self.quotas, Write::InvitationLink, &crate::http::client::limit_key(client).to_string()).await?;
         let record = self.people.invitation(token).await.map_err(refused)?.ok_or_else(|| AppError::NotFound("The invitation".into()))?;
         let state = if record.used_at.is_some() || record.expires_at <= now_ms() {
             InvitationState::Gone
@@ -125,7 +125,7 @@ impl DirectoryAdmin for PeopleBackend {
         // Counted before anything is looked up or hashed, like a sign-in:
         // guessing links costs an attacker the same as guessing passwords.
         let client = client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-        if let Err(wait) = self.throttle.admit(client, &format!("invitation:{}", crate::auth::token_hash(token))) {
+        if let Err(wait) = self.throttle.admit(client, &format!("invitation:{}", crate::auth::token_hash(token))).await {
             return Err(AppError::TooManyAttempts(wait.as_secs().max(1)));
         }
         let who = match (password, signed_in) {

@@ -20,7 +20,7 @@ impl FromRequestParts<AppState> for Principal {
             NoPrincipal::Store(e) => e.into(),
         })?;
         if let Principal::Robot { token_hash, .. } = &principal {
-            state.robot_limits.admit(token_hash).map_err(|wait| ApiError::RateLimited { retry_after_s: wait.as_secs().max(1) })?;
+            state.robot_limits.admit(token_hash).await.map_err(|wait| ApiError::RateLimited { retry_after_s: wait.as_secs().max(1) })?;
         }
         Ok(principal)
     }

@@ -1,37 +1,27 @@
 //! The demo robot tokens are public, and any token can leak: each robot
 //! token may make `PER_SECOND` API requests a second (with a burst of
 //! `BURST`), beyond which `/v1` answers 429 with `Retry-After`. Only known
-//! tokens are counted, so the state is one entry per robot.
+//! tokens are counted, so the state is one entry per robot (in cluster
+//! mode, one row per robot in the database every instance spends from).
 
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use std::num::NonZeroU32;
+use crate::services::limits::{Kept, Limit, Rate};
 use std::time::Duration;
 
 pub const PER_SECOND: u32 = 50;
 pub const BURST: u32 = 100;
 
 pub struct RobotRateLimit {
-    limiter: DefaultKeyedRateLimiter<String>,
-}
-
-impl Default for RobotRateLimit {
-    fn default() -> Self {
-        RobotRateLimit::new()
-    }
+    limit: Limit,
 }
 
 impl RobotRateLimit {
-    pub fn new() -> RobotRateLimit {
-        let quota = Quota::per_second(NonZeroU32::new(PER_SECOND).expect("non-zero"))
-            .allow_burst(NonZeroU32::new(BURST).expect("non-zero"));
-        RobotRateLimit { limiter: RateLimiter::keyed(quota) }
+    pub fn new(kept: &Kept) -> RobotRateLimit {
+        RobotRateLimit { limit: Limit::new("robot", Rate::per_second(PER_SECOND, BURST), kept) }
     }
 
     /// Takes one request for the robot behind `token_hash`; `Err(wait)` when spent.
-    pub fn admit(&self, token_hash: &str) -> Result<(), Duration> {
-        let now = DefaultClock::default().now();
-        self.limiter.check_key(&token_hash.to_string()).map_err(|not_until| not_until.wait_time_from(now))
+    pub async fn admit(&self, token_hash: &str) -> Result<(), Duration> {
+        self.limit.take(token_hash).await
     }
 }
 
@@ -39,14 +29,14 @@ impl RobotRateLimit {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_token_gets_its_burst_then_waits_and_others_are_unaffected() {
-        let limit = RobotRateLimit::new();
+    #[tokio::test]
+    async fn a_token_gets_its_burst_then_waits_and_others_are_unaffected() {
+        let limit = RobotRateLimit::new(&Kept::InMemory);
         for _ in 0..BURST {
-            assert!(limit.admit("a").is_ok());
+            assert!(limit.admit("a").await.is_ok());
         }
-        let wait = limit.admit("a").unwrap_err();
+        let wait = limit.admit("a").await.unwrap_err();
         assert!(wait <= Duration::from_millis(1000 / u64::from(PER_SECOND) + 1), "{wait:?}");
-        assert!(limit.admit("b").is_ok());
+        assert!(limit.admit("b").await.is_ok());
     }
 }

@@ -198,7 +198,7 @@ impl Accounts {
         let client = client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         // The attempt is counted before the password is checked: parallel
         // guesses cannot pass a check that is recorded only afterwards.
-        if let Err(wait) = self.throttle.admit(client, &email) {
+        if let Err(wait) = self.throttle.admit(client, &email).await {
             tracing::info!(%client, "sign-in attempts over the limit");
             return Err(AppError::TooManyAttempts(wait.as_secs().max(1)));
         }
@@ -256,7 +256,7 @@ impl Accounts {
         let user = self.store.user_by_id(&session.user_id).await.map_err(internal)?.ok_or(AppError::Unauthenticated)?;
         let client = client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         // Guessing the current password here is limited like signing in.
-        if let Err(wait) = self.throttle.admit(client, &user.email) {
+        if let Err(wait) = self.throttle.admit(client, &user.email).await {
             return Err(AppError::TooManyAttempts(wait.as_secs().max(1)));
         }
         let right = self.passwords.verify(current.to_string(), user.password_hash.clone()).await.map_err(|_| AppError::Busy)?;

@@ -12,6 +12,7 @@ pub mod sessions;
 pub mod tabs;
 pub mod test_orgs;
 pub mod views;
+pub mod limits;
 pub mod throttle;
 
 pub use accounts::{Accounts, NoPrincipal, Principal, SocketRefused};

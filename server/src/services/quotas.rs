@@ -3,12 +3,10 @@
 //! invitation links opened per client address. Each is a GCRA limit
 //! (`governor`) taken before the write; past it the answer is 429 with
 //! `Retry-After`. State is a few bytes per key, swept with the sign-in
-//! limits. (Bookings have their own caps, counted in the store's
+//! limits (in cluster mode, a row per key in the database). (Bookings have their own caps, counted in the store's
 //! transaction; exports their places, `datasets::EXPORTS_PER_ORG`.)
 
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use std::num::NonZeroU32;
+use super::limits::{Kept, Limit, Rate};
 use std::time::Duration;
 
 /// A kind of write with a quota.
@@ -29,7 +27,18 @@ pub enum Write {
 
 impl Write {
     /// (burst, one more every `period`).
-    fn quota(self) -> Quota {
+    /// Its keys' prefix where limits are shared.
+    fn name(self) -> &'static str {
+        match self {
+            Write::Chat => "chat",
+            Write::Invite => "invite",
+            Write::Import => "import",
+            Write::InvitationLink => "invitation-link",
+            Write::Booking => "booking",
+        }
+    }
+
+    fn rate(self) -> Rate {
         let (burst, period) = match self {
             Write::Chat => (30, Duration::from_secs(2)),
             Write::Invite => (100, Duration::from_secs(36)),
@@ -37,35 +46,31 @@ impl Write {
             Write::InvitationLink => (60, Duration::from_secs(1)),
             Write::Booking => (60, Duration::from_secs(60)),
         };
-        Quota::with_period(period).expect("non-zero period").allow_burst(NonZeroU32::new(burst).expect("non-zero burst"))
+        Rate { burst, every: period }
     }
 }
 
 pub struct Quotas {
-    limits: Vec<(Write, DefaultKeyedRateLimiter<String>)>,
-}
-
-impl Default for Quotas {
-    fn default() -> Self {
-        let kinds = [Write::Chat, Write::Invite, Write::Import, Write::InvitationLink, Write::Booking];
-        Quotas { limits: kinds.into_iter().map(|kind| (kind, RateLimiter::keyed(kind.quota()))).collect() }
-    }
+    limits: Vec<(Write, Limit)>,
 }
 
 impl Quotas {
+    pub fn new(kept: &Kept) -> Quotas {
+        let kinds = [Write::Chat, Write::Invite, Write::Import, Write::InvitationLink, Write::Booking];
+        Quotas { limits: kinds.into_iter().map(|kind| (kind, Limit::new(kind.name(), kind.rate(), kept))).collect() }
+    }
+
     /// Takes one `kind` of write for `who` (a person, an org or an
     /// address); `Err(wait)` when the quota is spent.
-    pub fn admit(&self, kind: Write, who: &str) -> Result<(), Duration> {
+    pub async fn admit(&self, kind: Write, who: &str) -> Result<(), Duration> {
         let limit = &self.limits.iter().find(|(k, _)| *k == kind).expect("every kind has a limit").1;
-        let now = DefaultClock::default().now();
-        limit.check_key(&who.to_string()).map_err(|not_until| not_until.wait_time_from(now))
+        limit.take(who).await
     }
 
     /// Forgets keys whose limits have fully recovered.
     pub fn sweep(&self) {
         for (_, limit) in &self.limits {
-            limit.retain_recent();
-            limit.shrink_to_fit();
+            limit.sweep();
         }
     }
 }
@@ -74,15 +79,15 @@ impl Quotas {
 mod tests {
     use super::*;
 
-    #[test]
-    fn s13_a_quota_is_per_kind_and_per_key_and_says_how_long_to_wait() {
-        let quotas = Quotas::default();
+    #[tokio::test]
+    async fn s13_a_quota_is_per_kind_and_per_key_and_says_how_long_to_wait() {
+        let quotas = Quotas::new(&Kept::InMemory);
         for _ in 0..30 {
-            assert!(quotas.admit(Write::Chat, "u1").is_ok());
+            assert!(quotas.admit(Write::Chat, "u1").await.is_ok());
         }
-        let wait = quotas.admit(Write::Chat, "u1").unwrap_err();
+        let wait = quotas.admit(Write::Chat, "u1").await.unwrap_err();
         assert!(wait > Duration::ZERO && wait <= Duration::from_secs(2), "{wait:?}");
-        assert!(quotas.admit(Write::Chat, "u2").is_ok(), "another person is not held back");
-        assert!(quotas.admit(Write::Booking, "u1").is_ok(), "nor another kind of write");
+        assert!(quotas.admit(Write::Chat, "u2").await.is_ok(), "another person is not held back");
+        assert!(quotas.admit(Write::Booking, "u1").await.is_ok(), "nor another kind of write");
     }
 }

@@ -7,13 +7,12 @@
 //! per address, never per email alone, so a flood from one address never
 //! locks the person out when they sign in from another. State is a few
 //! bytes per key and is swept once a key's limit has recovered, so a flood
-//! of distinct emails cannot grow it without bound.
+//! of distinct emails cannot grow it without bound. In cluster mode the
+//! limits are kept in the database (`limits::Kept`), so spreading guesses
+//! over the instances gains nothing.
 
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use std::hash::{BuildHasher, RandomState};
+use super::limits::{Kept, Limit, Rate};
 use std::net::IpAddr;
-use std::num::NonZeroU32;
 use std::time::Duration;
 
 /// Attempts one email may have from one address: a burst of this many,
@@ -25,41 +24,33 @@ pub const PAIR_REFILL: Duration = Duration::from_secs(12);
 pub const DEFAULT_PER_ADDRESS_PER_MINUTE: u32 = 60;
 
 pub struct SignInThrottle {
-    per_address: DefaultKeyedRateLimiter<IpAddr>,
-    /// The email is kept as a keyed hash: fixed size, and no addresses of
-    /// people in memory.
-    per_pair: DefaultKeyedRateLimiter<(IpAddr, u64)>,
-    hasher: RandomState,
+    per_address: Limit,
+    /// The email is kept as a hash: fixed size, and no addresses of people
+    /// in memory or in the database.
+    per_pair: Limit,
 }
 
 impl SignInThrottle {
-    pub fn new(per_address_per_minute: u32) -> SignInThrottle {
-        let per_minute = NonZeroU32::new(per_address_per_minute.max(1)).expect("at least one");
-        let pair = Quota::with_period(PAIR_REFILL).expect("non-zero period").allow_burst(NonZeroU32::new(PAIR_BURST).expect("non-zero"));
+    pub fn new(per_address_per_minute: u32, kept: &Kept) -> SignInThrottle {
         SignInThrottle {
-            per_address: RateLimiter::keyed(Quota::per_minute(per_minute)),
-            per_pair: RateLimiter::keyed(pair),
-            hasher: RandomState::new(),
+            per_address: Limit::new("sign-in-address", Rate::per_minute(per_address_per_minute), kept),
+            per_pair: Limit::new("sign-in-pair", Rate { burst: PAIR_BURST, every: PAIR_REFILL }, kept),
         }
     }
 
     /// Takes one attempt for `email` from `address`; `Err(wait)` when either
     /// limit is spent. The address is charged first, so an address over its
     /// limit adds no per-email state at all.
-    pub fn admit(&self, address: IpAddr, email: &str) -> Result<(), Duration> {
-        let address = crate::http::client::limit_key(address);
-        let now = DefaultClock::default().now();
-        self.per_address.check_key(&address).map_err(|not_until| not_until.wait_time_from(now))?;
-        let pair = (address, self.hasher.hash_one(email));
-        self.per_pair.check_key(&pair).map_err(|not_until| not_until.wait_time_from(now))
+    pub async fn admit(&self, address: IpAddr, email: &str) -> Result<(), Duration> {
+        let address = crate::http::client::limit_key(address).to_string();
+        self.per_address.take(&address).await?;
+        self.per_pair.take(&format!("{address}/{}", crate::auth::token_hash(email))).await
     }
 
     /// Forgets keys whose limits have fully recovered.
     pub fn sweep(&self) {
-        self.per_address.retain_recent();
-        self.per_pair.retain_recent();
-        self.per_address.shrink_to_fit();
-        self.per_pair.shrink_to_fit();
+        self.per_address.sweep();
+        self.per_pair.sweep();
     }
 
     /// Keys held (addresses, pairs).
@@ -76,26 +67,26 @@ mod tests {
         IpAddr::from([10, 0, 0, last])
     }
 
-    #[test]
-    fn a_pair_gets_its_burst_then_waits_and_other_addresses_are_unaffected() {
-        let t = SignInThrottle::new(1_000);
+    #[tokio::test]
+    async fn a_pair_gets_its_burst_then_waits_and_other_addresses_are_unaffected() {
+        let t = SignInThrottle::new(1_000, &Kept::InMemory);
         for _ in 0..PAIR_BURST {
-            assert_eq!(t.admit(ip(1), "a@x"), Ok(()));
+            assert_eq!(t.admit(ip(1), "a@x").await, Ok(()));
         }
-        let wait = t.admit(ip(1), "a@x").unwrap_err();
+        let wait = t.admit(ip(1), "a@x").await.unwrap_err();
         assert!(wait > Duration::from_secs(5) && wait <= PAIR_REFILL, "{wait:?}");
-        assert_eq!(t.admit(ip(2), "a@x"), Ok(()), "the same person from another address gets in");
-        assert_eq!(t.admit(ip(1), "b@x"), Ok(()), "another email from the same address is its own pair");
+        assert_eq!(t.admit(ip(2), "a@x").await, Ok(()), "the same person from another address gets in");
+        assert_eq!(t.admit(ip(1), "b@x").await, Ok(()), "another email from the same address is its own pair");
     }
 
-    #[test]
-    fn an_address_is_limited_across_emails() {
-        let t = SignInThrottle::new(10);
+    #[tokio::test]
+    async fn an_address_is_limited_across_emails() {
+        let t = SignInThrottle::new(10, &Kept::InMemory);
         for i in 0..10 {
-            assert_eq!(t.admit(ip(1), &format!("u{i}@x")), Ok(()));
+            assert_eq!(t.admit(ip(1), &format!("u{i}@x")).await, Ok(()));
         }
-        assert!(t.admit(ip(1), "u99@x").is_err(), "spraying many emails from one address stops");
-        assert_eq!(t.admit(ip(2), "u99@x"), Ok(()));
+        assert!(t.admit(ip(1), "u99@x").await.is_err(), "spraying many emails from one address stops");
+        assert_eq!(t.admit(ip(2), "u99@x").await, Ok(()));
         assert_eq!(t.len().1, 11, "a refused address adds no per-email state");
     }
 }

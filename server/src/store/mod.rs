@@ -11,6 +11,7 @@ mod directory;
 mod dispatch;
 mod floors;
 mod journal;
+mod limits;
 mod people;
 mod rating;
 mod safety;
@@ -23,6 +24,7 @@ pub use dispatch::{ActivityRow, DispatchStore};
 pub use chat::{ChatRow, ChatStore};
 pub use directory::{DirectoryStore, RobotChange, RobotFields};
 pub use floors::{FloorChange, FloorStore};
+pub use limits::LimitStore;
 pub use people::{AcceptOutcome, Acceptance, InvitationRecord, InviteOutcome, MemberChange, MemberRecord, NewInvitation, PeopleStore, PendingInvitation, ProfileEdit};
 pub use rating::{RatingRow, RatingStore, ScoreRow};
 pub use safety::{SafetyChange, SafetyStore};
@@ -164,7 +166,7 @@ pub struct NewRobot {
 /// Everything persisted. The ACD's calls, offers and queue are in
 /// `DispatchStore` (store/dispatch.rs).
 #[async_trait]
-pub trait Store: DispatchStore + BoardStore + BookingStore + DirectoryStore + DatasetStore + PeopleStore + FloorStore + SafetyStore + ChatStore + RatingStore + Send + Sync + 'static {
+pub trait Store: DispatchStore + BoardStore + BookingStore + DirectoryStore + DatasetStore + PeopleStore + FloorStore + SafetyStore + ChatStore + RatingStore + LimitStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`, for logs and /healthz.
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.

@@ -6,7 +6,13 @@
 //! forwards, dropping on a full queue like the relay) — what any relay
 //! costs on this machine. Figures go in BENCHMARKS.md.
 //!
+//! `--instances 2` (cluster mode: PostgreSQL, NATS at `--nats`) starts two
+//! instances in this process and measures, in one run, the relay with both
+//! sides on the first instance and with the edge agents on the first and
+//! the cockpits on the second (frames crossing over NATS), then the floor.
+//!
 //! cargo run -p clutchcall-bench --release --bin relay-bench -- --sessions 200 --hz 30 --seconds 10
+//! cargo run -p clutchcall-bench --release --bin relay-bench -- --sessions 200 --hz 30 --seconds 10 --instances 2
 
 use axum::extract::ws::{Message as AxumMessage, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, Query, State};
@@ -21,7 +27,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
-const USAGE: &str = "usage: relay-bench [--sessions N] [--hz R] [--seconds S]";
+const USAGE: &str = "usage: relay-bench [--sessions N] [--hz R] [--seconds S] [--instances 1|2] [--nats URL]";
 
 type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
@@ -147,17 +153,31 @@ async fn floor_socket(ws: WebSocketUpgrade, State(hub): State<Forwarder>, Path(i
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let flags = parse_flags(&[("sessions", "200"), ("hz", "30"), ("seconds", "10")]).map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
+    let flags = parse_flags(&[("sessions", "200"), ("hz", "30"), ("seconds", "10"), ("instances", "1"), ("nats", "nats://127.0.0.1:4222")])
+        .map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
     let n = number(&flags, "sessions").map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
     let hz = number(&flags, "hz").map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?.max(1) as u64;
     let seconds = number(&flags, "seconds").map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?.max(1) as u64;
+    let cluster = match number(&flags, "instances").map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))? {
+        0 | 1 => false,
+        2 => true,
+        _ => anyhow::bail!("--instances is 1 or 2\n{USAGE}"),
+    };
     let expected = n * hz as usize * seconds as usize;
 
-    // ClutchCall: n attached sessions.
-    let db = ScratchDb::create("sqlite").await?;
+    // ClutchCall: n attached sessions (on one instance, or two in cluster mode).
+    let db = ScratchDb::create(if cluster { "postgres" } else { "sqlite" }).await?;
     let mut config = db.config.clone();
     config.sign_ins_per_address_per_minute = 1_000_000;
-    let running = server::start(config).await?;
+    if cluster {
+        config.nats_url = Some(flags["nats"].clone());
+        config.instance = Some("bench-a".into());
+    }
+    let running = server::start(config.clone()).await?;
+    let second = match cluster {
+        true => Some(server::start(server::config::Config { instance: Some("bench-b".into()), ..config }).await?),
+        false => None,
+    };
     running.store.seed(&load_org(n, n)).await?;
     let base = format!("http://{}", running.addr);
     let http = reqwest::Client::builder().cookie_store(false).build()?;
@@ -168,8 +188,7 @@ async fn main() -> anyhow::Result<()> {
         cookies.insert(format!("u-load-{i:03}"), cookie.ok_or_else(|| anyhow::anyhow!("sign-in {i} refused"))?);
         running.engine.operator_ready(LOAD_ORG_ID, &format!("u-load-{i:03}"), true).await?;
     }
-    let mut pairs = Vec::with_capacity(n);
-    let ws_base = base.replacen("http", "ws", 1);
+    let mut sessions = Vec::with_capacity(n);
     for i in 0..n {
         let robot = running.store.robot(LOAD_ORG_ID, &format!("lr-{i:03}")).await?.ok_or_else(|| anyhow::anyhow!("robot {i}"))?;
         let (session, operator) = match running.engine.raise_call(&robot).await? {
@@ -177,16 +196,36 @@ async fn main() -> anyhow::Result<()> {
             other => anyhow::bail!("call {i} was not matched: {other:?}"),
         };
         running.engine.answer(LOAD_ORG_ID, &operator, &session).await?;
-        let url = format!("{ws_base}/relay/{session}");
-        let edge = connect(&url, &[("authorization", format!("Bearer {}", load_robot_token(i)))]).await?;
-        let cockpit = connect(&url, &[("cookie", cookies[&operator].clone()), ("origin", base.clone())]).await?;
-        pairs.push((edge, cockpit));
+        sessions.push((i, session, operator));
     }
+    // Edge agents on the first instance; cockpits on `cockpits_at`.
+    let pairs = |cockpits_at: std::net::SocketAddr| {
+        let (sessions, cookies, base) = (&sessions, &cookies, base.clone());
+        async move {
+            let mut pairs = Vec::with_capacity(sessions.len());
+            for (i, session, operator) in sessions {
+                let edge = connect(&format!("{}/relay/{session}", base.replacen("http", "ws", 1)), &[("authorization", format!("Bearer {}", load_robot_token(*i)))]).await?;
+                let cockpit = connect(&format!("ws://{cockpits_at}/relay/{session}"), &[("cookie", cookies[operator].clone()), ("origin", format!("http://{cockpits_at}"))]).await?;
+                pairs.push((edge, cockpit));
+            }
+            anyhow::Ok(pairs)
+        }
+    };
+    println!("{n} sessions × {hz} Hz each way for {seconds} s ({expected} frames each way){}", if cluster { "; cluster mode, two instances" } else { "" });
+    let ready = pairs(running.addr).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    println!("{n} sessions × {hz} Hz each way for {seconds} s ({expected} frames each way)");
-    let (up, down) = drive(pairs, hz, seconds).await;
+    let (up, down) = drive(ready, hz, seconds).await;
     report("relay", "robot → cockpit", &up, expected);
     report("relay", "cockpit → robot", &down, expected);
+    if let Some(second) = second {
+        // The same sessions, the cockpits now on the other instance.
+        let ready = pairs(second.addr).await?;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let (up, down) = drive(ready, hz, seconds).await;
+        report("across", "robot → cockpit", &up, expected);
+        report("across", "cockpit → robot", &down, expected);
+        second.stop().await?;
+    }
     running.stop().await?;
     db.finish().await?;
 

@@ -17,9 +17,15 @@
 //! apart, offers lost (a 201 whose offer never reached the console), double
 //! offers, and the server's RSS.
 //!
+//! `--instances N` (cluster mode, `--db postgres`, NATS at `--nats`) starts
+//! N servers on the one database, as behind a round-robin balancer:
+//! console k signs in at instance k mod N and call i is raised at instance
+//! i mod N, so most raises are forwarded to the org's owner (the first).
+//!
 //! cargo build --release -p server -p clutchcall-bench
 //! target/release/ring-bench --server clutchcall --db sqlite --consoles 1000 --calls 6000 --concurrency 4
 //! target/release/ring-bench --server floor --consoles 1000 --calls 6000 --concurrency 4
+//! target/release/ring-bench --server clutchcall --db postgres --instances 3 --consoles 1000 --calls 6000 --concurrency 4
 
 use domain::ring::{ConsoleMsg, RingMsg, HEARTBEAT_MS};
 use clutchcall_bench::{ms, number, parse_flags, percentile, ScratchDb};
@@ -36,7 +42,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 const USAGE: &str = "usage: ring-bench [--server clutchcall|floor] [--target URL] [--db sqlite|postgres] [--mode cycle|queue] \
-                     [--consoles N] [--calls M] [--rate R] [--concurrency C] [--warmup-s S]";
+                     [--consoles N] [--calls M] [--rate R] [--concurrency C] [--warmup-s S] [--instances N --nats URL]";
 
 /// What the consoles saw.
 #[derive(Default)]
@@ -179,48 +185,58 @@ async fn main() -> anyhow::Result<()> {
         ("rate", "0"),
         ("concurrency", "4"),
         ("warmup-s", "2"),
+        ("instances", "1"),
+        ("nats", "nats://127.0.0.1:4222"),
     ])
     .map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
     let num = |name: &str| number(&flags, name).map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"));
     let (calls, rate, concurrency, warmup) = (num("calls")?, num("rate")?, num("concurrency")?.max(1), Duration::from_secs(num("warmup-s")? as u64));
     let queue_mode = flags["mode"] == "queue";
     let consoles = if queue_mode { 0 } else { num("consoles")? };
+    let instances = num("instances")?.max(1);
+    if instances > 1 && (flags["db"] != "postgres" || flags["server"] != "clutchcall" || !flags["target"].is_empty()) {
+        anyhow::bail!("--instances > 1 is cluster mode: --server clutchcall --db postgres, no --target\n{USAGE}");
+    }
 
     // The server under test, in its own process.
     let db = ScratchDb::create(&flags["db"]).await?;
-    let mut child = None;
-    let base = if !flags["target"].is_empty() {
-        flags["target"].clone()
+    let mut children = Vec::new();
+    let bases: Vec<String> = if !flags["target"].is_empty() {
+        vec![flags["target"].clone()]
     } else if flags["server"] == "floor" {
         let mut command = tokio::process::Command::new(sibling("floor-server"));
         let file = db.config.data_dir.join("floor.db");
         command.args(["--mode", if queue_mode { "queue" } else { "full" }, "--db", &file.display().to_string()]);
-        let c = spawn(command).await?;
-        let base = c.base.clone();
-        child = Some(c);
-        base
+        children.push(spawn(command).await?);
+        children.iter().map(|c| c.base.clone()).collect()
     } else {
         let store = server::store::connect(&db.config.database_url()).await?;
         store.seed(&load_org(consoles.max(1), calls)).await?;
         drop(store);
-        let mut command = tokio::process::Command::new(sibling("server"));
-        command
-            .env("DATABASE_URL", db.config.database_url())
-            .env("CLUTCHCALL_DATA_DIR", &db.config.data_dir)
-            .env("CLUTCHCALL_ADDR", "127.0.0.1:0")
-            .env("CLUTCHCALL_DEMO", "0")
-            .env("CLUTCHCALL_WRAP_UP_S", "0")
-            .env("CLUTCHCALL_METRICS_ADDR", "127.0.0.1:0")
-            // 1,000 consoles sign in from one address.
-            .env("CLUTCHCALL_SIGNIN_PER_MINUTE", "1000000")
-            .env("RUST_LOG", "warn");
-        let c = spawn(command).await?;
-        let base = c.base.clone();
-        child = Some(c);
-        base
+        // One after another: the first takes the org's lease.
+        for k in 0..instances {
+            let mut command = tokio::process::Command::new(sibling("server"));
+            command
+                .env("DATABASE_URL", db.config.database_url())
+                .env("CLUTCHCALL_DATA_DIR", &db.config.data_dir)
+                .env("CLUTCHCALL_ADDR", "127.0.0.1:0")
+                .env("CLUTCHCALL_DEMO", "0")
+                .env("CLUTCHCALL_WRAP_UP_S", "0")
+                .env("CLUTCHCALL_METRICS_ADDR", "127.0.0.1:0")
+                // 1,000 consoles sign in from one address.
+                .env("CLUTCHCALL_SIGNIN_PER_MINUTE", "1000000")
+                .env("RUST_LOG", "warn");
+            if instances > 1 {
+                command.env("CLUTCHCALL_NATS_URL", &flags["nats"]).env("CLUTCHCALL_INSTANCE", format!("bench-{k}"));
+            }
+            children.push(spawn(command).await?);
+        }
+        children.iter().map(|c| c.base.clone()).collect()
     };
+    let base_of = |i: usize| bases[i % bases.len()].clone();
     let confirms_ready = flags["server"] != "floor";
-    let rss_idle = child.as_ref().map_or(0.0, |c| c.rss_mb("VmRSS"));
+    let rss = |field: &str| children.iter().map(|c| c.rss_mb(field)).sum::<f64>();
+    let rss_idle = rss("VmRSS");
     let http = reqwest::Client::builder().pool_max_idle_per_host(64).timeout(Duration::from_secs(60)).build()?;
 
     // Sign in every operator, as their browsers would.
@@ -228,7 +244,7 @@ async fn main() -> anyhow::Result<()> {
     let gate = Arc::new(Semaphore::new(8));
     let mut sign_ins = Vec::new();
     for i in 0..consoles {
-        let (http, base, gate) = (http.clone(), base.clone(), gate.clone());
+        let (http, base, gate) = (http.clone(), base_of(i), gate.clone());
         sign_ins.push(tokio::spawn(async move {
             let _permit = gate.acquire().await.expect("gate");
             let res = http
@@ -251,23 +267,24 @@ async fn main() -> anyhow::Result<()> {
     let receipts = Arc::new(Receipts::default());
     let started = Instant::now();
     let mut acks = Vec::new();
-    for cookie in cookies {
+    for (k, cookie) in cookies.into_iter().enumerate() {
         let (ack, acked) = oneshot::channel();
-        tokio::spawn(console(base.clone(), confirms_ready, cookie, receipts.clone(), http.clone(), ack));
+        tokio::spawn(console(base_of(k), confirms_ready, cookie, receipts.clone(), http.clone(), ack));
         acks.push(acked);
     }
     for acked in acks {
         acked.await?;
     }
     println!(
-        "server={} db={} mode={} consoles={consoles}: signed in {:.1}s, all Ready acknowledged {:.1}s later; RSS {:.0} MB idle, {:.0} MB with consoles",
+        "server={} db={} mode={} instances={} consoles={consoles}: signed in {:.1}s, all Ready acknowledged {:.1}s later; RSS {:.0} MB idle, {:.0} MB with consoles",
         flags["server"],
         flags["db"],
         flags["mode"],
+        bases.len(),
         signed_in.as_secs_f64(),
         started.elapsed().as_secs_f64(),
         rss_idle,
-        child.as_ref().map_or(0.0, |c| c.rss_mb("VmRSS")),
+        rss("VmRSS"),
     );
 
     // The call phase: the clock starts now.
@@ -276,9 +293,9 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let mut tasks = Vec::new();
     let one_call = {
-        let (http, base, samples, receipts) = (http.clone(), base.clone(), samples.clone(), receipts.clone());
+        let (http, bases, samples, receipts) = (http.clone(), bases.clone(), samples.clone(), receipts.clone());
         move |i: usize| {
-        let (http, base, samples, receipts) = (http.clone(), base.clone(), samples.clone(), receipts.clone());
+        let (http, base, samples, receipts) = (http.clone(), bases[i % bases.len()].clone(), samples.clone(), receipts.clone());
         async move {
             let (done, cycle) = oneshot::channel();
             receipts.cycle_done.lock().expect("receipts").insert(i, done);
@@ -335,8 +352,8 @@ async fn main() -> anyhow::Result<()> {
     let wall = started.elapsed();
     // Give the last offers a moment to land.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let rss_peak = child.as_ref().map_or(0.0, |c| c.rss_mb("VmHWM"));
-    let rss_end = child.as_ref().map_or(0.0, |c| c.rss_mb("VmRSS"));
+    let rss_peak = rss("VmHWM");
+    let rss_end = rss("VmRSS");
 
     let offered = receipts.offered.lock().expect("receipts").clone();
     let samples = samples.lock().expect("samples").clone();
@@ -371,7 +388,7 @@ async fn main() -> anyhow::Result<()> {
         rss_end,
         rss_peak,
     );
-    drop(child);
+    drop(children);
     db.finish().await?;
     if failed > 0 || lost > 0 || receipts.double_offers.load(Ordering::Relaxed) > 0 {
         anyhow::bail!("failed={failed} lost={lost} double={}", receipts.double_offers.load(Ordering::Relaxed));

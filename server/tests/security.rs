@@ -359,10 +359,9 @@ both_backends!(overlong_robot_fields_and_unknown_pops_are_refused, |app: TestApp
     app.finish().await;
 });
 
-/// The limits cluster mode keeps in the database (one GCRA row per key):
-/// a burst, then one more per interval; keys apart; recovered keys swept.
+// The limits cluster mode keeps in the database (one GCRA row per key):
+// a burst, then one more per interval; keys apart; recovered keys swept.
 both_backends!(a_limit_kept_in_the_database_spends_a_burst_then_one_per_interval, |app: TestApp| async move {
-    use server::store::LimitStore;
     let store = &app.running().store;
     // An hour ahead: the server's own sweep (at its clock) leaves these rows alone.
     let now = server::clock::now_ms() + 3_600_000;

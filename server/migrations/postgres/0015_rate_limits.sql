@@ -5,5 +5,8 @@
 -- the write-ahead log.
 CREATE UNLOGGED TABLE rate_limits (
     limit_key TEXT PRIMARY KEY,
-    tat BIGINT NOT NULL
+    tat BIGINT NOT NULL,
+    -- The nonce of the request that last took from the budget: a refused
+    -- one learns it was refused in the same statement.
+    taken_by BIGINT NOT NULL
 );

@@ -3,5 +3,8 @@
 -- store (and its tests).
 CREATE TABLE rate_limits (
     limit_key TEXT PRIMARY KEY,
-    tat INTEGER NOT NULL
+    tat INTEGER NOT NULL,
+    -- The nonce of the request that last took from the budget: a refused
+    -- one learns it was refused in the same statement.
+    taken_by INTEGER NOT NULL
 );

@@ -97,13 +97,25 @@ impl DatasetService {
         let target = self.episode_file(org_id, session_id);
         let source = recording.path.clone();
         let moved = target.clone();
-        let plan = tokio::task::spawn_blocking(move || -> anyhow::Result<resample::Plan> {
+        let plan = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<resample::Plan>> {
             std::fs::create_dir_all(moved.parent().expect("a parent"))?;
-            std::fs::rename(&source, &moved)?;
+            // Moved only if no episode file is there yet (a link fails if
+            // one is): in cluster mode two instances that both recorded a
+            // part of a session (its robot moved between them) must not
+            // overwrite each other's episode.
+            match std::fs::hard_link(&source, &moved) {
+                Ok(()) => std::fs::remove_file(&source)?,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
+                Err(e) => return Err(e.into()),
+            }
             // Read a line at a time for the counts: the recording may be 1 GiB.
-            Ok(RecordingFile::open(&moved, DATASET_FPS)?.plan().clone())
+            Ok(Some(RecordingFile::open(&moved, DATASET_FPS)?.plan().clone()))
         })
         .await??;
+        let Some(plan) = plan else {
+            tracing::warn!(session = %session_id, recording = %recording.path.display(), "the session already has an episode: this part of its recording is left where it is");
+            return Ok(());
+        };
         if plan.is_empty() {
             // Nothing was recorded while ACTIVE: no episode.
             let _ = std::fs::remove_file(&target);

@@ -15,6 +15,8 @@ use tokio::sync::{mpsc, watch};
 
 /// Operator input reaches the engine's inactivity chain at most this often.
 pub const INPUT_REPORT_MS: i64 = 250;
+/// Longest joint or action vector.
+pub const MAX_VECTOR: usize = 64;
 
 /// Which end of the channel a socket is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -179,8 +181,9 @@ impl Channel {
         (id, self.closed.subscribe())
     }
 
-    /// A socket left; an edge agent leaving stops the recording here until
-    /// it is back (wherever it comes back, the recording goes on there).
+    /// A socket left; an edge agent leaving pauses the recording until it
+    /// is back (on another instance, the recording is handed off to it:
+    /// `Relay::update_elsewhere`).
     pub fn leave(&self, side: &Side, id: u64, recorder: &Recorder, now: i64) {
         match side {
             Side::Robot => {
@@ -267,16 +270,21 @@ impl Channel {
         }
     }
 
-    /// An operator action from a cockpit on another instance (counted and
-    /// rate-capped there): to the edge agent here, and recorded here.
+    /// An operator action from a cockpit on another instance (checked,
+    /// counted and rate-capped there): to the edge agent here, and recorded
+    /// here. Not while PAUSED as this instance knows it (rule L03): the
+    /// instances hear a pause at slightly different times.
     pub fn from_operator_elsewhere(&self, message: Message, recorder: &Recorder, now: i64) {
         let sample = match &message {
             Message::Text(text) => match serde_json::from_str(text) {
-                Ok(domain::relay::RelayMsg::Action { values, .. }) => Sample::Action { t_ms: now, values },
+                Ok(domain::relay::RelayMsg::Action { values, .. }) if (1..=MAX_VECTOR).contains(&values.len()) => Sample::Action { t_ms: now, values },
                 _ => return,
             },
             _ => return,
         };
+        if !self.is_active() {
+            return;
+        }
         self.to_robot(message);
         if self.records() {
             recorder.push(&self.session_id, sample);
@@ -340,7 +348,8 @@ impl Channel {
         self.cockpits.lock().expect("relay lock").retain(|p| Some(p.operator_id.as_str()) == operator_id);
         // Wakes every socket to check it still belongs here.
         self.closed.send_modify(|_| {});
-        if self.has_robot() {
+        // Where the session is recorded (its edge agent may be away a moment).
+        if self.has_robot() || recorder.holds(&self.session_id) {
             recorder.push(&self.session_id, Sample::Switch { t_ms: now, operator_id: operator_id.map(str::to_string) });
         }
         self.announce();

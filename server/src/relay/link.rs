@@ -36,6 +36,9 @@ const LINK_QUEUE: usize = 64;
 /// Another instance's report stands this long without a newer one; then
 /// that instance is taken to be gone, with its sockets.
 pub const REPORT_KEPT: Duration = Duration::from_millis(3 * STATS_EVERY_MS as u64);
+/// How long a report or a new subscription may wait for NATS before it is
+/// given up (the next report, a second later, tells the same).
+const NATS_WAIT: Duration = Duration::from_millis(500);
 
 /// Which way a frame travels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,11 +107,11 @@ impl RelayLink {
     pub async fn report(&self, parts: Vec<Part>) {
         let report = Report { publisher: self.publisher.clone(), parts };
         match serde_json::to_vec(&report) {
-            Ok(payload) => {
-                if let Err(e) = self.client.publish(self.reports_subject(), payload.into()).await {
-                    tracing::debug!(error = %e, "a relay report could not be sent");
-                }
-            }
+            Ok(payload) => match tokio::time::timeout(NATS_WAIT, self.client.publish(self.reports_subject(), payload.into())).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "a relay report could not be sent: other instances may not see this one's relay sockets"),
+                Err(_) => tracing::warn!("NATS took too long to take a relay report"),
+            },
             Err(e) => tracing::error!(error = %e, "a relay report could not be written"),
         }
     }
@@ -219,14 +222,18 @@ impl ChannelLink {
             match (wanted(channel), listening) {
                 (true, false) => {
                     let client = &self.link.client;
-                    let frames = match client.subscribe(self.link.frames_subject(&self.session_id, direction)).await {
-                        Ok(frames) => frames,
-                        Err(e) => {
+                    let frames = match tokio::time::timeout(NATS_WAIT, client.subscribe(self.link.frames_subject(&self.session_id, direction))).await {
+                        Ok(Ok(frames)) => frames,
+                        Ok(Err(e)) => {
                             tracing::warn!(session = %self.session_id, error = %e, "cannot listen for this session's frames from other instances");
                             continue;
                         }
+                        Err(_) => {
+                            tracing::warn!(session = %self.session_id, "NATS took too long to take a subscription to this session's frames");
+                            continue;
+                        }
                     };
-                    let _ = client.flush().await;
+                    let _ = tokio::time::timeout(NATS_WAIT, client.flush()).await;
                     let task = OwnedTask::spawn(hear_frames(frames, self.session_id.clone(), direction, arrivals.clone()));
                     let mut slot = self.slot(direction).lock().expect("link lock");
                     // (Another join may have got there first, or the

@@ -121,15 +121,21 @@ impl Relay {
         self.moved(channel).await;
     }
 
-    /// Someone joined or left `channel` here: its sockets are told, it
-    /// listens for what its sockets here need, and the other instances
-    /// hear what this one carries now.
+    /// Someone joined or left `channel` here: its sockets are told, and
+    /// (cluster mode, on a task of its own: a slow NATS never holds a
+    /// socket up) the channel listens for what its sockets here need, then
+    /// the other instances hear what this one carries now.
     async fn moved(self: &Arc<Self>, channel: &Arc<Channel>) {
         channel.announce();
-        if let (Some(link), Some(channel_link)) = (&self.link, &channel.link) {
-            let hub: Arc<dyn link::Arrivals> = self.clone();
-            channel_link.listen_for(channel, Arc::downgrade(&hub)).await;
-            link.report(self.parts(false)).await;
+        if let Some(link) = self.link.clone().filter(|_| channel.link.is_some()) {
+            let (hub, channel) = (self.clone(), channel.clone());
+            tokio::spawn(async move {
+                let arrivals: Arc<dyn link::Arrivals> = hub.clone();
+                if let Some(channel_link) = &channel.link {
+                    channel_link.listen_for(&channel, Arc::downgrade(&arrivals)).await;
+                }
+                link.report(hub.parts(false)).await;
+            });
         }
     }
 
@@ -151,12 +157,10 @@ impl Relay {
     /// Each org's whole channels: `here` with what other instances reported.
     fn merged(&self, here: Vec<Part>) -> HashMap<String, Vec<RelayStat>> {
         let mut by_org: HashMap<String, Vec<RelayStat>> = HashMap::new();
-        let reports = self.reports.lock().expect("relay lock");
-        let fresh = reports.values().filter(|(at, _)| at.elapsed() < REPORT_KEPT);
-        for part in here.into_iter().chain(fresh.flat_map(|(_, parts)| parts.iter().cloned())) {
+        let elsewhere: Vec<Part> = self.fresh_reports().into_iter().flat_map(|(_, parts)| parts).collect();
+        for part in here.into_iter().chain(elsewhere) {
             by_org.entry(part.org_id).or_default().push(part.stat);
         }
-        drop(reports);
         by_org.into_iter().map(|(org, parts)| (org, domain::relay::merge_stats(parts))).collect()
     }
 
@@ -166,10 +170,17 @@ impl Relay {
     /// once by whoever told it last (`publish_counts`).
     fn tells(&self, org_id: &str, here: &[Part]) -> bool {
         let Some(link) = &self.link else { return true };
-        let reports = self.reports.lock().expect("relay lock");
-        let others = reports.iter().filter(|(_, (_, parts))| parts.iter().any(|p| p.org_id == org_id)).map(|(publisher, _)| publisher.as_str());
+        let reports = self.fresh_reports();
+        let others = reports.iter().filter(|(_, parts)| parts.iter().any(|p| p.org_id == org_id)).map(|(publisher, _)| publisher.as_str());
         let lowest = others.chain(here.iter().any(|p| p.org_id == org_id).then_some(link.publisher())).min();
         lowest.is_none_or(|lowest| lowest == link.publisher())
+    }
+
+    /// Other instances' reports young enough to stand (an instance that
+    /// stopped reporting is gone, with its sockets), by publisher.
+    fn fresh_reports(&self) -> Vec<(String, Vec<Part>)> {
+        let reports = self.reports.lock().expect("relay lock");
+        reports.iter().filter(|(_, (at, _))| at.elapsed() < REPORT_KEPT).map(|(publisher, (_, parts))| (publisher.clone(), parts.clone())).collect()
     }
 
     /// Another instance's report: kept (replacing its last), and every
@@ -186,17 +197,20 @@ impl Relay {
     /// What other instances hold of each session, by their fresh reports.
     fn elsewhere(&self) -> HashMap<String, Elsewhere> {
         let mut elsewhere: HashMap<String, Elsewhere> = HashMap::new();
-        let reports = self.reports.lock().expect("relay lock");
-        for part in reports.values().filter(|(at, _)| at.elapsed() < REPORT_KEPT).flat_map(|(_, parts)| parts) {
-            let seen = elsewhere.entry(part.stat.session_id.clone()).or_default();
-            seen.robot |= part.stat.robot_connected;
-            seen.cockpits += part.stat.cockpits;
+        for (_, parts) in self.fresh_reports() {
+            for part in parts {
+                let seen = elsewhere.entry(part.stat.session_id).or_default();
+                seen.robot |= part.stat.robot_connected;
+                seen.cockpits += part.stat.cockpits;
+            }
         }
         elsewhere
     }
 
     /// Tells every channel here what other instances hold of it; sockets
-    /// of a channel where that changed hear who is on it now.
+    /// of a channel where that changed hear who is on it now. A session
+    /// recorded here whose edge agent is now on another instance is handed
+    /// off to it: one instance finishes a session's recording.
     fn update_elsewhere(&self) {
         if self.link.is_none() {
             return;
@@ -206,6 +220,11 @@ impl Relay {
         for channel in channels {
             if self.learn_elsewhere(&channel, &elsewhere) {
                 channel.announce();
+            }
+            let robot_elsewhere = channel.link.as_ref().is_some_and(|link| link.elsewhere().robot);
+            if robot_elsewhere && !channel.has_robot() && self.recorder.holds(&channel.session_id) {
+                tracing::debug!(session = %channel.session_id, "the edge agent went on at another instance: its recording goes on there");
+                self.recorder.hand_off(&channel.session_id);
             }
         }
     }
@@ -270,10 +289,18 @@ impl Relay {
     /// Publishes each org's counts (in cluster mode, the whole channels
     /// of the orgs this instance tells, after reporting its own parts); an
     /// org whose last channel closed hears an empty list once.
-    async fn publish_counts(&self) {
+    async fn publish_counts(self: &Arc<Self>) {
         let now = self.clock.now_ms();
         let here = self.parts(true);
         if let Some(link) = &self.link {
+            // (Listening again where a subscription was refused.)
+            let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().cloned().collect();
+            let arrivals: Arc<dyn link::Arrivals> = self.clone();
+            for channel in &channels {
+                if let Some(channel_link) = &channel.link {
+                    channel_link.listen_for(channel, Arc::downgrade(&arrivals)).await;
+                }
+            }
             link.report(here.clone()).await;
             self.reports.lock().expect("relay lock").retain(|_, (at, _)| at.elapsed() < REPORT_KEPT);
             self.update_elsewhere();
@@ -310,7 +337,8 @@ async fn count_and_flush(hub: Weak<Relay>) {
     loop {
         every.tick().await;
         let Some(hub) = hub.upgrade() else { return };
-        hub.publish_counts().await;
+        // Recordings first: NATS being slow must not hold them up.
         hub.recorder.flush();
+        hub.publish_counts().await;
     }
 }

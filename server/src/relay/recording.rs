@@ -145,6 +145,23 @@ impl Recorder {
         }
     }
 
+    /// Whether this instance records the session (it has taken a sample
+    /// of it and not finished or handed it off).
+    pub fn holds(&self, session_id: &str) -> bool {
+        self.recordings.lock().expect("recorder lock").contains_key(session_id)
+    }
+
+    /// The session's edge agent went on at another instance (cluster
+    /// mode): what waits here is written, and the recording is that
+    /// instance's to go on with and to finish (on a shared data directory,
+    /// in the same file).
+    pub fn hand_off(&self, session_id: &str) {
+        let Some(recording) = self.recordings.lock().expect("recorder lock").remove(session_id) else { return };
+        if !recording.waiting.is_empty() {
+            let _ = self.writer.lock().expect("recorder lock").send(Job::Append { session_id: session_id.to_string(), samples: recording.waiting });
+        }
+    }
+
     /// Samples the session's recording cap refused so far.
     pub fn unrecorded(&self, session_id: &str) -> u64 {
         self.recordings.lock().expect("recorder lock").get(session_id).map_or(0, |r| r.unrecorded)
@@ -244,6 +261,26 @@ mod tests {
         let times: Vec<i64> = samples.iter().map(|s| match s { Sample::Camera { t_ms, .. } => *t_ms, _ => -1 }).collect();
         assert_eq!(times.last(), Some(&39), "the newest kept");
         assert!(times[0] > 0, "the oldest dropped");
+    }
+
+    #[test]
+    fn a_recording_handed_off_is_written_and_never_finished_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let (finished, mut made) = mpsc::unbounded_channel();
+        let recorder = Recorder::start(dir.path().to_path_buf(), finished, u64::MAX).unwrap();
+        recorder.push("s", Sample::Resume { t_ms: 1 });
+        assert!(recorder.holds("s"));
+        recorder.hand_off("s");
+        assert!(!recorder.holds("s"), "the other instance goes on with it");
+        recorder.finish("org", "s", true);
+        // A session recorded here all along, finished after it: the writer
+        // keeps order, so when its episode is handed on, "s" would have been too.
+        recorder.push("t", Sample::Resume { t_ms: 2 });
+        recorder.finish("org", "t", true);
+        let next = made.blocking_recv().expect("t is finished");
+        assert_eq!(next.session_id, "t", "s was not finished here");
+        let samples = read_samples(&Recorder::path_of(dir.path(), "s")).unwrap();
+        assert_eq!(samples, vec![Sample::Resume { t_ms: 1 }], "what waited was written");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! cockpit's closes with the sign-in or a change of the operator's
 //! membership, the robot's when its token is rotated or it is retired.
 
-use super::channel::{Channel, Side};
+use super::channel::{Channel, Side, MAX_VECTOR};
 use super::recording::Sample;
 use crate::services::Principal;
 use crate::state::AppState;
@@ -25,8 +25,6 @@ use tokio::sync::mpsc;
 const SOCKET_QUEUE: usize = 64;
 /// The largest frame (a camera JPEG).
 const MAX_FRAME_BYTES: usize = 512 * 1024;
-/// Longest joint or action vector.
-const MAX_VECTOR: usize = 64;
 
 pub async fn relay_handler(ws: WebSocketUpgrade, State(state): State<AppState>, Path(session_id): Path<String>, principal: Principal) -> Response {
     let (org_id, side, robot_id) = match &principal {

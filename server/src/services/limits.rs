@@ -1,8 +1,8 @@
 //! Rate limits: one door for the sign-in throttles, the robot token's
 //! request limit and the write quotas. Each limit is a GCRA: a burst, then
 //! one more every interval. Where its state lives is the deployment's:
-//! - one instance: in memory (`governor`), a few bytes per key, swept once
-//!   a key's budget has recovered;
+//! - one instance: in memory (`governor`), a short string and a time per
+//!   key, swept once a key's budget has recovered;
 //! - cluster mode: in the database (`rate_limits`, one row per key, spent
 //!   in one statement), so a limit holds however a client's requests are
 //!   spread over the instances (issue "Scale out").

@@ -25,8 +25,8 @@ pub const DEFAULT_PER_ADDRESS_PER_MINUTE: u32 = 60;
 
 pub struct SignInThrottle {
     per_address: Limit,
-    /// The email is kept as a hash: fixed size, and no addresses of people
-    /// in memory or in the database.
+    /// The email is kept as its SHA-256: fixed size, and not the address
+    /// itself (in memory, or in the database in cluster mode).
     per_pair: Limit,
 }
 

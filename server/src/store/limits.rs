@@ -25,18 +25,20 @@ macro_rules! limit_store {
                 // GCRA: the key's arrival time moves on by one interval per
                 // request taken, from now at the earliest; a request is
                 // taken while that stays within `burst` intervals of now.
-                let taken: Option<i64> = sqlx::query_scalar(
-                    "INSERT INTO rate_limits (limit_key, tat) VALUES ($1, $2 + $3) \
-                     ON CONFLICT (limit_key) DO UPDATE SET tat = (CASE WHEN rate_limits.tat > $2 THEN rate_limits.tat ELSE $2 END) + $3 \
-                     WHERE (CASE WHEN rate_limits.tat > $2 THEN rate_limits.tat ELSE $2 END) + $3 - $2 <= $3 * $4 \
-                     RETURNING tat",
+                // One statement either way: a refusal leaves the time as it
+                // was and says so by not writing this request's nonce.
+                let nonce = rand::random::<i64>();
+                let (tat, taken_by): (i64, i64) = sqlx::query_as(
+                    "INSERT INTO rate_limits (limit_key, tat, taken_by) VALUES ($1, $2 + $3, $5) \
+                     ON CONFLICT (limit_key) DO UPDATE SET \
+                       tat = CASE WHEN (CASE WHEN rate_limits.tat > $2 THEN rate_limits.tat ELSE $2 END) + $3 - $2 <= $3 * $4 \
+                             THEN (CASE WHEN rate_limits.tat > $2 THEN rate_limits.tat ELSE $2 END) + $3 ELSE rate_limits.tat END, \
+                       taken_by = CASE WHEN (CASE WHEN rate_limits.tat > $2 THEN rate_limits.tat ELSE $2 END) + $3 - $2 <= $3 * $4 \
+                             THEN $5 ELSE rate_limits.taken_by END \
+                     RETURNING tat, taken_by",
                 )
-                .bind(key).bind(now).bind(every_ms).bind(burst).fetch_optional(&self.pool).await?;
-                if taken.is_some() {
-                    return Ok(None);
-                }
-                let tat: Option<i64> = sqlx::query_scalar("SELECT tat FROM rate_limits WHERE limit_key = $1").bind(key).fetch_optional(&self.pool).await?;
-                Ok(Some(tat.map_or(every_ms, |tat| tat + every_ms - now - every_ms * burst).max(1)))
+                .bind(key).bind(now).bind(every_ms).bind(burst).bind(nonce).fetch_one(&self.pool).await?;
+                Ok((taken_by != nonce).then(|| (tat + every_ms - now - every_ms * burst).max(1)))
             }
 
             async fn forget_recovered_limits(&self, now: i64) -> StoreResult<u64> {

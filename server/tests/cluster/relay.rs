@@ -160,3 +160,60 @@ async fn frames_cross_instances_both_ways_are_counted_once_and_the_end_closes_bo
     drop((robot, cockpit, panel));
     cluster.finish().await;
 }
+
+/// A handover across instances: Asha's cockpit on the second, the edge
+/// agent on the first, Tom's console on the third. When Tom accepts,
+/// Asha's cockpit is let go (1000) where it is, and Tom's cockpit on the
+/// third gets the robot's frames from the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handover_lets_the_old_cockpit_go_on_its_instance_and_the_new_one_drives_from_another() {
+    const TOM: &str = "tom.whitfield@northstar.example";
+    let Some(nats) = super::nats_url().await else { return };
+    let Some(cluster) = Cluster::start(Some(&nats), 3).await else { return };
+    let session = asha_attached(&cluster).await;
+    let mut robot = common::relay_at(cluster.base(0), &session, Some("ue-pick-01"), None).await.expect("the robot joins on the first");
+    let asha = cookie_at(cluster.base(1), common::OPERATOR).await;
+    let mut old_cockpit = common::relay_at(cluster.base(1), &session, None, Some(&asha)).await.expect("Asha's cockpit joins on the second");
+    both_on(&mut old_cockpit).await;
+
+    let mut tom_console = ready_console(cluster.base(2), TOM).await;
+    let handed = call_at(cluster.base(1), &asha, "hand_over_session", &[("session_id", &session), ("to_operator_id", "u-tom")]).await;
+    assert_eq!(handed.status(), StatusCode::OK);
+    let offered = tom_console.until(|m| match m {
+        RingMsg::Offer { offer } => Some(offer.session_id),
+        _ => None,
+    });
+    assert_eq!(offered.await, session);
+    tom_console.send(ConsoleMsg::Accept { session_id: session.clone() }).await;
+    let released = next_on(&mut old_cockpit, |m| match m {
+        Message::Close(frame) => Some(frame.as_ref().map(|f| u16::from(f.code))),
+        _ => None,
+    });
+    assert_eq!(released.await, Some(1000), "Asha's cockpit is let go on the second");
+
+    let tom = cookie_at(cluster.base(2), TOM).await;
+    let mut new_cockpit = common::relay_at(cluster.base(2), &session, None, Some(&tom)).await.expect("Tom's cockpit joins on the third");
+    // The edge agent streams its state, as it does, until Tom's cockpit has
+    // it (the first instance learns of Tom's cockpit from the third's report).
+    let state = text(&RelayMsg::State { t_ms: 1, joints: vec![0.5; 6], fields: Default::default() });
+    within(async {
+        loop {
+            robot.send(state.clone()).await.unwrap();
+            tokio::select! {
+                message = new_cockpit.next() => {
+                    let message = message.expect("open").expect("a frame");
+                    if let Message::Text(text) = &message {
+                        if matches!(serde_json::from_str(text), Ok(RelayMsg::State { .. })) {
+                            return;
+                        }
+                    }
+                }
+                _ = tokio::time::sleep(std::time::Duration::from_millis(50)) => {}
+            }
+        }
+    })
+    .await;
+    assert_eq!(common::relay_at(cluster.base(1), &session, None, Some(&asha)).await.err(), Some(404), "Asha is no longer let in, on any instance");
+    drop((robot, new_cockpit, tom_console));
+    cluster.finish().await;
+}

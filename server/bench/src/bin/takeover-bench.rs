@@ -7,7 +7,10 @@
 //! lease's 3 s plus one 1 s take interval.
 //!
 //! cargo build --release -p clutchcall-bench --bin takeover-bench -p server --bin server
-//! target/release/takeover-bench [--kills 20] [--server target/release/server]
+//! target/release/takeover-bench [--kills 20] [--server target/release/server] [--nats nats://127.0.0.1:4222]
+//!
+//! With `--nats` the two run in cluster mode, as deployed (forwarding,
+//! events and the relay over NATS).
 
 use clutchcall_bench::{ms, number, parse_flags, percentile, ScratchDb};
 use sqlx::Connection;
@@ -17,13 +20,17 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-const USAGE: &str = "usage: takeover-bench [--kills N] [--server PATH]";
+const USAGE: &str = "usage: takeover-bench [--kills N] [--server PATH] [--nats URL]";
 const ORG: &str = server::seed::DEMO_ORG_ID;
 const NAMES: [&str; 2] = ["bench-a", "bench-b"];
 
 /// Starts the server binary as `name` and waits for its listening line.
-async fn start(binary: &PathBuf, url: &str, data: &std::path::Path, name: &str) -> anyhow::Result<Child> {
-    let mut child = Command::new(binary)
+async fn start(binary: &PathBuf, url: &str, nats: &str, data: &std::path::Path, name: &str) -> anyhow::Result<Child> {
+    let mut command = Command::new(binary);
+    if !nats.is_empty() {
+        command.env("CLUTCHCALL_NATS_URL", nats);
+    }
+    let mut child = command
         .env("CLUTCHCALL_ADDR", "127.0.0.1:0")
         .env("CLUTCHCALL_METRICS_ADDR", "off")
         .env("CLUTCHCALL_DATA_DIR", data)
@@ -56,13 +63,14 @@ async fn owner(url: &str) -> anyhow::Result<String> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let here = std::env::current_exe()?.parent().map(|dir| dir.join("server")).unwrap_or_default();
-    let flags = parse_flags(&[("kills", "20"), ("server", here.to_str().unwrap_or("server"))]).map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
+    let flags = parse_flags(&[("kills", "20"), ("server", here.to_str().unwrap_or("server")), ("nats", "")]).map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
     let kills = number(&flags, "kills").map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
     let binary = PathBuf::from(&flags["server"]);
     let db = ScratchDb::create("postgres").await?;
     let url = db.config.database_url();
     let data = tempfile::tempdir()?;
-    let mut children = [start(&binary, &url, data.path(), NAMES[0]).await?, start(&binary, &url, data.path(), NAMES[1]).await?];
+    let nats = flags["nats"].as_str();
+    let mut children = [start(&binary, &url, nats, data.path(), NAMES[0]).await?, start(&binary, &url, nats, data.path(), NAMES[1]).await?];
     let mut times = Vec::with_capacity(kills);
     for kill in 1..=kills {
         let held = owner(&url).await?;
@@ -78,7 +86,7 @@ async fn main() -> anyhow::Result<()> {
         let took = killed.elapsed();
         println!("kill {kill:>2}: {} taken over by {survivor} after {:.0} ms", NAMES[victim], ms(took));
         times.push(took);
-        children[victim] = start(&binary, &url, data.path(), NAMES[victim]).await?;
+        children[victim] = start(&binary, &url, nats, data.path(), NAMES[victim]).await?;
     }
     times.sort();
     println!(

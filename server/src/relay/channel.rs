@@ -249,7 +249,7 @@ impl Channel {
         }
         self.up.count(bytes, now);
         if let Some(link) = self.link.as_ref().filter(|_| self.elsewhere().cockpits > 0) {
-            if !link.send(Direction::Up, message.clone()) {
+            if !link.send(Direction::Up, &message) {
                 self.up.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -311,7 +311,7 @@ impl Channel {
         let recorded = self.records();
         if !self.to_robot(message.clone()) {
             if let Some(link) = self.link.as_ref().filter(|_| self.elsewhere().robot) {
-                if !link.send(Direction::Down, message) {
+                if !link.send(Direction::Down, &message) {
                     self.down.dropped.fetch_add(1, Ordering::Relaxed);
                 }
             }

@@ -5,8 +5,10 @@
 //!   <session>.up`, cockpit → robot on `….down`. An instance listens to
 //!   `up` while it holds a cockpit of the session and to `down` while it
 //!   holds its edge agent, and sends only while another instance holds
-//!   the other side. Sends never wait: each channel has a bounded queue to
-//!   NATS, and a full queue drops the frame, counted like a slow socket's.
+//!   the other side. Sends never wait: a frame the NATS client cannot take
+//!   at once (its queue to the server is full) is dropped, counted like a
+//!   slow socket's. (No queue or task of the channel's own: each hop is a
+//!   task to wake, and under load each costs milliseconds.)
 //!   Rate caps are applied where a frame comes in; recording happens on
 //!   the instance that holds the edge agent, so a session is recorded once.
 //! - **Reports.** Each instance tells the others the parts of channels it
@@ -25,14 +27,11 @@ use crate::bus::nats::token;
 use crate::task::OwnedTask;
 use axum::extract::ws::Message;
 use domain::relay::{RelayStat, STATS_EVERY_MS};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use tokio::sync::mpsc;
 
-/// Frames a channel may have waiting for NATS; past it the newest are dropped.
-const LINK_QUEUE: usize = 64;
 /// Another instance's report stands this long without a newer one; then
 /// that instance is taken to be gone, with its sockets.
 pub const REPORT_KEPT: Duration = Duration::from_millis(3 * STATS_EVERY_MS as u64);
@@ -169,9 +168,9 @@ pub trait Arrivals: Send + Sync + 'static {
 pub struct ChannelLink {
     link: Arc<RelayLink>,
     session_id: String,
-    /// Frames waiting for NATS, and the task that sends them.
-    outgoing: mpsc::Sender<(Direction, Message)>,
-    _sender: OwnedTask,
+    /// The subjects of its two directions.
+    up: async_nats::Subject,
+    down: async_nats::Subject,
     /// Listening to `up` (while a cockpit is here) and to `down` (while
     /// the robot is here).
     listening_up: Mutex<Option<OwnedTask>>,
@@ -181,18 +180,8 @@ pub struct ChannelLink {
 
 impl ChannelLink {
     pub fn new(link: Arc<RelayLink>, session_id: &str) -> ChannelLink {
-        let (outgoing, mut waiting) = mpsc::channel::<(Direction, Message)>(LINK_QUEUE);
-        let (client, up, down) = (link.client.clone(), link.frames_subject(session_id, Direction::Up), link.frames_subject(session_id, Direction::Down));
-        let sender = OwnedTask::spawn(async move {
-            while let Some((direction, message)) = waiting.recv().await {
-                let subject = if direction == Direction::Up { &up } else { &down };
-                let Some(payload) = encode(&message) else { continue };
-                if let Err(e) = client.publish(subject.clone(), payload).await {
-                    tracing::debug!(error = %e, "a relay frame could not be sent to NATS");
-                }
-            }
-        });
-        ChannelLink { link, session_id: session_id.to_string(), outgoing, _sender: sender, listening_up: Mutex::default(), listening_down: Mutex::default(), elsewhere: Mutex::default() }
+        let (up, down) = (link.frames_subject(session_id, Direction::Up).into(), link.frames_subject(session_id, Direction::Down).into());
+        ChannelLink { link, session_id: session_id.to_string(), up, down, listening_up: Mutex::default(), listening_down: Mutex::default(), elsewhere: Mutex::default() }
     }
 
     /// What other instances hold of the channel.
@@ -205,10 +194,14 @@ impl ChannelLink {
         std::mem::replace(&mut *self.elsewhere.lock().expect("link lock"), now) != now
     }
 
-    /// Queues a frame for the other side's instance; false when the queue
-    /// is full and the frame is dropped.
-    pub fn send(&self, direction: Direction, message: Message) -> bool {
-        self.outgoing.try_send((direction, message)).is_ok()
+    /// Hands a frame to NATS for the other side's instance; false when the
+    /// client cannot take it now and it is dropped.
+    pub fn send(&self, direction: Direction, message: &Message) -> bool {
+        let Some(payload) = encode(message) else { return true };
+        let subject = if direction == Direction::Up { &self.up } else { &self.down };
+        // The publish only waits when the client's queue is full: polled
+        // once, it is taken or it is not.
+        matches!(self.link.client.publish(subject.clone(), payload).now_or_never(), Some(Ok(())))
     }
 
     /// Listens to the frames this instance's sockets of `channel` need:

@@ -106,7 +106,10 @@ impl DatasetService {
             match std::fs::hard_link(&source, &moved) {
                 Ok(()) => std::fs::remove_file(&source)?,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
-                Err(e) => return Err(e.into()),
+                // A filesystem without links (some shared mounts): moved as
+                // before, unless an episode file appeared meanwhile.
+                Err(_) if !moved.exists() => std::fs::rename(&source, &moved)?,
+                Err(_) => return Ok(None),
             }
             // Read a line at a time for the counts: the recording may be 1 GiB.
             Ok(Some(RecordingFile::open(&moved, DATASET_FPS)?.plan().clone()))

@@ -200,8 +200,16 @@ impl ChannelLink {
         let Some(payload) = encode(message) else { return true };
         let subject = if direction == Direction::Up { &self.up } else { &self.down };
         // The publish only waits when the client's queue is full: polled
-        // once, it is taken or it is not.
-        matches!(self.link.client.publish(subject.clone(), payload).now_or_never(), Some(Ok(())))
+        // once, it is taken or it is not. (Unconstrained: tokio's budget for
+        // a busy socket task must not make a queue with room look full.)
+        match tokio::task::unconstrained(self.link.client.publish(subject.clone(), payload)).now_or_never() {
+            Some(Ok(())) => true,
+            Some(Err(e)) => {
+                tracing::debug!(session = %self.session_id, error = %e, "NATS refused a relay frame");
+                false
+            }
+            None => false,
+        }
     }
 
     /// Listens to the frames this instance's sockets of `channel` need:

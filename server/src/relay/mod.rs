@@ -67,7 +67,8 @@ impl Relay {
         });
         let hub = Arc::downgrade(&relay);
         let task = tokio::spawn(async move {
-            let counting = count_and_flush(hub.clone());
+            // Apart: NATS being slow never holds the recordings up.
+            let (flushing, counting) = (flush_recordings(hub.clone()), count(hub.clone()));
             match link {
                 Some(link) => {
                     let hearing = link.hear_reports(|report| match hub.upgrade() {
@@ -77,9 +78,11 @@ impl Relay {
                         }
                         None => false,
                     });
-                    tokio::join!(counting, hearing);
+                    tokio::join!(flushing, counting, hearing);
                 }
-                None => counting.await,
+                None => {
+                    tokio::join!(flushing, counting);
+                }
             }
         });
         (relay, task)
@@ -164,16 +167,20 @@ impl Relay {
         by_org.into_iter().map(|(org, parts)| (org, domain::relay::merge_stats(parts))).collect()
     }
 
-    /// Whether this instance tells the org's panel: the lowest-named
-    /// instance carrying a part of the org's channels does (on one
-    /// instance, always). An org nobody carries a part of any more is told
-    /// once by whoever told it last (`publish_counts`).
-    fn tells(&self, org_id: &str, here: &[Part]) -> bool {
-        let Some(link) = &self.link else { return true };
+    /// The orgs whose panel another instance tells: the lowest-named
+    /// instance carrying a part of an org's channels does (on one
+    /// instance, this one always). An org nobody carries a part of any
+    /// more is told once by whoever told it last (`publish_counts`).
+    fn told_elsewhere(&self, here: &[Part]) -> HashSet<String> {
+        let Some(link) = &self.link else { return HashSet::new() };
+        let mut lowest: HashMap<&str, &str> = HashMap::new();
         let reports = self.fresh_reports();
-        let others = reports.iter().filter(|(_, parts)| parts.iter().any(|p| p.org_id == org_id)).map(|(publisher, _)| publisher.as_str());
-        let lowest = others.chain(here.iter().any(|p| p.org_id == org_id).then_some(link.publisher())).min();
-        lowest.is_none_or(|lowest| lowest == link.publisher())
+        let carried = reports.iter().flat_map(|(publisher, parts)| parts.iter().map(move |p| (p.org_id.as_str(), publisher.as_str())));
+        for (org_id, publisher) in carried.chain(here.iter().map(|p| (p.org_id.as_str(), link.publisher()))) {
+            let least = lowest.entry(org_id).or_insert(publisher);
+            *least = (*least).min(publisher);
+        }
+        lowest.into_iter().filter(|(_, publisher)| *publisher != link.publisher()).map(|(org_id, _)| org_id.to_string()).collect()
     }
 
     /// Other instances' reports young enough to stand (an instance that
@@ -293,14 +300,17 @@ impl Relay {
         let now = self.clock.now_ms();
         let here = self.parts(true);
         if let Some(link) = &self.link {
-            // (Listening again where a subscription was refused.)
+            // Listening again where a subscription was refused (on a task:
+            // each may wait for NATS).
             let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().cloned().collect();
             let arrivals: Arc<dyn link::Arrivals> = self.clone();
-            for channel in &channels {
-                if let Some(channel_link) = &channel.link {
-                    channel_link.listen_for(channel, Arc::downgrade(&arrivals)).await;
+            tokio::spawn(async move {
+                for channel in &channels {
+                    if let Some(channel_link) = &channel.link {
+                        channel_link.listen_for(channel, Arc::downgrade(&arrivals)).await;
+                    }
                 }
-            }
+            });
             link.report(here.clone()).await;
             self.reports.lock().expect("relay lock").retain(|_, (at, _)| at.elapsed() < REPORT_KEPT);
             self.update_elsewhere();
@@ -310,7 +320,8 @@ impl Relay {
         for org in counted.iter() {
             by_org.entry(org.clone()).or_default();
         }
-        by_org.retain(|org_id, _| self.tells(org_id, &here));
+        let told_elsewhere = self.told_elsewhere(&here);
+        by_org.retain(|org_id, _| !told_elsewhere.contains(org_id));
         *counted = by_org.iter().filter(|(_, stats)| !stats.is_empty()).map(|(org, _)| org.clone()).collect();
         drop(counted);
         for (org_id, stats) in by_org {
@@ -330,15 +341,25 @@ impl link::Arrivals for Relay {
     }
 }
 
-/// Every `STATS_EVERY_MS`: counts out, recordings' buffers to their files.
-async fn count_and_flush(hub: Weak<Relay>) {
+/// Every `STATS_EVERY_MS`: the counts out (in cluster mode, also to the
+/// other instances).
+async fn count(hub: Weak<Relay>) {
     let mut every = tokio::time::interval(Duration::from_millis(STATS_EVERY_MS as u64));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
         let Some(hub) = hub.upgrade() else { return };
-        // Recordings first: NATS being slow must not hold them up.
-        hub.recorder.flush();
         hub.publish_counts().await;
+    }
+}
+
+/// Every `STATS_EVERY_MS`: recordings' buffers to their files.
+async fn flush_recordings(hub: Weak<Relay>) {
+    let mut every = tokio::time::interval(Duration::from_millis(STATS_EVERY_MS as u64));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(hub) = hub.upgrade() else { return };
+        hub.recorder.flush();
     }
 }

@@ -80,6 +80,8 @@ struct Recording {
 pub struct Recorder {
     dir: PathBuf,
     recordings: Mutex<HashMap<String, Recording>>,
+    /// Sessions whose recording went on at another instance (cluster mode).
+    handed_off: Mutex<std::collections::HashSet<String>>,
     /// A session's recording takes no more than this (finding 9: frames
     /// from a public demo token must not fill the disk).
     max_bytes: u64,
@@ -111,7 +113,7 @@ impl Recorder {
         let (tx, rx) = std_mpsc::channel::<Job>();
         let writer_dir = dir.clone();
         std::thread::Builder::new().name("recording-writer".into()).spawn(move || write_jobs(&writer_dir, rx, finished))?;
-        Ok(Recorder { dir, recordings: Mutex::default(), max_bytes, writer: Mutex::new(tx) })
+        Ok(Recorder { dir, recordings: Mutex::default(), handed_off: Mutex::default(), max_bytes, writer: Mutex::new(tx) })
     }
 
     pub fn path_of(dir: &Path, session_id: &str) -> PathBuf {
@@ -124,7 +126,13 @@ impl Recorder {
 
     pub fn push(&self, session_id: &str, sample: Sample) {
         let mut recordings = self.recordings.lock().expect("recorder lock");
-        let recording = recordings.entry(session_id.to_string()).or_default();
+        // A recording that goes on from another instance's part (a shared
+        // data directory) counts that part against the cap: a robot that
+        // moves between instances gets no fresh cap.
+        let recording = recordings.entry(session_id.to_string()).or_insert_with(|| Recording {
+            taken_bytes: std::fs::metadata(Recorder::path_of(&self.dir, session_id)).map_or(0, |m| m.len()),
+            ..Recording::default()
+        });
         let size = sample.size();
         if recording.taken_bytes + size as u64 > self.max_bytes {
             recording.unrecorded += 1;
@@ -157,6 +165,7 @@ impl Recorder {
     /// in the same file).
     pub fn hand_off(&self, session_id: &str) {
         let Some(recording) = self.recordings.lock().expect("recorder lock").remove(session_id) else { return };
+        self.handed_off.lock().expect("recorder lock").insert(session_id.to_string());
         if !recording.waiting.is_empty() {
             let _ = self.writer.lock().expect("recorder lock").send(Job::Append { session_id: session_id.to_string(), samples: recording.waiting });
         }
@@ -190,8 +199,16 @@ impl Recorder {
     /// episode (`keep`, COMPLETED) or deleted (CANCELLED). Only where it
     /// was recorded: in cluster mode the data directory may be shared, and
     /// an instance that only carried the cockpit must not touch the file.
+    /// A part handed off to another instance is deleted with a CANCELLED
+    /// session; a COMPLETED one's file is the other instance's to finish.
     pub fn finish(&self, org_id: &str, session_id: &str, keep: bool) {
-        let Some(recording) = self.recordings.lock().expect("recorder lock").remove(session_id) else { return };
+        let handed_off = self.handed_off.lock().expect("recorder lock").remove(session_id);
+        let Some(recording) = self.recordings.lock().expect("recorder lock").remove(session_id) else {
+            if handed_off && !keep {
+                let _ = self.writer.lock().expect("recorder lock").send(Job::Finish { org_id: org_id.to_string(), session_id: session_id.to_string(), keep });
+            }
+            return;
+        };
         let rest = recording.waiting;
         let writer = self.writer.lock().expect("recorder lock");
         if !rest.is_empty() {
@@ -281,6 +298,22 @@ mod tests {
         assert_eq!(next.session_id, "t", "s was not finished here");
         let samples = read_samples(&Recorder::path_of(dir.path(), "s")).unwrap();
         assert_eq!(samples, vec![Sample::Resume { t_ms: 1 }], "what waited was written");
+
+        // A recording that goes on from a part already written counts it
+        // against the cap (a robot moving between instances gets no fresh one).
+        let capped = Recorder::start(dir.path().to_path_buf(), mpsc::unbounded_channel().0, 100).unwrap();
+        std::fs::write(Recorder::path_of(dir.path(), "u"), vec![b' '; 90]).unwrap();
+        capped.push("u", Sample::Resume { t_ms: 3 });
+        assert_eq!(capped.unrecorded("u"), 1, "90 bytes written elsewhere and 64 more are past 100");
+
+        // A handed-off part of a CANCELLED session is deleted all the same.
+        recorder.push("v", Sample::Resume { t_ms: 4 });
+        recorder.hand_off("v");
+        recorder.finish("org", "v", false);
+        recorder.push("w", Sample::Resume { t_ms: 5 });
+        recorder.finish("org", "w", true);
+        assert_eq!(made.blocking_recv().expect("w is finished").session_id, "w");
+        assert!(!Recorder::path_of(dir.path(), "v").exists(), "the cancelled part is gone");
     }
 
     #[test]

@@ -466,19 +466,6 @@ pub async fn after_engine_time(app: &TestApp, org_id: &str, at_ms: i64) {
     app.engine().presences(org_id).await;
 }
 
-/// Waits (at most 5 s) until the relay's recording of `session` holds what
-/// `has` looks for, e.g. the `Pause` sample the relay records once it has
-/// seen the session paused. (The recording's file is written every second.)
-pub async fn recorded(app: &TestApp, session: &str, what: &str, has: impl Fn(&[server::relay::recording::Sample]) -> bool) {
-    use server::relay::recording::{read_samples, Recorder};
-    let path = Recorder::path_of(&app.config.data_dir.join("recordings"), session);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while !has(&read_samples(&path).unwrap_or_default()) {
-        assert!(std::time::Instant::now() < deadline, "the recording of {session} never showed {what}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-}
-
 /// A socket on a session's teleop relay channel (`/relay/{session}`).
 pub type RelaySocket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 

@@ -387,7 +387,7 @@ async fn a_sign_out_and_a_token_rotation_on_one_instance_hold_on_the_other() {
 async fn a_call_raised_on_one_instance_rings_and_is_answered_on_another_and_a_third_sees_it() {
     use domain::events::OrgEvent;
     use domain::models::{LifecycleState, PresenceState};
-    use domain::ring::{ConsoleMsg, RingMsg};
+    use domain::ring::RingMsg;
     let Some(nats) = nats_url().await else { return };
     let Some(cluster) = Cluster::start(Some(&nats), 3).await else { return };
     assert!(owner(&cluster.url).await.starts_with("first/"));
@@ -406,17 +406,7 @@ async fn a_call_raised_on_one_instance_rings_and_is_answered_on_another_and_a_th
     let raised = raise(raising, "ue-pick-01").await;
     assert_eq!(raised.status(), StatusCode::CREATED, "201 from the second: the owner matched and committed");
     let session = raised.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string();
-    let offered = console.until(|m| match m {
-        RingMsg::Offer { offer } => Some(offer.session_id),
-        _ => None,
-    });
-    assert_eq!(offered.await, session);
-    console.send(ConsoleMsg::Accept { session_id: session.clone() }).await;
-    let accepted = console.until(|m| match m {
-        RingMsg::Accepted { session_id } => Some(session_id),
-        _ => None,
-    });
-    assert_eq!(accepted.await, session);
+    accept_offer(&mut console, &session).await;
     let heard = wallboard.until(|m| match m {
         RingMsg::Org { event: OrgEvent::Lifecycle { session_id, lifecycle: LifecycleState::Active, .. } } if session_id == session => Some(()),
         _ => None,
@@ -424,6 +414,22 @@ async fn a_call_raised_on_one_instance_rings_and_is_answered_on_another_and_a_th
     heard.await;
     assert_eq!(scalar(&cluster.url, &format!("SELECT COUNT(*) FROM sessions WHERE id = '{session}' AND lifecycle = 'ACTIVE'")).await, 1);
     cluster.finish().await;
+}
+
+/// `console` is offered `session`, accepts it, and is told it has it.
+async fn accept_offer(console: &mut common::Tab, session: &str) {
+    use domain::ring::{ConsoleMsg, RingMsg};
+    let offered = console.until(|m| match m {
+        RingMsg::Offer { offer } => Some(offer.session_id),
+        _ => None,
+    });
+    assert_eq!(offered.await, session);
+    console.send(ConsoleMsg::Accept { session_id: session.to_string() }).await;
+    let accepted = console.until(|m| match m {
+        RingMsg::Accepted { session_id } => Some(session_id),
+        _ => None,
+    });
+    assert_eq!(accepted.await, session);
 }
 
 /// The demo org's operators, whose consoles the load test opens.

@@ -211,6 +211,11 @@ impl Channel {
         !self.cockpits.lock().expect("relay lock").is_empty()
     }
 
+    /// Which sides are here now: (the edge agent, a cockpit).
+    pub fn sides_here(&self) -> (bool, bool) {
+        (self.has_robot(), self.has_cockpits())
+    }
+
     /// What other instances hold of the channel (nothing on one instance).
     fn elsewhere(&self) -> super::link::Elsewhere {
         self.link.as_ref().map(ChannelLink::elsewhere).unwrap_or_default()

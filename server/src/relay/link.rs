@@ -22,7 +22,6 @@
 //! hears its own frames back, and camera frames never queue in front of
 //! the engine's requests and events on the bus's connection.
 
-use super::channel::Channel;
 use crate::bus::nats::token;
 use crate::task::OwnedTask;
 use axum::extract::ws::Message;
@@ -212,15 +211,19 @@ impl ChannelLink {
         }
     }
 
-    /// Listens to the frames this instance's sockets of `channel` need:
-    /// robot frames while a cockpit is here, actions while the robot is.
-    /// A new subscription is live on the server when this returns, so the
-    /// report sent next cannot bring frames before it.
-    pub async fn listen_for(&self, channel: &Channel, arrivals: Weak<dyn Arrivals>) {
+    /// Listens to the frames this instance's sockets of the channel need:
+    /// robot frames while a cockpit is here, actions while the robot is
+    /// (`here` says, each time it is asked, which sides are: robot,
+    /// cockpits). A new subscription is live on the server when this
+    /// returns, so the report sent next cannot bring frames before it.
+    pub async fn listen_for(&self, here: impl Fn() -> (bool, bool), arrivals: Weak<dyn Arrivals>) {
         for direction in [Direction::Up, Direction::Down] {
-            let wanted = |channel: &Channel| if direction == Direction::Up { channel.has_cockpits() } else { channel.has_robot() };
+            let wanted = || {
+                let (robot, cockpits) = here();
+                if direction == Direction::Up { cockpits } else { robot }
+            };
             let listening = self.slot(direction).lock().expect("link lock").is_some();
-            match (wanted(channel), listening) {
+            match (wanted(), listening) {
                 (true, false) => {
                     let client = &self.link.client;
                     let frames = match tokio::time::timeout(NATS_WAIT, client.subscribe(self.link.frames_subject(&self.session_id, direction))).await {
@@ -239,7 +242,7 @@ impl ChannelLink {
                     let mut slot = self.slot(direction).lock().expect("link lock");
                     // (Another join may have got there first, or the
                     // socket left meanwhile: then this one is dropped.)
-                    if slot.is_none() && wanted(channel) {
+                    if slot.is_none() && wanted() {
                         *slot = Some(task);
                     }
                 }

@@ -135,7 +135,7 @@ impl Relay {
             tokio::spawn(async move {
                 let arrivals: Arc<dyn link::Arrivals> = hub.clone();
                 if let Some(channel_link) = &channel.link {
-                    channel_link.listen_for(&channel, Arc::downgrade(&arrivals)).await;
+                    channel_link.listen_for(|| channel.sides_here(), Arc::downgrade(&arrivals)).await;
                 }
                 link.report(hub.parts(false)).await;
             });
@@ -307,7 +307,7 @@ impl Relay {
             tokio::spawn(async move {
                 for channel in &channels {
                     if let Some(channel_link) = &channel.link {
-                        channel_link.listen_for(channel, Arc::downgrade(&arrivals)).await;
+                        channel_link.listen_for(|| channel.sides_here(), Arc::downgrade(&arrivals)).await;
                     }
                 }
             });

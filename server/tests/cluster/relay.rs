@@ -1,7 +1,7 @@
 //! The relay across instances (issue "Scale out"): the edge agent on one
 //! instance, the cockpit on another, the relay panel on a third.
 
-use super::{call_at, cookie_at, ready_console, raise, within, Cluster, ORG};
+use super::{accept_offer, call_at, cookie_at, ready_console, raise, within, Cluster, ORG};
 use crate::common;
 use domain::events::OrgEvent;
 use domain::relay::{CameraFrame, RelayMsg, RelayStat};
@@ -53,14 +53,20 @@ async fn asha_attached(cluster: &Cluster) -> String {
     let raised = raise(cluster.base(1), "ue-pick-01").await;
     assert_eq!(raised.status(), StatusCode::CREATED);
     let session = raised.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string();
-    let offered = console.until(|m| match m {
-        RingMsg::Offer { offer } => Some(offer.session_id),
-        _ => None,
-    });
-    assert_eq!(offered.await, session);
-    console.send(ConsoleMsg::Accept { session_id: session.clone() }).await;
-    console.until(|m| matches!(m, RingMsg::Accepted { .. }).then_some(())).await;
+    accept_offer(&mut console, &session).await;
     session
+}
+
+/// The joints of the next robot state `ws` is sent.
+async fn next_state(ws: &mut common::RelaySocket) -> Vec<f32> {
+    next_on(ws, |m| match m {
+        Message::Text(text) => match serde_json::from_str(text) {
+            Ok(RelayMsg::State { joints, .. }) => Some(joints),
+            _ => None,
+        },
+        _ => None,
+    })
+    .await
 }
 
 /// The edge agent on the first instance, the cockpit on the second:
@@ -84,14 +90,7 @@ async fn frames_cross_instances_both_ways_are_counted_once_and_the_end_closes_bo
     both_on(&mut cockpit).await;
 
     robot.send(text(&RelayMsg::State { t_ms: 1, joints: vec![0.5; 6], fields: Default::default() })).await.unwrap();
-    let joints = next_on(&mut cockpit, |m| match m {
-        Message::Text(text) => match serde_json::from_str(text) {
-            Ok(RelayMsg::State { joints, .. }) => Some(joints),
-            _ => None,
-        },
-        _ => None,
-    });
-    assert_eq!(joints.await, vec![0.5; 6], "robot state reaches the cockpit on another instance");
+    assert_eq!(next_state(&mut cockpit).await, vec![0.5; 6], "robot state reaches the cockpit on another instance");
     let frame = CameraFrame { name: "wrist".into(), t_ms: 2, jpeg: vec![0xFF, 0xD8, 7, 7, 7] }.encode();
     robot.send(Message::Binary(frame.clone().into())).await.unwrap();
     let camera = next_on(&mut cockpit, |m| match m {
@@ -125,14 +124,7 @@ async fn frames_cross_instances_both_ways_are_counted_once_and_the_end_closes_bo
 
     // A second state, seconds after the first (the episode has frames between).
     robot.send(text(&RelayMsg::State { t_ms: 4, joints: vec![0.75; 6], fields: Default::default() })).await.unwrap();
-    let joints = next_on(&mut cockpit, |m| match m {
-        Message::Text(text) => match serde_json::from_str(text) {
-            Ok(RelayMsg::State { joints, .. }) => Some(joints),
-            _ => None,
-        },
-        _ => None,
-    });
-    assert_eq!(joints.await, vec![0.75; 6]);
+    assert_eq!(next_state(&mut cockpit).await, vec![0.75; 6]);
 
     // The end, committed by the owner (the first) on a steer made at the third.
     let steered = call_at(cluster.base(2), &admin, "steer_session", &[("session_id", &session), ("to", "COMPLETED")]).await;

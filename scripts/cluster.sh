@@ -7,7 +7,10 @@
 # dispatched by whichever instance holds its lease, and any instance serves
 # anyone. The fleet simulator is spread over the three: operators and the
 # London robots on the first, us-east on the second, us-west and Harbor on
-# the third. Put any round-robin load balancer in front of the three ports
+# the third. The three share one data directory (`data/cluster`, as they
+# would share a volume), so a session's recording and the datasets are
+# whole whichever instance its robot's relay lands on. Put any round-robin
+# load balancer in front of the three ports
 # (README "Cluster mode"); kill one and watch its orgs move to another
 # (`curl -s 127.0.0.1:910N/metrics | grep clutchcall_dispatching`).
 set -euo pipefail
@@ -37,7 +40,7 @@ trap 'kill "${PIDS[@]}" 2>/dev/null; pkill -P $$ 2>/dev/null || true' EXIT INT T
 up() { for _ in $(seq 150); do curl -fs -o /dev/null "http://127.0.0.1:$1/healthz" && return 0; sleep 0.2; done; echo "instance on :$1 did not start" >&2; return 1; }
 for n in 1 2 3; do
   CLUTCHCALL_ADDR="127.0.0.1:300$n" CLUTCHCALL_INSTANCE="node-$n" CLUTCHCALL_METRICS_ADDR="127.0.0.1:910$n" \
-    CLUTCHCALL_DATA_DIR="data/cluster/node-$n" CLUTCHCALL_DEMO=1 "$TARGET_DIR/$PROFILE/server" &
+    CLUTCHCALL_DATA_DIR="data/cluster" CLUTCHCALL_DEMO=1 "$TARGET_DIR/$PROFILE/server" &
   PIDS+=($!)
   # The first seeds the demo org alone; the others find it there.
   up "300$n"

@@ -217,7 +217,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             })
             .await
     });
-    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_limits(throttle, quotas, store.clone())), relay_job, episodes_job];
+    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_limits(throttle, quotas, limits_kept.clone())), relay_job, episodes_job];
     jobs.extend(revocations_job);
     let metrics_addr = match config.metrics_addr {
         Some(at) => match metrics::serve(at, views).await {
@@ -241,14 +241,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
 /// Forgets rate limits that have recovered (in memory, and in the
 /// database in cluster mode), so a flood of distinct emails or addresses
 /// leaves no state behind.
-async fn sweep_limits(throttle: Arc<SignInThrottle>, quotas: Arc<crate::services::Quotas>, store: SharedStore) {
+async fn sweep_limits(throttle: Arc<SignInThrottle>, quotas: Arc<crate::services::Quotas>, kept: crate::services::limits::Kept) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     loop {
         tick.tick().await;
         throttle.sweep();
         quotas.sweep();
-        if let Err(e) = store.forget_recovered_limits(clock::now_ms()).await {
-            tracing::warn!(error = %e, "rate limit sweep failed");
+        // (On one instance the table is empty: no write for nothing.)
+        if let crate::services::limits::Kept::InDatabase(store) = &kept {
+            if let Err(e) = store.forget_recovered_limits(clock::now_ms()).await {
+                tracing::warn!(error = %e, "rate limit sweep failed");
+            }
         }
     }
 }

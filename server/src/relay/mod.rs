@@ -145,8 +145,9 @@ impl Relay {
     /// The org's channels' counts now (in cluster mode, with the parts
     /// other instances carry).
     pub fn stats(&self, org_id: &str) -> Vec<RelayStat> {
-        let mut whole = self.merged(self.parts(false));
-        whole.remove(org_id).unwrap_or_default()
+        let elsewhere = self.fresh_reports().into_iter().flat_map(|(_, parts)| parts);
+        let parts = self.parts(false).into_iter().chain(elsewhere).filter(|part| part.org_id == org_id);
+        domain::relay::merge_stats(parts.map(|part| part.stat))
     }
 
     /// What this instance carries of each channel; `advance` (the periodic

@@ -49,14 +49,14 @@ async fn d13_a_batch_of_a_taken_over_owner_is_refused_and_writes_nothing() {
     assert!(new.epoch > old.epoch);
     // The old owner wakes up: its renewal and its batch are refused, and the batch wrote nothing.
     assert!(!store.renew_lease(&old, 3_000).await.unwrap());
-    assert!(matches!(store.commit(&old, &[session("ses-stale")]).await, Err(StoreError::Fenced)));
+    assert!(matches!(store.commit(&old, vec![session("ses-stale")]).await, Err(StoreError::Fenced)));
     assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions WHERE id = 'ses-stale'").await, 0);
-    store.commit(&new, &[session("ses-owner")]).await.unwrap();
+    store.commit(&new, vec![session("ses-owner")]).await.unwrap();
     assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions WHERE id = 'ses-owner'").await, 1);
     // A later run of the same instance (another boot) takes its own lease at once.
     let restarted = store.take_lease(ORG, "b/2", 3_000).await.unwrap().expect("the same instance, restarted");
     assert!(restarted.epoch > new.epoch);
-    assert!(matches!(store.commit(&new, &[session("ses-older")]).await, Err(StoreError::Fenced)));
+    assert!(matches!(store.commit(&new, vec![session("ses-older")]).await, Err(StoreError::Fenced)));
     app.finish().await;
 }
 

@@ -264,14 +264,15 @@ both_backends_with!(d04_an_unanswered_offer_expires_to_aux_and_the_call_moves_on
     let session = body["sessionId"].as_str().unwrap().to_string();
     assert_eq!(body["operator"]["id"], "u-carla");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while open_offer_of(&app, "u-tom").await.is_none() {
+    // The call moved on to Tom. (Asked once: his own offer lasts 300 ms
+    // too, so a later look may find it expired on a busy machine.)
+    while open_offer_of(&app, "u-tom").await != Some(session.clone()) {
         assert!(std::time::Instant::now() < deadline, "offer never moved on");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     let carla = presence(&app, "u-carla").await;
     assert_eq!(carla.state, PresenceState::Aux);
     assert_eq!(carla.aux_reason.as_deref(), Some(MISSED_OFFER));
-    assert_eq!(open_offer_of(&app, "u-tom").await, Some(session.clone()));
 
     // Tom misses it too: nobody is left, so the call waits in the queue.
     while app.running().store.open_offers().await.unwrap().iter().any(|o| o.session_id == session) {

@@ -243,10 +243,10 @@ async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> R
                 }
                 desk.recover(now);
                 desk.serve_queues(now);
-                let fx = desk.take_effects();
+                let mut fx = desk.take_effects();
                 let committed = match fx.writes.is_empty() {
                     true => Ok(()),
-                    false => shared.store.commit(lease, &fx.writes).await,
+                    false => shared.store.commit(lease, std::mem::take(&mut fx.writes)).await,
                 };
                 match committed {
                     Ok(()) => {
@@ -377,10 +377,11 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
             }
         }
         desk.serve_queues(now);
-        let fx = desk.take_effects();
-        let committed = match fx.writes.is_empty() {
-            true => Ok(()),
-            false => shared.store.commit(lease, &fx.writes).await,
+        let mut fx = desk.take_effects();
+        let writes = fx.writes.len();
+        let committed = match writes {
+            0 => Ok(()),
+            _ => shared.store.commit(lease, std::mem::take(&mut fx.writes)).await,
         };
         match committed {
             Ok(()) => {
@@ -398,14 +399,14 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
             // Taken over while this batch was decided: none of it happened
             // (nor will anything else this instance decides for the org).
             Err(StoreError::Fenced) => {
-                tracing::error!(org = %lease.org_id, epoch = lease.epoch, writes = fx.writes.len(), "batch refused: the org was taken over");
+                tracing::error!(org = %lease.org_id, epoch = lease.epoch, writes, "batch refused: the org was taken over");
                 for answer in pending {
                     answer(Some(|| EngineError::DispatchedElsewhere));
                 }
                 return taken_over(reads);
             }
             Err(e) => {
-                tracing::error!(org = %lease.org_id, error = %e, writes = fx.writes.len(), "batch not committed: answered 503, reloading");
+                tracing::error!(org = %lease.org_id, error = %e, writes, "batch not committed: answered 503, reloading");
                 for answer in pending {
                     answer(Some(|| EngineError::Unavailable));
                 }

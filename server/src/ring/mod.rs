@@ -194,6 +194,8 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     };
     let mut last_seen = state.engine.clock().now_ms();
     let mut heard = Instant::now();
+    // When the database last confirmed the sign-in (see `still_signed_in`).
+    let mut checked = Instant::now();
     loop {
         match next(&mut stream, &mut topic, &owner.pass, heard, ttl).await {
             Heard::Text(text) => {
@@ -209,7 +211,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                         continue;
                     }
                 };
-                if !matches!(msg, ConsoleMsg::Heartbeat | ConsoleMsg::Ping { .. }) && !still_signed_in(&state, &owner).await {
+                if !matches!(msg, ConsoleMsg::Heartbeat | ConsoleMsg::Ping { .. }) && !still_signed_in(&state, &owner, &mut checked).await {
                     let _ = tx.try_send(RingMsg::error(RingError::SignedOut));
                     break;
                 }
@@ -355,8 +357,23 @@ async fn finish_writer(mut writer: tokio::task::JoinHandle<()>) {
     }
 }
 
-/// The sign-in behind the socket still holds, in the same org.
-async fn still_signed_in(state: &AppState, owner: &TabOwner) -> bool {
+/// How often a console's commands re-read its sign-in in the database.
+const RECHECK: Duration = Duration::from_secs(10);
+
+/// The sign-in behind the socket still holds, in the same org. Every change
+/// that ends it (sign-out, password, expiry, removal, role, org switch) is
+/// pushed to the socket's pass (services/tabs.rs), so a command is judged
+/// on the pass, in memory. The database is asked too, at most every
+/// `RECHECK`, as a backstop: a revocation another instance sent over NATS
+/// may be lost (at most once), and nobody pushes a change made by hand.
+async fn still_signed_in(state: &AppState, owner: &TabOwner, checked: &mut Instant) -> bool {
+    if !owner.pass.holds() {
+        return false;
+    }
+    if checked.elapsed() < RECHECK {
+        return true;
+    }
+    *checked = Instant::now();
     matches!(state.accounts.role(&owner.token, &owner.org_id).await, Ok(Some(role)) if role.grants(Role::Operator))
 }
 

@@ -282,6 +282,7 @@ impl Accounts {
             return Err(AppError::NotFound("Organisation".into()));
         }
         self.store.set_web_session_org(&hash, org_id).await.map_err(internal)?;
+        self.tabs.sign_in_moved(&hash, org_id);
         self.user(&session.user_id, Some(org_id)).await.map_err(internal)?.ok_or(AppError::Unauthenticated)
     }
 

@@ -84,6 +84,9 @@ pub enum Revocation {
     CredentialEnded { secret: String },
     /// A person's membership of an org changed.
     AccessChanged { org_id: String, person: String },
+    /// A sign-in (its hash) now acts in `org_id`: its sockets in any other
+    /// org no longer speak for it.
+    SignInMoved { secret: String, org_id: String },
     /// A robot's token was rotated or the robot retired: caches forget it.
     RobotToken { org_id: String, robot_id: String },
 }
@@ -114,6 +117,12 @@ pub struct TabPass {
 }
 
 impl TabPass {
+    /// The credential still holds as far as this instance has been told:
+    /// not revoked, not expired (no database read).
+    pub fn holds(&self) -> bool {
+        self.ended.borrow().is_none() && self.expires.is_none_or(|at| Instant::now() < at)
+    }
+
     /// Resolves when the credential behind the socket has ended or the
     /// holder's access changed; pending forever otherwise.
     pub async fn ended(&self) -> Ended {
@@ -181,6 +190,11 @@ impl OpenTabs {
         self.revoke(Revocation::AccessChanged { org_id: org_id.to_string(), person: person.to_string() })
     }
 
+    /// The sign-in `secret` switched to `org_id`: its sockets elsewhere close.
+    pub fn sign_in_moved(&self, secret: &str, org_id: &str) -> usize {
+        self.revoke(Revocation::SignInMoved { secret: secret.to_string(), org_id: org_id.to_string() })
+    }
+
     /// A revocation made here: told to the other instances, applied here.
     fn revoke(&self, revocation: Revocation) -> usize {
         self.tell_others(&revocation);
@@ -195,6 +209,9 @@ impl OpenTabs {
             Revocation::CredentialEnded { secret } => self.end(|c| c.secret() == secret, Ended::CredentialEnded),
             Revocation::AccessChanged { org_id, person } => {
                 self.end(|c| matches!(c, Credential::SignIn { person: p, org_id: o, .. } if p == person && o == org_id), Ended::AccessChanged)
+            }
+            Revocation::SignInMoved { secret, org_id } => {
+                self.end(|c| matches!(c, Credential::SignIn { sign_in, org_id: o, .. } if sign_in == secret && o != org_id), Ended::AccessChanged)
             }
             Revocation::RobotToken { .. } => 0,
         }

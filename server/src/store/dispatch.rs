@@ -4,7 +4,7 @@
 //! transaction; the database's unique indexes still guard the invariants.
 
 use super::journal::{
-    decode, Batch, DispatchRecordRow, OpenOfferRow, Lease, OrgSnapshot, SessionRow, Telemetry, TelemetryOutcome, Write,
+    decode, DispatchRecordRow, OpenOfferRow, Lease, OrgSnapshot, SessionRow, Telemetry, TelemetryOutcome, Write,
 };
 use super::sql::{PgStore, SqliteStore, StoreDb};
 use super::StoreResult;
@@ -41,7 +41,7 @@ pub trait DispatchStore: Send + Sync {
     /// checking in it that `lease` still holds the org (`StoreError::Fenced`
     /// otherwise). A write that finds the database other than the engine
     /// believed fails the whole batch.
-    async fn commit(&self, lease: &Lease, writes: &[Write]) -> StoreResult<()>;
+    async fn commit(&self, lease: &Lease, writes: Vec<Write>) -> StoreResult<()>;
 
     async fn open_offers(&self) -> StoreResult<Vec<OpenOfferRow>>;
     async fn session(&self, org_id: &str, session_id: &str) -> StoreResult<Option<SessionRow>>;
@@ -161,41 +161,8 @@ macro_rules! dispatch_store {
                 <Self as StoreDb>::cluster_id(&self.pool).await
             }
 
-            async fn commit(&self, lease: &Lease, writes: &[Write]) -> StoreResult<()> {
-                // Every statement is a round trip (on SQLite, to the
-                // connection's worker thread): the batch's new sessions go in
-                // one INSERT (queued ones with their queue time) and its
-                // dispatch records in another; the rest keeps its order.
-                let batch = Batch::of(writes);
-                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
-                <Self as StoreDb>::fence(&mut tx, lease).await?;
-                if !batch.opened.is_empty() {
-                    let mut insert = sqlx::QueryBuilder::<<Self as StoreDb>::Db>::new(
-                        "INSERT INTO sessions (id, org_id, robot_id, skill, pop, raised_at, queued_at, client_id, booking_id, planned_end_at) ",
-                    );
-                    insert.push_values(&batch.opened, |mut row, (s, queued_at)| {
-                        row.push_bind(s.id.clone()).push_bind(s.org_id.clone()).push_bind(s.robot_id.clone())
-                            .push_bind(s.skill.clone()).push_bind(s.pop.clone()).push_bind(s.raised_at).push_bind(*queued_at)
-                            .push_bind(s.client_id.clone()).push_bind(s.booking_id.clone()).push_bind(s.planned_end_at);
-                    });
-                    insert.build().execute(&mut *tx).await?;
-                }
-                for write in &batch.rest {
-                    Self::apply(&mut tx, write).await?;
-                }
-                if !batch.records.is_empty() {
-                    let mut insert = sqlx::QueryBuilder::<<Self as StoreDb>::Db>::new(
-                        "INSERT INTO dispatch_records (org_id, session_id, at, trigger, pool_source, outcome, operator_id, rtt_ms, candidates) ",
-                    );
-                    insert.push_values(&batch.records, |mut row, (org_id, session_id, r)| {
-                        row.push_bind(org_id.to_string()).push_bind(session_id.to_string()).push_bind(r.at)
-                            .push_bind(r.trigger.as_str()).push_bind(r.pool_source.as_str()).push_bind(r.outcome.as_str())
-                            .push_bind(r.operator_id.clone()).push_bind(r.rtt_ms.map(i64::from)).push_bind(r.candidates.clone());
-                    });
-                    insert.build().execute(&mut *tx).await?;
-                }
-                tx.commit().await?;
-                Ok(())
+            async fn commit(&self, lease: &Lease, writes: Vec<Write>) -> StoreResult<()> {
+                self.commit_batch(lease, writes).await
             }
 
             async fn open_offers(&self) -> StoreResult<Vec<OpenOfferRow>> {
@@ -282,3 +249,29 @@ macro_rules! dispatch_store {
 
 dispatch_store!(SqliteStore);
 dispatch_store!(PgStore);
+
+impl SqliteStore {
+    /// One hop to the batch writer's thread, which applies the whole batch
+    /// (sqlite_writer.rs). One process holds every org of an SQLite file:
+    /// there is no lease to check.
+    async fn commit_batch(&self, _lease: &Lease, writes: Vec<Write>) -> StoreResult<()> {
+        self.writer.commit(writes).await
+    }
+}
+
+impl PgStore {
+    /// One round trip: the batch's statements go, in order and as JSON, to
+    /// the function of migration 0016, which checks the lease and applies
+    /// them in the call's own transaction.
+    async fn commit_batch(&self, lease: &Lease, writes: Vec<Write>) -> StoreResult<()> {
+        let steps = super::writes::as_json(&writes);
+        let done = sqlx::query("SELECT clutchcall_commit_batch($1, $2, $3::jsonb)")
+            .bind(&lease.org_id).bind(lease.epoch).bind(steps)
+            .execute(&self.pool).await;
+        match done {
+            Ok(_) => Ok(()),
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("CC001") => Err(super::StoreError::Fenced),
+            Err(e) => Err(e.into()),
+        }
+    }
+}

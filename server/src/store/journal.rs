@@ -242,44 +242,6 @@ pub struct Lease {
     pub epoch: i64,
 }
 
-/// A batch's writes, grouped for fewer statements.
-pub(super) struct Batch<'a> {
-    /// Sessions opened in the batch, with the queue time of those queued in it.
-    pub opened: Vec<(&'a NewSession, Option<i64>)>,
-    /// Everything else, in the engine's order (offers close before others open).
-    pub rest: Vec<&'a Write>,
-    pub records: Vec<(&'a str, &'a str, &'a DispatchRecord)>,
-}
-
-impl<'a> Batch<'a> {
-    pub fn of(writes: &'a [Write]) -> Batch<'a> {
-        let mut batch = Batch { opened: Vec::new(), rest: Vec::new(), records: Vec::new() };
-        // Sessions whose queue place changed after they opened: later queue
-        // writes for them run in order.
-        let mut moved: Vec<&str> = Vec::new();
-        for write in writes {
-            match write {
-                Write::OpenSession(s) => batch.opened.push((s, None)),
-                Write::Queue { session_id, at } => {
-                    let fresh = batch.opened.iter_mut().find(|(s, q)| &s.id == session_id && q.is_none());
-                    match fresh {
-                        Some((_, queued_at)) if !moved.contains(&session_id.as_str()) => *queued_at = Some(*at),
-                        _ => batch.rest.push(write),
-                    }
-                    moved.push(session_id);
-                }
-                Write::Offer { session_id, .. } => {
-                    moved.push(session_id);
-                    batch.rest.push(write);
-                }
-                Write::Record { org_id, session_id, record } => batch.records.push((org_id, session_id, record)),
-                other => batch.rest.push(other),
-            }
-        }
-        batch
-    }
-}
-
 /// A stored name or JSON this build does not know, as a decoding error.
 pub(super) fn decode<T>(what: &str, value: Option<T>) -> StoreResult<T> {
     value.ok_or_else(|| StoreError::Database(sqlx::Error::Decode(format!("unknown {what}").into())))

@@ -2,7 +2,6 @@
 //! default) and PostgreSQL (scale-out) over the same SQL text; each backend
 //! keeps its own migrations under `server/migrations/<backend>/`.
 
-mod apply;
 mod board;
 mod booking;
 mod chat;
@@ -16,6 +15,8 @@ mod people;
 mod rating;
 mod safety;
 mod sql;
+mod sqlite_writer;
+mod writes;
 
 pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
 pub use booking::{BookingJudge, BookingRow, BookingStore, BookingsSeen, Extension, ExtensionJudge, NewBooking};
@@ -50,6 +51,9 @@ pub enum StoreError {
     /// is refused, and it dispatches the org no longer (rule D13).
     #[error("this instance no longer holds the org's dispatch lease")]
     Fenced,
+    /// SQLite's batch writer (its own connection, outside sqlx) failed.
+    #[error("database error: {0}")]
+    Writer(String),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

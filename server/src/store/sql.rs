@@ -19,6 +19,8 @@ use std::time::Duration;
 
 pub struct SqliteStore {
     pub(super) pool: SqlitePool,
+    /// Applies the engine's batches (sqlite_writer.rs).
+    pub(super) writer: super::sqlite_writer::Writer,
 }
 
 impl SqliteStore {
@@ -30,9 +32,16 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
+        // No ping before each use (sqlx's default): on SQLite it is one more
+        // hop to the connection's thread per statement, and a file does not
+        // drop connections.
+        let pool = SqlitePoolOptions::new().max_connections(8).test_before_acquire(false).connect_with(options.clone()).await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-        Ok(SqliteStore { pool })
+        if url.contains(":memory:") || url.contains("mode=memory") {
+            return Err(StoreError::Url("an in-memory SQLite database cannot be shared with the batch writer: name a file".into()));
+        }
+        let writer = super::sqlite_writer::Writer::open(options.get_filename())?;
+        Ok(SqliteStore { pool, writer })
     }
 }
 
@@ -44,8 +53,13 @@ impl PgStore {
     /// Connects to PostgreSQL and migrates the database. Migrations take an
     /// advisory lock, so several instances may start at once.
     pub async fn connect(url: &str) -> StoreResult<Self> {
+        // No ping before each use (sqlx's default): it is one more round
+        // trip per statement. A connection the server dropped fails its next
+        // statement instead, and the pool replaces it (the dispatcher answers
+        // that batch 503 and reloads).
         let pool = PgPoolOptions::new()
             .max_connections(16)
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(10))
             .connect(url)
             .await?;
@@ -373,9 +387,6 @@ pub trait StoreDb {
     async fn release_lease(pool: &sqlx::Pool<Self::Db>, lease: &Lease) -> StoreResult<()>;
     async fn cluster_id(pool: &sqlx::Pool<Self::Db>) -> StoreResult<String>;
     async fn current_epoch(pool: &sqlx::Pool<Self::Db>, org_id: &str) -> StoreResult<Option<i64>>;
-    /// Inside a batch's transaction: the org is still `lease`'s, and stays
-    /// so until the transaction ends.
-    async fn fence(tx: &mut sqlx::Transaction<'static, Self::Db>, lease: &Lease) -> StoreResult<()>;
 }
 
 #[async_trait]
@@ -409,10 +420,6 @@ impl StoreDb for SqliteStore {
 
     async fn current_epoch(_pool: &sqlx::SqlitePool, _org_id: &str) -> StoreResult<Option<i64>> {
         Ok(Some(1))
-    }
-
-    async fn fence(_tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>, _lease: &Lease) -> StoreResult<()> {
-        Ok(())
     }
 }
 
@@ -461,22 +468,5 @@ impl StoreDb for PgStore {
     async fn current_epoch(pool: &sqlx::PgPool, org_id: &str) -> StoreResult<Option<i64>> {
         let sql = format!("SELECT epoch FROM org_leases WHERE org_id = $1 AND expires_at >= {PG_NOW_MS}");
         Ok(sqlx::query_scalar(&sql).bind(org_id).fetch_optional(pool).await?)
-    }
-
-    async fn fence(tx: &mut sqlx::Transaction<'static, sqlx::Postgres>, lease: &Lease) -> StoreResult<()> {
-        // FOR SHARE: a takeover's UPDATE waits for this batch to end, so the
-        // new owner loads the org with this batch in it, or this batch finds
-        // the new epoch and writes nothing. An owner paused inside the batch
-        // would hold that wait forever: the database ends its transaction
-        // once it has idled for less than a lease.
-        // (One round trip: the limit is set, for this transaction only, by the same statement.)
-        let epoch: Option<(i64, String)> = sqlx::query_as(
-            "SELECT epoch, set_config('idle_in_transaction_session_timeout', '2s', true) FROM org_leases WHERE org_id = $1 FOR SHARE",
-        )
-        .bind(&lease.org_id).fetch_optional(&mut **tx).await?;
-        match epoch.map(|(epoch, _)| epoch) == Some(lease.epoch) {
-            true => Ok(()),
-            false => Err(StoreError::Fenced),
-        }
     }
 }

@@ -1,0 +1,327 @@
+//! The statements that apply each write of the engine's journal
+//! (`journal::Write`), decided once for both backends. SQLite's batch
+//! writer (sqlite_writer.rs) prepares their text once on its own
+//! connection; PostgreSQL runs them by name inside one function call per
+//! batch (migration postgres/0016_commit_batch.sql holds the same texts).
+
+/// A statement's name (what PostgreSQL's batch function knows it by) and
+/// its text (`$N` placeholders).
+#[derive(Debug)]
+pub(super) struct Sql {
+    pub name: &'static str,
+    pub text: &'static str,
+}
+
+pub(super) const OPEN_SESSION: Sql = Sql {
+    name: "open_session",
+    text: "INSERT INTO sessions (id, org_id, robot_id, skill, pop, raised_at, queued_at, client_id, booking_id, planned_end_at) \
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+};
+
+pub(super) const QUEUE: Sql = Sql {
+    name: "queue",
+    text: "UPDATE sessions SET queued_at = $1 WHERE id = $2 AND queued_at IS NULL",
+};
+
+pub(super) const OFFER: Sql = Sql {
+    name: "offer",
+    text: "INSERT INTO offers (id, org_id, session_id, operator_id, rtt_ms, offered_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+};
+
+pub(super) const LEAVE_QUEUE: Sql = Sql {
+    name: "leave_queue",
+    text: "UPDATE sessions SET queued_at = NULL WHERE id = $1",
+};
+
+pub(super) const CLOSE_OFFER: Sql = Sql {
+    name: "close_offer",
+    text: "UPDATE offers SET status = $1, answered_at = $2 \
+           WHERE org_id = $3 AND session_id = $4 AND operator_id = $5 AND status = 'open'",
+};
+
+pub(super) const START: Sql = Sql {
+    name: "start",
+    text: "UPDATE sessions SET lifecycle = 'ACTIVE', operator_id = $1, operator_region = $2, rtt_ms = $3, \
+           started_at = $4, queued_at = NULL, planned_end_at = $7 WHERE org_id = $5 AND id = $6 AND lifecycle = 'PENDING'",
+};
+
+pub(super) const END: Sql = Sql {
+    name: "end",
+    text: "UPDATE sessions SET lifecycle = $1, ended_at = $2, end_reason = $3, queued_at = NULL \
+           WHERE org_id = $4 AND id = $5 AND lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED')",
+};
+
+pub(super) const STEER: Sql = Sql {
+    name: "steer",
+    text: "UPDATE sessions SET lifecycle = $1 WHERE org_id = $2 AND id = $3 AND lifecycle = $4",
+};
+
+/// `IS NOT DISTINCT FROM`: an admin may hand over a session nobody held.
+pub(super) const SWITCH: Sql = Sql {
+    name: "switch",
+    text: "UPDATE sessions SET operator_id = $1, operator_region = $2, rtt_ms = $3 \
+           WHERE org_id = $4 AND id = $5 AND lifecycle IN ('ACTIVE', 'PAUSED') AND operator_id IS NOT DISTINCT FROM $6",
+};
+
+/// Every activity event of a write (SESSION_START, SESSION_END, PAUSE, …).
+pub(super) const ACTIVITY: Sql = Sql {
+    name: "activity",
+    text: "INSERT INTO activity_events (org_id, session_id, kind, at, operator_id, detail) VALUES ($1, $2, $3, $4, $5, $6)",
+};
+
+pub(super) const RECORD: Sql = Sql {
+    name: "record",
+    text: "INSERT INTO dispatch_records (org_id, session_id, at, trigger, pool_source, outcome, operator_id, rtt_ms, candidates) \
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+};
+
+/// Every statement, for the test that runs each on both backends.
+#[cfg(test)]
+pub(super) const ALL: [&Sql; 11] = [&OPEN_SESSION, &QUEUE, &OFFER, &LEAVE_QUEUE, &CLOSE_OFFER, &START, &END, &STEER, &SWITCH, &ACTIVITY, &RECORD];
+
+use super::journal::Write;
+use super::StoreError;
+use std::borrow::Cow;
+
+/// A value bound to a statement. Each kind keeps its SQL type when NULL
+/// (PostgreSQL types every parameter).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Value<'a> {
+    Text(Option<Cow<'a, str>>),
+    Int(Option<i64>),
+}
+
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(text: &'a str) -> Self {
+        Value::Text(Some(Cow::Borrowed(text)))
+    }
+}
+
+impl<'a> From<&'a String> for Value<'a> {
+    fn from(text: &'a String) -> Self {
+        Value::Text(Some(Cow::Borrowed(text)))
+    }
+}
+
+impl<'a> From<&'a Option<String>> for Value<'a> {
+    fn from(text: &'a Option<String>) -> Self {
+        Value::Text(text.as_deref().map(Cow::Borrowed))
+    }
+}
+
+impl From<String> for Value<'_> {
+    fn from(text: String) -> Self {
+        Value::Text(Some(Cow::Owned(text)))
+    }
+}
+
+impl From<i64> for Value<'_> {
+    fn from(n: i64) -> Self {
+        Value::Int(Some(n))
+    }
+}
+
+impl From<u32> for Value<'_> {
+    fn from(n: u32) -> Self {
+        Value::Int(Some(i64::from(n)))
+    }
+}
+
+impl From<Option<i64>> for Value<'_> {
+    fn from(n: Option<i64>) -> Self {
+        Value::Int(n)
+    }
+}
+
+/// One statement of a write, with what it must have changed.
+#[derive(Debug)]
+pub(super) struct Statement<'a> {
+    pub sql: &'static Sql,
+    pub values: Vec<Value<'a>>,
+    /// Set where the statement must change exactly one row: otherwise the
+    /// database and the engine disagree (what, for the error).
+    pub changes_one: Option<&'static str>,
+}
+
+fn run<'a>(sql: &'static Sql, values: Vec<Value<'a>>) -> Statement<'a> {
+    Statement { sql, values, changes_one: None }
+}
+
+fn change_one<'a>(sql: &'static Sql, values: Vec<Value<'a>>, otherwise: &'static str) -> Statement<'a> {
+    Statement { sql, values, changes_one: Some(otherwise) }
+}
+
+/// The statements that apply `write`, in order.
+pub(super) fn statements(write: &Write) -> Vec<Statement<'_>> {
+    let none = || Value::Text(None);
+    match write {
+        Write::OpenSession(s) => vec![run(
+            &OPEN_SESSION,
+            vec![(&s.id).into(), (&s.org_id).into(), (&s.robot_id).into(), (&s.skill).into(), (&s.pop).into(), s.raised_at.into(),
+                 Value::Int(None), (&s.client_id).into(), (&s.booking_id).into(), s.planned_end_at.into()],
+        )],
+        Write::Queue { session_id, at } => vec![run(&QUEUE, vec![(*at).into(), session_id.into()])],
+        Write::Offer { org_id, session_id, offer, from_queue } => {
+            let mut steps = vec![run(
+                &OFFER,
+                vec![(&offer.id).into(), org_id.into(), session_id.into(), (&offer.operator_id).into(), offer.rtt_ms.into(),
+                     offer.offered_at.into(), offer.expires_at.into()],
+            )];
+            if *from_queue {
+                steps.push(run(&LEAVE_QUEUE, vec![session_id.into()]));
+            }
+            steps
+        }
+        Write::CloseOffer { org_id, session_id, operator_id, status, at } => vec![change_one(
+            &CLOSE_OFFER,
+            vec![status.as_str().into(), (*at).into(), org_id.into(), session_id.into(), operator_id.into()],
+            "no such open offer",
+        )],
+        Write::Start { org_id, session_id, operator_id, region, rtt_ms, planned_end_at, at } => vec![
+            change_one(
+                &START,
+                vec![operator_id.into(), region.into(), (*rtt_ms).into(), (*at).into(), org_id.into(), session_id.into(), (*planned_end_at).into()],
+                "session not pending",
+            ),
+            run(&ACTIVITY, vec![org_id.into(), session_id.into(), "SESSION_START".into(), (*at).into(), operator_id.into(), none()]),
+        ],
+        Write::End { org_id, session_id, to, reason, attached, at } => vec![
+            change_one(
+                &END,
+                vec![to.as_str().into(), (*at).into(), reason.into(), org_id.into(), session_id.into()],
+                "session not open",
+            ),
+            run(
+                &ACTIVITY,
+                vec![org_id.into(), session_id.into(), "SESSION_END".into(), (*at).into(), attached.into(), format!("{} · {reason}", to.as_str()).into()],
+            ),
+        ],
+        Write::Activity { org_id, session_id, kind, operator_id, detail, at } => vec![run(
+            &ACTIVITY,
+            vec![org_id.into(), session_id.into(), kind.as_str().into(), (*at).into(), operator_id.into(), detail.into()],
+        )],
+        Write::Steer { org_id, session_id, from, to, kind, operator_id, at } => vec![
+            change_one(
+                &STEER,
+                vec![to.as_str().into(), org_id.into(), session_id.into(), from.as_str().into()],
+                "session not in the state the engine holds",
+            ),
+            run(&ACTIVITY, vec![org_id.into(), session_id.into(), kind.as_str().into(), (*at).into(), operator_id.into(), none()]),
+        ],
+        Write::Switch { org_id, session_id, from, to, region, rtt_ms, detail, at } => vec![
+            change_one(
+                &SWITCH,
+                vec![to.into(), region.into(), (*rtt_ms).into(), org_id.into(), session_id.into(), from.into()],
+                "session not held by the operator the engine holds",
+            ),
+            run(&ACTIVITY, vec![org_id.into(), session_id.into(), "OPERATOR_SWITCH".into(), (*at).into(), to.into(), detail.into()]),
+        ],
+        Write::Record { org_id, session_id, record } => vec![run(
+            &RECORD,
+            vec![org_id.into(), session_id.into(), record.at.into(), record.trigger.as_str().into(), record.pool_source.as_str().into(),
+                 record.outcome.as_str().into(), (&record.operator_id).into(), record.rtt_ms.map(i64::from).into(), (&record.candidates).into()],
+        )],
+    }
+}
+
+/// A write that changed nothing where the engine expected one row.
+pub(super) fn diverged(what: &str) -> StoreError {
+    StoreError::Database(sqlx::Error::Protocol(format!("the database disagrees with the engine: {what}")))
+}
+
+/// The batch as PostgreSQL's batch function reads it (migration 0016).
+pub(super) fn as_json(writes: &[Write]) -> String {
+    let steps: Vec<serde_json::Value> = writes
+        .iter()
+        .flat_map(statements)
+        .map(|statement| {
+            let values: Vec<serde_json::Value> = statement
+                .values
+                .iter()
+                .map(|value| match value {
+                    Value::Text(text) => serde_json::json!(text),
+                    Value::Int(n) => serde_json::json!(n),
+                })
+                .collect();
+            serde_json::json!({ "s": statement.sql.name, "v": values, "one": statement.changes_one })
+        })
+        .collect();
+    serde_json::Value::Array(steps).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::journal::{DispatchRecord, NewOffer, NewSession};
+    use domain::dispatch::{OfferStatus, Outcome, PoolSource, Trigger};
+    use domain::lifecycle::ActivityKind;
+    use domain::models::LifecycleState;
+
+    /// One write of every kind, with every statement `statements` can give.
+    fn every_write() -> Vec<Write> {
+        let (org_id, session_id) = ("org".to_string(), "ses".to_string());
+        let offer = NewOffer { id: "off".into(), operator_id: "op".into(), rtt_ms: 40, offered_at: 1, expires_at: 2 };
+        let record = DispatchRecord {
+            at: 1, trigger: Trigger::Raised, pool_source: PoolSource::LiveReadiness, outcome: Outcome::Offered,
+            operator_id: Some("op".into()), rtt_ms: Some(40), candidates: "[]".into(),
+        };
+        vec![
+            Write::OpenSession(NewSession {
+                id: session_id.clone(), org_id: org_id.clone(), robot_id: "r".into(), skill: "s".into(), pop: "p".into(), raised_at: 1,
+                client_id: None, booking_id: None, planned_end_at: None,
+            }),
+            Write::Queue { session_id: session_id.clone(), at: 1 },
+            Write::Offer { org_id: org_id.clone(), session_id: session_id.clone(), offer, from_queue: true },
+            Write::CloseOffer { org_id: org_id.clone(), session_id: session_id.clone(), operator_id: "op".into(), status: OfferStatus::Accepted, at: 2 },
+            Write::Start { org_id: org_id.clone(), session_id: session_id.clone(), operator_id: "op".into(), region: "BLR".into(), rtt_ms: 40, planned_end_at: 9, at: 2 },
+            Write::Steer { org_id: org_id.clone(), session_id: session_id.clone(), from: LifecycleState::Active, to: LifecycleState::Paused, kind: ActivityKind::Pause, operator_id: None, at: 3 },
+            Write::Switch { org_id: org_id.clone(), session_id: session_id.clone(), from: None, to: "op2".into(), region: "MAN".into(), rtt_ms: 50, detail: None, at: 4 },
+            Write::Activity { org_id: org_id.clone(), session_id: session_id.clone(), kind: ActivityKind::ActivityCheck, operator_id: None, detail: None, at: 5 },
+            Write::End { org_id: org_id.clone(), session_id: session_id.clone(), to: LifecycleState::Completed, reason: "done".into(), attached: None, at: 6 },
+            Write::Record { org_id, session_id, record },
+        ]
+    }
+
+    /// The highest `$N` a statement's text names.
+    fn placeholders(text: &str) -> usize {
+        text.split('$').skip(1).filter_map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()).max().unwrap_or(0)
+    }
+
+    #[test]
+    fn every_statement_binds_as_many_values_as_its_text_names() {
+        let writes = every_write();
+        let mut seen: Vec<&str> = Vec::new();
+        for statement in writes.iter().flat_map(statements) {
+            assert_eq!(statement.values.len(), placeholders(statement.sql.text), "{}", statement.sql.name);
+            seen.push(statement.sql.name);
+        }
+        for sql in ALL {
+            assert!(seen.contains(&sql.name), "no write uses {}", sql.name);
+        }
+    }
+
+    /// PostgreSQL applies the statements by name (migration 0016): every
+    /// name here is a branch there, with as many values as the text binds.
+    #[test]
+    fn postgres_batch_function_knows_every_statement() {
+        let function = include_str!("../../migrations/postgres/0016_commit_batch.sql");
+        for sql in ALL {
+            let branch = format!("WHEN '{}' THEN", sql.name);
+            let start = function.find(&branch).unwrap_or_else(|| panic!("no branch for {}", sql.name));
+            let body = &function[start + branch.len()..];
+            let body = &body[..body.find("WHEN '").or_else(|| body.find("ELSE")).expect("branch end")];
+            let highest = body.split("v->>").skip(1).filter_map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse::<usize>().ok()).max();
+            assert_eq!(highest.map(|n| n + 1).unwrap_or(0), placeholders(sql.text), "{}", sql.name);
+        }
+    }
+
+    #[test]
+    fn a_batch_goes_to_postgres_in_order_as_json() {
+        let json: serde_json::Value = serde_json::from_str(&as_json(&every_write())).unwrap();
+        let names: Vec<&str> = json.as_array().unwrap().iter().map(|s| s["s"].as_str().unwrap()).collect();
+        assert_eq!(names[..4], ["open_session", "queue", "offer", "leave_queue"]);
+        assert_eq!(json[4]["one"], "no such open offer");
+        assert_eq!(json[0]["v"][6], serde_json::Value::Null);
+        assert_eq!(json[2]["v"][4], 40);
+    }
+}

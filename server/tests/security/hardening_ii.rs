@@ -145,6 +145,33 @@ both_backends!(s03_a_demoted_admins_watch_socket_closes_and_stays_shut, |app: Te
     assert!(tab.closed_within(REVOKED_WITHIN).await);
 });
 
+// A sign-in that switches org stops speaking for the org it left: its
+// sockets there close at once (they are judged on the pass, not on a
+// database read per command), and another sign-in of the same person
+// stays open.
+both_backends!(s03_switching_org_closes_the_sign_ins_sockets_in_the_org_it_left, |app: TestApp| async move {
+    let dana = browser();
+    let signed_in = sign_in(&dana, &app, ADMIN).await;
+    let cookie = signed_in.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let mut console = Tab::open(&app, &cookie).await;
+    assert!(matches!(console.next().await, domain::ring::RingMsg::Welcome { .. }));
+    let mut watch = Tab::open_path(&app, &cookie, "/ws?watch=org").await;
+    let elsewhere = session_cookie(&app, ADMIN).await;
+    let mut other = Tab::open(&app, &elsewhere).await;
+    assert!(matches!(other.next().await, domain::ring::RingMsg::Welcome { .. }));
+    assert_eq!(call(&dana, &app, "select_org", &[("org_id", "org-harbor")]).await.status(), StatusCode::OK);
+    assert!(console.closed_within(REVOKED_WITHIN).await, "the console kept acting in Northstar for a sign-in now in Harbor");
+    assert!(watch.closed_within(REVOKED_WITHIN).await, "Northstar's events kept flowing to a sign-in now in Harbor");
+    other.send(domain::ring::ConsoleMsg::Ping { nonce: 7 }).await;
+    loop {
+        match other.next().await {
+            domain::ring::RingMsg::Pong { nonce } => break assert_eq!(nonce, 7),
+            domain::ring::RingMsg::Error { .. } => panic!("the other sign-in's console was closed too"),
+            _ => continue,
+        }
+    }
+});
+
 // ---- 4. No unauthenticated work of the attacker's size ---------------------
 
 /// Declares 4 MB to the import endpoint with no sign-in: the answer comes

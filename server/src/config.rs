@@ -39,6 +39,9 @@ pub struct Config {
     /// `CLUTCHCALL_SIGNIN_PER_MINUTE`: sign-in attempts one client address
     /// may make per minute (any emails). Default 60.
     pub sign_ins_per_address_per_minute: u32,
+    /// `CLUTCHCALL_TABS_PER_PERSON`: sockets one person may hold open at
+    /// once (consoles, watch tabs, cockpits). Default 16.
+    pub tabs_per_person: usize,
     /// `CLUTCHCALL_TRUSTED_PROXIES`: CIDR blocks (comma-separated) of
     /// reverse proxies whose `X-Forwarded-For` is believed for sign-in
     /// limits and logs. Default none: the TCP peer is the client.
@@ -142,6 +145,9 @@ pub struct Settings {
     /// Sign-in attempts one client address may make per minute, across all emails.
     #[arg(long = "signin-per-minute", env = "CLUTCHCALL_SIGNIN_PER_MINUTE", default_value_t = crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE)]
     pub sign_ins_per_minute: u32,
+    /// Sockets one person may hold open at once (consoles, watch tabs, cockpits).
+    #[arg(long, env = "CLUTCHCALL_TABS_PER_PERSON", default_value_t = crate::services::tabs::TABS_PER_PERSON, value_parser = clap::value_parser!(usize))]
+    pub tabs_per_person: usize,
     /// CIDR blocks (comma-separated) of reverse proxies whose `X-Forwarded-For` is believed for limits and logs.
     #[arg(long, env = "CLUTCHCALL_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<TrustedBlock>,
@@ -273,6 +279,7 @@ impl Config {
             instance: s.instance.filter(|name| !name.trim().is_empty()),
             nats_url: s.nats_url.filter(|url| !url.trim().is_empty()),
             sign_ins_per_address_per_minute: s.sign_ins_per_minute,
+            tabs_per_person: s.tabs_per_person.max(1),
             trusted_proxies: s.trusted_proxies.into_iter().map(|b| b.0).collect(),
             relay: crate::relay::RelayLimits {
                 max_fps: s.relay_max_fps,
@@ -310,6 +317,7 @@ impl Config {
             instance: None,
             nats_url: None,
             sign_ins_per_address_per_minute: crate::services::throttle::DEFAULT_PER_ADDRESS_PER_MINUTE,
+            tabs_per_person: crate::services::tabs::TABS_PER_PERSON,
             trusted_proxies: Vec::new(),
             relay: crate::relay::RelayLimits::default(),
             booking_caps: domain::booking::BookingCaps::default(),

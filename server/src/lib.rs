@@ -114,7 +114,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         None => crate::services::limits::Kept::InMemory,
     };
     let throttle = Arc::new(SignInThrottle::new(config.sign_ins_per_address_per_minute, &limits_kept));
-    let tabs = OpenTabs::new();
+    let tabs = OpenTabs::with_cap(config.tabs_per_person);
     let cookie = app::session_cookie::SessionCookie { secure: config.cookies_secure() };
     // This run of this instance, in its org leases and on its events.
     let run = format!("{}/{}", config.instance_name(addr), uuid::Uuid::now_v7().simple());

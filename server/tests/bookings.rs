@@ -225,7 +225,7 @@ both_backends!(a_client_watch_socket_hears_only_the_clients_own_sessions, |app: 
     // A session without a client: nothing of it reaches Kofi (the first
     // message Kofi hears is about the session of his that follows).
     let other = attach_asha(&app, "uw-pick-01").await;
-    app.engine().finish_session(ORG, &other, LifecycleState::Completed, "done").await.unwrap();
+    app.engine().finish_session(ORG, &other, None, LifecycleState::Completed, "done").await.unwrap();
     // A call in Kofi's booking: its moves and chat reach Kofi's screen.
     let kofi = browser();
     sign_in(&kofi, &app, KOFI).await;

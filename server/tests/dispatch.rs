@@ -313,6 +313,10 @@ both_backends!(withdrawing_a_ringing_call_cancels_it_and_frees_the_operator, |ap
     ready(&app, "u-carla").await;
     let (_, body) = app.raise("ue-pick-01").await;
     let session = body["sessionId"].as_str().unwrap();
+    // Another robot of the org may not withdraw it: unknown to it (404), and it rings on.
+    let other = app.robot(Method::DELETE, "ue-pick-02", &format!("/v1/sessions/{session}")).send().await.unwrap();
+    assert_eq!(other.status(), StatusCode::NOT_FOUND);
+    assert_eq!(open_offer_of(&app, "u-carla").await.as_deref(), Some(session));
     let res = app.robot(Method::DELETE, "ue-pick-01", &format!("/v1/sessions/{session}")).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     let record: Value = res.json().await.unwrap();
@@ -327,6 +331,9 @@ both_backends!(withdrawing_a_ringing_call_cancels_it_and_frees_the_operator, |ap
     assert_eq!(again.status(), StatusCode::CONFLICT);
     let body: Value = again.json().await.unwrap();
     assert_eq!(body["error"]["code"], "session_ended");
+    // To another robot an ended session is as unknown as an open one (no oracle).
+    let other = app.robot(Method::DELETE, "ue-pick-02", &format!("/v1/sessions/{session}")).send().await.unwrap();
+    assert_eq!(other.status(), StatusCode::NOT_FOUND);
     // The robot can call again.
     assert_eq!(app.raise("ue-pick-01").await.0, StatusCode::CREATED);
     app.finish().await;

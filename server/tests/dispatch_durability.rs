@@ -70,7 +70,7 @@ both_backends!(d05_d06_500_simultaneous_calls_against_100_operators_are_each_ser
         for offer in offers {
             app.engine().accept(LOAD_ORG, &offer.operator_id, &offer.session_id).await.unwrap();
             assert!(accepted.insert(offer.session_id.clone(), offer.operator_id.clone()).is_none(), "served twice");
-            app.engine().finish_session(LOAD_ORG, &offer.session_id, LifecycleState::Completed, "done").await.unwrap();
+            app.engine().finish_session(LOAD_ORG, &offer.session_id, None, LifecycleState::Completed, "done").await.unwrap();
             app.engine().operator_ready(LOAD_ORG, &offer.operator_id, true).await.unwrap();
         }
     }

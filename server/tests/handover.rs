@@ -123,7 +123,7 @@ both_backends!(l08_a_handover_still_ringing_when_the_session_ends_or_the_server_
     // An admin may hand over any live session of the org.
     assert_eq!(hand_over(&admin, &app, &session, "u-tom").await.status(), StatusCode::OK);
     assert_eq!(notice(&mut asha_hears).await, HandoverOutcome::Ringing);
-    app.engine().finish_session(ORG, &session, LifecycleState::Completed, "completed by an admin").await.unwrap();
+    app.engine().finish_session(ORG, &session, None, LifecycleState::Completed, "completed by an admin").await.unwrap();
     assert_eq!(notice(&mut asha_hears).await, HandoverOutcome::Withdrawn);
     assert_eq!(presence(&app, "u-tom").await, (PresenceState::Ready, None), "Tom's ring stopped");
     assert!(app.engine().answer(ORG, "u-tom", &session).await.is_err(), "nothing left to accept");

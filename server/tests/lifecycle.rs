@@ -344,7 +344,7 @@ both_backends!(l10_a_completed_session_is_rated_once_and_the_score_shows_where_o
     assert_eq!((status, body["operator"]["id"].as_str()), (StatusCode::CREATED, Some("u-tom")), "{body}");
     let second = body["sessionId"].as_str().unwrap().to_string();
     app.engine().answer(ORG, "u-tom", &second).await.unwrap();
-    app.engine().finish_session(ORG, &second, LifecycleState::Cancelled, "robot withdrew").await.unwrap();
+    app.engine().finish_session(ORG, &second, None, LifecycleState::Cancelled, "robot withdrew").await.unwrap();
     let refused = rate(second.clone(), "4", "").await;
     assert_eq!(refused.status(), StatusCode::CONFLICT);
     assert!(refused.text().await.unwrap().contains("CANCELLED"));

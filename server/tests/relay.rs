@@ -211,7 +211,7 @@ both_backends!(l12_recording_covers_active_time_only_and_l11_completed_makes_an_
     app.engine().steer_session(ORG, &session, LifecycleState::Active, Some("u-asha")).await.unwrap();
     relay_sees(&mut cockpit, &mut robot, Seen::Active).await;
     send_for(&mut robot, 2.0, 300).await;
-    app.engine().finish_session(ORG, &session, LifecycleState::Completed, "done").await.unwrap();
+    app.engine().finish_session(ORG, &session, None, LifecycleState::Completed, "done").await.unwrap();
     // The channel closes with the session.
     let closed = tokio::time::timeout(Duration::from_secs(5), async {
         while let Some(Ok(message)) = robot.next().await {
@@ -236,7 +236,7 @@ both_backends!(l12_recording_covers_active_time_only_and_l11_completed_makes_an_
     let second = attach_asha(&app, "uk-pick-01").await;
     let mut robot = relay(&app, &second, Some("uk-pick-01"), None).await.unwrap();
     send_for(&mut robot, 3.0, 200).await;
-    app.engine().finish_session(ORG, &second, LifecycleState::Cancelled, "robot fault").await.unwrap();
+    app.engine().finish_session(ORG, &second, None, LifecycleState::Cancelled, "robot fault").await.unwrap();
     // Recordings are finished, and episodes made, in the order sessions end:
     // once a later session's episode is made, the cancelled one was dealt with.
     record_episode(&app, "uk-pick-01", 4.0).await;
@@ -270,7 +270,7 @@ async fn record_episode(app: &TestApp, robot: &str, value: f32) -> String {
     send_for(&mut edge, value, 200).await;
     cockpit.send(action(value)).await.unwrap();
     send_for(&mut edge, value + 0.5, 200).await;
-    app.engine().finish_session(ORG, &session, LifecycleState::Completed, "done").await.unwrap();
+    app.engine().finish_session(ORG, &session, None, LifecycleState::Completed, "done").await.unwrap();
     assert!(episode_frames(app, &session).await > 0);
     session
 }

@@ -1,6 +1,8 @@
 //! What the load tools (`src/bin`) share: a throwaway database and server
 //! configuration, flag parsing, and latency percentiles.
 
+pub mod idle;
+
 use server::config::Config;
 use sqlx::Connection;
 use std::collections::BTreeMap;

@@ -10,7 +10,7 @@ mod telemetry;
 
 pub use error::{ApiError, ErrorBody, ErrorCode, ErrorDetail};
 
-use crate::engine::CallOutcome;
+use crate::engine::{CallOutcome, EngineError};
 use crate::services::Principal;
 use crate::state::AppState;
 use crate::services::registry::DirectoryError;
@@ -239,12 +239,15 @@ async fn get_session(State(state): State<AppState>, caller: Caller, Path(id): Pa
     security(("robot_token" = []), ("admin_session" = []))
 )]
 async fn withdraw_call(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<SessionRecord>, ApiError> {
-    caller.session(&state, &id).await?;
-    let reason = match &caller {
-        Caller::Robot(_) => "withdrawn by the edge agent",
-        Caller::Admin { .. } => "withdrawn by an admin",
+    let (robot, reason) = match &caller {
+        Caller::Robot(own) => (Some(own.id.as_str()), "withdrawn by the edge agent"),
+        Caller::Admin { .. } => (None, "withdrawn by an admin"),
     };
-    Ok(Json(state.engine.finish_session(caller.org_id(), &id, LifecycleState::Cancelled, reason).await?))
+    // Another robot's session, or none: 404 (the desk or the row decides).
+    match state.engine.finish_session(caller.org_id(), &id, robot, LifecycleState::Cancelled, reason).await {
+        Err(EngineError::NotFound("session")) => Err(ApiError::not_found("session", &id)),
+        done => Ok(Json(done?)),
+    }
 }
 
 #[derive(Serialize, ToSchema)]

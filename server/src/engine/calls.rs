@@ -298,6 +298,21 @@ impl Desk {
     /// Ends an open session (COMPLETED or CANCELLED). A ringing offer is
     /// withdrawn; an attached operator moves to wrap-up. `Ok(false)` when
     /// the desk has no such open session (unknown or already ended).
+    /// `finish`, asked by `robot` (which may end only its own session) or
+    /// an admin (`None`).
+    pub fn withdraw(&mut self, session_id: &str, robot: Option<&str>, to: LifecycleState, reason: &str, now: i64) -> Result<bool, EngineError> {
+        if let Some(robot) = robot {
+            let own = match self.calls.get(session_id) {
+                Some(call) => Some(call.robot_id.as_str()),
+                None => self.live.get(session_id).map(|live| live.robot_id.as_str()),
+            };
+            if own.is_some_and(|own| own != robot) {
+                return Err(EngineError::NotFound("session"));
+            }
+        }
+        self.finish(session_id, to, reason, now)
+    }
+
     pub fn finish(&mut self, session_id: &str, to: LifecycleState, reason: &str, now: i64) -> Result<bool, EngineError> {
         let from = if self.calls.contains_key(session_id) {
             LifecycleState::Pending

@@ -27,7 +27,7 @@ pub enum Command {
     Offline { operator_id: String, reply: Reply<()> },
     Rtt { operator_id: String, pop: String, rtt_ms: u32, reply: Reply<()> },
     /// `true` when the desk ended it; `false` when it knows no such open session.
-    Finish { session_id: String, to: LifecycleState, reason: String, reply: Reply<bool> },
+    Finish { session_id: String, robot: Option<String>, to: LifecycleState, reason: String, reply: Reply<bool> },
     /// Pause, resume or complete by the attached operator (`by`) or an admin;
     /// `false` when the desk has no such live session.
     Steer { session_id: String, to: LifecycleState, by: Option<String>, reply: Reply<bool> },
@@ -126,7 +126,7 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
         Command::Aux { operator_id, reason, reply } => hold(reply, desk.aux(&operator_id, &reason, now)),
         Command::Offline { operator_id, reply } => hold(reply, desk.offline(&operator_id, now)),
         Command::Rtt { operator_id, pop, rtt_ms, reply } => hold(reply, desk.report_rtt(&operator_id, &pop, rtt_ms)),
-        Command::Finish { session_id, to, reason, reply } => hold(reply, desk.finish(&session_id, to, &reason, now)),
+        Command::Finish { session_id, robot, to, reason, reply } => hold(reply, desk.withdraw(&session_id, robot.as_deref(), to, &reason, now)),
         Command::Steer { session_id, to, by, reply } => hold(reply, desk.steer(&session_id, to, by.as_deref(), now)),
         Command::Input { operator_id, session_id, reply } => hold(reply, desk.input(&operator_id, &session_id, now)),
         Command::HandOver { session_id, by, to, reply } => hold(reply, desk.hand_over(&session_id, by.as_deref(), &to, now)),

@@ -253,12 +253,17 @@ impl Engine {
         self.ask(org_id, Request::Rtt { operator_id: operator_id.to_string(), pop: pop.to_string(), rtt_ms }).await
     }
 
-    /// Ends an open session (COMPLETED or CANCELLED).
-    pub async fn finish_session(&self, org_id: &str, session_id: &str, to: LifecycleState, reason: &str) -> Result<SessionRecord, EngineError> {
-        let request = Request::Finish { session_id: session_id.to_string(), to, reason: reason.to_string() };
+    /// Ends an open session (COMPLETED or CANCELLED), asked by its robot
+    /// (`robot`: another robot's session is not found) or an admin (`None`).
+    /// The desk judges an open session it holds without a database read.
+    pub async fn finish_session(&self, org_id: &str, session_id: &str, robot: Option<&str>, to: LifecycleState, reason: &str) -> Result<SessionRecord, EngineError> {
+        let request = Request::Finish { session_id: session_id.to_string(), robot: robot.map(str::to_string), to, reason: reason.to_string() };
         let ended: bool = self.ask(org_id, request).await?;
         if !ended {
             let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
+            if robot.is_some_and(|robot| row.robot_id != robot) {
+                return Err(EngineError::NotFound("session"));
+            }
             if row.lifecycle()?.is_terminal() {
                 return Err(EngineError::SessionEnded);
             }

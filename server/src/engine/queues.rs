@@ -6,21 +6,38 @@ use super::desk::Desk;
 use crate::store::Write;
 use domain::dispatch::{OfferStatus, Trigger};
 use domain::presence::PresenceEvent;
+use std::collections::HashMap;
+use std::ops::Bound;
 
 impl Desk {
     /// Offers queued calls, oldest first, to whoever can now take them.
     /// "No call stays queued while a ready certified operator could take it."
+    /// Each served skill's queue is walked from its head, and only as far
+    /// as calls stay queued (an operator in cool-off for one call may take
+    /// the next); a skill nobody serves any more is not walked at all.
     pub fn serve_queues(&mut self, now: i64) {
         if !std::mem::take(&mut self.dirty) || self.queued.is_empty() {
             return;
         }
-        let waiting: Vec<(i64, String)> = self.queued.iter().cloned().collect();
-        for (_, session_id) in waiting {
-            let Some(call) = self.calls.get(&session_id) else { continue };
-            if !self.index.serves_skill(&call.skill) {
-                continue;
+        // Per skill, the last call looked at that stayed queued.
+        let mut passed: HashMap<String, (i64, String)> = HashMap::new();
+        loop {
+            let next = self
+                .queues
+                .iter()
+                .filter(|(skill, _)| self.index.serves_skill(skill))
+                .filter_map(|(skill, queue)| {
+                    let head = match passed.get(skill) {
+                        Some(last) => queue.range((Bound::Excluded(last), Bound::Unbounded)).next(),
+                        None => queue.first(),
+                    };
+                    head.map(|key| (key.clone(), skill.clone()))
+                })
+                .min();
+            let Some((key, skill)) = next else { break };
+            if self.place(&key.1, Trigger::OperatorReady, now, false).is_none() {
+                passed.insert(skill, key);
             }
-            self.place(&session_id, Trigger::OperatorReady, now, false);
         }
         self.dirty = false;
     }

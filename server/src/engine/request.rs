@@ -22,7 +22,8 @@ pub enum Request {
     Aux { operator_id: String, reason: String },
     Offline { operator_id: String },
     Rtt { operator_id: String, pop: String, rtt_ms: u32 },
-    Finish { session_id: String, to: LifecycleState, reason: String },
+    /// `robot`: asked by that robot, which may end only its own session.
+    Finish { session_id: String, robot: Option<String>, to: LifecycleState, reason: String },
     Steer { session_id: String, to: LifecycleState, by: Option<String> },
     ReportError { session_id: String, detail: String },
     HandOver { session_id: String, by: Option<String>, to: String },
@@ -142,7 +143,7 @@ impl Shared {
             Request::Aux { operator_id, reason } => ask(desk, |reply| Command::Aux { operator_id, reason, reply }, |()| Answer::Done).await,
             Request::Offline { operator_id } => ask(desk, |reply| Command::Offline { operator_id, reply }, |()| Answer::Done).await,
             Request::Rtt { operator_id, pop, rtt_ms } => ask(desk, |reply| Command::Rtt { operator_id, pop, rtt_ms, reply }, |()| Answer::Done).await,
-            Request::Finish { session_id, to, reason } => ask(desk, |reply| Command::Finish { session_id, to, reason, reply }, Answer::Known).await,
+            Request::Finish { session_id, robot, to, reason } => ask(desk, |reply| Command::Finish { session_id, robot, to, reason, reply }, Answer::Known).await,
             Request::Steer { session_id, to, by } => ask(desk, |reply| Command::Steer { session_id, to, by, reply }, Answer::Known).await,
             Request::ReportError { session_id, detail } => ask(desk, |reply| Command::ReportError { session_id, detail, reply }, Answer::At).await,
             Request::HandOver { session_id, by, to } => ask(desk, |reply| Command::HandOver { session_id, by, to, reply }, Answer::Offer).await,

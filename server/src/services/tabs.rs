@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// Sockets one person may hold open: an admin page holds two (its console
-/// and its watch socket) and a cockpit one more, so this is several pages.
+/// Sockets one person may hold open by default (`Config::tabs_per_person`):
+/// an admin page holds two (its console and its watch socket) and a cockpit
+/// one more, so this is several pages.
 pub const TABS_PER_PERSON: usize = 16;
 /// Relay sockets one robot token may hold open (a reconnecting agent's old
 /// socket may linger a moment beside its new one).
@@ -40,9 +41,9 @@ impl Credential {
         }
     }
 
-    fn cap(&self) -> usize {
+    fn cap(&self, per_person: usize) -> usize {
         match self {
-            Credential::SignIn { .. } => TABS_PER_PERSON,
+            Credential::SignIn { .. } => per_person,
             Credential::Robot { .. } => SOCKETS_PER_ROBOT,
         }
     }
@@ -67,9 +68,10 @@ pub enum Ended {
     AccessChanged,
 }
 
-#[derive(Default)]
 pub struct OpenTabs {
     by_holder: Mutex<HashMap<String, Vec<OpenTab>>>,
+    /// Sockets one person may hold open.
+    per_person: usize,
     next_id: AtomicU64,
     /// The other instances (cluster mode): each revocation made here is
     /// applied there too (`crate::cluster`). Unset on a single instance.
@@ -158,7 +160,12 @@ impl Drop for TabPass {
 
 impl OpenTabs {
     pub fn new() -> Arc<OpenTabs> {
-        Arc::default()
+        OpenTabs::with_cap(TABS_PER_PERSON)
+    }
+
+    /// Open tabs where one person may hold `per_person` sockets.
+    pub fn with_cap(per_person: usize) -> Arc<OpenTabs> {
+        Arc::new(OpenTabs { by_holder: Mutex::default(), per_person, next_id: AtomicU64::new(0), others: std::sync::OnceLock::new() })
     }
 
     /// A place for one more socket opened with `credential`, which ends by
@@ -167,7 +174,7 @@ impl OpenTabs {
         let holder = credential.holder();
         let mut by_holder = self.by_holder.lock().expect("tabs lock");
         let open = by_holder.entry(holder.clone()).or_default();
-        if open.len() >= credential.cap() {
+        if open.len() >= credential.cap(self.per_person) {
             return Err(TooManyTabs);
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);

@@ -31,7 +31,9 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(Duration::from_secs(10))
+            // The batch writer's checkpointer thread checkpoints (sqlite_writer.rs).
+            .pragma("wal_autocheckpoint", "0");
         // No ping before each use (sqlx's default): on SQLite it is one more
         // hop to the connection's thread per statement, and a file does not
         // drop connections.

@@ -8,9 +8,16 @@
 //! Only the engine's journal goes this way; everything else still writes
 //! through the sqlx pool, and SQLite's own lock (with a busy timeout on
 //! both sides) orders the two.
+//!
+//! Checkpoints (copying the WAL back into the database file, with its
+//! fsync) run on a thread of their own, every `CHECKPOINT_EVERY`: left to
+//! SQLite, the commit that crosses 1,000 WAL pages runs one and holds its
+//! batch (and every call in it) for the fsync. The connections opened here
+//! and the pool's never checkpoint by themselves (`wal_autocheckpoint = 0`,
+//! sql.rs).
 
 use super::journal::Write;
-use super::writes::{statements, Value};
+use super::writes::{batch, Value};
 use super::{StoreError, StoreResult};
 use rusqlite::{Connection, TransactionBehavior};
 use std::path::Path;
@@ -18,8 +25,13 @@ use std::sync::mpsc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
+/// How often the checkpointer copies the WAL into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
 pub(super) struct Writer {
     jobs: mpsc::Sender<Job>,
+    /// Dropped with the writer: the checkpointer's thread then ends.
+    _checkpoints: mpsc::Sender<()>,
 }
 
 struct Job {
@@ -31,17 +43,15 @@ impl Writer {
     /// Opens the write connection on `path` (already created and migrated)
     /// and starts its thread, which ends when the writer is dropped.
     pub fn open(path: &Path) -> StoreResult<Writer> {
-        let connection = Connection::open(path).map_err(embedded)?;
-        connection.busy_timeout(Duration::from_secs(10)).map_err(embedded)?;
-        connection.pragma_update(None, "synchronous", "NORMAL").map_err(embedded)?;
+        let connection = connect(path)?;
         connection.pragma_update(None, "foreign_keys", "ON").map_err(embedded)?;
         connection.set_prepared_statement_cache_capacity(32);
         let (jobs, incoming) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("sqlite-writer".into())
-            .spawn(move || serve(connection, incoming))
-            .map_err(|e| StoreError::Writer(format!("could not start the writer thread: {e}")))?;
-        Ok(Writer { jobs })
+        thread("sqlite-writer", move || serve(connection, incoming))?;
+        let checkpointer = connect(path)?;
+        let (checkpoints, stop) = mpsc::channel();
+        thread("sqlite-checkpointer", move || checkpoint(checkpointer, stop))?;
+        Ok(Writer { jobs, _checkpoints: checkpoints })
     }
 
     /// Applies `writes` in one transaction; the whole batch or nothing.
@@ -50,6 +60,32 @@ impl Writer {
         let stopped = || StoreError::Writer("the writer thread has stopped".into());
         self.jobs.send(Job { writes, done }).map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
+    }
+}
+
+fn connect(path: &Path) -> StoreResult<Connection> {
+    let connection = Connection::open(path).map_err(embedded)?;
+    connection.busy_timeout(Duration::from_secs(10)).map_err(embedded)?;
+    connection.pragma_update(None, "synchronous", "NORMAL").map_err(embedded)?;
+    connection.pragma_update(None, "wal_autocheckpoint", 0).map_err(embedded)?;
+    Ok(connection)
+}
+
+fn thread(name: &str, run: impl FnOnce() + Send + 'static) -> StoreResult<()> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(run)
+        .map(drop)
+        .map_err(|e| StoreError::Writer(format!("could not start the {name} thread: {e}")))
+}
+
+/// Copies the WAL into the database file every `CHECKPOINT_EVERY` without
+/// waiting for readers or the writer (PASSIVE), until the writer is dropped.
+fn checkpoint(connection: Connection, stop: mpsc::Receiver<()>) {
+    while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY) {
+        if let Err(e) = connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "the WAL checkpoint failed; trying again");
+        }
     }
 }
 
@@ -62,15 +98,13 @@ fn serve(mut connection: Connection, jobs: mpsc::Receiver<Job>) {
 fn apply_all(connection: &mut Connection, writes: &[Write]) -> StoreResult<()> {
     // Dropped without commit on an error: rolled back.
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(embedded)?;
-    for write in writes {
-        for statement in statements(write) {
-            let mut prepared = tx.prepare_cached(statement.sql.text).map_err(embedded)?;
-            bind(&mut prepared, &statement.values)?;
-            let changed = prepared.raw_execute().map_err(embedded)?;
-            if let Some(what) = statement.changes_one {
-                if changed != 1 {
-                    return Err(super::writes::diverged(what));
-                }
+    for statement in batch(writes) {
+        let mut prepared = tx.prepare_cached(statement.sql.text).map_err(embedded)?;
+        bind(&mut prepared, &statement.values)?;
+        let changed = prepared.raw_execute().map_err(embedded)?;
+        if let Some(what) = statement.changes_one {
+            if changed != 1 {
+                return Err(super::writes::diverged(what));
             }
         }
     }
@@ -98,4 +132,44 @@ fn bind(statement: &mut rusqlite::CachedStatement<'_>, values: &[Value<'_>]) -> 
 
 fn embedded(e: rusqlite::Error) -> StoreError {
     StoreError::Writer(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::{Lease, NewOrg, NewRobot, NewSession, Seed, Write};
+
+    fn call(i: usize) -> Write {
+        Write::OpenSession(NewSession {
+            id: format!("ses-{i}"), org_id: "org".into(), robot_id: format!("r-{i}"), skill: "pick-place".into(), pop: "uk-london".into(),
+            raised_at: i as i64, client_id: None, booking_id: None, planned_end_at: None,
+        })
+    }
+
+    /// Nothing checkpoints but the checkpointer thread: while it runs, the
+    /// database file takes in what was written to the WAL (it grows); were
+    /// it gone, the WAL would grow without end and the file never.
+    #[tokio::test]
+    async fn the_checkpointer_copies_committed_batches_into_the_database_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("clutchcall.db");
+        let store = crate::store::connect(&format!("sqlite://{}", file.display())).await.unwrap();
+        let robots = (0..2_000).map(|i| NewRobot {
+            id: format!("r-{i}"), org_id: "org".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
+            req_cert: "pick-place · tier-1".into(), token_hash: format!("hash-{i}"),
+        });
+        store.seed(&Seed { orgs: vec![NewOrg { id: "org".into(), name: "Org".into() }], robots: robots.collect(), ..Seed::default() }).await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let lease = Lease { org_id: "org".into(), epoch: 1 };
+        let before = std::fs::metadata(&file).unwrap().len();
+        for batch in 0..20 {
+            store.commit(&lease, (batch * 100..batch * 100 + 100).map(call).collect()).await.unwrap();
+        }
+        loop {
+            if std::fs::metadata(&file).unwrap().len() > before {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the database file never took in the batches' WAL");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
 }

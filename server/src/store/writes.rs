@@ -79,7 +79,7 @@ pub(super) const RECORD: Sql = Sql {
 #[cfg(test)]
 pub(super) const ALL: [&Sql; 11] = [&OPEN_SESSION, &QUEUE, &OFFER, &LEAVE_QUEUE, &CLOSE_OFFER, &START, &END, &STEER, &SWITCH, &ACTIVITY, &RECORD];
 
-use super::journal::Write;
+use super::journal::{NewSession, Write};
 use super::StoreError;
 use std::borrow::Cow;
 
@@ -151,15 +151,38 @@ fn change_one<'a>(sql: &'static Sql, values: Vec<Value<'a>>, otherwise: &'static
     Statement { sql, values, changes_one: Some(otherwise) }
 }
 
+/// A new session's row, with its queue time when it is queued at once.
+fn open_session(s: &NewSession, queued_at: Option<i64>) -> Statement<'_> {
+    run(
+        &OPEN_SESSION,
+        vec![(&s.id).into(), (&s.org_id).into(), (&s.robot_id).into(), (&s.skill).into(), (&s.pop).into(), s.raised_at.into(),
+             queued_at.into(), (&s.client_id).into(), (&s.booking_id).into(), s.planned_end_at.into()],
+    )
+}
+
+/// The statements that apply a batch, in order: each write's, except that
+/// a call raised and queued at once (nobody could take it) is one INSERT.
+pub(super) fn batch(writes: &[Write]) -> Vec<Statement<'_>> {
+    let mut out = Vec::with_capacity(writes.len() + writes.len() / 2);
+    let mut rest = writes.iter().peekable();
+    while let Some(write) = rest.next() {
+        if let (Write::OpenSession(s), Some(Write::Queue { session_id, at })) = (write, rest.peek()) {
+            if *session_id == s.id {
+                out.push(open_session(s, Some(*at)));
+                rest.next();
+                continue;
+            }
+        }
+        out.extend(statements(write));
+    }
+    out
+}
+
 /// The statements that apply `write`, in order.
 pub(super) fn statements(write: &Write) -> Vec<Statement<'_>> {
     let none = || Value::Text(None);
     match write {
-        Write::OpenSession(s) => vec![run(
-            &OPEN_SESSION,
-            vec![(&s.id).into(), (&s.org_id).into(), (&s.robot_id).into(), (&s.skill).into(), (&s.pop).into(), s.raised_at.into(),
-                 Value::Int(None), (&s.client_id).into(), (&s.booking_id).into(), s.planned_end_at.into()],
-        )],
+        Write::OpenSession(s) => vec![open_session(s, None)],
         Write::Queue { session_id, at } => vec![run(&QUEUE, vec![(*at).into(), session_id.into()])],
         Write::Offer { org_id, session_id, offer, from_queue } => {
             let mut steps = vec![run(
@@ -231,9 +254,8 @@ pub(super) fn diverged(what: &str) -> StoreError {
 
 /// The batch as PostgreSQL's batch function reads it (migration 0016).
 pub(super) fn as_json(writes: &[Write]) -> String {
-    let steps: Vec<serde_json::Value> = writes
-        .iter()
-        .flat_map(statements)
+    let steps: Vec<serde_json::Value> = batch(writes)
+        .into_iter()
         .map(|statement| {
             let values: Vec<serde_json::Value> = statement
                 .values
@@ -317,11 +339,25 @@ mod tests {
 
     #[test]
     fn a_batch_goes_to_postgres_in_order_as_json() {
-        let json: serde_json::Value = serde_json::from_str(&as_json(&every_write())).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&as_json(&every_write()[2..])).unwrap();
         let names: Vec<&str> = json.as_array().unwrap().iter().map(|s| s["s"].as_str().unwrap()).collect();
-        assert_eq!(names[..4], ["open_session", "queue", "offer", "leave_queue"]);
-        assert_eq!(json[4]["one"], "no such open offer");
-        assert_eq!(json[0]["v"][6], serde_json::Value::Null);
-        assert_eq!(json[2]["v"][4], 40);
+        assert_eq!(names[..4], ["offer", "leave_queue", "close_offer", "start"]);
+        assert_eq!(json[2]["one"], "no such open offer");
+        assert_eq!(json[1]["one"], serde_json::Value::Null);
+        assert_eq!(json[0]["v"][4], 40);
+    }
+
+    #[test]
+    fn a_call_raised_and_queued_at_once_is_one_insert_with_its_queue_time() {
+        let writes = every_write();
+        let statements = batch(&writes[..2]);
+        assert_eq!(statements.len(), 1);
+        assert_eq!(statements[0].sql.name, "open_session");
+        assert_eq!(statements[0].values[6], Value::Int(Some(1)));
+        // Queued later (another session's write in between, or another
+        // session altogether): the queue write stays its own.
+        let other = Write::Queue { session_id: "another".into(), at: 1 };
+        assert_eq!(batch(&[writes[0].clone(), other]).len(), 2);
+        assert_eq!(batch(&[writes[0].clone(), writes[9].clone(), writes[1].clone()]).len(), 3);
     }
 }

@@ -14,7 +14,7 @@
 //!
 //! Reported: cycles (or raises) per second, POST latency, POST → offer in
 //! the console's socket, warm-up (the first `--warmup-s`) and steady state
-//! apart, offers lost (a 201 whose offer never reached the console), double
+//! apart (and, with `--every-s S`, each S seconds of the run apart), offers lost (a 201 whose offer never reached the console), double
 //! offers, and the server's RSS.
 //!
 //! `--instances N` (cluster mode, `--db postgres`, NATS at `--nats`) starts
@@ -42,7 +42,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 const USAGE: &str = "usage: ring-bench [--server clutchcall|floor] [--target URL] [--db sqlite|postgres] [--mode cycle|queue] \
-                     [--consoles N] [--calls M] [--rate R] [--concurrency C] [--warmup-s S] [--instances N --nats URL]";
+                     [--consoles N] [--calls M] [--rate R] [--concurrency C] [--warmup-s S] [--every-s S] [--idle N --tabs T] [--instances N --nats URL]";
 
 /// What the consoles saw.
 #[derive(Default)]
@@ -185,6 +185,9 @@ async fn main() -> anyhow::Result<()> {
         ("rate", "0"),
         ("concurrency", "4"),
         ("warmup-s", "2"),
+        ("every-s", "0"),
+        ("idle", "0"),
+        ("tabs", "50"),
         ("instances", "1"),
         ("nats", "nats://127.0.0.1:4222"),
     ])
@@ -194,6 +197,16 @@ async fn main() -> anyhow::Result<()> {
     let queue_mode = flags["mode"] == "queue";
     let consoles = if queue_mode { 0 } else { num("consoles")? };
     let instances = num("instances")?.max(1);
+    // `--idle N`: N more console tabs, T per person, that only heartbeat.
+    let (idle, tabs) = (num("idle")?, num("tabs")?.max(1));
+    let idle_people = idle.div_ceil(tabs);
+    if idle > 0 {
+        if instances > 1 || flags["server"] != "clutchcall" || !flags["target"].is_empty() {
+            anyhow::bail!("--idle is for one ClutchCall server this run starts\n{USAGE}");
+        }
+        // Both ends of every socket are in this process or its server.
+        clutchcall_bench::idle::raise_open_files(2 * (idle + consoles) as u64 + 10_000)?;
+    }
     if instances > 1 && (flags["db"] != "postgres" || flags["server"] != "clutchcall" || !flags["target"].is_empty()) {
         anyhow::bail!("--instances > 1 is cluster mode: --server clutchcall --db postgres, no --target\n{USAGE}");
     }
@@ -211,7 +224,7 @@ async fn main() -> anyhow::Result<()> {
         children.iter().map(|c| c.base.clone()).collect()
     } else {
         let store = server::store::connect(&db.config.database_url()).await?;
-        store.seed(&load_org(consoles.max(1), calls)).await?;
+        store.seed(&load_org((consoles + idle_people).max(1), calls)).await?;
         drop(store);
         // One after another: the first takes the org's lease.
         for k in 0..instances {
@@ -225,6 +238,7 @@ async fn main() -> anyhow::Result<()> {
                 .env("CLUTCHCALL_METRICS_ADDR", "127.0.0.1:0")
                 // 1,000 consoles sign in from one address.
                 .env("CLUTCHCALL_SIGNIN_PER_MINUTE", "1000000")
+                .env("CLUTCHCALL_TABS_PER_PERSON", tabs.max(16).to_string())
                 .env("RUST_LOG", "warn");
             if instances > 1 {
                 command.env("CLUTCHCALL_NATS_URL", &flags["nats"]).env("CLUTCHCALL_INSTANCE", format!("bench-{k}"));
@@ -240,28 +254,34 @@ async fn main() -> anyhow::Result<()> {
     let http = reqwest::Client::builder().pool_max_idle_per_host(64).timeout(Duration::from_secs(60)).build()?;
 
     // Sign in every operator, as their browsers would.
+    let sign_in_all = |people: std::ops::Range<usize>| {
+        let gate = Arc::new(Semaphore::new(8));
+        let mut sign_ins = Vec::new();
+        for i in people {
+            let (http, base, gate) = (http.clone(), base_of(i), gate.clone());
+            sign_ins.push(tokio::spawn(async move {
+                let _permit = gate.acquire().await.expect("gate");
+                let res = http
+                    .post(format!("{base}/api/sign_in"))
+                    .header("origin", &base)
+                    .form(&[("email", load_operator_email(i).as_str()), ("password", LOAD_PASSWORD)])
+                    .send()
+                    .await
+                    .expect("sign in");
+                let cookie = res.headers().get("set-cookie").expect("session cookie").to_str().expect("ascii");
+                cookie.split(';').next().expect("cookie pair").to_string()
+            }));
+        }
+        async move {
+            let mut cookies = Vec::new();
+            for s in sign_ins {
+                cookies.push(s.await.expect("sign-in task"));
+            }
+            cookies
+        }
+    };
     let started = Instant::now();
-    let gate = Arc::new(Semaphore::new(8));
-    let mut sign_ins = Vec::new();
-    for i in 0..consoles {
-        let (http, base, gate) = (http.clone(), base_of(i), gate.clone());
-        sign_ins.push(tokio::spawn(async move {
-            let _permit = gate.acquire().await.expect("gate");
-            let res = http
-                .post(format!("{base}/api/sign_in"))
-                .header("origin", &base)
-                .form(&[("email", load_operator_email(i).as_str()), ("password", LOAD_PASSWORD)])
-                .send()
-                .await
-                .expect("sign in");
-            let cookie = res.headers().get("set-cookie").expect("session cookie").to_str().expect("ascii");
-            cookie.split(';').next().expect("cookie pair").to_string()
-        }));
-    }
-    let mut cookies = Vec::new();
-    for s in sign_ins {
-        cookies.push(s.await?);
-    }
+    let cookies = sign_in_all(0..consoles).await;
     let signed_in = started.elapsed();
 
     let receipts = Arc::new(Receipts::default());
@@ -286,6 +306,28 @@ async fn main() -> anyhow::Result<()> {
         rss_idle,
         rss("VmRSS"),
     );
+    if idle > 0 {
+        let (with_consoles, started) = (rss("VmRSS"), Instant::now());
+        let cookies = sign_in_all(consoles..consoles + idle_people).await;
+        let signed_in = started.elapsed();
+        let open = clutchcall_bench::idle::open(&bases[0], &cookies, tabs).await?;
+        let opened = started.elapsed() - signed_in;
+        // Settled, then a window of heartbeats alone.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let pid = children[0].process.id().expect("server pid");
+        let (cpu, window) = (clutchcall_bench::idle::cpu_seconds(pid), Instant::now());
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let busy = (clutchcall_bench::idle::cpu_seconds(pid) - cpu) / window.elapsed().as_secs_f64();
+        let now = rss("VmRSS");
+        println!(
+            "idle tabs={open} ({idle_people} people × {tabs}): signed in {:.1}s, opened {:.1}s | server RSS {now:.0} MB: {:.1} KB per tab beyond the idle process, {:.1} KB per idle tab beyond the run's {consoles} consoles | server CPU with heartbeats alone {:.1} % of one core",
+            signed_in.as_secs_f64(),
+            opened.as_secs_f64(),
+            (now - rss_idle) * 1024.0 / (open + consoles) as f64,
+            (now - with_consoles) * 1024.0 / open as f64,
+            busy * 100.0,
+        );
+    }
 
     // The call phase: the clock starts now.
     let samples: Arc<Mutex<Vec<(Instant, Duration, u16, String)>>> = Arc::default();
@@ -381,6 +423,27 @@ async fn main() -> anyhow::Result<()> {
     println!("calls={calls} rate={rate}/s concurrency={concurrency} warm-up={}s", warmup.as_secs());
     report(&format!("warm-up {unit}"), &mut warm);
     report(&format!("steady {unit}"), &mut steady);
+    // `--every-s S`: the run in slices of S seconds, to see it slow down.
+    let every = num("every-s")?;
+    if every > 0 {
+        let mut slices: Vec<Phase> = Vec::new();
+        for (sent, took, status, session) in &samples {
+            let at = sent.saturating_duration_since(started).as_secs() as usize / every;
+            while slices.len() <= at {
+                let from = Duration::from_secs((slices.len() * every) as u64);
+                slices.push(Phase { posts: vec![], to_offer: vec![], done: 0, wall: wall.saturating_sub(from).min(Duration::from_secs(every as u64)) });
+            }
+            let slice = &mut slices[at];
+            slice.posts.push(*took);
+            slice.done += 1;
+            if let (201, Some(offered_at)) = (status, offered.get(session)) {
+                slice.to_offer.push(offered_at.saturating_duration_since(*sent));
+            }
+        }
+        for (i, slice) in slices.iter_mut().enumerate() {
+            report(&format!("{}-{} s {unit}", i * every, (i + 1) * every), slice);
+        }
+    }
     println!(
         "overall {:.0} {unit}/s | matched={matched} queued={queued} failed={failed} | offers lost={lost} double={} | server RSS {:.0} MB at the end, peak {:.0} MB",
         samples.len() as f64 / wall.as_secs_f64(),

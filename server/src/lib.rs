@@ -217,7 +217,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             })
             .await
     });
-    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), lapse_job, tokio::spawn(sweep_limits(throttle, quotas, limits_kept.clone())), relay_job, episodes_job];
+    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), tokio::spawn(maintain(store.clone())), lapse_job, tokio::spawn(sweep_limits(throttle, quotas, limits_kept.clone())), relay_job, episodes_job];
     jobs.extend(revocations_job);
     let metrics_addr = match config.metrics_addr {
         Some(at) => match metrics::serve(at, views).await {
@@ -252,6 +252,27 @@ async fn sweep_limits(throttle: Arc<SignInThrottle>, quotas: Arc<crate::services
             if let Err(e) = store.forget_recovered_limits(clock::now_ms()).await {
                 tracing::warn!(error = %e, "rate limit sweep failed");
             }
+        }
+    }
+}
+
+/// How often the store keeps its hot tables fit (`Store::maintain`).
+const MAINTAIN_EVERY: Duration = Duration::from_secs(30);
+
+/// Keeps the tables every call writes fit where the database does not
+/// (PostgreSQL with autovacuum off), from the start and every 30 s.
+async fn maintain(store: SharedStore) {
+    let mut tick = tokio::time::interval(MAINTAIN_EVERY);
+    let mut told = false;
+    loop {
+        tick.tick().await;
+        match store.maintain().await {
+            Ok(true) if !told => {
+                tracing::warn!("PostgreSQL's autovacuum is off: this instance vacuums and analyzes the call tables every 30 s");
+                told = true;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "table maintenance failed"),
         }
     }
 }

@@ -60,6 +60,24 @@ async fn d13_a_batch_of_a_taken_over_owner_is_refused_and_writes_nothing() {
     app.finish().await;
 }
 
+/// Where PostgreSQL's autovacuum is off (as on this project's machines),
+/// the server keeps the call tables vacuumed and analyzed itself: without
+/// statistics the batch function's plans walked dead rows and every cycle
+/// cost more than the last (issue "Engine v3").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_call_tables_are_vacuumed_and_analyzed_where_autovacuum_is_off() {
+    let Some(app) = TestApp::spawn(Db::Postgres).await else { return };
+    let (store, url) = (app.running().store.clone(), app.database_url());
+    let autovacuum_off = scalar(&url, "SELECT (current_setting('autovacuum') = 'off')::int::bigint").await == 1;
+    assert_eq!(store.maintain().await.unwrap(), autovacuum_off);
+    if autovacuum_off {
+        let analyzed = "SELECT COUNT(*) FROM pg_stat_user_tables WHERE relname IN ('sessions', 'offers', 'activity_events', 'dispatch_records') \
+                        AND last_vacuum IS NOT NULL AND last_analyze IS NOT NULL";
+        assert_eq!(scalar(&url, analyzed).await, 4);
+    }
+    app.finish().await;
+}
+
 /// Real server processes on one scratch PostgreSQL database, in cluster
 /// mode when `nats` names a NATS server, named "first", "second", "third":
 /// the first starts first, seeds the demo and takes its orgs; the others

@@ -15,13 +15,21 @@ use tokio_tungstenite::tungstenite::Message;
 /// Tabs per loopback source address (below its ephemeral port range).
 const TABS_PER_ADDRESS: usize = 20_000;
 
-/// Raises this process's open-file limit to `wanted` (root may raise the
-/// hard limit too); servers it starts afterwards inherit it.
+/// Raises this process's open-file limit to `wanted` (past the hard limit
+/// where the process may: root with CAP_SYS_RESOURCE); servers it starts
+/// afterwards inherit it. Each end of every socket is one open file, in
+/// this process and in the server.
 pub fn raise_open_files(wanted: u64) -> anyhow::Result<()> {
-    let limit = libc::rlimit { rlim_cur: wanted as libc::rlim_t, rlim_max: wanted as libc::rlim_t };
-    // SAFETY: setrlimit reads the struct we pass and nothing else.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
-        anyhow::bail!("could not raise the open-file limit to {wanted}: {}", std::io::Error::last_os_error());
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit read or write the struct we pass and nothing else.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    let hard = limit.rlim_max as u64;
+    let raised = libc::rlimit { rlim_cur: wanted as libc::rlim_t, rlim_max: (wanted.max(hard)) as libc::rlim_t };
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+        anyhow::bail!(
+            "this run needs {wanted} open files per process and the hard limit here is {hard} ({}): fewer --idle tabs, or raise the limit (ulimit -Hn as root)",
+            std::io::Error::last_os_error()
+        );
     }
     Ok(())
 }

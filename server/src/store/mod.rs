@@ -175,6 +175,11 @@ pub trait Store: DispatchStore + BoardStore + BookingStore + DirectoryStore + Da
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.
     async fn ping(&self) -> StoreResult<()>;
+    /// Keeps the tables every call writes fit for its statements where the
+    /// database does not (PostgreSQL with autovacuum off: their dead row
+    /// versions and missing statistics made each cycle slower than the
+    /// last). True when it did anything.
+    async fn maintain(&self) -> StoreResult<bool>;
     /// True when no org exists yet: the only state in which the demo is seeded.
     async fn is_empty(&self) -> StoreResult<bool>;
     /// Writes a whole seed atomically.

@@ -129,6 +129,10 @@ macro_rules! sql_store {
                 Ok(())
             }
 
+            async fn maintain(&self) -> StoreResult<bool> {
+                <Self as StoreDb>::maintain(&self.pool).await
+            }
+
             async fn is_empty(&self) -> StoreResult<bool> {
                 let orgs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM orgs").fetch_one(&self.pool).await?;
                 Ok(orgs == 0)
@@ -389,6 +393,7 @@ pub trait StoreDb {
     async fn release_lease(pool: &sqlx::Pool<Self::Db>, lease: &Lease) -> StoreResult<()>;
     async fn cluster_id(pool: &sqlx::Pool<Self::Db>) -> StoreResult<String>;
     async fn current_epoch(pool: &sqlx::Pool<Self::Db>, org_id: &str) -> StoreResult<Option<i64>>;
+    async fn maintain(pool: &sqlx::Pool<Self::Db>) -> StoreResult<bool>;
 }
 
 #[async_trait]
@@ -422,6 +427,11 @@ impl StoreDb for SqliteStore {
 
     async fn current_epoch(_pool: &sqlx::SqlitePool, _org_id: &str) -> StoreResult<Option<i64>> {
         Ok(Some(1))
+    }
+
+    // Rows change in place; the checkpointer keeps the WAL short.
+    async fn maintain(_pool: &sqlx::SqlitePool) -> StoreResult<bool> {
+        Ok(false)
     }
 }
 
@@ -470,5 +480,19 @@ impl StoreDb for PgStore {
     async fn current_epoch(pool: &sqlx::PgPool, org_id: &str) -> StoreResult<Option<i64>> {
         let sql = format!("SELECT epoch FROM org_leases WHERE org_id = $1 AND expires_at >= {PG_NOW_MS}");
         Ok(sqlx::query_scalar(&sql).bind(org_id).fetch_optional(pool).await?)
+    }
+
+    async fn maintain(pool: &sqlx::PgPool) -> StoreResult<bool> {
+        // Autovacuum on (PostgreSQL's default) does this by itself.
+        let autovacuum: String = sqlx::query_scalar("SELECT current_setting('autovacuum')").fetch_one(pool).await?;
+        if autovacuum == "on" {
+            return Ok(false);
+        }
+        // Dead versions go, statistics come (the batch function's plans are
+        // made again with them); one statement per table, none in a transaction.
+        for table in ["sessions", "offers", "activity_events", "dispatch_records"] {
+            sqlx::query(&format!("VACUUM (ANALYZE) {table}")).execute(pool).await?;
+        }
+        Ok(true)
     }
 }

@@ -204,8 +204,8 @@ async fn main() -> anyhow::Result<()> {
         if instances > 1 || flags["server"] != "clutchcall" || !flags["target"].is_empty() {
             anyhow::bail!("--idle is for one ClutchCall server this run starts\n{USAGE}");
         }
-        // Both ends of every socket are in this process or its server.
-        clutchcall_bench::idle::raise_open_files(2 * (idle + consoles) as u64 + 10_000)?;
+        // One end of every socket here, the other in the server.
+        clutchcall_bench::idle::raise_open_files((idle + consoles) as u64 + 1_000)?;
     }
     if instances > 1 && (flags["db"] != "postgres" || flags["server"] != "clutchcall" || !flags["target"].is_empty()) {
         anyhow::bail!("--instances > 1 is cluster mode: --server clutchcall --db postgres, no --target\n{USAGE}");

@@ -17,6 +17,11 @@
 //! apart (and, with `--every-s S`, each S seconds of the run apart), offers lost (a 201 whose offer never reached the console), double
 //! offers, and the server's RSS.
 //!
+//! `--idle N --tabs T` opens N more console tabs, T per person (the
+//! server's per-person cap is set to match), from loopback source addresses
+//! 127.0.0.2 on, that only heartbeat; it reports the server's memory per
+//! tab and its CPU with heartbeats alone before the call phase runs on top.
+//!
 //! `--instances N` (cluster mode, `--db postgres`, NATS at `--nats`) starts
 //! N servers on the one database, as behind a round-robin balancer:
 //! console k signs in at instance k mod N and call i is raised at instance

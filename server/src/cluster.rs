@@ -4,8 +4,8 @@
 //! affected sockets and forgets the cached robot token on every other one
 //! (`services::tabs::Revocation`), over one NATS subject. NATS core
 //! delivers at most once: a socket whose revocation was lost still fails
-//! its next check against the store (sockets re-check their sign-in on
-//! every command, and every request reads it).
+//! its next check against the store (a console re-reads its sign-in at
+//! most every 10 s, on a command; every request reads it).
 
 use crate::bus::nats::NatsBus;
 use crate::services::tabs::{Revocation, TellOthers};

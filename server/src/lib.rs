@@ -263,6 +263,8 @@ const MAINTAIN_EVERY: Duration = Duration::from_secs(30);
 /// (PostgreSQL with autovacuum off), from the start and every 30 s.
 async fn maintain(store: SharedStore) {
     let mut tick = tokio::time::interval(MAINTAIN_EVERY);
+    // A slow vacuum is not followed by a burst of catch-up ones.
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut told = false;
     loop {
         tick.tick().await;

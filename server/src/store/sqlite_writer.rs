@@ -91,7 +91,10 @@ fn checkpoint(connection: Connection, stop: mpsc::Receiver<()>) {
 
 fn serve(mut connection: Connection, jobs: mpsc::Receiver<Job>) {
     while let Ok(job) = jobs.recv() {
-        let _ = job.done.send(apply_all(&mut connection, &job.writes));
+        // A batch that panics is rolled back (its transaction is dropped)
+        // and refused; the thread, and every later batch, goes on.
+        let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| apply_all(&mut connection, &job.writes)));
+        let _ = job.done.send(applied.unwrap_or_else(|_| Err(StoreError::Writer("the batch writer panicked on this batch".into()))));
     }
 }
 

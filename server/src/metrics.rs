@@ -24,6 +24,15 @@ const DISPATCH_BUCKETS: &[f64] = &[0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05
 /// one it stopped dispatching: which instance owns which org (cluster mode).
 const DISPATCHING: &str = "clutchcall_dispatching";
 
+/// Requests an org's dispatcher has decided and not yet answered: they wait
+/// for their batch's commit (a backlog here is the database, not the desk).
+const UNCOMMITTED: &str = "clutchcall_dispatch_uncommitted";
+
+/// The org's count of decided, unanswered requests (`UNCOMMITTED`).
+pub fn uncommitted(org: &str) -> metrics::Gauge {
+    metrics::gauge!(UNCOMMITTED, "org" => org.to_string())
+}
+
 /// This instance took (`true`) or gave up (`false`) the org's dispatch.
 pub fn dispatching(org: &str, here: bool) {
     metrics::gauge!(DISPATCHING, "org" => org.to_string()).set(if here { 1.0 } else { 0.0 });

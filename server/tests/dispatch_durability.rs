@@ -166,3 +166,101 @@ both_backends!(d07_a_call_left_between_two_writes_by_a_crash_is_queued_again, |m
     assert_eq!((offers[0].operator_id.as_str(), offers[0].session_id.as_str()), ("u-tom", session.as_str()));
     app.finish().await;
 });
+
+/// Holds the database's write lock (SQLite) or the sessions table (PostgreSQL)
+/// until `release`: batches wait behind it, in flight.
+enum WriteLock {
+    Sqlite(sqlx::SqliteConnection),
+    Postgres(sqlx::PgConnection),
+}
+
+impl WriteLock {
+    async fn take(url: &str) -> WriteLock {
+        use sqlx::Connection;
+        match url.starts_with("postgres") {
+            true => {
+                let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+                sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
+                sqlx::query("LOCK TABLE sessions IN EXCLUSIVE MODE").execute(&mut conn).await.unwrap();
+                WriteLock::Postgres(conn)
+            }
+            false => {
+                let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
+                sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await.unwrap();
+                WriteLock::Sqlite(conn)
+            }
+        }
+    }
+
+    async fn release(self) {
+        match self {
+            WriteLock::Postgres(mut conn) => drop(sqlx::query("ROLLBACK").execute(&mut conn).await.unwrap()),
+            WriteLock::Sqlite(mut conn) => drop(sqlx::query("ROLLBACK").execute(&mut conn).await.unwrap()),
+        }
+    }
+}
+
+/// The org's requests decided and waiting for their commit, from `/metrics`.
+fn uncommitted(org: &str) -> i64 {
+    let text = server::metrics::handle().render();
+    let line = format!("clutchcall_dispatch_uncommitted{{org=\"{org}\"}} ");
+    text.lines().find_map(|l| l.strip_prefix(&line)).map_or(0, |v| v.trim().parse::<f64>().unwrap() as i64)
+}
+
+async fn until_uncommitted(org: &str, n: i64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while uncommitted(org) != n {
+        assert!(Instant::now() < deadline, "{org}: never {n} requests waiting for a commit (now {})", uncommitted(org));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+// The dispatcher decides the next batch while one commits. A batch decided
+// on top of one that fails is never committed: both are answered 503, neither
+// is in the database, and nothing is answered before its own commit.
+both_backends_with!(d11_a_batch_decided_while_the_one_before_commits_fails_with_it, |c: &mut server::config::Config| c.test_orgs = true, |app: TestApp| async move {
+    server::metrics::handle();
+    let copy: serde_json::Value = common::http().post(app.url("/test/orgs")).header("origin", &app.base).send().await.unwrap().json().await.unwrap();
+    let org = copy["orgs"]["org-northstar"]["id"].as_str().unwrap().to_string();
+    let robot = |key: &str| (copy["robots"][key]["id"].as_str().unwrap().to_string(), copy["robots"][key]["token"].as_str().unwrap().to_string());
+    let (refused, refused_token) = robot("ue-pick-01");
+    let (other, other_token) = robot("uw-pick-01");
+    let url = app.database_url();
+    match url.starts_with("postgres") {
+        true => {
+            execute(&url, &format!(
+                "CREATE FUNCTION refuse_a_robot() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+                 IF NEW.robot_id = '{refused}' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$"
+            )).await;
+            execute(&url, "CREATE TRIGGER refuse_a_robot BEFORE INSERT ON sessions FOR EACH ROW EXECUTE FUNCTION refuse_a_robot()").await;
+        }
+        false => execute(&url, &format!(
+            "CREATE TRIGGER refuse_a_robot BEFORE INSERT ON sessions WHEN NEW.robot_id = '{refused}' \
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+        )).await,
+    }
+    app.engine().presences(&org).await; // the org's dispatcher runs
+    let raise = |robot: String, token: String| {
+        let url = app.url("/v1/sessions");
+        tokio::spawn(async move {
+            common::http().post(url).bearer_auth(token).json(&serde_json::json!({ "robotId": robot })).send().await.unwrap().status()
+        })
+    };
+
+    let lock = WriteLock::take(&url).await;
+    let first = raise(refused.clone(), refused_token);
+    until_uncommitted(&org, 1).await; // its batch waits behind the lock
+    let second = raise(other.clone(), other_token.clone());
+    until_uncommitted(&org, 2).await; // decided on top of it, held
+    assert!(!first.is_finished() && !second.is_finished(), "nothing is answered before its commit");
+    lock.release().await;
+
+    assert_eq!(first.await.unwrap(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(second.await.unwrap(), StatusCode::SERVICE_UNAVAILABLE, "decided on top of a failed batch: it failed with it");
+    let sessions = format!("SELECT COUNT(*) FROM sessions WHERE robot_id IN ('{refused}', '{other}')");
+    assert_eq!(scalar(&url, &sessions).await, 0);
+    // The desk was reloaded from the database: the robot raises again.
+    assert_eq!(raise(other.clone(), other_token).await.unwrap(), StatusCode::ACCEPTED);
+    assert_eq!(scalar(&url, &sessions).await, 1);
+    app.finish().await;
+});

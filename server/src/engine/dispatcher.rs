@@ -1,11 +1,13 @@
 //! One org's dispatcher task: it owns the org's `Desk`, takes requests in
 //! batches from its channel, applies them in memory, commits the batch's
 //! writes in one transaction, and only then answers the requests and
-//! publishes the events (group commit; rule D11). Timers come from the
-//! desk's deadline queue. Nothing awaits I/O in the middle of a decision.
+//! publishes the events (group commit; rule D11). The next batch is decided
+//! while one commits (`pipeline.rs`). Timers come from the desk's deadline
+//! queue. Nothing awaits I/O in the middle of a decision.
 
 use super::calls::CallingRobot;
 use super::desk::Desk;
+use super::pipeline::{Committing, Decided, Pending};
 use super::types::{EngineError, OperatorPresence};
 use super::{lease, Shared};
 use crate::store::{Lease, OperatorRecord, StoreError};
@@ -92,10 +94,6 @@ impl Command {
     }
 }
 
-/// An answer held until the batch is committed (`None`), or failed with
-/// the error its callers are told.
-type Pending = Box<dyn FnOnce(Option<fn() -> EngineError>) + Send>;
-
 fn hold<T: Send + 'static>(reply: Reply<T>, result: Result<T, EngineError>) -> Pending {
     Box::new(move |failed: Option<fn() -> EngineError>| {
         let _ = reply.send(match failed {
@@ -109,8 +107,9 @@ fn hold<T: Send + 'static>(reply: Reply<T>, result: Result<T, EngineError>) -> P
 enum Applied {
     /// An answer to send (or turn into 503 if the commit fails).
     Answer(Pending),
-    /// A read, answered from the desk after the commit, so nobody sees
-    /// state the database does not have yet.
+    /// A read, answered from the desk once the batch's decisions are made,
+    /// and sent once they are committed, so nobody sees state the database
+    /// does not have yet.
     Read(Command),
     Done,
 }
@@ -164,12 +163,15 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
     })
 }
 
-/// Answers a read from the desk as committed.
-fn read(desk: &Desk, command: Command) {
+/// A read's answer from the desk, held until its batch is committed.
+fn read(desk: &Desk, command: Command) -> Pending {
     match command {
-        Command::Presences { reply } => drop(reply.send(Ok(desk.presences()))),
-        Command::Console { operator_id, reply } => drop(reply.send(Ok(desk.console(&operator_id)))),
-        other => other.refuse(|| EngineError::Unavailable),
+        Command::Presences { reply } => hold(reply, Ok(desk.presences())),
+        Command::Console { operator_id, reply } => hold(reply, Ok(desk.console(&operator_id))),
+        other => {
+            other.refuse(|| EngineError::Unavailable);
+            Box::new(|_| {})
+        }
     }
 }
 
@@ -208,7 +210,7 @@ async fn take_lease(shared: &Shared, org_id: &str, rx: &mut mpsc::Receiver<Comma
 }
 
 /// Tells other orgs' dispatchers that operators they found busy are free.
-fn poke(shared: &Shared, orgs: Vec<String>) {
+pub(super) fn poke(shared: &Shared, orgs: Vec<String>) {
     if orgs.is_empty() {
         return;
     }
@@ -302,6 +304,7 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
                 }
                 let stop = serve(&shared, &lease, &mut desk, &mut rx).await;
                 crate::metrics::dispatching(&org_id, false);
+                crate::metrics::uncommitted(&org_id).set(0.0);
                 stop
             }
             Err(Fenced) => Stop::TakenOver,
@@ -330,93 +333,118 @@ fn taken_over(waiting: Vec<Command>) -> Stop {
     Stop::TakenOver
 }
 
-/// Dispatches the loaded org in batches while `lease` holds it.
+/// The lease is lost: the batch in flight is answered as it went (the
+/// database refuses it if it came too late); what was decided after it, and
+/// every command still waiting, is told another instance dispatches the org.
+async fn step_down(shared: &Shared, committing: Option<Committing>, decided: Decided, waiting: Vec<Command>) -> Stop {
+    if let Some(batch) = committing {
+        let _ = batch.finish(shared).await;
+    }
+    decided.fail(|| EngineError::DispatchedElsewhere);
+    taken_over(waiting)
+}
+
+/// The engine stops: what is in flight and what was decided are committed
+/// and answered before the dispatcher ends.
+async fn close(shared: &Shared, lease: &Lease, committing: Option<Committing>, decided: Decided) -> Stop {
+    let before = match committing {
+        Some(batch) => batch.finish(shared).await,
+        None => Ok(()),
+    };
+    match before {
+        Ok(()) => drop(decided.commit(shared, lease).finish(shared).await),
+        Err(_) => decided.fail(|| EngineError::Unavailable),
+    }
+    Stop::Closed
+}
+
+/// Dispatches the loaded org while `lease` holds it. Commands are decided
+/// as they come (at most `MAX_BATCH` waiting for one commit), while the
+/// batch before them commits (`pipeline.rs`).
 async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::Receiver<Command>) -> Stop {
-    let mut batch: Vec<Command> = Vec::with_capacity(MAX_BATCH);
+    let mut commands: Vec<Command> = Vec::with_capacity(MAX_BATCH);
+    let mut decided = Decided::default();
+    let mut committing: Option<Committing> = None;
     let mut renewals = lease::Renewals::new();
     let mut renew = tokio::time::interval(lease::RENEW_EVERY);
     renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let uncommitted = crate::metrics::uncommitted(&lease.org_id);
     loop {
+        uncommitted.set((decided.held() + committing.as_ref().map_or(0, Committing::held)) as f64);
         let next_timer = desk.timers.next_at().map(|at| shared.clock.instant_at(at));
         tokio::select! {
             // Renewals first: a stream of commands must never starve them.
             biased;
             _ = renew.tick() => {
                 if !renewals.renew(shared, lease).await {
-                    return Stop::TakenOver;
+                    return step_down(shared, committing, decided, commands).await;
                 }
                 continue;
             }
-            command = rx.recv() => match command {
-                Some(command) => batch.push(command),
-                None => return Stop::Closed,
+            committed = async { committing.as_mut().expect("guarded").committed().await }, if committing.is_some() => {
+                let batch = committing.take().expect("guarded");
+                let writes = batch.writes;
+                batch.settle(shared, &committed);
+                match committed {
+                    Ok(()) => {}
+                    // Taken over while this batch was decided: none of it
+                    // happened (nor will anything else this instance decides).
+                    Err(StoreError::Fenced) => {
+                        tracing::error!(org = %lease.org_id, epoch = lease.epoch, writes, "batch refused: the org was taken over");
+                        return step_down(shared, None, decided, commands).await;
+                    }
+                    Err(e) => {
+                        tracing::error!(org = %lease.org_id, error = %e, writes, "batch not committed: answered 503, reloading");
+                        // Decided on top of the failed batch: it fails with it.
+                        std::mem::take(&mut decided).fail(|| EngineError::Unavailable);
+                        if load(shared, lease, desk, false).await.is_err() {
+                            return taken_over(commands);
+                        }
+                    }
+                }
+            }
+            command = rx.recv(), if decided.held() < MAX_BATCH => match command {
+                Some(command) => commands.push(command),
+                None => return close(shared, lease, committing, decided).await,
             },
             _ = async { tokio::time::sleep_until(next_timer.expect("guarded")).await }, if next_timer.is_some() => {}
         }
-        while batch.len() < MAX_BATCH {
+        while commands.len() + decided.held() < MAX_BATCH {
             match rx.try_recv() {
-                Ok(command) => batch.push(command),
+                Ok(command) => commands.push(command),
                 Err(_) => break,
             }
         }
         // A lease not renewed for a whole lease may be another's by now (a
         // stall, a slow database): renewed first, or nothing is answered.
         if !renewals.current() && !renewals.renew(shared, lease).await {
-            return taken_over(batch);
+            return step_down(shared, committing, decided, commands).await;
         }
-        let now = shared.clock.now_ms();
-        for timer in desk.timers.due(now) {
-            desk.fire(timer, now);
-        }
-        let (mut pending, mut reads) = (Vec::new(), Vec::new());
-        for command in batch.drain(..) {
-            match apply(desk, command, now) {
-                Applied::Answer(answer) => pending.push(answer),
-                Applied::Read(command) => reads.push(command),
-                Applied::Done => {}
-            }
-        }
-        desk.serve_queues(now);
-        let mut fx = desk.take_effects();
-        let writes = fx.writes.len();
-        let committed = match writes {
-            0 => Ok(()),
-            _ => shared.store.commit(lease, std::mem::take(&mut fx.writes)).await,
-        };
-        match committed {
-            Ok(()) => {
-                for answer in pending {
-                    answer(None);
-                }
-                for (topic, event) in fx.events {
-                    shared.bus.publish(topic, event);
-                }
-                poke(shared, fx.pokes);
-                for command in reads {
-                    read(desk, command);
-                }
-            }
-            // Taken over while this batch was decided: none of it happened
-            // (nor will anything else this instance decides for the org).
-            Err(StoreError::Fenced) => {
-                tracing::error!(org = %lease.org_id, epoch = lease.epoch, writes, "batch refused: the org was taken over");
-                for answer in pending {
-                    answer(Some(|| EngineError::DispatchedElsewhere));
-                }
-                return taken_over(reads);
-            }
-            Err(e) => {
-                tracing::error!(org = %lease.org_id, error = %e, writes, "batch not committed: answered 503, reloading");
-                for answer in pending {
-                    answer(Some(|| EngineError::Unavailable));
-                }
-                if load(shared, lease, desk, false).await.is_err() {
-                    return taken_over(reads);
-                }
-                for command in reads {
-                    read(desk, command);
-                }
-            }
+        decide(desk, &mut commands, &mut decided, shared.clock.now_ms());
+        if committing.is_none() && !decided.is_empty() {
+            committing = Some(std::mem::take(&mut decided).commit(shared, lease));
         }
     }
+}
+
+/// Applies the waiting commands and the due timers to the desk, then offers
+/// what the queues hold to whoever is free.
+fn decide(desk: &mut Desk, commands: &mut Vec<Command>, decided: &mut Decided, now: i64) {
+    for timer in desk.timers.due(now) {
+        desk.fire(timer, now);
+    }
+    let mut reads = Vec::new();
+    for command in commands.drain(..) {
+        match apply(desk, command, now) {
+            Applied::Answer(answer) => decided.answers.push(answer),
+            Applied::Read(command) => reads.push(command),
+            Applied::Done => {}
+        }
+    }
+    desk.serve_queues(now);
+    // Reads see these decisions, so they are sent with them, once committed.
+    for command in reads {
+        decided.answers.push(read(desk, command));
+    }
+    decided.take_from(desk);
 }

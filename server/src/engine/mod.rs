@@ -18,6 +18,7 @@ mod directory;
 mod dispatcher;
 pub mod forward;
 mod handover;
+mod pipeline;
 mod planned_end;
 mod queues;
 mod inactivity;

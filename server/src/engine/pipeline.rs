@@ -1,0 +1,119 @@
+//! The two batches a dispatcher holds at once: the one being committed,
+//! and the next one, decided in memory meanwhile. Deciding while the last
+//! batch commits keeps the database busy instead of waiting for the desk
+//! (and the desk for the database); nothing is answered or published before
+//! its own batch is committed, and a batch decided on top of one that failed
+//! fails with it (rule D11).
+
+use super::desk::{Desk, Effects};
+use super::types::EngineError;
+use super::Shared;
+use crate::store::{Lease, StoreError, StoreResult};
+use tokio::task::JoinHandle;
+
+/// An answer held until its batch is committed (`None`), or failed with
+/// the error its caller is told.
+pub(super) type Pending = Box<dyn FnOnce(Option<fn() -> EngineError>) + Send>;
+
+/// What the desk decided since the last batch went to the database.
+#[derive(Default)]
+pub(super) struct Decided {
+    pub answers: Vec<Pending>,
+    fx: Effects,
+}
+
+impl Decided {
+    /// Takes what the desk's last decisions left to write and publish.
+    pub fn take_from(&mut self, desk: &mut Desk) {
+        let fx = desk.take_effects();
+        self.fx.writes.extend(fx.writes);
+        self.fx.events.extend(fx.events);
+        self.fx.pokes.extend(fx.pokes);
+    }
+
+    /// Requests decided and held for the commit.
+    pub fn held(&self) -> usize {
+        self.answers.len()
+    }
+
+    /// Nothing to commit, answer or publish.
+    pub fn is_empty(&self) -> bool {
+        self.answers.is_empty() && self.fx.writes.is_empty() && self.fx.events.is_empty() && self.fx.pokes.is_empty()
+    }
+
+    /// Sends the decisions to the database (on a task of its own, so the
+    /// commit starts now, not when the dispatcher next waits). Call it only
+    /// with nothing else in flight: a batch without writes is then committed
+    /// at once, since all it could have seen is committed by now.
+    pub fn commit(mut self, shared: &Shared, lease: &Lease) -> Committing {
+        let writes = std::mem::take(&mut self.fx.writes);
+        let count = writes.len();
+        let (store, lease) = (shared.store.clone(), lease.clone());
+        let commit = tokio::spawn(async move {
+            match writes.is_empty() {
+                true => Ok(()),
+                false => store.commit(&lease, writes).await,
+            }
+        });
+        Committing { commit, writes: count, decided: self }
+    }
+
+    /// Tells every caller the batch did not happen.
+    pub fn fail(self, error: fn() -> EngineError) {
+        for answer in self.answers {
+            answer(Some(error));
+        }
+    }
+}
+
+/// A batch on its way into the database.
+pub(super) struct Committing {
+    commit: JoinHandle<StoreResult<()>>,
+    /// How many writes it holds (for the log).
+    pub writes: usize,
+    decided: Decided,
+}
+
+impl Committing {
+    /// The commit's outcome (polled by the dispatcher's loop).
+    pub async fn committed(&mut self) -> StoreResult<()> {
+        match (&mut self.commit).await {
+            Ok(committed) => committed,
+            Err(e) => Err(StoreError::Writer(format!("the commit's task ended: {e}"))),
+        }
+    }
+
+    /// The batch is committed: answers go out, then the events and pokes.
+    fn done(self, shared: &Shared) {
+        let Decided { answers, fx } = self.decided;
+        for answer in answers {
+            answer(None);
+        }
+        for (topic, event) in fx.events {
+            shared.bus.publish(topic, event);
+        }
+        super::dispatcher::poke(shared, fx.pokes);
+    }
+
+    /// Requests held for this commit.
+    pub fn held(&self) -> usize {
+        self.decided.held()
+    }
+
+    /// Waits for the commit and answers as it went; the outcome is returned
+    /// for the dispatcher to act on (step down, reload).
+    pub async fn finish(mut self, shared: &Shared) -> StoreResult<()> {
+        let committed = self.committed().await;
+        self.settle(shared, &committed);
+        committed
+    }
+
+    /// Answers as the commit went (`committed` is its outcome).
+    pub fn settle(self, shared: &Shared, committed: &StoreResult<()>) {
+        match committed {
+            Ok(()) => self.done(shared),
+            Err(StoreError::Fenced) => self.decided.fail(|| EngineError::DispatchedElsewhere),
+            Err(_) => self.decided.fail(|| EngineError::Unavailable),
+        }
+    }
+}

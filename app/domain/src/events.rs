@@ -110,6 +110,8 @@ pub enum AuditAction {
     RobotRetired,
     LinkFloorSet,
     LinkFloorRemoved,
+    RttCeilingSet,
+    RttCeilingRemoved,
     MemberInvited,
     PeopleImported,
     MemberJoined,
@@ -119,7 +121,7 @@ pub enum AuditAction {
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 17] = [
+    pub const ALL: [AuditAction; 19] = [
         AuditAction::ProtectiveStop,
         AuditAction::OperatorEstop,
         AuditAction::ProtectiveStopCleared,
@@ -131,6 +133,8 @@ impl AuditAction {
         AuditAction::RobotRetired,
         AuditAction::LinkFloorSet,
         AuditAction::LinkFloorRemoved,
+        AuditAction::RttCeilingSet,
+        AuditAction::RttCeilingRemoved,
         AuditAction::MemberInvited,
         AuditAction::PeopleImported,
         AuditAction::MemberJoined,
@@ -152,6 +156,8 @@ impl AuditAction {
             AuditAction::RobotRetired => "robot_retired",
             AuditAction::LinkFloorSet => "link_floor_set",
             AuditAction::LinkFloorRemoved => "link_floor_removed",
+            AuditAction::RttCeilingSet => "rtt_ceiling_set",
+            AuditAction::RttCeilingRemoved => "rtt_ceiling_removed",
             AuditAction::MemberInvited => "member_invited",
             AuditAction::PeopleImported => "people_imported",
             AuditAction::MemberJoined => "member_joined",
@@ -290,6 +296,8 @@ mod audit_tests {
             | AuditAction::RobotRetired
             | AuditAction::LinkFloorSet
             | AuditAction::LinkFloorRemoved
+            | AuditAction::RttCeilingSet
+            | AuditAction::RttCeilingRemoved
             | AuditAction::MemberInvited
             | AuditAction::PeopleImported
             | AuditAction::MemberJoined
@@ -298,7 +306,7 @@ mod audit_tests {
             | AuditAction::MemberEdited => AuditAction::ALL.contains(&a),
         };
         assert!(AuditAction::ALL.into_iter().all(listed));
-        assert_eq!(AuditAction::ALL.len(), 17, "every variant of the match above is in ALL");
+        assert_eq!(AuditAction::ALL.len(), 19, "every variant of the match above is in ALL");
         assert!(AuditAction::try_from("dropped_tables".to_string()).is_err());
         for kind in [ActorKind::User, ActorKind::Robot, ActorKind::System] {
             assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());

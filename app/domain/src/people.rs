@@ -311,6 +311,9 @@ pub struct PeopleAdmin {
     /// The reqCert values the org's robots use: what certifications to offer.
     pub cert_options: Vec<String>,
     pub floors: Vec<crate::models::LinkFloor>,
+    /// RTT ceilings per skill (rules A15, A16).
+    #[serde(default)]
+    pub ceilings: Vec<crate::dispatch::RttCeiling>,
 }
 
 /// A set-password / join link, shown once.

@@ -102,6 +102,8 @@ pub trait DirectoryAdmin: Send + Sync + 'static {
     async fn edit_profile(&self, org_id: &str, actor: &str, user_id: &str, fields: crate::people::ProfileFields) -> Result<(), AppError>;
     async fn set_floor(&self, org_id: &str, actor: &str, floor: crate::models::LinkFloor) -> Result<(), AppError>;
     async fn remove_floor(&self, org_id: &str, actor: &str, region: &str, pop: &str) -> Result<(), AppError>;
+    async fn set_ceiling(&self, org_id: &str, actor: &str, ceiling: crate::dispatch::RttCeiling) -> Result<(), AppError>;
+    async fn remove_ceiling(&self, org_id: &str, actor: &str, skill: &str) -> Result<(), AppError>;
     async fn register_robot(&self, org_id: &str, actor: &str, id: &str, fields: crate::directory::RobotFields) -> Result<crate::people::RegisteredRobot, AppError>;
     /// What the link can do for `signed_in` (the person whose browser opened it).
     /// `client`: the address it came from (opening links has a quota).

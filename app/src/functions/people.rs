@@ -102,6 +102,27 @@ pub async fn remove_link_floor(region: String, pop: String) -> Result<(), AppErr
     admin.remove_floor(&org_id, &actor, &region, &pop).await.map_err(guard::fail)
 }
 
+/// Sets or changes one skill's RTT ceiling and how it relaxes (rules A15, A16).
+#[server(endpoint = "set_rtt_ceiling")]
+pub async fn set_rtt_ceiling(skill: String, ceiling_ms: String, step_ms: String, every_s: String, lifted_after_s: String) -> Result<(), AppError> {
+    let (actor, org_id, admin) = admin().await?;
+    let whole = |value: &str, what: &str| value.trim().parse::<u32>().map_err(|_| guard::fail(AppError::Invalid(format!("{what} must be a whole number"))));
+    let ceiling = crate::dispatch::RttCeiling {
+        skill,
+        ceiling_ms: whole(&ceiling_ms, "the ceiling (ms)")?,
+        step_ms: whole(&step_ms, "the step (ms)")?,
+        every_s: whole(&every_s, "the time between steps (s)")?,
+        lifted_after_s: whole(&lifted_after_s, "the time after which it is lifted (s)")?,
+    };
+    admin.set_ceiling(&org_id, &actor, ceiling).await.map_err(guard::fail)
+}
+
+#[server(endpoint = "remove_rtt_ceiling")]
+pub async fn remove_rtt_ceiling(skill: String) -> Result<(), AppError> {
+    let (actor, org_id, admin) = admin().await?;
+    admin.remove_ceiling(&org_id, &actor, &skill).await.map_err(guard::fail)
+}
+
 /// Registers a robot (as `POST /v1/robots`); the token is shown once.
 #[server(endpoint = "register_robot")]
 pub async fn register_robot(robot_id: String, model: String, site: String, pop: String, req_cert: String) -> Result<RegisteredRobot, AppError> {

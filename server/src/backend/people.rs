@@ -56,6 +56,7 @@ impl DirectoryAdmin for PeopleBackend {
             regions: self.people.regions(org_id).await.map_err(refused)?,
             cert_options: self.people.cert_options(org_id).await.map_err(refused)?,
             floors: self.people.floors(org_id).await.map_err(refused)?,
+            ceilings: self.people.ceilings(org_id).await.map_err(refused)?,
         })
     }
 
@@ -95,6 +96,14 @@ impl DirectoryAdmin for PeopleBackend {
 
     async fn remove_floor(&self, org_id: &str, actor: &str, region: &str, pop: &str) -> Result<(), AppError> {
         self.people.remove_floor(org_id, actor, region, pop).await.map_err(refused)
+    }
+
+    async fn set_ceiling(&self, org_id: &str, actor: &str, ceiling: domain::dispatch::RttCeiling) -> Result<(), AppError> {
+        self.people.set_ceiling(org_id, actor, ceiling).await.map_err(refused)
+    }
+
+    async fn remove_ceiling(&self, org_id: &str, actor: &str, skill: &str) -> Result<(), AppError> {
+        self.people.remove_ceiling(org_id, actor, skill).await.map_err(refused)
     }
 
     async fn register_robot(&self, org_id: &str, actor: &str, id: &str, fields: domain::directory::RobotFields) -> Result<RegisteredRobot, AppError> {

@@ -63,6 +63,7 @@ impl Desk {
                 offered_to: None,
                 queued: false,
                 cooloffs: HashMap::new(),
+                relax_at: None,
             },
         );
         self.timers.at(now + self.settings.pending_timeout_ms, Timer::PendingTimeout { session_id: session_id.clone() });
@@ -118,14 +119,15 @@ impl Desk {
                 None
             }
         };
-        let mut claim = self.index.claim(&call.pop, &call.skill, others, &skip);
+        let ceiling = self.ceiling_of(session_id, now);
+        let mut claim = self.index.claim(&call.pop, &call.skill, ceiling, others, &skip);
         // Another org's dispatcher may have rung this operator a moment ago:
         // then they are held elsewhere, and the next claim skips them.
         while let Some((id, _)) = &claim.chosen {
             if self.busy.claim(id, &self.org_id) {
                 break;
             }
-            claim = self.index.claim(&call.pop, &call.skill, others, &skip);
+            claim = self.index.claim(&call.pop, &call.skill, ceiling, others, &skip);
         }
         let outcome = if claim.chosen.is_some() { Outcome::Offered } else { Outcome::Queued };
         if outcome == Outcome::Queued && !record_queued {
@@ -142,7 +144,7 @@ impl Desk {
                 state: None,
             })
             .collect();
-        let summary = CandidateSummary { candidates, omitted: claim.omitted };
+        let summary = CandidateSummary { candidates, omitted: claim.omitted, ceiling_ms: ceiling };
         let record = DispatchRecord {
             at: now,
             trigger,
@@ -164,6 +166,7 @@ impl Desk {
             }
             self.fx.writes.push(Write::Record { org_id: self.org_id.clone(), session_id: session_id.to_string(), record });
             self.lifecycle_event(session_id, now);
+            self.arm_relaxation(session_id, now);
             return None;
         };
         let offer = Offer {

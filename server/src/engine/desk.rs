@@ -64,6 +64,8 @@ pub(super) struct Call {
     pub queued: bool,
     /// Operator → until when they may not be offered this call (rule D08).
     pub cooloffs: HashMap<String, i64>,
+    /// When a relaxation timer of its RTT ceiling is armed for (rule A16).
+    pub relax_at: Option<i64>,
 }
 
 /// An ACTIVE or PAUSED session.
@@ -107,6 +109,8 @@ pub struct Desk {
     /// service last committed them: a raise and an extension read them here.
     pub(super) bookings: HashMap<String, Vec<domain::booking::Booking>>,
     pub(super) index: ReadyIndex,
+    /// The org's RTT ceilings, by skill (rules A15, A16).
+    pub(super) ceilings: HashMap<String, domain::dispatch::RttCeiling>,
     pub timers: Timers,
     pub(super) fx: Effects,
     /// Someone may have become able to take a queued call.
@@ -129,6 +133,7 @@ impl Desk {
             open_by_robot: HashMap::new(),
             bookings: HashMap::new(),
             index: ReadyIndex::default(),
+            ceilings: HashMap::new(),
             timers: Timers::default(),
             fx: Effects::default(),
             dirty: false,
@@ -361,6 +366,7 @@ impl Desk {
                     let _ = self.finish(&session_id, LifecycleState::Cancelled, domain::lifecycle::NOBODY_TOOK_IT, now);
                 }
             }
+            Timer::CeilingRelaxes { session_id, at } => self.ceiling_relaxed(&session_id, at, now),
             Timer::CoolOff { session_id, operator_id } => {
                 if let Some(call) = self.calls.get_mut(&session_id) {
                     if call.cooloffs.get(&operator_id).is_some_and(|until| *until <= now) {

@@ -54,8 +54,8 @@ pub enum Command {
     LoadOperator { record: OperatorRecord, reply: Reply<()> },
     /// The operator left the org: never dispatched to again.
     DropOperator { operator_id: String, reply: Reply<()> },
-    /// The org's link floors changed.
-    SetFloors { floors: domain::dispatch::LinkFloors, reply: Reply<()> },
+    /// The org's link floors or RTT ceilings changed.
+    SetFloors { floors: domain::dispatch::LinkFloors, ceilings: Vec<domain::dispatch::RttCeiling>, reply: Reply<()> },
     Presences { reply: Reply<Vec<OperatorPresence>> },
     /// Look at the queues again (another org freed an operator).
     Poke,
@@ -151,8 +151,9 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
             desk.set_bookings(&robot_id, bookings, now);
             hold(reply, Ok(()))
         }
-        Command::SetFloors { floors, reply } => {
+        Command::SetFloors { floors, ceilings, reply } => {
             desk.set_floors(floors);
+            desk.set_ceilings(ceilings, now);
             hold(reply, Ok(()))
         }
         Command::Poke => {
@@ -231,6 +232,7 @@ async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> R
         // The org's own floors, read with the rest of its state (and retried with it).
         let loaded = async {
             desk.set_floors(domain::dispatch::LinkFloors::new(shared.store.org_link_floors(&desk.org_id).await?));
+            desk.set_ceilings(shared.store.org_rtt_ceilings(&desk.org_id).await?, shared.clock.now_ms());
             let bookings = shared.store.bookings(&desk.org_id, None, shared.clock.now_ms()).await?;
             desk.load_bookings(bookings.into_iter().map(|b| b.booking()).collect(), shared.clock.now_ms());
             shared.store.org_snapshot(&desk.org_id).await

@@ -47,6 +47,7 @@ impl Desk {
                     offered_to: None,
                     queued,
                     cooloffs: HashMap::new(),
+                    relax_at: None,
                 },
             );
         }
@@ -136,6 +137,8 @@ impl Desk {
             // was undone: everyone's presence is told again.
             self.publish_presence(&id);
         }
+        // The timers were cleared: queued calls' ceilings relax again from here.
+        self.arm_relaxations(now);
         self.dirty = true;
     }
 

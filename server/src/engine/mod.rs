@@ -11,6 +11,7 @@
 mod bookings;
 mod busy;
 mod calls;
+mod ceilings;
 mod desk;
 #[cfg(test)]
 mod desk_tests;

@@ -4,7 +4,7 @@
 //! from its head instead of copying and sorting the pool; `rank_pool` in
 //! `domain::dispatch` stays the oracle the tests compare it with.
 
-use domain::dispatch::{effective_rtt, LinkFloors, PoolSource, Verdict};
+use domain::dispatch::{effective_rtt, within_ceiling, LinkFloors, PoolSource, Verdict};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Which pool an operator is in (seed 000, rules A07/A08).
@@ -136,23 +136,28 @@ impl ReadyIndex {
         self.per_skill.get(&(tier, skill.to_string())).copied().unwrap_or(0) > 0
     }
 
-    /// The best operator for a call at `pop` needing `skill`. `skip` says
-    /// why an indexed operator cannot take this call (busy elsewhere, in
-    /// cool-off for it); `others` is how many known operators are outside
-    /// the index altogether (for the record's counts).
-    pub fn claim(&self, pop: &str, skill: &str, others: usize, mut skip: impl FnMut(&str) -> Option<Verdict>) -> Claim {
+    /// The best operator for a call at `pop` needing `skill`, within the
+    /// call's RTT `ceiling` if it has one (rule A15). `skip` says why an
+    /// indexed operator cannot take this call (busy elsewhere, in cool-off
+    /// for it); `others` is how many known operators are outside the index
+    /// altogether (for the record's counts).
+    pub fn claim(&self, pop: &str, skill: &str, ceiling: Option<u32>, others: usize, mut skip: impl FnMut(&str) -> Option<Verdict>) -> Claim {
         let (source, tier) = self.pool();
         let set = self.sets.get(&(tier, skill.to_string(), pop.to_string()));
         let mut looked = Vec::new();
         let mut chosen = None;
         let mut omitted: BTreeMap<String, usize> = BTreeMap::new();
-        let mut walked = 0;
+        let (mut walked, mut beyond) = (0, false);
         for (rtt, _, id) in set.into_iter().flatten() {
-            if chosen.is_some() && looked.len() >= domain::dispatch::RECORDED_CANDIDATES {
+            // Ranked by RTT: from the first operator above the ceiling on,
+            // nobody can be chosen any more.
+            beyond = beyond || !within_ceiling(*rtt, ceiling);
+            if (chosen.is_some() || beyond) && looked.len() >= domain::dispatch::RECORDED_CANDIDATES {
                 break;
             }
             walked += 1;
             let verdict = match skip(id) {
+                _ if beyond => Verdict::AboveRttCeiling,
                 Some(v) => v,
                 None if chosen.is_none() => {
                     chosen = Some((id.clone(), *rtt));
@@ -167,6 +172,13 @@ impl ReadyIndex {
             }
         }
         let ranked = set.map_or(0, BTreeSet::len);
+        // Those not walked: all above the ceiling once the walk reached it,
+        // else those past it counted in the ordered set.
+        let unwalked_above = match (set, ceiling) {
+            _ if beyond => ranked - walked,
+            (Some(set), Some(c)) => set.range((c.saturating_add(1), i64::MIN, String::new())..).count(),
+            _ => 0,
+        };
         let in_tier = self.per_tier.get(&tier).copied().unwrap_or(0);
         let certified = self.per_skill.get(&(tier, skill.to_string())).copied().unwrap_or(0);
         let mut count = |verdict: Verdict, n: usize| {
@@ -174,7 +186,8 @@ impl ReadyIndex {
                 *omitted.entry(verdict_name(verdict)).or_default() += n;
             }
         };
-        count(Verdict::Outranked, ranked - walked);
+        count(Verdict::AboveRttCeiling, unwalked_above);
+        count(Verdict::Outranked, ranked - walked - unwalked_above);
         count(Verdict::NoRtt, certified.saturating_sub(ranked));
         count(Verdict::Uncertified, in_tier - certified);
         count(Verdict::NotInPool, others + self.placed.len() - in_tier);
@@ -189,7 +202,7 @@ fn verdict_name(verdict: Verdict) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use domain::dispatch::{assemble_pool, rank_pool, PoolEntry, Presence};
+    use domain::dispatch::{assemble_pool, rank_pool_within, PoolEntry, Presence};
     use domain::models::{LinkFloor, PresenceState};
     use domain::presence::{in_live_pool, in_roster_pool};
     use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -221,7 +234,7 @@ mod tests {
     /// Property: on random pools, the index picks exactly the operator (and
     /// RTT) that the seed's oracle `rank_pool` picks.
     #[test]
-    fn a06_d01_the_index_agrees_with_rank_pool_on_random_pools() {
+    fn a06_d01_a15_the_index_agrees_with_rank_pool_on_random_pools_with_and_without_a_ceiling() {
         let floors = floors();
         for seed in 0..400u64 {
             let mut rng = StdRng::seed_from_u64(seed);
@@ -269,13 +282,14 @@ mod tests {
                 }
             }
             let (source, pool) = assemble_pool(&entries);
+            let ceiling = rng.gen_bool(0.5).then(|| rng.gen_range(90..260));
             for pop in POPS {
                 for skill in SKILLS {
-                    let oracle = rank_pool(pop, skill, &pool, &floors, &exclude)
+                    let oracle = rank_pool_within(pop, skill, &pool, &floors, &exclude, ceiling)
                         .into_iter()
                         .find(|c| c.verdict == Verdict::Chosen)
                         .map(|c| (c.operator_id, c.rtt_ms.unwrap()));
-                    let claim = index.claim(pop, skill, others, |id| {
+                    let claim = index.claim(pop, skill, ceiling, others, |id| {
                         let e = entries.iter().find(|e| e.presence.operator_id == id).unwrap();
                         if !e.presence.available {
                             Some(Verdict::Busy)
@@ -291,6 +305,15 @@ mod tests {
                     }
                     let total: usize = claim.looked.len() + claim.omitted.values().sum::<usize>();
                     assert_eq!(total, entries.len(), "every known operator is accounted for, seed {seed}");
+                    let above = pool
+                        .iter()
+                        .filter(|p| p.certs.iter().any(|c| c == skill))
+                        .filter_map(|p| effective_rtt(p.measured_rtt_ms.get(pop).copied(), floors.floor(&p.region, pop)))
+                        .filter(|rtt| !within_ceiling(*rtt, ceiling))
+                        .count();
+                    let said_above = claim.looked.iter().filter(|l| l.verdict == Verdict::AboveRttCeiling).count()
+                        + claim.omitted.get("above_rtt_ceiling").copied().unwrap_or(0);
+                    assert_eq!(said_above, above, "every certified operator above the ceiling is said so, seed {seed}");
                 }
             }
         }
@@ -306,7 +329,7 @@ mod tests {
         index.upsert(entry(Tier::Live, 1), &floors);
         index.upsert(entry(Tier::Roster, 2), &floors);
         assert_eq!(index.pool().1, Tier::Roster, "no one is live any more");
-        assert_eq!(index.claim("us-east", "welding", 0, |_| None).chosen, Some(("a".to_string(), 100)));
+        assert_eq!(index.claim("us-east", "welding", None, 0, |_| None).chosen, Some(("a".to_string(), 100)));
         index.remove("a");
         assert!(index.sets.is_empty() && !index.serves_skill("welding"));
     }

@@ -163,7 +163,8 @@ impl Shared {
             },
             Request::ReloadFloors => {
                 let floors = LinkFloors::new(self.store.org_link_floors(org_id).await?);
-                ask(desk, |reply| Command::SetFloors { floors, reply }, |()| Answer::Done).await
+                let ceilings = self.store.org_rtt_ceilings(org_id).await?;
+                ask(desk, |reply| Command::SetFloors { floors, ceilings, reply }, |()| Answer::Done).await
             }
             Request::BookingsChanged { robot_id } => {
                 let now = self.clock.now_ms();

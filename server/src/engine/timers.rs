@@ -17,6 +17,9 @@ pub enum Timer {
     Lapse { operator_id: String, generation: u64 },
     /// The operator may be offered this call again (rule D08).
     CoolOff { session_id: String, operator_id: String },
+    /// A waiting call's RTT ceiling relaxes (rule A16); `at` tells a timer
+    /// armed before the ceilings changed apart.
+    CeilingRelaxes { session_id: String, at: i64 },
     /// The call has waited the pending timeout.
     PendingTimeout { session_id: String },
     /// The inactivity chain of a live session looks again (rule L07).

@@ -81,6 +81,11 @@ impl PeopleService {
         Ok(self.store.org_link_floors(org_id).await?)
     }
 
+    /// The org's RTT ceilings per skill (rules A15, A16).
+    pub async fn ceilings(&self, org_id: &str) -> Result<Vec<domain::dispatch::RttCeiling>, PeopleError> {
+        Ok(self.store.org_rtt_ceilings(org_id).await?)
+    }
+
     /// The certifications worth offering: the reqCert values the org's robots use.
     pub async fn cert_options(&self, org_id: &str) -> Result<Vec<String>, PeopleError> {
         let mut certs: Vec<String> = self.store.robots(org_id).await?.into_iter().map(|r| r.req_cert).collect();
@@ -262,6 +267,23 @@ impl PeopleService {
             }
             FloorChange::NotFound => Err(PeopleError::NotFound("path")),
             FloorChange::LastPath => Err(PeopleError::Conflict("An organisation keeps at least one path.".into())),
+        }
+    }
+
+    /// Sets or changes one skill's RTT ceiling (rules A15, A16).
+    pub async fn set_ceiling(&self, org_id: &str, actor: &str, ceiling: domain::dispatch::RttCeiling) -> Result<(), PeopleError> {
+        let ceiling = domain::dispatch::RttCeiling { skill: ceiling.skill.trim().to_string(), ..ceiling };
+        if let Some(problem) = domain::dispatch::ceiling_problem(&ceiling) {
+            return Err(PeopleError::Invalid(problem));
+        }
+        let entry = self.store.set_rtt_ceiling(org_id, &ceiling, actor, now_ms()).await?;
+        self.floors_changed(org_id, FloorChange::Done(entry)).await
+    }
+
+    pub async fn remove_ceiling(&self, org_id: &str, actor: &str, skill: &str) -> Result<(), PeopleError> {
+        match self.store.remove_rtt_ceiling(org_id, skill, actor, now_ms()).await? {
+            Some(entry) => self.floors_changed(org_id, FloorChange::Done(entry)).await,
+            None => Err(PeopleError::NotFound("ceiling")),
         }
     }
 

@@ -134,7 +134,8 @@ impl OrgViews {
         // Independent reads: in parallel, not one round trip after another
         // (every push reloads this picture on every admin screen).
         let s = &self.store;
-        let (org_name, live, robots, operators, audit, queue, floors, speed, scores) = tokio::try_join!(
+        let since = domain::board::utc_midnight(now);
+        let (org_name, live, robots, operators, audit, queue, floors, speed, scores, ceilings, answered) = tokio::try_join!(
             s.org_name(org_id),
             s.live_sessions(org_id),
             s.robots(org_id),
@@ -142,20 +143,29 @@ impl OrgViews {
             s.recent_audit(org_id, now - domain::board::ESTOP_WINDOW_MS, 200),
             s.queue_depths(org_id),
             s.org_link_floors(org_id),
-            s.answer_speed(org_id, domain::board::utc_midnight(now)),
+            s.answer_speed(org_id, since),
             s.operator_scores(org_id),
+            s.org_rtt_ceilings(org_id),
+            s.answered_offers(org_id, since),
         )
         .map_err(internal)?;
         let org_name = org_name.ok_or(AppError::NotFound("Organisation".into()))?;
         let scores = scores_of(scores);
         let live = live.into_iter().map(|row| row.record()).collect::<Result<Vec<_>, _>>().map_err(internal)?;
         let count = |n: Option<i64>| n.unwrap_or(0).max(0) as usize;
+        let answered: Vec<domain::board::AnsweredOffer> = answered
+            .into_iter()
+            .map(|(skill, raised_at_ms, offered_at_ms)| domain::board::AnsweredOffer { skill, raised_at_ms, offered_at_ms })
+            .collect();
+        let (answered_first_ceiling, answered_after_relaxing) = domain::board::split_by_ceiling(&ceilings, &answered);
         let today = AnswerSpeed {
             answered: count(speed.answered),
             answer_ms_total: speed.answer_ms_total.unwrap_or(0),
             answered_within_20s: count(speed.within_20s),
             withdrawn: count(speed.withdrawn),
             abandoned: count(speed.abandoned),
+            answered_first_ceiling,
+            answered_after_relaxing,
         };
         let presences = self.engine.presences(org_id).await.iter().map(|p| p.roster_update()).collect();
         Ok(OpsBoard {
@@ -166,6 +176,7 @@ impl OrgViews {
             presences,
             audit: audit.into_iter().map(Into::into).collect(),
             floors,
+            ceilings,
             queue: queue
                 .into_iter()
                 .map(|q| QueueDepth { skill: q.skill, waiting: q.waiting.max(0) as usize, oldest_raised_at_ms: q.oldest_raised_at })

@@ -63,6 +63,9 @@ pub trait BoardStore: Send + Sync {
     /// Calls raised at or after `since`: answered, total answer time, answered
     /// within `domain::board::PROMPT_ANSWER_MS`, withdrawn while waiting.
     async fn answer_speed(&self, org_id: &str, since: i64) -> StoreResult<AnswerSpeedRow>;
+    /// Calls raised at or after `since` and answered: their skill, raise
+    /// and the time of the offer they were answered on (rule A17).
+    async fn answered_offers(&self, org_id: &str, since: i64) -> StoreResult<Vec<(String, i64, i64)>>;
     /// Writes an audit record of the org.
     async fn record_audit(&self, org_id: &str, entry: &AuditEntry) -> StoreResult<()>;
 }
@@ -105,6 +108,15 @@ macro_rules! board_store {
                 // The prompt-answer threshold is the board's rule, bound here, not written in the SQL.
                 .bind(org_id).bind(since).bind(domain::lifecycle::NOBODY_TOOK_IT).bind(domain::board::PROMPT_ANSWER_MS)
                 .fetch_one(&self.pool).await?)
+            }
+
+            async fn answered_offers(&self, org_id: &str, since: i64) -> StoreResult<Vec<(String, i64, i64)>> {
+                Ok(sqlx::query_as(
+                    "SELECT s.skill, s.raised_at, o.offered_at FROM sessions s JOIN offers o ON o.session_id = s.id \
+                     WHERE s.org_id = $1 AND s.raised_at >= $2 AND s.started_at IS NOT NULL AND o.status = $3",
+                )
+                .bind(org_id).bind(since).bind(domain::dispatch::OfferStatus::Accepted.as_str())
+                .fetch_all(&self.pool).await?)
             }
 
             async fn record_audit(&self, org_id: &str, e: &AuditEntry) -> StoreResult<()> {

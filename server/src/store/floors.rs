@@ -1,11 +1,12 @@
 //! Each org's link-health floors (region → PoP, rules D02 and W16):
-//! edited by its admins, audited, starting from the defaults.
+//! edited by its admins, audited, starting from the defaults; and its RTT
+//! ceilings per skill (rules A15–A17), none until an admin sets one.
 
 use super::sql::StoreDb;
 use super::sql::{PgStore, SqliteStore};
 use super::{Store, StoreResult};
 use domain::events::{AuditAction, AuditEntry};
-use domain::dispatch::FloorRemoval;
+use domain::dispatch::{FloorRemoval, RttCeiling};
 use domain::models::LinkFloor;
 use async_trait::async_trait;
 
@@ -27,7 +28,28 @@ pub trait FloorStore: Send + Sync {
     /// org's row lock (two admins removing the last two paths at once are
     /// judged one after the other), allows it.
     async fn remove_link_floor(&self, org_id: &str, region: &str, pop: &str, actor: &str, at: i64, judge: FloorJudge<'_>) -> StoreResult<FloorChange>;
+
+    /// The org's RTT ceilings, by skill.
+    async fn org_rtt_ceilings(&self, org_id: &str) -> StoreResult<Vec<RttCeiling>>;
+    /// Sets (or changes) one skill's ceiling.
+    async fn set_rtt_ceiling(&self, org_id: &str, ceiling: &RttCeiling, actor: &str, at: i64) -> StoreResult<AuditEntry>;
+    /// Removes one skill's ceiling; `None` when it had none.
+    async fn remove_rtt_ceiling(&self, org_id: &str, skill: &str, actor: &str, at: i64) -> StoreResult<Option<AuditEntry>>;
 }
+
+type CeilingRow = (String, i64, i64, i64, i64);
+
+fn ceiling((skill, ceiling_ms, step_ms, every_s, lifted_after_s): CeilingRow) -> RttCeiling {
+    let ms = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
+    RttCeiling { skill, ceiling_ms: ms(ceiling_ms), step_ms: ms(step_ms), every_s: ms(every_s), lifted_after_s: ms(lifted_after_s) }
+}
+
+/// How an audit entry names a ceiling.
+fn ceiling_text(c: &RttCeiling) -> String {
+    format!("{} ms, +{} ms every {} s, lifted after {} s", c.ceiling_ms, c.step_ms, c.every_s, c.lifted_after_s)
+}
+
+const CEILINGS: &str = "SELECT skill, ceiling_ms, step_ms, every_s, lifted_after_s FROM org_rtt_ceilings WHERE org_id = $1";
 
 /// The service's rule for a removal (`domain::dispatch::floor_removal`).
 pub type FloorJudge<'a> = &'a (dyn Fn(&[LinkFloor], &str, &str) -> FloorRemoval + Send + Sync);
@@ -101,6 +123,43 @@ macro_rules! floor_store {
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
                 Ok(FloorChange::Done(entry))
+            }
+
+            async fn org_rtt_ceilings(&self, org_id: &str) -> StoreResult<Vec<RttCeiling>> {
+                let rows: Vec<CeilingRow> = sqlx::query_as(&format!("{CEILINGS} ORDER BY skill")).bind(org_id).fetch_all(&self.pool).await?;
+                Ok(rows.into_iter().map(ceiling).collect())
+            }
+
+            async fn set_rtt_ceiling(&self, org_id: &str, c: &RttCeiling, actor: &str, at: i64) -> StoreResult<AuditEntry> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let before: Option<CeilingRow> = sqlx::query_as(&format!("{CEILINGS} AND skill = $2")).bind(org_id).bind(&c.skill).fetch_optional(&mut *tx).await?;
+                sqlx::query(
+                    "INSERT INTO org_rtt_ceilings (org_id, skill, ceiling_ms, step_ms, every_s, lifted_after_s) VALUES ($1, $2, $3, $4, $5, $6) \
+                     ON CONFLICT (org_id, skill) DO UPDATE SET ceiling_ms = excluded.ceiling_ms, step_ms = excluded.step_ms, \
+                     every_s = excluded.every_s, lifted_after_s = excluded.lifted_after_s",
+                )
+                .bind(org_id).bind(&c.skill).bind(i64::from(c.ceiling_ms)).bind(i64::from(c.step_ms)).bind(i64::from(c.every_s)).bind(i64::from(c.lifted_after_s))
+                .execute(&mut *tx).await?;
+                let detail = match before {
+                    Some(row) => format!("{}: {} → {}", c.skill, ceiling_text(&ceiling(row)), ceiling_text(c)),
+                    None => format!("{}: new ceiling, {}", c.skill, ceiling_text(c)),
+                };
+                let entry = AuditEntry::by_user(actor, AuditAction::RttCeilingSet, detail, at);
+                Self::write_audit(&mut tx, org_id, &entry).await?;
+                tx.commit().await?;
+                Ok(entry)
+            }
+
+            async fn remove_rtt_ceiling(&self, org_id: &str, skill: &str, actor: &str, at: i64) -> StoreResult<Option<AuditEntry>> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let Some(row): Option<CeilingRow> = sqlx::query_as(&format!("{CEILINGS} AND skill = $2")).bind(org_id).bind(skill).fetch_optional(&mut *tx).await? else {
+                    return Ok(None);
+                };
+                sqlx::query("DELETE FROM org_rtt_ceilings WHERE org_id = $1 AND skill = $2").bind(org_id).bind(skill).execute(&mut *tx).await?;
+                let entry = AuditEntry::by_user(actor, AuditAction::RttCeilingRemoved, format!("{skill}: ceiling of {} removed", ceiling_text(&ceiling(row))), at);
+                Self::write_audit(&mut tx, org_id, &entry).await?;
+                tx.commit().await?;
+                Ok(Some(entry))
             }
         }
     };

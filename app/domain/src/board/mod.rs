@@ -5,7 +5,7 @@
 
 mod snapshot;
 
-pub use snapshot::{utc_midnight, AnswerSpeed, OpsBoard, QueueDepth, PROMPT_ANSWER_MS};
+pub use snapshot::{split_by_ceiling, utc_midnight, AnswerSpeed, AnsweredOffer, OpsBoard, QueueDepth, PROMPT_ANSWER_MS};
 
 use crate::events::{AuditAction, AuditEntry};
 use crate::models::{LifecycleState, LinkFloor, PresenceState, RegistryStatus, SafetyState, SessionRecord};

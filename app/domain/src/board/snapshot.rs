@@ -19,6 +19,10 @@ pub struct OpsBoard {
     /// The org's audit records of the last 24 h, newest first (at most 200).
     pub audit: Vec<AuditEntry>,
     pub floors: Vec<LinkFloor>,
+    /// The org's RTT ceilings per skill (rules A15–A17): what a waiting
+    /// call's ceiling is now and when it next relaxes, on a ticking clock.
+    #[serde(default)]
+    pub ceilings: Vec<crate::dispatch::RttCeiling>,
     pub queue: Vec<QueueDepth>,
     /// Calls raised since midnight UTC.
     pub today: AnswerSpeed,
@@ -40,6 +44,34 @@ pub struct AnswerSpeed {
     /// Cancelled by the platform after the pending timeout: nobody took it.
     #[serde(default)]
     pub abandoned: usize,
+    /// Of the answered calls of skills with an RTT ceiling: offered under
+    /// their first ceiling, and offered only after it relaxed (rule A17).
+    #[serde(default)]
+    pub answered_first_ceiling: usize,
+    #[serde(default)]
+    pub answered_after_relaxing: usize,
+}
+
+/// One answered call as the ceiling split needs it: its skill, when it was
+/// raised and when the offer it was answered on was made.
+pub struct AnsweredOffer {
+    pub skill: String,
+    pub raised_at_ms: i64,
+    pub offered_at_ms: i64,
+}
+
+/// Rule A17: answered calls of skills with a ceiling, split into those
+/// offered under their first ceiling and those offered after it relaxed.
+pub fn split_by_ceiling(ceilings: &[crate::dispatch::RttCeiling], answered: &[AnsweredOffer]) -> (usize, usize) {
+    let mut split = (0, 0);
+    for a in answered {
+        let Some(c) = ceilings.iter().find(|c| c.skill == a.skill) else { continue };
+        match c.first_ceiling_held(a.offered_at_ms - a.raised_at_ms) {
+            true => split.0 += 1,
+            false => split.1 += 1,
+        }
+    }
+    split
 }
 
 /// Calls answered this fast count as answered promptly.
@@ -103,9 +135,18 @@ mod tests {
     fn answer_speed_averages_and_shares_only_answered_calls() {
         let none = AnswerSpeed::default();
         assert_eq!((none.average_ms(), none.within_20s_percent()), (None, None));
-        let today = AnswerSpeed { answered: 3, answer_ms_total: 45_000, answered_within_20s: 2, withdrawn: 1, abandoned: 0 };
+        let today = AnswerSpeed { answered: 3, answer_ms_total: 45_000, answered_within_20s: 2, withdrawn: 1, ..AnswerSpeed::default() };
         assert_eq!(today.average_ms(), Some(15_000));
         assert_eq!(today.within_20s_percent(), Some(67));
         assert_eq!(utc_midnight(86_400_000 * 3 + 5), 86_400_000 * 3);
+    }
+
+    #[test]
+    fn a17_answered_calls_split_by_whether_their_first_ceiling_still_held() {
+        use crate::dispatch::RttCeiling;
+        let ceilings = [RttCeiling { skill: "welding".into(), ceiling_ms: 150, step_ms: 50, every_s: 30, lifted_after_s: 300 }];
+        let answered = |skill: &str, after: i64| AnsweredOffer { skill: skill.into(), raised_at_ms: 1_000, offered_at_ms: 1_000 + after };
+        let calls = [answered("welding", 0), answered("welding", 29_999), answered("welding", 30_000), answered("welding", 400_000), answered("pick-place", 90_000)];
+        assert_eq!(split_by_ceiling(&ceilings, &calls), (2, 2), "a skill without a ceiling is in neither");
     }
 }

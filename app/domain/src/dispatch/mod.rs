@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+mod ceiling;
 mod record;
+pub use ceiling::*;
 pub use record::*;
 
 /// One operator as the ACD's selector sees them. Seed 000: "Each presence
@@ -188,6 +190,9 @@ pub enum Verdict {
     AlreadyOffered,
     /// Not in the pool (offline, aux, wrap-up …); `state` says which.
     NotInPool,
+    /// Certified, but further from the robot's PoP than the call's RTT
+    /// ceiling allows while it holds (rule A15).
+    AboveRttCeiling,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -208,6 +213,12 @@ pub struct Candidate {
 /// Order: certification (hard filter) → lowest RTT → longest waiting
 /// (`since`) → smaller operator id (rules A06, A10, D01).
 pub fn rank_pool(pop: &str, skill: &str, pool: &[Presence], floors: &LinkFloors, exclude: &[String]) -> Vec<Candidate> {
+    rank_pool_within(pop, skill, pool, floors, exclude, None)
+}
+
+/// `rank_pool` for a call whose RTT ceiling is `ceiling` (rule A15): a
+/// certified operator above it is `AboveRttCeiling`, after those within it.
+pub fn rank_pool_within(pop: &str, skill: &str, pool: &[Presence], floors: &LinkFloors, exclude: &[String], ceiling: Option<u32>) -> Vec<Candidate> {
     let mut eligible: Vec<(&Presence, u32)> = Vec::new();
     let mut excluded: Vec<Candidate> = Vec::new();
     for p in pool {
@@ -242,7 +253,11 @@ pub fn rank_pool(pop: &str, skill: &str, pool: &[Presence], floors: &LinkFloors,
             operator_id: p.operator_id.clone(),
             name: p.name.clone(),
             rtt_ms: Some(rtt),
-            verdict: if i == 0 { Verdict::Chosen } else { Verdict::Outranked },
+            verdict: match (within_ceiling(rtt, ceiling), i) {
+                (false, _) => Verdict::AboveRttCeiling,
+                (true, 0) => Verdict::Chosen,
+                (true, _) => Verdict::Outranked,
+            },
             state: None,
         })
         .collect();

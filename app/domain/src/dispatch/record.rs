@@ -16,6 +16,8 @@ pub enum Trigger {
     OperatorOffline,
     OperatorReady,
     Recovered,
+    /// A waiting call's RTT ceiling rose or was lifted (rule A16).
+    CeilingRelaxed,
 }
 
 impl Trigger {
@@ -27,6 +29,7 @@ impl Trigger {
             Trigger::OperatorOffline => "operator_offline",
             Trigger::OperatorReady => "operator_ready",
             Trigger::Recovered => "recovered",
+            Trigger::CeilingRelaxed => "ceiling_relaxed",
         }
     }
 }
@@ -91,6 +94,9 @@ pub struct CandidateSummary {
     pub candidates: Vec<Candidate>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub omitted: BTreeMap<String, usize>,
+    /// The call's RTT ceiling when it was decided (rule A15), if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling_ms: Option<u32>,
 }
 
 /// One dispatch decision of a call, as the session detail shows it: what
@@ -118,5 +124,5 @@ pub fn summarise(mut ranked: Vec<Candidate>) -> CandidateSummary {
     for c in rest {
         *omitted.entry(verdict_name(c.verdict)).or_insert(0) += 1;
     }
-    CandidateSummary { candidates: ranked, omitted }
+    CandidateSummary { candidates: ranked, omitted, ceiling_ms: None }
 }

@@ -289,3 +289,78 @@ both_backends_with!(r08_a_tab_that_goes_silent_is_closed_and_lapses_never_deaf, 
     assert_eq!(offer.session_id, body["sessionId"].as_str().unwrap());
     app.finish().await;
 });
+
+/// Sets the org's RTT ceiling for `skill` as an admin does on /admin/floors.
+async fn set_ceiling(app: &TestApp, skill: &str, ceiling_ms: u32, step_ms: u32, every_s: u32, lifted_after_s: u32) -> StatusCode {
+    let admin = common::browser();
+    common::sign_in(&admin, app, ADMIN).await;
+    let fields = [ceiling_ms.to_string(), step_ms.to_string(), every_s.to_string(), lifted_after_s.to_string()];
+    common::call(&admin, app, "set_rtt_ceiling", &[("skill", skill), ("ceiling_ms", &fields[0]), ("step_ms", &fields[1]), ("every_s", &fields[2]), ("lifted_after_s", &fields[3])])
+        .await
+        .status()
+}
+
+/// The call's dispatch decisions, oldest first, as the session detail reads them.
+async fn decisions(app: &TestApp, session: &str) -> Vec<domain::dispatch::DispatchDecision> {
+    app.running().store.dispatch_records(ORG, session).await.unwrap().into_iter().map(|r| r.decision().unwrap()).collect()
+}
+
+both_backends!(a15_an_operator_above_the_skills_rtt_ceiling_is_not_offered_the_call, |app: TestApp| async move {
+    use domain::dispatch::{Outcome, Verdict};
+    assert_eq!(set_ceiling(&app, "pick-place", 0, 0, 30, 3600).await, StatusCode::UNPROCESSABLE_ENTITY, "a ceiling of 0 ms is refused");
+    assert_eq!(set_ceiling(&app, "pick-place", 150, 0, 30, 3600).await, StatusCode::OK);
+    assert_eq!(scalar(&app.database_url(), "SELECT COUNT(*) FROM audit_records WHERE action = 'rtt_ceiling_set' AND detail LIKE 'pick-place: new ceiling, 150 ms%'").await, 1);
+    // Tom (Manchester, 205 ms to us-east) is ready and certified, but above 150 ms.
+    app.engine().operator_ready(ORG, "u-tom", true).await.unwrap();
+    let (status, body) = app.raise("ue-pick-01").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let session = body["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(open_offer_of(&app, "u-tom").await, None);
+    let queued = decisions(&app, &session).await.pop().unwrap();
+    assert_eq!(queued.outcome, Outcome::Queued);
+    assert_eq!(queued.considered.ceiling_ms, Some(150));
+    let tom = queued.considered.candidates.iter().find(|c| c.operator_id == "u-tom").expect("Tom was considered");
+    assert_eq!((tom.rtt_ms, tom.verdict), (Some(205), Verdict::AboveRttCeiling));
+    // Carla (Austin, 96 ms) is within it: the queued call is hers as soon as she is ready.
+    app.engine().operator_ready(ORG, "u-carla", true).await.unwrap();
+    assert_eq!(open_offer_of(&app, "u-carla").await.as_deref(), Some(session.as_str()));
+    assert_eq!(open_offer_of(&app, "u-tom").await, None);
+    app.finish().await;
+});
+
+both_backends!(a16_a_waiting_calls_ceiling_relaxes_in_steps_until_it_is_lifted, |app: TestApp| async move {
+    use domain::dispatch::{Outcome, Trigger};
+    // A step of 100 ms after 1 s takes the ceiling from 150 to 250 ms: Tom (205 ms).
+    assert_eq!(set_ceiling(&app, "pick-place", 150, 100, 1, 3600).await, StatusCode::OK);
+    app.engine().operator_ready(ORG, "u-tom", true).await.unwrap();
+    let raised = Instant::now();
+    let (status, body) = app.raise("ue-pick-01").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let session = body["sessionId"].as_str().unwrap().to_string();
+    eventually(Duration::from_secs(5), "offered to Tom once the ceiling rose past 205 ms", || async {
+        open_offer_of(&app, "u-tom").await.as_deref() == Some(session.as_str())
+    })
+    .await;
+    assert!(raised.elapsed() >= Duration::from_secs(1), "never before the step");
+    let offered = decisions(&app, &session).await.pop().unwrap();
+    assert_eq!((offered.trigger, offered.outcome, offered.considered.ceiling_ms), (Trigger::CeilingRelaxed, Outcome::Offered, Some(250)));
+
+    // Without steps, the ceiling holds until it is lifted (after 2 s): then
+    // Asha (BLR, 275 ms) is offered the palletizing call.
+    assert_eq!(set_ceiling(&app, "palletize", 100, 0, 1, 2).await, StatusCode::OK);
+    app.engine().operator_ready(ORG, "u-asha", true).await.unwrap();
+    let raised = Instant::now();
+    let (status, body) = app.raise("ue-pal-01").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let session = body["sessionId"].as_str().unwrap().to_string();
+    eventually(Duration::from_secs(6), "offered to Asha once the ceiling was lifted", || async {
+        open_offer_of(&app, "u-asha").await.as_deref() == Some(session.as_str())
+    })
+    .await;
+    assert!(raised.elapsed() >= Duration::from_secs(2), "never before the lifting");
+    let records = decisions(&app, &session).await;
+    let offered = records.last().unwrap();
+    assert_eq!((offered.trigger, offered.outcome, offered.considered.ceiling_ms), (Trigger::CeilingRelaxed, Outcome::Offered, None));
+    assert!(records.iter().filter(|r| r.outcome == Outcome::Queued).all(|r| r.considered.ceiling_ms == Some(100)), "no step: 100 ms until lifted");
+    app.finish().await;
+});

@@ -173,3 +173,38 @@ both_backends!(w01_w02_w05_w07_w11_w12_w14_w15_w16_the_wallboard_renders_every_f
     assert!(!lower.contains(">clear<") && !lower.contains("clear stop") && !lower.contains("name=\"clear"), "W12: no clear action");
     app.finish().await;
 });
+
+/// Sets an RTT ceiling as an admin does on /admin/floors.
+async fn set_ceiling(admin: &reqwest::Client, app: &TestApp, skill: &str, fields: [&str; 4]) {
+    let form = [("skill", skill), ("ceiling_ms", fields[0]), ("step_ms", fields[1]), ("every_s", fields[2]), ("lifted_after_s", fields[3])];
+    assert_eq!(call(admin, app, "set_rtt_ceiling", &form).await.status(), StatusCode::OK);
+}
+
+both_backends!(a17_the_board_carries_the_ceilings_and_splits_answered_calls_by_their_first_ceiling, |app: TestApp| async move {
+    let admin = browser();
+    assert_eq!(sign_in(&admin, &app, ADMIN).await.status(), StatusCode::OK);
+    set_ceiling(&admin, &app, "pick-place", ["150", "50", "30", "300"]).await;
+    set_ceiling(&admin, &app, "palletize", ["100", "200", "1", "300"]).await;
+    let before = board(&admin, &app).await;
+    assert_eq!(before.ceilings.iter().map(|c| (c.skill.as_str(), c.ceiling_ms)).collect::<Vec<_>>(), [("palletize", 100), ("pick-place", 150)]);
+    assert_eq!((before.today.answered_first_ceiling, before.today.answered_after_relaxing), (0, 0));
+
+    // Carla (Austin, 96 ms) is within pick-place's first ceiling: answered under it.
+    attach(&app, "u-carla", "ue-pick-01").await;
+    // Asha (BLR, 275 ms) is above palletize's 100 ms until it rises to 300 ms after 1 s.
+    app.engine().operator_ready(ORG, "u-asha", true).await.unwrap();
+    let (status, body) = app.raise("ue-pal-01").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let session = body["sessionId"].as_str().unwrap().to_string();
+    let waiting = board(&admin, &app).await;
+    assert!(waiting.queue.iter().any(|q| q.skill == "palletize" && q.waiting == 1), "the waiting call is on the board: {:?}", waiting.queue);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while app.engine().answer(ORG, "u-asha", &session).await.is_err() {
+        assert!(std::time::Instant::now() < deadline, "Asha was never offered the call after its ceiling rose");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let after = board(&admin, &app).await;
+    assert_eq!(after.today.answered, 2);
+    assert_eq!((after.today.answered_first_ceiling, after.today.answered_after_relaxing), (1, 1));
+    app.finish().await;
+});

@@ -26,6 +26,7 @@ mod session_timeline;
 mod session_view;
 mod signin;
 mod teleop_panel;
+mod waiting;
 pub(crate) mod wallboard;
 
 pub use account::AccountPage;

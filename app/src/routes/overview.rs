@@ -6,8 +6,9 @@ use crate::board::{matched_rtt_tone, state_counts, state_meaning, state_token, O
 use crate::components::ErrorNotice;
 use crate::chunk::ChunkUnavailable;
 use crate::deferred::{Deferred, PanelBuilt};
-use crate::live::use_live_board;
+use crate::live::{use_live_board, LiveBoard};
 use crate::models::{PresenceState, RegistryStatus};
+use crate::routes::waiting::{live_clock, CeilingNowView};
 use crate::routes::wallboard::LiveStatus;
 use crate::rules::{format_age, utc_clock};
 use leptos::prelude::*;
@@ -44,7 +45,7 @@ pub fn Overview() -> impl IntoView {
                             <Headlines board=board.clone()/>
                             <div class="overview-grid">
                                 <SessionsByState board=board.clone()/>
-                                <Queue board=board.clone()/>
+                                <Queue board=board.clone() live/>
                             </div>
                             <FleetAndOperators board/>
                             </div>
@@ -218,11 +219,14 @@ fn DispatchControl(robots: Memo<Option<Vec<(String, String)>>>) -> impl IntoView
 }
 
 /// Beyond the seed: queue depth per skill, the longest wait, and how fast
-/// today's calls were answered.
+/// today's calls were answered. Rule A17: for a skill with an RTT ceiling,
+/// the oldest waiting call's ceiling now and its next relaxation, ticking.
 #[component]
-fn Queue(board: OpsBoard) -> impl IntoView {
-    let now = board.as_of_ms;
+fn Queue(board: OpsBoard, live: LiveBoard) -> impl IntoView {
+    let now = live_clock(live, board.as_of_ms);
     let today = board.today.clone();
+    let ceilings = board.ceilings;
+    let has_ceilings = !ceilings.is_empty();
     view! {
         <section class="panel" aria-labelledby="queue-h">
             <h2 id="queue-h">"Queue"</h2>
@@ -230,6 +234,10 @@ fn Queue(board: OpsBoard) -> impl IntoView {
                 <dt>"Answered today"</dt><dd>{today.answered}</dd>
                 <dt>"Average time to answer"</dt><dd>{today.average_ms().map_or("—".to_string(), |ms| format!("{} s", crate::rules::fixed(ms as f64 / 1000.0, 1)))}</dd>
                 <dt>"Answered within 20 s"</dt><dd>{today.within_20s_percent().map_or("—".to_string(), |p| format!("{p}%"))}</dd>
+                {has_ceilings.then(|| view! {
+                    <dt>"Answered under the first ceiling"</dt><dd data-testid="answered-first-ceiling">{today.answered_first_ceiling}</dd>
+                    <dt>"Answered after it relaxed"</dt><dd data-testid="answered-after-relaxing">{today.answered_after_relaxing}</dd>
+                })}
                 <dt>"Withdrawn while waiting"</dt><dd>{today.withdrawn}</dd>
                 <dt>"Abandoned (nobody took it)"</dt><dd data-testid="abandoned">{today.abandoned}</dd>
             </dl>
@@ -238,10 +246,19 @@ fn Queue(board: OpsBoard) -> impl IntoView {
             } else {
                 view! {
                     <table class="table" data-testid="queue">
-                        <thead><tr><th>"Skill"</th><th class="num">"Waiting"</th><th class="num">"Longest"</th></tr></thead>
+                        <thead><tr><th>"Skill"</th><th class="num">"Waiting"</th><th class="num">"Longest"</th><th>"Ceiling"</th></tr></thead>
                         <tbody>
-                            {board.queue.into_iter().map(|q| view! {
-                                <tr><td>{q.skill}</td><td class="num">{q.waiting}</td><td class="num">{format_age(Some(q.oldest_raised_at_ms), now)}</td></tr>
+                            {board.queue.into_iter().map(|q| {
+                                let ceiling = ceilings.iter().find(|c| c.skill == q.skill).cloned();
+                                let oldest = q.oldest_raised_at_ms;
+                                view! {
+                                    <tr data-skill=q.skill.clone()>
+                                        <td>{q.skill.clone()}</td>
+                                        <td class="num">{q.waiting}</td>
+                                        <td class="num">{move || format_age(Some(oldest), now())}</td>
+                                        <td data-testid="queue-ceiling"><CeilingNowView ceiling raised_at_ms=oldest now/></td>
+                                    </tr>
+                                }
                             }).collect_view()}
                         </tbody>
                     </table>

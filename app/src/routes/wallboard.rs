@@ -10,6 +10,7 @@ use crate::components::ErrorNotice;
 use crate::live::{use_live_board, LiveBoard};
 use crate::models::{SafetyState, SessionRecord};
 use crate::relay::{overflow_note, relay_health, RelayHealth, RelayStat};
+use crate::routes::waiting::CeilingNowView;
 use crate::rules::{fixed, format_age, utc_clock};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -79,6 +80,7 @@ fn Board(board: OpsBoard, live: LiveBoard, filter: Memo<BoardFilter>) -> impl In
             </ul>
             <LiveStatus live as_of/>
         </header>
+        <Waiting board=board.clone() now/>
         <Filters board=board.clone() filter/>
         <section class="cards" aria-label="Live sessions" data-testid="cards">
             {move || {
@@ -100,6 +102,41 @@ fn Board(board: OpsBoard, live: LiveBoard, filter: Memo<BoardFilter>) -> impl In
             <LinkHealth board/>
         </div>
         </div>
+    }
+}
+
+/// The calls waiting, per skill (beyond the seed): how many, the longest
+/// wait and, rule A17, the oldest call's RTT ceiling now and its next
+/// relaxation, ticking.
+#[component]
+fn Waiting(board: Arc<OpsBoard>, now: impl Fn() -> i64 + Send + Sync + Copy + 'static) -> impl IntoView {
+    let tiles: Vec<_> = board.queue.iter().map(|q| (q.clone(), board.ceilings.iter().find(|c| c.skill == q.skill).cloned())).collect();
+    view! {
+        <section class="waiting-strip" aria-labelledby="waiting-h" data-testid="wallboard-queue">
+            <h2 id="waiting-h">"Waiting"</h2>
+            {if tiles.is_empty() {
+                view! { <p class="empty">"No calls waiting"</p> }.into_any()
+            } else {
+                view! {
+                    <ul class="waiting-tiles">
+                        {tiles.into_iter().map(|(q, ceiling)| {
+                            let oldest = q.oldest_raised_at_ms;
+                            let has_ceiling = ceiling.is_some();
+                            view! {
+                                <li class="waiting-tile" data-skill=q.skill.clone()>
+                                    <span class="waiting-skill">{q.skill.clone()}</span>
+                                    <span class="waiting-count"><strong>{q.waiting}</strong>" waiting"</span>
+                                    <span class="waiting-age">"longest "<span data-testid="waiting-longest">{move || format_age(Some(oldest), now())}</span></span>
+                                    {has_ceiling.then(|| view! {
+                                        <span class="waiting-ceiling" data-testid="wallboard-ceiling">"ceiling "<CeilingNowView ceiling raised_at_ms=oldest now/></span>
+                                    })}
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                }.into_any()
+            }}
+        </section>
     }
 }
 

@@ -1,6 +1,8 @@
 //! One dispatch decision over 10,000 ready operators (target ≤ 50 µs):
 //! a call is raised on a desk whose ready index holds them all, then
-//! withdrawn, so every iteration decides over the same pool.
+//! withdrawn, so every iteration decides over the same pool; once without
+//! and once with an RTT ceiling on the call's skill (rule A15) that leaves
+//! two regions of three above it, so the record counts them.
 //!
 //! cargo bench -p clutchcall-bench --bench decision
 
@@ -48,7 +50,15 @@ fn desk(operators: usize) -> Desk {
 }
 
 fn decision(c: &mut Criterion) {
-    let mut desk = desk(10_000);
+    raise_and_withdraw(c, "raise + withdraw over 10,000 ready operators", desk(10_000));
+    let mut ceiled = desk(10_000);
+    // us-east: BLR 90 ms, Manchester 150 ms, Austin 210 ms.
+    ceiled.set_ceilings(vec![app::dispatch::RttCeiling::new("pick-place", 120)], 0);
+    ceiled.take_effects();
+    raise_and_withdraw(c, "raise + withdraw over 10,000 ready operators, 2/3 above the call's RTT ceiling", ceiled);
+}
+
+fn raise_and_withdraw(c: &mut Criterion, name: &str, mut desk: Desk) {
     let robot = CallingRobot {
         id: "r-bench".into(),
         model: "UR10e".into(),
@@ -57,7 +67,7 @@ fn decision(c: &mut Criterion) {
         req_cert: "pick-place · tier-2".into(),
     };
     let mut now = 1_000_000;
-    c.bench_function("raise + withdraw over 10,000 ready operators", |b| {
+    c.bench_function(name, |b| {
         b.iter(|| {
             now += 1;
             let outcome = desk.raise(&robot, now).unwrap();

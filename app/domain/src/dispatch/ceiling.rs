@@ -53,9 +53,13 @@ impl RttCeiling {
     /// it is lifted.
     pub fn next_relaxation(&self, waited_ms: i64) -> Option<i64> {
         self.after(waited_ms)?;
+        let lifted = i64::from(self.lifted_after_s) * 1000;
+        if self.step_ms == 0 {
+            return Some(lifted); // steps of 0 ms change nothing
+        }
         let every = i64::from(self.every_s.max(1)) * 1000;
         let next_step = (waited_ms.max(0) / every + 1) * every;
-        Some(next_step.min(i64::from(self.lifted_after_s) * 1000))
+        Some(next_step.min(lifted))
     }
 
     /// Whether a call offered `offered_after_ms` after its raise was offered
@@ -121,6 +125,8 @@ mod tests {
         assert_eq!(c.next_relaxation(120_000), None);
         let short = RttCeiling { lifted_after_s: 10, ..welding() };
         assert_eq!(short.next_relaxation(0), Some(10_000), "lifted before the first step");
+        let flat = RttCeiling { step_ms: 0, ..welding() };
+        assert_eq!(flat.next_relaxation(0), Some(120_000), "no steps: the next change is the lifting");
     }
 
     #[test]

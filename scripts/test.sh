@@ -41,7 +41,7 @@ step "the fleet simulator against a real server (server/sim)"
 cargo test -p clutchcall-sim
 
 step "the load tools still build (server/bench)"
-cargo build -p clutchcall-bench --bins
+cargo build -p clutchcall-bench --bins --benches
 
 step "fuzz the /v1 API from its OpenAPI document (schemathesis)"
 bash scripts/fuzz-api.sh "$TARGET_DIR/debug/server"

@@ -25,13 +25,15 @@ test('an admin sets an RTT ceiling; a waiting call shows its ceiling and next re
   await expect(form.getByLabel('Lifted after (s)')).toHaveValue('300');
   await form.getByLabel('Skill').selectOption('pick-place');
 
-  // A bad value: the server's sentence, said as an alert; nothing is listed.
-  await form.getByLabel('Ceiling (ms)').fill('0');
+  // A value the form lets through and the server refuses (lifted only as
+  // a waiting call is cancelled): its sentence, as an alert; nothing listed.
+  await form.getByLabel('Ceiling (ms)').fill('100');
+  await form.getByLabel('Lifted after (s)').fill('900');
   await form.getByRole('button', { name: 'Save ceiling' }).click();
-  await expect(section.getByRole('alert')).toContainText('The ceiling must be between 1 and');
+  await expect(section.getByRole('alert')).toContainText('The ceiling must be lifted before a waiting call is cancelled');
   await expect(page.getByTestId('ceilings-empty')).toBeVisible();
 
-  await form.getByLabel('Ceiling (ms)').fill('100');
+  await form.getByLabel('Lifted after (s)').fill('300');
   await form.getByRole('button', { name: 'Save ceiling' }).click();
   const row = page.getByTestId('ceilings').locator('tr[data-skill="pick-place"]');
   await expect(row.locator('td')).toHaveText(['pick-place', '100', '50', '30', '300', /Change\s+Remove/]);

@@ -190,7 +190,11 @@ both_backends!(a17_the_board_carries_the_ceilings_and_splits_answered_calls_by_t
     assert_eq!((before.today.answered_first_ceiling, before.today.answered_after_relaxing), (0, 0));
 
     // Carla (Austin, 96 ms) is within pick-place's first ceiling: answered under it.
-    attach(&app, "u-carla", "ue-pick-01").await;
+    let carla_s = attach(&app, "u-carla", "ue-pick-01").await;
+    // She hands it over to Tom, who accepts: still one call, answered once.
+    app.engine().operator_ready(ORG, "u-tom", true).await.unwrap();
+    app.engine().hand_over(ORG, &carla_s, Some("u-carla"), "u-tom").await.unwrap();
+    app.engine().answer(ORG, "u-tom", &carla_s).await.unwrap();
     // Asha (BLR, 275 ms) is above palletize's 100 ms until it rises to 300 ms after 1 s.
     app.engine().operator_ready(ORG, "u-asha", true).await.unwrap();
     let (status, body) = app.raise("ue-pal-01").await;

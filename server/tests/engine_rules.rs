@@ -307,8 +307,13 @@ async fn decisions(app: &TestApp, session: &str) -> Vec<domain::dispatch::Dispat
 
 both_backends!(a15_an_operator_above_the_skills_rtt_ceiling_is_not_offered_the_call, |app: TestApp| async move {
     use domain::dispatch::{Outcome, Verdict};
-    assert_eq!(set_ceiling(&app, "pick-place", 0, 0, 30, 3600).await, StatusCode::UNPROCESSABLE_ENTITY, "a ceiling of 0 ms is refused");
-    assert_eq!(set_ceiling(&app, "pick-place", 150, 0, 30, 3600).await, StatusCode::OK);
+    assert_eq!(set_ceiling(&app, "pick-place", 0, 0, 30, 600).await, StatusCode::UNPROCESSABLE_ENTITY, "a ceiling of 0 ms is refused");
+    assert_eq!(
+        set_ceiling(&app, "pick-place", 150, 0, 30, 900).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a ceiling lifted only as a waiting call is cancelled (15 min) is refused"
+    );
+    assert_eq!(set_ceiling(&app, "pick-place", 150, 0, 30, 600).await, StatusCode::OK);
     assert_eq!(scalar(&app.database_url(), "SELECT COUNT(*) FROM audit_records WHERE action = 'rtt_ceiling_set' AND detail LIKE 'pick-place: new ceiling, 150 ms%'").await, 1);
     // Tom (Manchester, 205 ms to us-east) is ready and certified, but above 150 ms.
     app.engine().operator_ready(ORG, "u-tom", true).await.unwrap();
@@ -331,7 +336,7 @@ both_backends!(a15_an_operator_above_the_skills_rtt_ceiling_is_not_offered_the_c
 both_backends!(a16_a_waiting_calls_ceiling_relaxes_in_steps_until_it_is_lifted, |app: TestApp| async move {
     use domain::dispatch::{Outcome, Trigger};
     // A step of 100 ms after 1 s takes the ceiling from 150 to 250 ms: Tom (205 ms).
-    assert_eq!(set_ceiling(&app, "pick-place", 150, 100, 1, 3600).await, StatusCode::OK);
+    assert_eq!(set_ceiling(&app, "pick-place", 150, 100, 1, 600).await, StatusCode::OK);
     app.engine().operator_ready(ORG, "u-tom", true).await.unwrap();
     let raised = Instant::now();
     let (status, body) = app.raise("ue-pick-01").await;

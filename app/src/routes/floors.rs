@@ -17,21 +17,18 @@ pub fn FloorsPage() -> impl IntoView {
     let remove = ServerAction::<RemoveLinkFloor>::new();
     let set_ceiling = ServerAction::<SetRttCeiling>::new();
     let remove_ceiling = ServerAction::<RemoveRttCeiling>::new();
-    let floors = crate::page_data::load(
-        move || (set.version().get(), remove.version().get()),
-        |_| async { load_people().await.map(|p| p.floors) },
-    );
-    // The ceilings and the skills a ceiling may be for (those of the org's
-    // robots' certifications, and any skill that has one).
-    let ceilings = crate::page_data::load(
-        move || (set_ceiling.version().get(), remove_ceiling.version().get()),
+    // One load for the page (floors, ceilings, and the skills a ceiling may
+    // be for: those of the org's robots' certifications and any skill that
+    // has one), again after any of the four changes.
+    let page = crate::page_data::load(
+        move || (set.version().get(), remove.version().get(), set_ceiling.version().get(), remove_ceiling.version().get()),
         |_| async {
             load_people().await.map(|p| {
                 let mut skills = crate::rules::skills_of(&p.cert_options);
                 skills.extend(p.ceilings.iter().map(|c| c.skill.clone()));
                 skills.sort();
                 skills.dedup();
-                (p.ceilings, skills)
+                (p.floors, p.ceilings, skills)
             })
         },
     );
@@ -46,9 +43,9 @@ pub fn FloorsPage() -> impl IntoView {
             <p class="muted">"The ACD ranks by max(measured RTT, floor): a floor is the least a path can take. Changes apply to the next decision."</p>
             <Transition fallback=|| view! { <p class="loading">"Loading floors…"</p> }>
                 {move || Suspend::new(async move {
-                    match floors.await {
+                    match page.await {
                         Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                        Ok(rows) => view! { <FloorTable rows set remove/> }.into_any(),
+                        Ok((rows, _, _)) => view! { <FloorTable rows set remove/> }.into_any(),
                     }
                 })}
             </Transition>
@@ -67,7 +64,7 @@ pub fn FloorsPage() -> impl IntoView {
                 <button type="submit" class="button primary">"Add"</button>
             </form>
         </section>
-        <Ceilings ceilings set=set_ceiling remove=remove_ceiling/>
+        <Ceilings page set=set_ceiling remove=remove_ceiling/>
     }
 }
 
@@ -115,8 +112,8 @@ fn FloorTable(rows: Vec<LinkFloor>, set: ServerAction<SetLinkFloor>, remove: Ser
     }
 }
 
-/// The ceilings as loaded, with the skills a ceiling may be for.
-type CeilingList = crate::page_data::Loaded<Result<(Vec<RttCeiling>, Vec<String>), crate::error::AppError>>;
+/// The page as loaded: the floors, the ceilings, and the skills a ceiling may be for.
+type FloorsPageData = crate::page_data::Loaded<Result<(Vec<LinkFloor>, Vec<RttCeiling>, Vec<String>), crate::error::AppError>>;
 
 /// The ceiling form's fields, so a row's "Change" can fill them in.
 #[derive(Clone, Copy)]
@@ -150,7 +147,7 @@ impl CeilingFields {
 
 /// Rules A15, A16: the org's RTT ceilings per skill, and a form to set one.
 #[component]
-fn Ceilings(ceilings: CeilingList, set: ServerAction<SetRttCeiling>, remove: ServerAction<RemoveRttCeiling>) -> impl IntoView {
+fn Ceilings(page: FloorsPageData, set: ServerAction<SetRttCeiling>, remove: ServerAction<RemoveRttCeiling>) -> impl IntoView {
     let chosen = RwSignal::new(String::new());
     let fields = CeilingFields { skill: NodeRef::new(), ceiling_ms: NodeRef::new(), step_ms: NodeRef::new(), every_s: NodeRef::new(), lifted_after_s: NodeRef::new(), chosen };
     let save = dispatch_on_submit(set, |form| SetRttCeiling {
@@ -166,10 +163,10 @@ fn Ceilings(ceilings: CeilingList, set: ServerAction<SetRttCeiling>, remove: Ser
             <p class="muted">"Operators further than the ceiling from the robot's PoP are not offered the skill's calls; while a call waits, its ceiling rises by the step every interval, and is lifted after the set time. Certification never relaxes."</p>
             <Transition fallback=|| view! { <p class="loading">"Loading ceilings…"</p> }>
                 {move || Suspend::new(async move {
-                    match ceilings.await {
+                    match page.await {
                         Err(e) => view! { <ErrorNotice error=e/> }.into_any(),
-                        Ok((rows, _)) if rows.is_empty() => view! { <p class="empty" data-testid="ceilings-empty">"No ceilings: every certified operator may be offered every call."</p> }.into_any(),
-                        Ok((rows, _)) => view! { <CeilingTable rows remove fields/> }.into_any(),
+                        Ok((_, rows, _)) if rows.is_empty() => view! { <p class="empty" data-testid="ceilings-empty">"No ceilings: every certified operator may be offered every call."</p> }.into_any(),
+                        Ok((_, rows, _)) => view! { <CeilingTable rows remove fields/> }.into_any(),
                     }
                 })}
             </Transition>
@@ -181,7 +178,7 @@ fn Ceilings(ceilings: CeilingList, set: ServerAction<SetRttCeiling>, remove: Ser
                 <label for="c-skill">"Skill"</label>
                 <Transition fallback=|| view! { <span class="loading">"Loading skills…"</span> }>
                     {move || Suspend::new(async move {
-                        let skills = ceilings.await.map(|(_, skills)| skills).unwrap_or_default();
+                        let skills = page.await.map(|(_, _, skills)| skills).unwrap_or_default();
                         if skills.is_empty() {
                             // No robot asks for a certification yet: any skill, by name.
                             return view! { <input id="c-skill" name="skill" required maxlength="64"/> }.into_any();
@@ -198,13 +195,13 @@ fn Ceilings(ceilings: CeilingList, set: ServerAction<SetRttCeiling>, remove: Ser
                     })}
                 </Transition>
                 <label for="c-ms">"Ceiling (ms)"</label>
-                <input id="c-ms" name="ceiling_ms" type="number" min="0" max=MAX_RTT_MS.to_string() required node_ref=fields.ceiling_ms/>
+                <input id="c-ms" name="ceiling_ms" type="number" min="1" max=MAX_RTT_MS.to_string() required node_ref=fields.ceiling_ms/>
                 <label for="c-step">"Step (ms)"</label>
                 <input id="c-step" name="step_ms" type="number" min="0" max=MAX_RTT_MS.to_string() required value=DEFAULT_STEP_MS.to_string() node_ref=fields.step_ms/>
                 <label for="c-every">"Step every (s)"</label>
-                <input id="c-every" name="every_s" type="number" min="0" required value=DEFAULT_EVERY_S.to_string() node_ref=fields.every_s/>
+                <input id="c-every" name="every_s" type="number" min="1" required value=DEFAULT_EVERY_S.to_string() node_ref=fields.every_s/>
                 <label for="c-lifted">"Lifted after (s)"</label>
-                <input id="c-lifted" name="lifted_after_s" type="number" min="0" max=MAX_LIFTED_AFTER_S.to_string() required value=DEFAULT_LIFTED_AFTER_S.to_string() node_ref=fields.lifted_after_s/>
+                <input id="c-lifted" name="lifted_after_s" type="number" min="1" max=MAX_LIFTED_AFTER_S.to_string() required value=DEFAULT_LIFTED_AFTER_S.to_string() node_ref=fields.lifted_after_s/>
                 <button type="submit" class="button primary" disabled=move || set.pending().get()>
                     {move || if set.pending().get() { "Saving…" } else { "Save ceiling" }}
                 </button>

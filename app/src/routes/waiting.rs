@@ -25,13 +25,9 @@ impl CeilingNow {
         let Some(c) = ceiling else { return CeilingNow::NoCeiling };
         let waited = (now_ms - raised_at_ms).max(0);
         let Some(ms) = c.after(waited) else { return CeilingNow::Lifted };
-        let lifted_at = i64::from(c.lifted_after_s) * 1000;
-        // The next change: the next step, or the lifting. A step of 0 ms
-        // changes nothing, so the next change is then the lifting.
-        let at = match c.next_relaxation(waited) {
-            Some(at) if c.after(at).is_some_and(|next| next != ms) => at,
-            _ => lifted_at,
-        };
+        // The next change: the next step, or the lifting (the domain's rule
+        // knows a step of 0 ms changes nothing).
+        let at = c.next_relaxation(waited).unwrap_or(i64::from(c.lifted_after_s) * 1000);
         CeilingNow::Holding { ms, in_ms: (at - waited).max(0), next_ms: c.after(at) }
     }
 

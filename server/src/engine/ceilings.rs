@@ -35,9 +35,11 @@ impl Desk {
     pub(super) fn arm_relaxation(&mut self, session_id: &str, now: i64) {
         let Some(call) = self.calls.get(session_id) else { return };
         let at = self.ceilings.get(&call.skill).and_then(|c| c.next_relaxation(now - call.raised_at)).map(|after| call.raised_at + after);
-        if at.is_none() || at == call.relax_at {
+        if at == call.relax_at {
             return;
         }
+        // A ceiling removed (or lifted) leaves no relaxation due: a timer
+        // armed for one finds `relax_at` changed and does nothing.
         if let Some(call) = self.calls.get_mut(session_id) {
             call.relax_at = at;
         }

@@ -357,3 +357,25 @@ fn r08_a_tab_that_registers_again_is_still_one_tab() {
     tick(&mut desk, 1_000 + SETTINGS.presence_ttl_ms);
     assert_eq!(desk.presence("asha").unwrap().state, PresenceState::Offline);
 }
+
+#[test]
+fn a16_a_removed_ceiling_offers_the_waiting_call_at_once_and_its_old_relaxation_does_nothing() {
+    use domain::dispatch::{RttCeiling, Trigger};
+    let mut desk = desk(&[operator("asha", "BLR", &["pick-place"])]);
+    desk.set_ceilings(vec![RttCeiling { skill: "pick-place".into(), ceiling_ms: 100, step_ms: 50, every_s: 30, lifted_after_s: 300 }], 0);
+    desk.ready("asha", true, 0).unwrap();
+    let CallOutcome::Queued { session_id, .. } = desk.raise(&robot("r1", "us-east", "pick-place"), 1_000).unwrap() else {
+        panic!("Asha (275 ms) is above the 100 ms ceiling: queued");
+    };
+    desk.take_effects();
+    desk.set_ceilings(vec![], 2_000);
+    tick(&mut desk, 2_000);
+    assert_eq!(offered_to(&mut desk, "asha"), Some(session_id.clone()), "no ceiling: offered at once");
+    desk.decline("asha", &session_id, 3_000).unwrap();
+    desk.take_effects();
+    // The relaxation armed under the old ceiling (at 31 s) is due: nothing
+    // is looked at again because of it.
+    tick(&mut desk, 31_000);
+    let records = desk.take_effects().writes.into_iter().filter(|w| matches!(w, Write::Record { record, .. } if record.trigger == Trigger::CeilingRelaxed)).count();
+    assert_eq!(records, 0, "a removed ceiling relaxes nothing");
+}

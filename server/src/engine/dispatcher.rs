@@ -355,6 +355,8 @@ async fn close(shared: &Shared, lease: &Lease, committing: Option<Committing>, d
     };
     match before {
         Ok(()) => drop(decided.commit(shared, lease).finish(shared).await),
+        // Decided on top of the failed batch: it fails as that one did.
+        Err(StoreError::Fenced) => decided.fail(|| EngineError::DispatchedElsewhere),
         Err(_) => decided.fail(|| EngineError::Unavailable),
     }
     Stop::Closed

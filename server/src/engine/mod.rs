@@ -377,6 +377,11 @@ impl Engine {
         self.shared.bus.subscribe(topic)
     }
 
+    /// How long a call nobody takes waits before it is cancelled.
+    pub fn pending_timeout_ms(&self) -> i64 {
+        self.shared.settings.pending_timeout_ms
+    }
+
     pub fn clock(&self) -> Clock {
         self.shared.clock
     }

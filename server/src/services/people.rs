@@ -273,7 +273,7 @@ impl PeopleService {
     /// Sets or changes one skill's RTT ceiling (rules A15, A16).
     pub async fn set_ceiling(&self, org_id: &str, actor: &str, ceiling: domain::dispatch::RttCeiling) -> Result<(), PeopleError> {
         let ceiling = domain::dispatch::RttCeiling { skill: ceiling.skill.trim().to_string(), ..ceiling };
-        if let Some(problem) = domain::dispatch::ceiling_problem(&ceiling) {
+        if let Some(problem) = domain::dispatch::ceiling_problem(&ceiling, self.engine.pending_timeout_ms()) {
             return Err(PeopleError::Invalid(problem));
         }
         let entry = self.store.set_rtt_ceiling(org_id, &ceiling, actor, now_ms()).await?;
@@ -281,7 +281,7 @@ impl PeopleService {
     }
 
     pub async fn remove_ceiling(&self, org_id: &str, actor: &str, skill: &str) -> Result<(), PeopleError> {
-        match self.store.remove_rtt_ceiling(org_id, skill, actor, now_ms()).await? {
+        match self.store.remove_rtt_ceiling(org_id, skill.trim(), actor, now_ms()).await? {
             Some(entry) => self.floors_changed(org_id, FloorChange::Done(entry)).await,
             None => Err(PeopleError::NotFound("ceiling")),
         }

@@ -63,8 +63,9 @@ pub trait BoardStore: Send + Sync {
     /// Calls raised at or after `since`: answered, total answer time, answered
     /// within `domain::board::PROMPT_ANSWER_MS`, withdrawn while waiting.
     async fn answer_speed(&self, org_id: &str, since: i64) -> StoreResult<AnswerSpeedRow>;
-    /// Calls raised at or after `since` and answered: their skill, raise
-    /// and the time of the offer they were answered on (rule A17).
+    /// Calls raised at or after `since` and answered, of skills with an RTT
+    /// ceiling: their skill, raise and the time of the offer they were
+    /// answered on (rule A17), one row a call.
     async fn answered_offers(&self, org_id: &str, since: i64) -> StoreResult<Vec<(String, i64, i64)>>;
     /// Writes an audit record of the org.
     async fn record_audit(&self, org_id: &str, entry: &AuditEntry) -> StoreResult<()>;
@@ -111,9 +112,15 @@ macro_rules! board_store {
             }
 
             async fn answered_offers(&self, org_id: &str, since: i64) -> StoreResult<Vec<(String, i64, i64)>> {
+                // The offer a call was answered on is its first accepted one
+                // (a handover is accepted later, on the same session); only
+                // skills with a ceiling are split, so only theirs are read.
                 Ok(sqlx::query_as(
-                    "SELECT s.skill, s.raised_at, o.offered_at FROM sessions s JOIN offers o ON o.session_id = s.id \
-                     WHERE s.org_id = $1 AND s.raised_at >= $2 AND s.started_at IS NOT NULL AND o.status = $3",
+                    "SELECT s.skill, s.raised_at, MIN(o.offered_at) FROM sessions s \
+                     JOIN org_rtt_ceilings c ON c.org_id = s.org_id AND c.skill = s.skill \
+                     JOIN offers o ON o.session_id = s.id \
+                     WHERE s.org_id = $1 AND s.raised_at >= $2 AND s.started_at IS NOT NULL AND o.status = $3 \
+                     GROUP BY s.id, s.skill, s.raised_at",
                 )
                 .bind(org_id).bind(since).bind(domain::dispatch::OfferStatus::Accepted.as_str())
                 .fetch_all(&self.pool).await?)

@@ -76,10 +76,16 @@ pub fn within_ceiling(rtt_ms: u32, ceiling: Option<u32>) -> bool {
     ceiling.is_none_or(|c| rtt_ms <= c)
 }
 
-/// What is wrong with a ceiling an admin entered, in a sentence.
-pub fn ceiling_problem(c: &RttCeiling) -> Option<String> {
+/// What is wrong with a ceiling an admin entered, in a sentence. A call
+/// nobody takes is cancelled `pending_timeout_ms` after its raise, so a
+/// ceiling must be lifted before that (rule A16: a call is never left
+/// unserved for good by its own ceiling).
+pub fn ceiling_problem(c: &RttCeiling, pending_timeout_ms: i64) -> Option<String> {
     if c.skill.trim().is_empty() {
         return Some("Name the skill the ceiling is for.".into());
+    }
+    if crate::rules::skill_of(&c.skill).ok() != Some(c.skill.trim()) {
+        return Some("Name the skill alone, without its tier (\"welding\", not \"welding · tier-2\").".into());
     }
     if c.ceiling_ms == 0 || c.ceiling_ms > super::MAX_RTT_MS {
         return Some(format!("The ceiling must be between 1 and {} ms.", super::MAX_RTT_MS));
@@ -92,6 +98,12 @@ pub fn ceiling_problem(c: &RttCeiling) -> Option<String> {
     }
     if c.lifted_after_s == 0 || c.lifted_after_s > MAX_LIFTED_AFTER_S {
         return Some(format!("The ceiling is lifted between 1 s and {MAX_LIFTED_AFTER_S} s (a day) after the raise."));
+    }
+    if i64::from(c.lifted_after_s) * 1000 >= pending_timeout_ms {
+        return Some(format!(
+            "The ceiling must be lifted before a waiting call is cancelled ({} s after its raise).",
+            pending_timeout_ms / 1000
+        ));
     }
     None
 }
@@ -147,10 +159,14 @@ mod tests {
 
     #[test]
     fn a15_a_ceiling_out_of_range_is_refused_with_a_sentence() {
-        assert_eq!(ceiling_problem(&welding()), None);
-        assert!(ceiling_problem(&RttCeiling { skill: " ".into(), ..welding() }).is_some());
-        assert!(ceiling_problem(&RttCeiling { ceiling_ms: 0, ..welding() }).is_some());
-        assert!(ceiling_problem(&RttCeiling { every_s: 0, ..welding() }).is_some());
-        assert!(ceiling_problem(&RttCeiling { lifted_after_s: MAX_LIFTED_AFTER_S + 1, ..welding() }).is_some());
+        const PENDING: i64 = 900_000;
+        assert_eq!(ceiling_problem(&welding(), PENDING), None);
+        assert!(ceiling_problem(&RttCeiling { skill: " ".into(), ..welding() }, PENDING).is_some());
+        assert!(ceiling_problem(&RttCeiling { skill: "welding · tier-2".into(), ..welding() }, PENDING).is_some(), "a tier never matches a call's skill");
+        assert!(ceiling_problem(&RttCeiling { ceiling_ms: 0, ..welding() }, PENDING).is_some());
+        assert!(ceiling_problem(&RttCeiling { every_s: 0, ..welding() }, PENDING).is_some());
+        assert!(ceiling_problem(&RttCeiling { lifted_after_s: MAX_LIFTED_AFTER_S + 1, ..welding() }, MAX_LIFTED_AFTER_S as i64 * 2000).is_some());
+        assert_eq!(ceiling_problem(&RttCeiling { lifted_after_s: 899, ..welding() }, PENDING), None);
+        assert!(ceiling_problem(&RttCeiling { lifted_after_s: 900, ..welding() }, PENDING).is_some(), "lifted only as the call is cancelled");
     }
 }

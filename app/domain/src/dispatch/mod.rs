@@ -217,14 +217,19 @@ pub fn rank_pool(pop: &str, skill: &str, pool: &[Presence], floors: &LinkFloors,
 }
 
 /// `rank_pool` for a call whose RTT ceiling is `ceiling` (rule A15): a
-/// certified operator above it is `AboveRttCeiling`, after those within it.
+/// certified operator above it is `AboveRttCeiling` (whatever else keeps
+/// them from the call), listed with those excluded.
 pub fn rank_pool_within(pop: &str, skill: &str, pool: &[Presence], floors: &LinkFloors, exclude: &[String], ceiling: Option<u32>) -> Vec<Candidate> {
     let mut eligible: Vec<(&Presence, u32)> = Vec::new();
     let mut excluded: Vec<Candidate> = Vec::new();
     for p in pool {
         let rtt = effective_rtt(p.measured_rtt_ms.get(pop).copied(), floors.floor(&p.region, pop));
+        // Rule A15: a certified operator above the ceiling is said to be
+        // so whatever else keeps them from the call (as the engine's index).
         let verdict = if !p.certs.iter().any(|c| c == skill) {
             Some(Verdict::Uncertified)
+        } else if rtt.is_some_and(|rtt| !within_ceiling(rtt, ceiling)) {
+            Some(Verdict::AboveRttCeiling)
         } else if !p.available {
             Some(Verdict::Busy)
         } else if exclude.contains(&p.operator_id) {
@@ -253,11 +258,7 @@ pub fn rank_pool_within(pop: &str, skill: &str, pool: &[Presence], floors: &Link
             operator_id: p.operator_id.clone(),
             name: p.name.clone(),
             rtt_ms: Some(rtt),
-            verdict: match (within_ceiling(rtt, ceiling), i) {
-                (false, _) => Verdict::AboveRttCeiling,
-                (true, 0) => Verdict::Chosen,
-                (true, _) => Verdict::Outranked,
-            },
+            verdict: if i == 0 { Verdict::Chosen } else { Verdict::Outranked },
             state: None,
         })
         .collect();

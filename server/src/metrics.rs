@@ -38,6 +38,16 @@ pub fn dispatching(org: &str, here: bool) {
     metrics::gauge!(DISPATCHING, "org" => org.to_string()).set(if here { 1.0 } else { 0.0 });
 }
 
+/// SQLite WAL rewinds (RESTART checkpoints) by how they ended: `done`, or
+/// `gave_up` when a reader outlasted the wait (the WAL then keeps growing
+/// until a later one succeeds).
+const WAL_REWINDS: &str = "clutchcall_sqlite_wal_rewinds_total";
+
+/// One WAL rewind ended: `done` or not.
+pub fn wal_rewound(done: bool) {
+    metrics::counter!(WAL_REWINDS, "outcome" => if done { "done" } else { "gave_up" }).increment(1);
+}
+
 /// The process's recorder (one per process: tests start several servers).
 pub fn handle() -> PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();

@@ -55,6 +55,8 @@ struct Receipts {
     /// Session → when its offer reached a console.
     offered: Mutex<HashMap<String, Instant>>,
     double_offers: AtomicUsize,
+    /// Console messages the server refused (each reported as it comes).
+    refusals: AtomicUsize,
     /// Robot index → told when its session has ended (closed loop).
     cycle_done: Mutex<HashMap<usize, oneshot::Sender<()>>>,
 }
@@ -68,6 +70,8 @@ async fn console(base: String, confirms_ready: bool, cookie: String, receipts: A
     request.headers_mut().insert("cookie", cookie.parse().expect("cookie header"));
     request.headers_mut().insert("origin", base.parse().expect("origin header"));
     let (ws, _) = tokio_tungstenite::connect_async(request).await.expect("console connects");
+    // Names the console in what it reports (the end of its session cookie).
+    let cookie_tail: String = cookie.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
     let (mut sink, mut stream) = ws.split();
     let text = |msg: ConsoleMsg| Message::Text(serde_json::to_string(&msg).expect("json").into());
     sink.send(text(ConsoleMsg::Ready)).await.expect("ready");
@@ -88,7 +92,27 @@ async fn console(base: String, confirms_ready: bool, cookie: String, receipts: A
                     Some(Ok(Message::Text(frame))) => frame,
                     Some(Ok(_)) => continue,
                 };
-                match serde_json::from_str::<RingMsg>(&frame) {
+                let msg = match serde_json::from_str::<RingMsg>(&frame) {
+                    // A resync (in cluster mode: the tab's events were not
+                    // relayed to its instance yet) says it all again in a
+                    // welcome: its presence, and any offer ringing.
+                    Ok(RingMsg::Welcome { presence, offer, .. }) => {
+                        if presence.state == domain::models::PresenceState::Ready {
+                            if let Some(r) = ready.take() { let _ = r.send(()); }
+                        }
+                        match offer {
+                            Some(offer) => Ok(RingMsg::Offer { offer }),
+                            None => continue,
+                        }
+                    }
+                    Ok(RingMsg::Error { code, message }) => {
+                        eprintln!("console {cookie_tail}: refused ({code:?}): {message}");
+                        receipts.refusals.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    other => other,
+                };
+                match msg {
                     Ok(RingMsg::Presence { presence }) if presence.state == domain::models::PresenceState::Ready => {
                         if let Some(r) = ready.take() { let _ = r.send(()); }
                     }
@@ -297,8 +321,17 @@ async fn main() -> anyhow::Result<()> {
         tokio::spawn(console(base_of(k), confirms_ready, cookie, receipts.clone(), http.clone(), ack));
         acks.push(acked);
     }
+    // Every Ready is acknowledged within a minute, or the run stops and
+    // says how many were not (rather than wait for ever).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut unacked = 0;
     for acked in acks {
-        acked.await?;
+        if tokio::time::timeout_at(deadline, acked).await.is_err() {
+            unacked += 1;
+        }
+    }
+    if unacked > 0 {
+        anyhow::bail!("{unacked} of {consoles} consoles' Ready not acknowledged within 60 s ({} refusals)", receipts.refusals.load(Ordering::Relaxed));
     }
     println!(
         "server={} db={} mode={} instances={} consoles={consoles}: signed in {:.1}s, all Ready acknowledged {:.1}s later; RSS {:.0} MB idle, {:.0} MB with consoles",

@@ -9,6 +9,7 @@ pub mod chat;
 pub mod datasets;
 pub mod directory;
 pub mod dispatch;
+pub mod event_log;
 pub mod events;
 pub mod handover;
 pub mod inactivity;

@@ -162,7 +162,7 @@ impl Desk {
                 if let Some(call) = self.calls.get_mut(session_id) {
                     call.queued = true;
                 }
-                self.fx.writes.push(Write::Queue { session_id: session_id.to_string(), at: now });
+                self.fx.writes.push(Write::Queue { org_id: self.org_id.clone(), session_id: session_id.to_string(), at: now });
             }
             self.fx.writes.push(Write::Record { org_id: self.org_id.clone(), session_id: session_id.to_string(), record });
             self.lifecycle_event(session_id, now);

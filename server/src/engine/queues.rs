@@ -68,7 +68,7 @@ impl Desk {
             call.queued = true;
             let (skill, raised_at) = (call.skill.clone(), call.raised_at);
             self.enqueue_key(&skill, raised_at, &session_id);
-            self.fx.writes.push(Write::Queue { session_id: session_id.clone(), at: now });
+            self.fx.writes.push(Write::Queue { org_id: self.org_id.clone(), session_id: session_id.clone(), at: now });
             self.arm_relaxation(&session_id, now);
         }
     }

@@ -3,6 +3,7 @@
 
 use super::{OperatorRecord, StoreError, StoreResult};
 use domain::dispatch::{OfferStatus, Outcome};
+use domain::event_log::LogEvent;
 use domain::lifecycle::ActivityKind;
 use domain::models::{LifecycleState, SafetyState};
 
@@ -46,7 +47,7 @@ pub struct DispatchRecord {
 pub enum Write {
     OpenSession(NewSession),
     /// The call waits in its skill's queue from `at`.
-    Queue { session_id: String, at: i64 },
+    Queue { org_id: String, session_id: String, at: i64 },
     /// The call rings `offer.operator_id`; `from_queue`: it leaves the queue.
     Offer { org_id: String, session_id: String, offer: NewOffer, from_queue: bool },
     CloseOffer { org_id: String, session_id: String, operator_id: String, status: OfferStatus, at: i64 },
@@ -62,6 +63,73 @@ pub enum Write {
     Record { org_id: String, session_id: String, record: DispatchRecord },
     /// Control of a live session moves to `to` (rule L08); logs OPERATOR_SWITCH.
     Switch { org_id: String, session_id: String, from: Option<String>, to: String, region: String, rtt_ms: u32, detail: Option<String>, at: i64 },
+}
+
+impl Write {
+    /// What the org's event log records of this write (`domain::event_log`),
+    /// in its transaction: (org, session, at, event). Dispatch records and
+    /// activity checks are ClutchCall's own, not integrators'.
+    pub fn logged(&self) -> Option<(&str, &str, i64, LogEvent)> {
+        use domain::event_log as log;
+        Some(match self {
+            Write::OpenSession(s) => (
+                &s.org_id,
+                &s.id,
+                s.raised_at,
+                LogEvent::CallRaised(log::CallRaised { skill: s.skill.clone(), pop: s.pop.clone(), booking_id: s.booking_id.clone() }),
+            ),
+            Write::Queue { org_id, session_id, at } => (org_id, session_id, *at, LogEvent::CallQueued(log::Empty {})),
+            Write::Offer { org_id, session_id, offer, .. } => (
+                org_id,
+                session_id,
+                offer.offered_at,
+                LogEvent::CallOffered(log::CallOffered {
+                    operator_id: offer.operator_id.clone(),
+                    rtt_ms: offer.rtt_ms,
+                    expires_at: domain::rules::rfc3339(offer.expires_at),
+                }),
+            ),
+            Write::CloseOffer { org_id, session_id, operator_id, status, at } => {
+                let who = log::OperatorOnly { operator_id: operator_id.clone() };
+                let event = match status {
+                    OfferStatus::Declined => LogEvent::CallDeclined(who),
+                    OfferStatus::Expired => LogEvent::CallExpired(who),
+                    // Accepted: `Start` says so; withdrawn: the call's end does.
+                    OfferStatus::Accepted | OfferStatus::Withdrawn => return None,
+                };
+                (org_id, session_id, *at, event)
+            }
+            Write::Start { org_id, session_id, operator_id, region, rtt_ms, at, .. } => (
+                org_id,
+                session_id,
+                *at,
+                LogEvent::CallAccepted(log::CallAccepted { operator_id: operator_id.clone(), region: region.clone(), rtt_ms: *rtt_ms }),
+            ),
+            // Nobody attached: the call ended before anyone took it.
+            Write::End { org_id, session_id, to: LifecycleState::Cancelled, reason, attached: None, at } => {
+                (org_id, session_id, *at, LogEvent::CallCancelled(log::Ended { reason: reason.clone() }))
+            }
+            Write::End { org_id, session_id, to, reason, attached, at } => (
+                org_id,
+                session_id,
+                *at,
+                LogEvent::Lifecycle(log::LifecycleChanged { from: None, to: *to, reason: Some(reason.clone()), operator_id: attached.clone() }),
+            ),
+            Write::Steer { org_id, session_id, from, to, operator_id, at, .. } => (
+                org_id,
+                session_id,
+                *at,
+                LogEvent::Lifecycle(log::LifecycleChanged { from: Some(*from), to: *to, reason: None, operator_id: operator_id.clone() }),
+            ),
+            Write::Switch { org_id, session_id, from, to, detail, at, .. } => (
+                org_id,
+                session_id,
+                *at,
+                LogEvent::Handover(log::Handover { from_operator_id: from.clone(), to_operator_id: to.clone(), reason: detail.clone() }),
+            ),
+            Write::Activity { .. } | Write::Record { .. } => return None,
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
@@ -245,4 +313,26 @@ pub struct Lease {
 /// A stored name or JSON this build does not know, as a decoding error.
 pub(super) fn decode<T>(what: &str, value: Option<T>) -> StoreResult<T> {
     value.ok_or_else(|| StoreError::Database(sqlx::Error::Decode(format!("unknown {what}").into())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn end(to: LifecycleState, attached: Option<&str>) -> Write {
+        Write::End { org_id: "o".into(), session_id: "s".into(), to, reason: "why".into(), attached: attached.map(Into::into), at: 9 }
+    }
+
+    #[test]
+    fn a_call_ended_before_anyone_took_it_is_logged_as_cancelled_and_a_session_as_a_lifecycle_change() {
+        let kind = |w: &Write| w.logged().map(|(_, _, _, e)| e.kind());
+        assert_eq!(kind(&end(LifecycleState::Cancelled, None)), Some("call.cancelled"));
+        assert_eq!(kind(&end(LifecycleState::Cancelled, Some("u"))), Some("session.lifecycle"));
+        assert_eq!(kind(&end(LifecycleState::Completed, Some("u"))), Some("session.lifecycle"));
+        let close = |status| Write::CloseOffer { org_id: "o".into(), session_id: "s".into(), operator_id: "u".into(), status, at: 1 };
+        assert_eq!(kind(&close(OfferStatus::Declined)), Some("call.declined"));
+        assert_eq!(kind(&close(OfferStatus::Expired)), Some("call.expired"));
+        assert_eq!(kind(&close(OfferStatus::Accepted)), None, "the start says it");
+        assert_eq!(kind(&close(OfferStatus::Withdrawn)), None, "the call's end says it");
+    }
 }

@@ -8,6 +8,7 @@ mod chat;
 mod datasets;
 mod directory;
 mod dispatch;
+mod event_log;
 mod floors;
 mod journal;
 mod limits;
@@ -22,6 +23,7 @@ pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
 pub use booking::{BookingJudge, BookingRow, BookingStore, BookingsSeen, Extension, ExtensionJudge, NewBooking};
 pub use datasets::{DatasetStore, EpisodeRow, NewEpisode};
 pub use dispatch::{ActivityRow, DispatchStore};
+pub use event_log::{EventLogStore, LogRow};
 pub use chat::{ChatRow, ChatStore};
 pub use directory::{DirectoryStore, RobotChange, RobotFields};
 pub use floors::{FloorChange, FloorStore};
@@ -170,7 +172,7 @@ pub struct NewRobot {
 /// Everything persisted. The ACD's calls, offers and queue are in
 /// `DispatchStore` (store/dispatch.rs).
 #[async_trait]
-pub trait Store: DispatchStore + BoardStore + BookingStore + DirectoryStore + DatasetStore + PeopleStore + FloorStore + SafetyStore + ChatStore + RatingStore + LimitStore + Send + Sync + 'static {
+pub trait Store: DispatchStore + EventLogStore + BoardStore + BookingStore + DirectoryStore + DatasetStore + PeopleStore + FloorStore + SafetyStore + ChatStore + RatingStore + LimitStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`, for logs and /healthz.
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.

@@ -2,7 +2,8 @@
 //! (`journal::Write`), decided once for both backends. SQLite's batch
 //! writer (sqlite_writer.rs) prepares their text once on its own
 //! connection; PostgreSQL runs them by name inside one function call per
-//! batch (migration postgres/0016_commit_batch.sql holds the same texts).
+//! batch (the function of migration postgres/0019_event_log.sql, which
+//! replaced 0016's, holds the same texts).
 
 /// A statement's name (what PostgreSQL's batch function knows it by) and
 /// its text (`$N` placeholders).
@@ -75,9 +76,26 @@ pub(super) const RECORD: Sql = Sql {
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
 };
 
+/// The org's next event id (migration sqlite/0015_event_log.sql): the row
+/// stays locked until the batch commits, so ids are seen in order.
+pub(super) const BUMP_EVENT: Sql = Sql {
+    name: "bump_event",
+    text: "INSERT INTO org_event_counters (org_id, last) VALUES ($1, 1) \
+           ON CONFLICT (org_id) DO UPDATE SET last = org_event_counters.last + 1",
+};
+
+/// A log record under the id just taken, with its session's robot.
+pub(super) const LOG_EVENT: Sql = Sql {
+    name: "log_event",
+    text: "INSERT INTO org_events (org_id, id, at, kind, session_id, robot_id, data) \
+           SELECT $1, c.last, $2, $3, $4, (SELECT robot_id FROM sessions WHERE id = $4), $5 \
+           FROM org_event_counters c WHERE c.org_id = $1",
+};
+
 /// Every statement, for the test that runs each on both backends.
 #[cfg(test)]
-pub(super) const ALL: [&Sql; 11] = [&OPEN_SESSION, &QUEUE, &OFFER, &LEAVE_QUEUE, &CLOSE_OFFER, &START, &END, &STEER, &SWITCH, &ACTIVITY, &RECORD];
+pub(super) const ALL: [&Sql; 13] =
+    [&OPEN_SESSION, &QUEUE, &OFFER, &LEAVE_QUEUE, &CLOSE_OFFER, &START, &END, &STEER, &SWITCH, &ACTIVITY, &RECORD, &BUMP_EVENT, &LOG_EVENT];
 
 use super::journal::{NewSession, Write};
 use super::StoreError;
@@ -166,16 +184,29 @@ pub(super) fn batch(writes: &[Write]) -> Vec<Statement<'_>> {
     let mut out = Vec::with_capacity(writes.len() + writes.len() / 2);
     let mut rest = writes.iter().peekable();
     while let Some(write) = rest.next() {
-        if let (Write::OpenSession(s), Some(Write::Queue { session_id, at })) = (write, rest.peek()) {
+        if let (Write::OpenSession(s), Some(queue @ Write::Queue { session_id, at, .. })) = (write, rest.peek()) {
             if *session_id == s.id {
                 out.push(open_session(s, Some(*at)));
+                out.extend(logged(write));
+                out.extend(logged(queue));
                 rest.next();
                 continue;
             }
         }
         out.extend(statements(write));
+        out.extend(logged(write));
     }
     out
+}
+
+/// The statements that record `write` in the org's event log, if it logs.
+pub(super) fn logged(write: &Write) -> Vec<Statement<'static>> {
+    let Some((org_id, session_id, at, event)) = write.logged() else { return Vec::new() };
+    let org: Value<'static> = org_id.to_string().into();
+    vec![
+        run(&BUMP_EVENT, vec![org.clone()]),
+        run(&LOG_EVENT, vec![org, at.into(), event.kind().into(), session_id.to_string().into(), event.data().to_string().into()]),
+    ]
 }
 
 /// The statements that apply `write`, in order.
@@ -183,7 +214,7 @@ pub(super) fn statements(write: &Write) -> Vec<Statement<'_>> {
     let none = || Value::Text(None);
     match write {
         Write::OpenSession(s) => vec![open_session(s, None)],
-        Write::Queue { session_id, at } => vec![run(&QUEUE, vec![(*at).into(), session_id.into()])],
+        Write::Queue { session_id, at, .. } => vec![run(&QUEUE, vec![(*at).into(), session_id.into()])],
         Write::Offer { org_id, session_id, offer, from_queue } => {
             let mut steps = vec![run(
                 &OFFER,
@@ -252,7 +283,7 @@ pub(super) fn diverged(what: &str) -> StoreError {
     StoreError::Database(sqlx::Error::Protocol(format!("the database disagrees with the engine: {what}")))
 }
 
-/// The batch as PostgreSQL's batch function reads it (migration 0016).
+/// The batch as PostgreSQL's batch function reads it (migrations 0016, 0019).
 pub(super) fn as_json(writes: &[Write]) -> String {
     let steps: Vec<serde_json::Value> = batch(writes)
         .into_iter()
@@ -292,7 +323,7 @@ mod tests {
                 id: session_id.clone(), org_id: org_id.clone(), robot_id: "r".into(), skill: "s".into(), pop: "p".into(), raised_at: 1,
                 client_id: None, booking_id: None, planned_end_at: None,
             }),
-            Write::Queue { session_id: session_id.clone(), at: 1 },
+            Write::Queue { org_id: org_id.clone(), session_id: session_id.clone(), at: 1 },
             Write::Offer { org_id: org_id.clone(), session_id: session_id.clone(), offer, from_queue: true },
             Write::CloseOffer { org_id: org_id.clone(), session_id: session_id.clone(), operator_id: "op".into(), status: OfferStatus::Accepted, at: 2 },
             Write::Start { org_id: org_id.clone(), session_id: session_id.clone(), operator_id: "op".into(), region: "BLR".into(), rtt_ms: 40, planned_end_at: 9, at: 2 },
@@ -313,7 +344,7 @@ mod tests {
     fn every_statement_binds_as_many_values_as_its_text_names() {
         let writes = every_write();
         let mut seen: Vec<&str> = Vec::new();
-        for statement in writes.iter().flat_map(statements) {
+        for statement in writes.iter().flat_map(|w| statements(w).into_iter().chain(logged(w))) {
             assert_eq!(statement.values.len(), placeholders(statement.sql.text), "{}", statement.sql.name);
             seen.push(statement.sql.name);
         }
@@ -322,11 +353,11 @@ mod tests {
         }
     }
 
-    /// PostgreSQL applies the statements by name (migration 0016): every
+    /// PostgreSQL applies the statements by name (migration 0019): every
     /// name here is a branch there, with as many values as the text binds.
     #[test]
     fn postgres_batch_function_knows_every_statement() {
-        let function = include_str!("../../migrations/postgres/0016_commit_batch.sql");
+        let function = include_str!("../../migrations/postgres/0019_event_log.sql");
         for sql in ALL {
             let branch = format!("WHEN '{}' THEN", sql.name);
             let start = function.find(&branch).unwrap_or_else(|| panic!("no branch for {}", sql.name));
@@ -341,8 +372,9 @@ mod tests {
     fn a_batch_goes_to_postgres_in_order_as_json() {
         let json: serde_json::Value = serde_json::from_str(&as_json(&every_write()[2..])).unwrap();
         let names: Vec<&str> = json.as_array().unwrap().iter().map(|s| s["s"].as_str().unwrap()).collect();
-        assert_eq!(names[..4], ["offer", "leave_queue", "close_offer", "start"]);
-        assert_eq!(json[2]["one"], "no such open offer");
+        assert_eq!(names[..8], ["offer", "leave_queue", "bump_event", "log_event", "close_offer", "start", "activity", "bump_event"]);
+        assert_eq!(json[4]["one"], "no such open offer");
+        assert_eq!(json[3]["v"][2], "call.offered");
         assert_eq!(json[1]["one"], serde_json::Value::Null);
         assert_eq!(json[0]["v"][4], 40);
     }
@@ -350,14 +382,19 @@ mod tests {
     #[test]
     fn a_call_raised_and_queued_at_once_is_one_insert_with_its_queue_time() {
         let writes = every_write();
+        // Not counting the event log's statements (both events are logged).
+        let changes = |writes: &[Write]| -> Vec<&'static str> {
+            batch(writes).into_iter().map(|s| s.sql.name).filter(|n| !["bump_event", "log_event"].contains(n)).collect()
+        };
         let statements = batch(&writes[..2]);
-        assert_eq!(statements.len(), 1);
-        assert_eq!(statements[0].sql.name, "open_session");
+        assert_eq!(changes(&writes[..2]), ["open_session"]);
         assert_eq!(statements[0].values[6], Value::Int(Some(1)));
+        let logged: Vec<&Value> = statements.iter().filter(|s| s.sql.name == "log_event").map(|s| &s.values[2]).collect();
+        assert_eq!(logged, [&Value::from("call.raised"), &Value::from("call.queued")]);
         // Queued later (another session's write in between, or another
         // session altogether): the queue write stays its own.
-        let other = Write::Queue { session_id: "another".into(), at: 1 };
-        assert_eq!(batch(&[writes[0].clone(), other]).len(), 2);
-        assert_eq!(batch(&[writes[0].clone(), writes[9].clone(), writes[1].clone()]).len(), 3);
+        let other = Write::Queue { org_id: "org".into(), session_id: "another".into(), at: 1 };
+        assert_eq!(changes(&[writes[0].clone(), other]).len(), 2);
+        assert_eq!(changes(&[writes[0].clone(), writes[9].clone(), writes[1].clone()]).len(), 3);
     }
 }

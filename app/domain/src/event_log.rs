@@ -262,7 +262,7 @@ impl LogEvent {
 
     /// A stored record's type and fields read back.
     pub fn parse(kind: &str, data: &str) -> Option<LogEvent> {
-        let data: serde_json::Value = serde_json::from_str(data).ok()?;
+        let data: serde_json::Value = serde_json::from_slice(data.as_bytes()).ok()?;
         serde_json::from_value(serde_json::json!({ "type": kind, "data": data })).ok()
     }
 }

@@ -380,4 +380,39 @@ mod tests {
         assert_eq!(types_problem(&["call.raised".into()]), None);
         assert!(types_problem(&["call.rised".into()]).is_some());
     }
+
+    /// `kind()`, `TYPES` and the serde names spell each type alike: one
+    /// sample of every type.
+    #[test]
+    fn every_type_is_named_alike_by_kind_types_and_serde() {
+        let who = || OperatorOnly { operator_id: "u".into() };
+        let safety = || SafetyChanged { from: SafetyState::Safe, to: SafetyState::Armed };
+        let lifecycle = LifecycleChanged { from: None, to: LifecycleState::Completed, reason: None, operator_id: None };
+        let samples = [
+            LogEvent::CallRaised(CallRaised { skill: "s".into(), pop: "p".into(), booking_id: None }),
+            LogEvent::CallOffered(CallOffered { operator_id: "u".into(), rtt_ms: 1, expires_at: "t".into() }),
+            LogEvent::CallDeclined(who()),
+            LogEvent::CallExpired(who()),
+            LogEvent::CallAccepted(CallAccepted { operator_id: "u".into(), region: "r".into(), rtt_ms: 1 }),
+            LogEvent::CallQueued(Empty {}),
+            LogEvent::CallCancelled(Ended { reason: "r".into() }),
+            LogEvent::Lifecycle(lifecycle),
+            LogEvent::SafetyChanged(safety()),
+            LogEvent::ProtectiveStop(safety()),
+            LogEvent::ProtectiveStopCleared(safety()),
+            LogEvent::Handover(Handover { from_operator_id: None, to_operator_id: "u".into(), reason: None }),
+            LogEvent::ChatPosted(ChatPosted { author_id: "u".into(), author_role: "admin".into(), length: 3 }),
+            LogEvent::Rated(Rated { operator_id: "u".into(), stars: 4 }),
+            LogEvent::RobotRegistered(RobotRegistered { model: "m".into(), site: "s".into(), pop: "p".into(), req_cert: "c".into() }),
+            LogEvent::RobotRetired(Empty {}),
+            LogEvent::RobotOffline(RobotOffline { last_heartbeat_at: "t".into() }),
+            LogEvent::BookingMade(Booking { booking_id: "b".into(), client_id: "c".into(), starts_at: "t".into(), ends_at: "t".into() }),
+            LogEvent::BookingCancelled(BookingCancelled { booking_id: "b".into() }),
+        ];
+        let kinds: Vec<&str> = samples.iter().map(LogEvent::kind).collect();
+        assert_eq!(kinds, LogEvent::TYPES, "one sample per type, in TYPES' order");
+        for event in &samples {
+            assert_eq!(serde_json::to_value(event).unwrap()["type"], event.kind());
+        }
+    }
 }

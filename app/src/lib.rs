@@ -21,7 +21,7 @@ pub mod session_cookie;
 // The domain (types and pure rules), under the paths the screens, the
 // server and the tests have always used.
 pub use clutchcall_domain::{
-    board, booking, chat, datasets, directory, dispatch, events, handover, inactivity, lifecycle, models, people, presence, rating, relay, ring,
+    board, booking, chat, datasets, directory, dispatch, event_log, events, handover, inactivity, integrations, lifecycle, models, people, presence, rating, relay, ring,
     roster, rules, teleop, timeline,
 };
 

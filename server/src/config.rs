@@ -74,6 +74,25 @@ pub struct Config {
     /// `CLUTCHCALL_SESSION_MIN`: a session outside any booking is planned
     /// to end this long after it starts (rule L13). Default 30 min.
     pub session_ms: i64,
+    /// `CLUTCHCALL_EVENT_RETENTION_DAYS`: the org event log keeps records
+    /// this long (`/v1/events`, webhooks). Default 7.
+    pub event_retention_days: u32,
+    /// `CLUTCHCALL_WEBHOOK_ALLOW_PRIVATE=1`: webhooks may go to private and
+    /// loopback addresses (tests, labs); `CLUTCHCALL_WEBHOOK_RETRY_MS`: the
+    /// first retry's wait (5 s).
+    pub webhooks: WebhookSettings,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct WebhookSettings {
+    pub allow_private: bool,
+    pub first_retry_ms: i64,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings { allow_private: false, first_retry_ms: domain::integrations::FIRST_RETRY_MS }
+    }
 }
 
 /// `/metrics`'s default port (loopback only).
@@ -187,6 +206,15 @@ pub struct Settings {
     /// A session outside any booking is planned to end this many minutes after it starts (rule L13).
     #[arg(long, env = "CLUTCHCALL_SESSION_MIN", default_value_t = domain::booking::DEFAULT_SESSION_MIN as u32)]
     pub session_min: u32,
+    /// Days the org event log keeps its records (`/v1/events`, webhooks); a reader further behind gets 410.
+    #[arg(long, env = "CLUTCHCALL_EVENT_RETENTION_DAYS", default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..))]
+    pub event_retention_days: u32,
+    /// Let webhooks reach private and loopback addresses (tests, labs): off, only public addresses are sent to.
+    #[arg(long, env = "CLUTCHCALL_WEBHOOK_ALLOW_PRIVATE", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
+    pub webhook_allow_private: bool,
+    /// The first webhook retry's wait (ms); it doubles per attempt up to an hour.
+    #[arg(long, env = "CLUTCHCALL_WEBHOOK_RETRY_MS", default_value_t = domain::integrations::FIRST_RETRY_MS, value_parser = clap::value_parser!(i64).range(1..))]
+    pub webhook_retry_ms: i64,
 }
 
 /// `CLUTCHCALL_METRICS_ADDR`: an address, or off.
@@ -298,6 +326,8 @@ impl Config {
                 stop_after_warning_ms: seconds(s.inactivity_stop_s),
             },
             session_ms: i64::from(s.session_min) * 60_000,
+            event_retention_days: s.event_retention_days,
+            webhooks: WebhookSettings { allow_private: s.webhook_allow_private, first_retry_ms: s.webhook_retry_ms },
         }
     }
 
@@ -328,6 +358,8 @@ impl Config {
             pending_timeout_ms: crate::engine::DEFAULT_PENDING_TIMEOUT_MS,
             inactivity: domain::inactivity::InactivityPolicy::default(),
             session_ms: domain::booking::DEFAULT_SESSION_MIN * 60_000,
+            event_retention_days: 7,
+            webhooks: WebhookSettings::default(),
         }
     }
 

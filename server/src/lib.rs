@@ -20,6 +20,7 @@ pub mod services;
 pub mod state;
 pub mod store;
 pub mod task;
+pub mod webhooks;
 
 use crate::backend::ServerBackend;
 use crate::bus::{InProcessBus, SharedBus};
@@ -57,6 +58,9 @@ pub struct Running {
     shutdown: oneshot::Sender<()>,
     serve: JoinHandle<std::io::Result<()>>,
     jobs: Vec<JoinHandle<()>>,
+    /// This instance's name: its webhook claims (a restart under the same
+    /// name takes them back at once, as it does its org leases).
+    instance: String,
 }
 
 impl Running {
@@ -77,6 +81,8 @@ impl Running {
             job.abort();
         }
         let served = self.serve.await;
+        // Another instance delivers this one's webhook endpoints at once.
+        webhooks::release(&self.store, &self.instance).await;
         self.engine.stop().await;
         served??;
         Ok(())
@@ -117,7 +123,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let tabs = OpenTabs::with_cap(config.tabs_per_person);
     let cookie = app::session_cookie::SessionCookie { secure: config.cookies_secure() };
     // This run of this instance, in its org leases and on its events.
-    let run = format!("{}/{}", config.instance_name(addr), uuid::Uuid::now_v7().simple());
+    let instance = config.instance_name(addr);
+    let run = format!("{instance}/{}", uuid::Uuid::now_v7().simple());
     let nats = match &config.nats_url {
         None => None,
         Some(url) => Some(
@@ -164,6 +171,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let episodes_job = tokio::spawn(datasets.clone().make_episodes(recordings));
     let passwords = Arc::new(crate::services::PasswordChecker::new(crate::services::passwords::HASHING_THREADS, crate::services::passwords::WAITING_CHECKS));
     let accounts = Arc::new(Accounts::new(store.clone(), robots.clone(), throttle.clone(), passwords.clone(), tabs.clone(), cookie));
+    let outbound = webhooks::outbound::Outbound::new(config.webhooks.allow_private)?;
+    let integrations = Arc::new(crate::services::IntegrationService::new(store.clone(), tabs.clone(), outbound.clone()));
+    let webhooks_job = webhooks::start(store.clone(), outbound, instance.clone(), webhooks::Settings { first_retry_ms: config.webhooks.first_retry_ms });
+    let prune_job = tokio::spawn(prune_events(integrations.clone(), config.event_retention_days));
     let views = Arc::new(crate::services::OrgViews::new(store.clone(), engine.clone(), relay.clone()));
     let backend: SharedBackend = Arc::new(ServerBackend {
         engine: engine.clone(),
@@ -186,6 +197,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         robots,
         sessions: sessions.clone(),
         accounts,
+        integrations,
         tabs,
         origins,
         people,
@@ -217,7 +229,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             })
             .await
     });
-    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), tokio::spawn(maintain(store.clone())), lapse_job, tokio::spawn(sweep_limits(throttle, quotas, limits_kept.clone())), relay_job, episodes_job];
+    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), tokio::spawn(maintain(store.clone())), lapse_job, tokio::spawn(sweep_limits(throttle, quotas, limits_kept.clone())), relay_job, episodes_job, webhooks_job, prune_job];
     jobs.extend(revocations_job);
     let metrics_addr = match config.metrics_addr {
         Some(at) => match metrics::serve(at, views).await {
@@ -235,7 +247,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         None => None,
     };
     tracing::info!(%addr, database = store.backend_name(), "ClutchCall listening");
-    Ok(Running { addr, store, engine, sessions, metrics_addr, seeded_demo, empty, shutdown, serve, jobs })
+    Ok(Running { addr, store, engine, sessions, metrics_addr, seeded_demo, empty, shutdown, serve, jobs, instance })
 }
 
 /// Forgets rate limits that have recovered (in memory, and in the
@@ -275,6 +287,21 @@ async fn maintain(store: SharedStore) {
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "table maintenance failed"),
+        }
+    }
+}
+
+/// Deletes event log records older than the retention, from the start and
+/// every ten minutes (a reader further behind gets 410).
+async fn prune_events(integrations: Arc<crate::services::IntegrationService>, retention_days: u32) {
+    let keep_ms = i64::from(retention_days) * 24 * 60 * 60 * 1000;
+    let mut tick = tokio::time::interval(Duration::from_secs(600));
+    loop {
+        tick.tick().await;
+        match integrations.prune(clock::now_ms() - keep_ms).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(removed = n, retention_days, "event log records past the retention removed"),
+            Err(e) => tracing::warn!(error = %e, "event log pruning failed"),
         }
     }
 }

@@ -25,6 +25,8 @@ pub struct AppState {
     pub relay: Arc<crate::relay::Relay>,
     /// Episodes and their LeRobot exports.
     pub datasets: Arc<crate::datasets::DatasetService>,
+    /// API keys, webhooks and the org's event log (`/v1/events`).
+    pub integrations: Arc<crate::services::IntegrationService>,
     /// Who is asking (the one door), sign-ins and socket passes.
     pub accounts: Arc<Accounts>,
     /// Each person's open sockets (a cap, and closed at sign-out).

@@ -13,6 +13,12 @@ impl OwnedTask {
     }
 }
 
+impl OwnedTask {
+    pub fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
+}
+
 impl Drop for OwnedTask {
     fn drop(&mut self) {
         self.0.abort();

@@ -12,6 +12,7 @@ pub mod dispatch;
 pub mod event_log;
 pub mod events;
 pub mod handover;
+pub mod integrations;
 pub mod inactivity;
 pub mod lifecycle;
 pub mod models;

@@ -124,3 +124,21 @@ pub trait Datasets: Send + Sync + 'static {
 }
 
 pub type SharedDatasets = Arc<dyn Datasets>;
+
+/// API keys and webhooks of the org (admins, `/admin/integrations`).
+#[async_trait::async_trait]
+pub trait IntegrationsAdmin: Send + Sync + 'static {
+    async fn integrations(&self, org_id: &str) -> Result<crate::integrations::Integrations, AppError>;
+    /// A key that reads the org's events; shown once.
+    async fn create_key(&self, org_id: &str, actor: &str, name: &str) -> Result<crate::integrations::NewApiKey, AppError>;
+    /// It stops working now, and its open streams end.
+    async fn revoke_key(&self, org_id: &str, actor: &str, key_id: &str) -> Result<(), AppError>;
+    /// An endpoint for `types` (empty: all); its signing secret shown once.
+    async fn add_webhook(&self, org_id: &str, actor: &str, url: &str, types: Vec<String>) -> Result<crate::integrations::NewWebhook, AppError>;
+    async fn remove_webhook(&self, org_id: &str, actor: &str, id: &str) -> Result<(), AppError>;
+    async fn enable_webhook(&self, org_id: &str, actor: &str, id: &str) -> Result<(), AppError>;
+    /// Sends one event to the endpoint again, now.
+    async fn resend(&self, org_id: &str, id: &str, event_id: i64) -> Result<crate::integrations::DeliveryView, AppError>;
+}
+
+pub type SharedIntegrations = Arc<dyn IntegrationsAdmin>;

@@ -12,12 +12,14 @@ mod guard;
 mod clients;
 mod datasets;
 mod directory;
+mod integrations;
 mod people;
 mod sessions;
 
 pub use clients::*;
 pub use datasets::*;
 pub use directory::*;
+pub use integrations::*;
 pub use people::*;
 pub use sessions::*;
 

@@ -33,6 +33,9 @@ pub enum ApiError {
     /// Retry shortly (`Retry-After`).
     #[error("{message}")]
     Unavailable { code: ErrorCode, message: String },
+    /// What was asked for was deleted (events past the retention).
+    #[error("{0}")]
+    Gone(String),
 }
 
 /// Every code a `/v1` error answers with: the wire's stable strings, named
@@ -60,6 +63,8 @@ pub enum ErrorCode {
     ProtectiveStopLatched,
     Unavailable,
     DispatchedElsewhere,
+    /// `410`: the events after the reader's last id are past the retention.
+    EventsGone,
 }
 
 /// `{"error": {"code", "message"}}`
@@ -89,6 +94,7 @@ impl ApiError {
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Gone(_) => StatusCode::GONE,
         }
     }
 
@@ -103,6 +109,7 @@ impl ApiError {
             ApiError::Conflict { code, .. } | ApiError::Unavailable { code, .. } => *code,
             ApiError::Internal => ErrorCode::Internal,
             ApiError::RateLimited { .. } => ErrorCode::RateLimited,
+            ApiError::Gone(_) => ErrorCode::EventsGone,
         }
     }
 
@@ -200,6 +207,7 @@ mod tests {
             (ErrorCode::ProtectiveStopLatched, "protective_stop_latched"),
             (ErrorCode::Unavailable, "unavailable"),
             (ErrorCode::DispatchedElsewhere, "dispatched_elsewhere"),
+            (ErrorCode::EventsGone, "events_gone"),
         ];
         for (code, wire) in codes {
             assert_eq!(serde_json::to_value(code).unwrap(), wire);

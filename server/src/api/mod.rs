@@ -5,6 +5,7 @@
 //! this same path. Handlers stay thin: auth, then the ACD or the store.
 
 pub mod error;
+mod event_stream;
 mod events;
 mod telemetry;
 
@@ -38,6 +39,7 @@ pub fn router() -> Router<AppState> {
         .route("/sessions/{id}/errors", post(events::report_error))
         .route("/robots", post(register_robot))
         .route("/robots/{id}/heartbeat", post(heartbeat))
+        .route("/events", get(event_stream::events))
         .route("/openapi.json", get(openapi))
         .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -74,6 +76,7 @@ impl FromRequestParts<AppState> for Caller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match Principal::from_request_parts(parts, state).await? {
             Principal::Robot { robot, .. } => Ok(Caller::Robot(robot)),
+            Principal::Integration { .. } => Err(ApiError::Forbidden("an API key reads the org's events (`/v1/events`); it does not act for robots".into())),
             principal @ Principal::User { .. } => {
                 let Principal::User { ref user, .. } = principal else { unreachable!("matched above") };
                 let admin_id = user.user_id.clone();
@@ -350,6 +353,10 @@ impl Modify for Security {
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some("The robot's bearer token")).build()),
         );
         components.add_security_scheme(
+            "api_key",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some("An org API key (`cck_…`, scope `events:read`), created by an admin on /admin/integrations")).build()),
+        );
+        components.add_security_scheme(
             "admin_session",
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(app::session_cookie::PLAIN_NAME, "A signed-in admin's session cookie (`__Host-cc_session` behind HTTPS)"))),
         );
@@ -358,12 +365,17 @@ impl Modify for Security {
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "ClutchCall edge-agent API", version = "1", description = "Distress calls, telemetry and heartbeats from robots' edge agents."),
-    paths(raise_call, get_session, withdraw_call, telemetry::report_telemetry, events::report_error, heartbeat, register_robot, openapi),
+    info(title = "ClutchCall edge-agent API", version = "1", description = "Distress calls, telemetry and heartbeats from robots' edge agents; the org's event log for integrators."),
+    paths(raise_call, get_session, withdraw_call, telemetry::report_telemetry, events::report_error, heartbeat, register_robot, event_stream::events, openapi),
     components(schemas(
         CallRequest, CallMatched, CallQueued, MatchedOperatorBody, Offer, SessionRecord, SafetyState, LifecycleState,
         telemetry::TelemetryBody, HeartbeatAck, NewRobotBody, RegisteredRobot, ErrorBody, ErrorDetail, ErrorCode, CallStatus,
-        events::ErrorReport, domain::lifecycle::ActivityEntry, domain::lifecycle::ActivityKind
+        events::ErrorReport, domain::lifecycle::ActivityEntry, domain::lifecycle::ActivityKind,
+        event_stream::EventPage, domain::event_log::LogRecord, domain::event_log::LogEvent, domain::event_log::CallRaised,
+        domain::event_log::CallOffered, domain::event_log::OperatorOnly, domain::event_log::CallAccepted, domain::event_log::Empty,
+        domain::event_log::Ended, domain::event_log::LifecycleChanged, domain::event_log::SafetyChanged, domain::event_log::Handover,
+        domain::event_log::ChatPosted, domain::event_log::Rated, domain::event_log::RobotRegistered, domain::event_log::RobotOffline,
+        domain::event_log::Booking, domain::event_log::BookingCancelled
     )),
     modifiers(&Security)
 )]

@@ -2,7 +2,9 @@
 //! functions may ask for, handed to the services and the engine.
 
 mod answers;
+mod integrations;
 mod people;
+pub use integrations::IntegrationsBackend;
 pub use people::{DatasetsBackend, PeopleBackend};
 
 use answers::{booking_refused, directory_refused, internal, refused, safety_answer};

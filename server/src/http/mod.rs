@@ -112,10 +112,12 @@ pub fn router(state: AppState) -> Router {
         state.quotas.clone(),
     ));
     let datasets: app::functions::backend::SharedDatasets = Arc::new(crate::backend::DatasetsBackend(state.datasets.clone()));
+    let integrations: app::functions::backend::SharedIntegrations = Arc::new(crate::backend::IntegrationsBackend(state.integrations.clone()));
     let provide_backend = move || {
         provide_context::<SharedBackend>(backend.clone());
         provide_context(admin.clone());
         provide_context(datasets.clone());
+        provide_context(integrations.clone());
     };
     let options = state.leptos_options.clone();
 

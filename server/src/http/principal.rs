@@ -15,6 +15,7 @@ impl FromRequestParts<AppState> for Principal {
         let principal = state.accounts.principal(&parts.headers).await.map_err(|refused| match refused {
             NoPrincipal::MalformedBearer => ApiError::Unauthenticated("Authorization must be `Bearer <robot token>`".into()),
             NoPrincipal::UnknownRobotToken => ApiError::Unauthenticated("unknown robot token".into()),
+            NoPrincipal::UnknownApiKey => ApiError::Unauthenticated("unknown or revoked API key".into()),
             NoPrincipal::NoCredential => ApiError::Unauthenticated("sign in, or send `Authorization: Bearer <robot token>`".into()),
             NoPrincipal::SignInEnded => ApiError::Unauthenticated("the sign-in session has ended".into()),
             NoPrincipal::Store(e) => e.into(),

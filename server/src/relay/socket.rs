@@ -33,6 +33,7 @@ pub async fn relay_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
             Some(org) => (org.org_id.clone(), Side::Cockpit(user.user_id.clone()), String::new()),
             None => return (StatusCode::FORBIDDEN, "choose an organisation first").into_response(),
         },
+        Principal::Integration { .. } => return (StatusCode::FORBIDDEN, "an API key reads the org's events; it does not join the relay").into_response(),
     };
     let session = match state.sessions.session(&org_id, &session_id).await {
         Ok(Some(session)) => session,
@@ -77,6 +78,7 @@ async fn socket_pass(state: &AppState, principal: Principal) -> Result<TabPass, 
                 Err(_) => Err(StatusCode::SERVICE_UNAVAILABLE.into_response()),
             }
         }
+        Principal::Integration { .. } => Err((StatusCode::FORBIDDEN, "an API key does not join the relay").into_response()),
     }
 }
 

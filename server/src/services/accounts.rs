@@ -1,5 +1,5 @@
 //! Who is asking, in one place: a person by their sign-in cookie, a robot by
-//! its bearer token. The REST extractor (`http/principal.rs`), the page
+//! its bearer token, an integration by its org API key (`cck_…`). The REST extractor (`http/principal.rs`), the page
 //! middleware and the server functions (through `backend`) and the sockets
 //! all ask here, and so do signing in and out, changing a password and
 //! choosing an org, which start or end what this answers. A socket's pass
@@ -11,7 +11,8 @@ use super::tabs::{Credential, OpenTabs, TabPass};
 use super::{store_failed as internal, RobotRegistry, SignInThrottle};
 use crate::auth::{new_token, token_hash};
 use crate::clock::now_ms;
-use crate::store::{RobotRecord, SharedStore, StoreError, StoreResult};
+use crate::store::{ApiKeyRow, RobotRecord, SharedStore, StoreError, StoreResult};
+use domain::integrations::API_KEY_PREFIX;
 use app::error::AppError;
 use domain::models::{CurrentUser, OrgMembership, Role};
 use domain::rules::normalize_email;
@@ -34,6 +35,9 @@ pub enum Principal {
     /// A signed-in person; `token` is their sign-in token (long-lived
     /// sockets hold a pass on it).
     User { token: String, user: CurrentUser },
+    /// An org's integration, by an API key (`cck_…`): it reads the org's
+    /// event log and nothing else; `token_hash` is the key's.
+    Integration { key: ApiKeyRow, token_hash: String },
 }
 
 impl Principal {
@@ -41,7 +45,7 @@ impl Principal {
     pub fn selected_org(&self) -> Option<&OrgMembership> {
         match self {
             Principal::User { user, .. } => user.selected_org.as_ref(),
-            Principal::Robot { .. } => None,
+            Principal::Robot { .. } | Principal::Integration { .. } => None,
         }
     }
 }
@@ -52,6 +56,8 @@ pub enum NoPrincipal {
     /// An Authorization header that is not `Bearer <token>`.
     MalformedBearer,
     UnknownRobotToken,
+    /// A `cck_` key that is unknown or revoked.
+    UnknownApiKey,
     /// Neither a bearer token nor a session cookie.
     NoCredential,
     /// Session cookies, none of them a live sign-in.
@@ -130,6 +136,10 @@ impl Accounts {
                 .filter(|t| !t.is_empty())
                 .ok_or(NoPrincipal::MalformedBearer)?;
             let hash = token_hash(token);
+            if token.starts_with(API_KEY_PREFIX) {
+                let key = self.store.api_key(&hash).await.map_err(NoPrincipal::Store)?.ok_or(NoPrincipal::UnknownApiKey)?;
+                return Ok(Principal::Integration { key, token_hash: hash });
+            }
             let robot = self.robots.by_token_hash(&hash).await.map_err(NoPrincipal::Store)?.ok_or(NoPrincipal::UnknownRobotToken)?;
             return Ok(Principal::Robot { robot, token_hash: hash });
         }

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod bookings;
+pub mod integrations;
 pub mod passwords;
 pub mod people;
 pub mod quotas;
@@ -17,6 +18,7 @@ pub mod throttle;
 
 pub use accounts::{Accounts, NoPrincipal, Principal, SocketRefused};
 pub use bookings::BookingService;
+pub use integrations::IntegrationService;
 pub use passwords::PasswordChecker;
 pub use people::PeopleService;
 pub use quotas::{Quotas, Write};

@@ -359,6 +359,10 @@ async fn lapse_heartbeats(registry: std::sync::Weak<RobotRegistry>, mut rx: mpsc
                 // A later heartbeat has its own deadline in the queue.
                 if last.is_some_and(|at| registry_status(Some(at), now) == RegistryStatus::Offline) {
                     registry.publish(&org_id, &robot_id, RegistryStatus::Offline, now);
+                    // Logged once however many instances saw its heartbeats.
+                    if let Err(e) = registry.store.log_robot_offline(&org_id, &robot_id, now, ROBOT_HEARTBEAT_TIMEOUT_MS).await {
+                        tracing::warn!(error = %e, robot = %robot_id, "robot.offline not logged");
+                    }
                 }
             }
         }

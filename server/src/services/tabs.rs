@@ -22,6 +22,8 @@ pub const TABS_PER_PERSON: usize = 16;
 /// Relay sockets one robot token may hold open (a reconnecting agent's old
 /// socket may linger a moment beside its new one).
 pub const SOCKETS_PER_ROBOT: usize = 4;
+/// Event streams one API key may hold open.
+pub const STREAMS_PER_KEY: usize = 8;
 
 /// What a socket was opened with.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +32,8 @@ pub enum Credential {
     SignIn { person: String, sign_in: String, org_id: String },
     /// A robot's bearer token (SHA-256).
     Robot { org_id: String, robot_id: String, token: String },
+    /// An org API key (SHA-256), streaming `/v1/events`.
+    ApiKey { org_id: String, key_id: String, token: String },
 }
 
 impl Credential {
@@ -38,6 +42,7 @@ impl Credential {
         match self {
             Credential::SignIn { person, .. } => format!("person:{person}"),
             Credential::Robot { org_id, robot_id, .. } => format!("robot:{org_id}/{robot_id}"),
+            Credential::ApiKey { org_id, key_id, .. } => format!("key:{org_id}/{key_id}"),
         }
     }
 
@@ -45,6 +50,7 @@ impl Credential {
         match self {
             Credential::SignIn { .. } => per_person,
             Credential::Robot { .. } => SOCKETS_PER_ROBOT,
+            Credential::ApiKey { .. } => STREAMS_PER_KEY,
         }
     }
 
@@ -52,7 +58,7 @@ impl Credential {
     fn secret(&self) -> &str {
         match self {
             Credential::SignIn { sign_in, .. } => sign_in,
-            Credential::Robot { token, .. } => token,
+            Credential::Robot { token, .. } | Credential::ApiKey { token, .. } => token,
         }
     }
 }

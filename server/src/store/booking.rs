@@ -4,6 +4,7 @@
 use super::journal::SessionRow;
 use super::sql::{PgStore, SqliteStore};
 use super::StoreResult;
+use domain::event_log::{self as log, LogEvent};
 use async_trait::async_trait;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -164,6 +165,13 @@ macro_rules! booking_store {
                 .bind(&b.id).bind(&b.org_id).bind(&b.robot_id).bind(&b.client_id).bind(b.starts_at).bind(b.ends_at)
                 .bind(&b.created_by).bind(b.created_at).bind(&b.task)
                 .execute(&mut *tx).await?;
+                let event = LogEvent::BookingMade(log::Booking {
+                    booking_id: b.id.clone(),
+                    client_id: b.client_id.clone(),
+                    starts_at: domain::rules::rfc3339(b.starts_at),
+                    ends_at: domain::rules::rfc3339(b.ends_at),
+                });
+                Self::log_event(&mut tx, super::Logged { org_id: &b.org_id, at: b.created_at, session_id: None, robot_id: Some(&b.robot_id), event }).await?;
                 tx.commit().await?;
                 Ok(None)
             }
@@ -207,11 +215,18 @@ macro_rules! booking_store {
             }
 
             async fn cancel_booking(&self, org_id: &str, booking_id: &str, client_id: Option<&str>, at: i64) -> StoreResult<Option<String>> {
-                Ok(sqlx::query_scalar(
+                let mut tx = <Self as super::sql::StoreDb>::begin_write(&self.pool).await?;
+                let robot_id: Option<String> = sqlx::query_scalar(
                     "UPDATE bookings SET cancelled_at = $1 WHERE org_id = $2 AND id = $3 AND ($4 IS NULL OR client_id = $4) \
                      AND cancelled_at IS NULL RETURNING robot_id",
                 )
-                .bind(at).bind(org_id).bind(booking_id).bind(client_id).fetch_optional(&self.pool).await?)
+                .bind(at).bind(org_id).bind(booking_id).bind(client_id).fetch_optional(&mut *tx).await?;
+                if let Some(robot_id) = &robot_id {
+                    let event = LogEvent::BookingCancelled(log::BookingCancelled { booking_id: booking_id.into() });
+                    Self::log_event(&mut tx, super::Logged { org_id, at, session_id: None, robot_id: Some(robot_id), event }).await?;
+                }
+                tx.commit().await?;
+                Ok(robot_id)
             }
 
             async fn clients(&self, org_id: &str) -> StoreResult<Vec<(String, String)>> {

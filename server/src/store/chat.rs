@@ -3,6 +3,7 @@
 use super::sql::{PgStore, SqliteStore};
 use super::StoreResult;
 use domain::chat::ChatMessage;
+use domain::event_log::{ChatPosted, LogEvent};
 use async_trait::async_trait;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -32,9 +33,15 @@ macro_rules! chat_store {
         #[async_trait]
         impl ChatStore for $store {
             async fn add_chat(&self, org_id: &str, session_id: &str, author_id: &str, author_role: &str, at: i64, body: &str) -> StoreResult<()> {
+                let mut tx = <Self as super::sql::StoreDb>::begin_write(&self.pool).await?;
                 sqlx::query("INSERT INTO chat_messages (org_id, session_id, author_id, author_role, at, body) VALUES ($1, $2, $3, $4, $5, $6)")
                     .bind(org_id).bind(session_id).bind(author_id).bind(author_role).bind(at).bind(body)
-                    .execute(&self.pool).await?;
+                    .execute(&mut *tx).await?;
+                let robot_id: Option<String> = sqlx::query_scalar("SELECT robot_id FROM sessions WHERE id = $1").bind(session_id).fetch_optional(&mut *tx).await?;
+                // Metadata only: the text stays in ClutchCall.
+                let event = LogEvent::ChatPosted(ChatPosted { author_id: author_id.into(), author_role: author_role.into(), length: body.chars().count() });
+                Self::log_event(&mut tx, super::Logged { org_id, at, session_id: Some(session_id), robot_id: robot_id.as_deref(), event }).await?;
+                tx.commit().await?;
                 Ok(())
             }
 

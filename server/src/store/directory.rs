@@ -100,6 +100,8 @@ macro_rules! directory_store {
                     .bind(at).bind(org_id).bind(robot_id).execute(&mut *tx).await?;
                 let entry = audit(actor, AuditAction::RobotRetired, robot_id, format!("{} at {} retired", before.model, before.site), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
+                let event = domain::event_log::LogEvent::RobotRetired(domain::event_log::Empty {});
+                Self::log_event(&mut tx, super::Logged { org_id, at, session_id: None, robot_id: Some(robot_id), event }).await?;
                 tx.commit().await?;
                 Ok(RobotChange::Done(before, entry))
             }

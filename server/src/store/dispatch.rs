@@ -201,6 +201,8 @@ macro_rules! dispatch_store {
                     sqlx::query("INSERT INTO safety_transitions (org_id, session_id, at, from_state, to_state) VALUES ($1, $2, $3, $4, $5)")
                         .bind(org_id).bind(session_id).bind(now).bind(safety.as_str()).bind(t.state.as_str())
                         .execute(&mut *tx).await?;
+                    let event = domain::event_log::LogEvent::safety(safety, t.state);
+                    Self::log_event(&mut tx, super::Logged { org_id, at: now, session_id: Some(session_id), robot_id: Some(&current.robot_id), event }).await?;
                 }
                 let entered = t.state == SafetyState::ProtectiveStop && safety != SafetyState::ProtectiveStop;
                 if entered {

@@ -10,6 +10,7 @@ mod directory;
 mod dispatch;
 mod event_log;
 mod floors;
+mod integrations;
 mod journal;
 mod limits;
 mod people;
@@ -23,7 +24,8 @@ pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
 pub use booking::{BookingJudge, BookingRow, BookingStore, BookingsSeen, Extension, ExtensionJudge, NewBooking};
 pub use datasets::{DatasetStore, EpisodeRow, NewEpisode};
 pub use dispatch::{ActivityRow, DispatchStore};
-pub use event_log::{EventLogStore, LogRow};
+pub use event_log::{EventLogStore, LogRow, Logged};
+pub use integrations::{ApiKeyRow, DeliveryRow, IntegrationStore, NewKeyRow, NewWebhookRow, WebhookRow};
 pub use chat::{ChatRow, ChatStore};
 pub use directory::{DirectoryStore, RobotChange, RobotFields};
 pub use floors::{FloorChange, FloorStore};
@@ -172,7 +174,7 @@ pub struct NewRobot {
 /// Everything persisted. The ACD's calls, offers and queue are in
 /// `DispatchStore` (store/dispatch.rs).
 #[async_trait]
-pub trait Store: DispatchStore + EventLogStore + BoardStore + BookingStore + DirectoryStore + DatasetStore + PeopleStore + FloorStore + SafetyStore + ChatStore + RatingStore + LimitStore + Send + Sync + 'static {
+pub trait Store: DispatchStore + EventLogStore + IntegrationStore + BoardStore + BookingStore + DirectoryStore + DatasetStore + PeopleStore + FloorStore + SafetyStore + ChatStore + RatingStore + LimitStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`, for logs and /healthz.
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.

@@ -2,6 +2,7 @@
 
 use super::sql::{PgStore, SqliteStore};
 use super::StoreResult;
+use domain::event_log::{LogEvent, Rated};
 use async_trait::async_trait;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -33,13 +34,21 @@ macro_rules! rating_store {
         #[async_trait]
         impl RatingStore for $store {
             async fn rate(&self, org_id: &str, session_id: &str, operator_id: &str, stars: u8, feedback: &str, rated_by: &str, at: i64) -> StoreResult<bool> {
+                let mut tx = <Self as super::sql::StoreDb>::begin_write(&self.pool).await?;
                 let done = sqlx::query(
                     "INSERT INTO ratings (session_id, org_id, operator_id, stars, feedback, rated_by, at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (session_id) DO NOTHING",
                 )
                 .bind(session_id).bind(org_id).bind(operator_id).bind(i64::from(stars)).bind(feedback).bind(rated_by).bind(at)
-                .execute(&self.pool).await?;
-                Ok(done.rows_affected() == 1)
+                .execute(&mut *tx).await?;
+                if done.rows_affected() != 1 {
+                    return Ok(false);
+                }
+                let robot_id: Option<String> = sqlx::query_scalar("SELECT robot_id FROM sessions WHERE id = $1").bind(session_id).fetch_optional(&mut *tx).await?;
+                let event = LogEvent::Rated(Rated { operator_id: operator_id.into(), stars });
+                Self::log_event(&mut tx, super::Logged { org_id, at, session_id: Some(session_id), robot_id: robot_id.as_deref(), event }).await?;
+                tx.commit().await?;
+                Ok(true)
             }
 
             async fn rating(&self, org_id: &str, session_id: &str) -> StoreResult<Option<RatingRow>> {

@@ -59,6 +59,8 @@ macro_rules! safety_store {
                 sqlx::query("INSERT INTO safety_transitions (org_id, session_id, at, from_state, to_state) VALUES ($1, $2, $3, $4, $5)")
                     .bind(org_id).bind(session_id).bind(e.at_ms).bind(safety.as_str()).bind(to.as_str())
                     .execute(&mut *tx).await?;
+                let event = domain::event_log::LogEvent::safety(safety, to);
+                Self::log_event(&mut tx, super::Logged { org_id, at: e.at_ms, session_id: Some(session_id), robot_id: Some(&current.robot_id), event }).await?;
                 sqlx::query(
                     "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",

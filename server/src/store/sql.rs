@@ -356,14 +356,27 @@ macro_rules! sql_store {
             }
 
             async fn insert_robot(&self, r: &NewRobot) -> StoreResult<bool> {
+                let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
+                let at = crate::clock::now_ms();
                 let done = sqlx::query(
                     "INSERT INTO robots (id, org_id, model, site, pop, req_cert, token_hash, created_at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (org_id, id) DO NOTHING",
                 )
                 .bind(&r.id).bind(&r.org_id).bind(&r.model).bind(&r.site).bind(&r.pop)
-                .bind(&r.req_cert).bind(&r.token_hash).bind(crate::clock::now_ms())
-                .execute(&self.pool).await?;
-                Ok(done.rows_affected() == 1)
+                .bind(&r.req_cert).bind(&r.token_hash).bind(at)
+                .execute(&mut *tx).await?;
+                if done.rows_affected() != 1 {
+                    return Ok(false);
+                }
+                let event = domain::event_log::LogEvent::RobotRegistered(domain::event_log::RobotRegistered {
+                    model: r.model.clone(),
+                    site: r.site.clone(),
+                    pop: r.pop.clone(),
+                    req_cert: r.req_cert.clone(),
+                });
+                Self::log_event(&mut tx, super::Logged { org_id: &r.org_id, at, session_id: None, robot_id: Some(&r.id), event }).await?;
+                tx.commit().await?;
+                Ok(true)
             }
 
             async fn link_floors(&self) -> StoreResult<Vec<LinkFloor>> {

@@ -50,3 +50,92 @@ both_backends!(a_calls_changes_are_logged_in_commit_order_with_ids_one_by_one, |
     assert_eq!(after.iter().map(|r| r.id).collect::<Vec<_>>(), [4, 5]);
     app.finish().await;
 });
+
+/// The records after `after`, as (type, data).
+async fn since(app: &TestApp, after: i64) -> Vec<(String, serde_json::Value, Option<String>)> {
+    let rows = app.running().store.events_after(ORG, after, 1_000).await.unwrap();
+    rows.into_iter()
+        .map(|r| r.record().expect("a known type"))
+        .map(|r| (r.event.kind().to_string(), serde_json::to_value(&r.event).unwrap()["data"].clone(), r.robot_id))
+        .collect()
+}
+
+async fn last_id(app: &TestApp) -> i64 {
+    app.running().store.event_bounds(ORG).await.unwrap().1
+}
+
+both_backends!(changes_outside_dispatch_are_logged_in_their_own_transaction, |app: TestApp| async move {
+    use common::{browser, call, sign_in, ADMIN};
+    let admin = browser();
+    sign_in(&admin, &app, ADMIN).await;
+    let session = attach_asha(&app, "uk-pick-01").await;
+
+    // Safety: telemetry latches PROTECTIVE_STOP; an admin clears it.
+    let mark = last_id(&app).await;
+    let telemetry = app
+        .robot(reqwest::Method::POST, "uk-pick-01", &format!("/v1/sessions/{session}/telemetry"))
+        .json(&serde_json::json!({"state": "PROTECTIVE_STOP", "rttMs": 60, "divergenceDeg": 1.0, "velocityScale": 1.0}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(telemetry.status(), StatusCode::OK);
+    let cleared = call(&admin, &app, "clear_protective_stop", &[("session_id", &session), ("reason", "checked the cell")]).await;
+    assert_eq!(cleared.status(), StatusCode::OK);
+    // Chat: the length, never the text.
+    assert_eq!(call(&admin, &app, "post_chat", &[("session_id", &session), ("body", "All clear?")]).await.status(), StatusCode::OK);
+    let logged = since(&app, mark).await;
+    let kinds: Vec<&str> = logged.iter().map(|(k, _, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["safety.protective_stop", "safety.protective_stop_cleared", "chat.posted"]);
+    assert_eq!(logged[0].1["to"], "PROTECTIVE_STOP");
+    assert_eq!(logged[2].1, serde_json::json!({"authorId": "u-dana", "authorRole": "admin", "length": 10}));
+    assert!(!serde_json::to_string(&logged).unwrap().contains("All clear"), "the chat's text stays in ClutchCall");
+    assert!(logged.iter().all(|(_, _, robot)| robot.as_deref() == Some("uk-pick-01")));
+
+    // Rating a completed session.
+    app.engine().steer_session(ORG, &session, LifecycleState::Completed, Some("u-asha")).await.unwrap();
+    let mark = last_id(&app).await;
+    assert_eq!(call(&admin, &app, "rate_session", &[("session_id", &session), ("stars", "4"), ("feedback", "")]).await.status(), StatusCode::OK);
+    assert_eq!(since(&app, mark).await[0].1, serde_json::json!({"operatorId": "u-asha", "stars": 4}));
+
+    // A robot registered, then retired.
+    let mark = last_id(&app).await;
+    let registered = common::http()
+        .post(app.url("/v1/robots"))
+        .header("cookie", common::session_cookie(&app, ADMIN).await)
+        .header("origin", &app.base)
+        .json(&serde_json::json!({"id": "uk-new-01", "model": "UR10e", "site": "Leeds", "pop": "uk-london", "reqCert": "pick-place · tier-1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(registered.status(), StatusCode::CREATED, "{}", registered.text().await.unwrap());
+    assert_eq!(call(&admin, &app, "retire_robot", &[("robot_id", "uk-new-01")]).await.status(), StatusCode::OK);
+    let robots = since(&app, mark).await;
+    assert_eq!(robots.iter().map(|(k, _, _)| k.as_str()).collect::<Vec<_>>(), ["robot.registered", "robot.retired"]);
+    assert_eq!(robots[0].1["model"], "UR10e");
+    assert!(robots.iter().all(|(_, _, robot)| robot.as_deref() == Some("uk-new-01")));
+
+    // A booking made and cancelled.
+    let mark = last_id(&app).await;
+    let start = domain::booking::utc_when(server::clock::now_ms() + 3 * 60 * 60 * 1000).trim_end_matches(" UTC").replacen(' ', "T", 1);
+    let booked = call(&admin, &app, "book_robot", &[("robot_id", "uk-pick-01"), ("starts_at", &start), ("minutes", "60"), ("client_id", "u-kofi")]).await;
+    assert_eq!(booked.status(), StatusCode::OK);
+    let booking: domain::booking::Booking = booked.json().await.unwrap();
+    assert_eq!(call(&admin, &app, "cancel_booking", &[("booking_id", &booking.id)]).await.status(), StatusCode::OK);
+    let bookings = since(&app, mark).await;
+    assert_eq!(bookings.iter().map(|(k, _, _)| k.as_str()).collect::<Vec<_>>(), ["booking.made", "booking.cancelled"]);
+    assert_eq!(bookings[0].1["clientId"], "u-kofi");
+
+    // A robot whose heartbeats stopped: logged once, however many
+    // instances notice (the store decides on the database's last beat).
+    let beat = app.robot(reqwest::Method::POST, "uk-pick-01", "/v1/robots/uk-pick-01/heartbeat").send().await.unwrap();
+    assert_eq!(beat.status(), StatusCode::OK);
+    let mark = last_id(&app).await;
+    let store = &app.running().store;
+    let now = server::clock::now_ms();
+    let timeout = domain::rules::ROBOT_HEARTBEAT_TIMEOUT_MS;
+    assert!(!store.log_robot_offline(ORG, "uk-pick-01", now, timeout).await.unwrap(), "not silent long enough");
+    assert!(store.log_robot_offline(ORG, "uk-pick-01", now + timeout, timeout).await.unwrap());
+    assert!(!store.log_robot_offline(ORG, "uk-pick-01", now + timeout + 5, timeout).await.unwrap(), "once per silence");
+    assert_eq!(since(&app, mark).await.iter().map(|(k, _, _)| k.as_str()).collect::<Vec<_>>(), ["robot.offline"]);
+    app.finish().await;
+});

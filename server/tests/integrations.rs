@@ -308,3 +308,97 @@ async fn a_webhook_to_a_private_address_is_refused_unless_allowed() {
     }
     app.finish().await;
 }
+
+/// The real binary, killed with SIGKILL after an event committed and before
+/// its delivery succeeded: restarted, it delivers the event (the outbox is
+/// the truth), then goes on in order.
+async fn kill9_between_commit_and_delivery_loses_no_event(database_url: Option<String>) {
+    use common::process::ServerProcess;
+    let scratch = tempfile::tempdir().unwrap();
+    let start = || {
+        let mut command = common::process::command(scratch.path());
+        command
+            .env("CLUTCHCALL_ADDR", "127.0.0.1:0")
+            .env("CLUTCHCALL_WEBHOOK_ALLOW_PRIVATE", "1")
+            .env("CLUTCHCALL_WEBHOOK_RETRY_MS", "50")
+            // Restarted under its name, it takes its webhook claims back at once.
+            .env("CLUTCHCALL_INSTANCE", format!("kill9-hooks-{}", scratch.path().file_name().unwrap().to_string_lossy()));
+        if let Some(url) = &database_url {
+            command.env("DATABASE_URL", url);
+        }
+        ServerProcess::start(command)
+    };
+    let server = start().await;
+    let admin = browser();
+    let signed = admin
+        .post(format!("{}/api/sign_in", server.base))
+        .header("origin", &server.base)
+        .form(&[("email", ADMIN), ("password", server::seed::DEMO_PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status(), StatusCode::OK);
+
+    // The receiver is down (503) until the server has been killed.
+    let up = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let requests = Arc::new(AtomicUsize::new(0));
+    let (tx, mut got) = tokio::sync::mpsc::unbounded_channel::<LogRecord>();
+    let (is_up, count) = (up.clone(), requests.clone());
+    let hook = move |body: axum::body::Bytes| {
+        let (is_up, count, tx) = (is_up.clone(), count.clone(), tx.clone());
+        async move {
+            count.fetch_add(1, Ordering::SeqCst);
+            if !is_up.load(Ordering::SeqCst) {
+                return StatusCode::SERVICE_UNAVAILABLE;
+            }
+            let _ = tx.send(serde_json::from_slice(&body).unwrap());
+            StatusCode::OK
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, axum::Router::new().route("/hook", axum::routing::post(hook))).await });
+    let added = admin.post(format!("{}/api/add_webhook", server.base)).header("origin", &server.base).form(&[("url", url.as_str())]).send().await.unwrap();
+    assert_eq!(added.status(), StatusCode::OK);
+
+    // Nobody is ready: the call is raised and queued (two records).
+    let raised = common::http()
+        .post(format!("{}/v1/sessions", server.base))
+        .bearer_auth(server::seed::demo_robot_token("uk-pick-01"))
+        .json(&serde_json::json!({"robotId": "uk-pick-01"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(raised.status(), StatusCode::ACCEPTED);
+    let session: serde_json::Value = raised.json().await.unwrap();
+    // Wait until a delivery was attempted (and refused), then kill.
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while requests.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("a delivery attempt within 20 s");
+    server.kill9().await;
+    up.store(true, Ordering::SeqCst);
+
+    let server = start().await;
+    let first = tokio::time::timeout(Duration::from_secs(30), got.recv()).await.expect("delivered after the restart").unwrap();
+    let second = tokio::time::timeout(Duration::from_secs(30), got.recv()).await.expect("delivered after the restart").unwrap();
+    assert_eq!((first.event.kind(), second.event.kind()), ("call.raised", "call.queued"));
+    assert_eq!(first.session_id.as_deref(), session["sessionId"].as_str());
+    assert_eq!(second.id, first.id + 1);
+    server.kill9().await;
+}
+
+#[tokio::test]
+async fn kill9_between_commit_and_delivery_loses_no_event_sqlite() {
+    kill9_between_commit_and_delivery_loses_no_event(None).await;
+}
+
+#[tokio::test]
+async fn kill9_between_commit_and_delivery_loses_no_event_postgres() {
+    let Some((url, name)) = common::scratch_pg_database().await else { return };
+    kill9_between_commit_and_delivery_loses_no_event(Some(url)).await;
+    common::drop_pg_database(&name).await;
+}

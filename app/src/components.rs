@@ -58,6 +58,7 @@ fn SignedInBar(user: CurrentUser) -> impl IntoView {
                 <a href="/ops/roster">"Sessions (Live)"</a>
                 <a href="/admin/directory">"Directory"</a>
                 <a href="/admin/people">"People"</a>
+                <a href="/admin/integrations">"Integrations"</a>
             })}
             {role.is_some_and(|r| r.grants(Role::Operator)).then(|| view! { <a href="/operator">"Ready"</a> })}
             {role.is_some_and(|r| r.grants(Role::Client)).then(|| view! { <a href="/client">"Bookings"</a> })}

@@ -85,6 +85,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/directory") view={Lazy::<screens::DirectoryScreen>::new()} ssr=SsrMode::Async/>
                     <Route path=path!("/admin/people") view={Lazy::<screens::PeopleScreen>::new()} ssr=SsrMode::Async/>
                     <Route path=path!("/admin/floors") view={Lazy::<screens::FloorsScreen>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/integrations") view={Lazy::<screens::IntegrationsScreen>::new()} ssr=SsrMode::Async/>
                     <Route path=path!("/ops/wallboard") view={Lazy::<screens::WallboardScreen>::new()} ssr=SsrMode::Async/>
                     <Route path=path!("/ops/roster") view={Lazy::<screens::RosterScreen>::new()} ssr=SsrMode::Async/>
                     <Route path=path!("/ops/sessions") view={Lazy::<screens::SessionScreen>::new()} ssr=SsrMode::Async/>

@@ -402,3 +402,58 @@ async fn kill9_between_commit_and_delivery_loses_no_event_postgres() {
     kill9_between_commit_and_delivery_loses_no_event(Some(url)).await;
     common::drop_pg_database(&name).await;
 }
+
+both_backends_with!(
+    an_endpoint_failing_for_a_day_is_disabled_the_overview_says_so_and_it_can_be_enabled_again,
+    |c: &mut server::config::Config| {
+        c.webhooks.allow_private = true;
+        c.webhooks.first_retry_ms = 20;
+    },
+    |app: TestApp| async move {
+        let admin = admin(&app).await;
+        let hook = receiver(usize::MAX).await;
+        let added: NewWebhook = add_webhook(&admin, &app, &hook.url, &[]).await.json().await.unwrap();
+        app.raise("ue-pal-01").await;
+        let state = |admin: reqwest::Client, app_url: String| async move {
+            let listed: Integrations = admin.post(format!("{app_url}/api/load_integrations")).header("origin", &app_url).send().await.unwrap().json().await.unwrap();
+            listed.webhooks[0].state
+        };
+        // Failing, retried…
+        let until = |want: domain::integrations::WebhookState| {
+            let (admin, base) = (admin.clone(), app.base.clone());
+            async move {
+                tokio::time::timeout(Duration::from_secs(20), async {
+                    while state(admin.clone(), base.clone()).await != want {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                })
+                .await
+                .unwrap_or_else(|_| panic!("the endpoint became {want:?} within 20 s"))
+            }
+        };
+        until(domain::integrations::WebhookState::Failing).await;
+        // …for a day (as the database says): the next failure disables it.
+        let day_ago = server::clock::now_ms() - domain::integrations::DISABLE_AFTER_MS - 1;
+        common::execute(&app.database_url(), &format!("UPDATE webhook_endpoints SET failing_since = {day_ago}")).await;
+        until(domain::integrations::WebhookState::Disabled).await;
+        let board: domain::board::OpsBoard = call(&admin, &app, "load_ops_board", &[]).await.json().await.unwrap();
+        assert_eq!(board.disabled_webhooks, [hook.url.clone()], "the admins are told on the overview");
+        let tried = hook.requests.load(Ordering::SeqCst);
+
+        // Enabled again, it goes on from where it stopped.
+        assert_eq!(call(&admin, &app, "enable_webhook", &[("webhook_id", &added.id)]).await.status(), StatusCode::OK);
+        tokio::time::timeout(Duration::from_secs(20), async {
+            while hook.requests.load(Ordering::SeqCst) == tried {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("retried after it was enabled");
+        let board: domain::board::OpsBoard = call(&admin, &app, "load_ops_board", &[]).await.json().await.unwrap();
+        assert!(board.disabled_webhooks.is_empty());
+        assert_eq!(call(&admin, &app, "enable_webhook", &[("webhook_id", &added.id)]).await.status(), StatusCode::CONFLICT, "not disabled");
+        assert_eq!(call(&admin, &app, "remove_webhook", &[("webhook_id", &added.id)]).await.status(), StatusCode::OK);
+        assert_eq!(call(&admin, &app, "remove_webhook", &[("webhook_id", &added.id)]).await.status(), StatusCode::NOT_FOUND);
+        app.finish().await;
+    }
+);

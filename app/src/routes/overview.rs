@@ -42,6 +42,7 @@ pub fn Overview() -> impl IntoView {
                                 <h1>"Overview · "{board.org_name.clone()}</h1>
                                 <LiveStatus live as_of/>
                             </div>
+                            <DisabledWebhooks urls=board.disabled_webhooks.clone()/>
                             <Headlines board=board.clone()/>
                             <div class="overview-grid">
                                 <SessionsByState board=board.clone()/>
@@ -55,6 +56,19 @@ pub fn Overview() -> impl IntoView {
             })}
         </Transition>
     }
+}
+
+/// Endpoints that stopped getting events: said until an admin acts.
+#[component]
+fn DisabledWebhooks(urls: Vec<String>) -> impl IntoView {
+    (!urls.is_empty()).then(|| {
+        view! {
+            <p class="notice-line" role="alert" data-testid="webhooks-disabled">
+                {format!("Webhook delivery stopped: {} failed for 24 h and {} disabled. ", urls.join(", "), if urls.len() == 1 { "was" } else { "were" })}
+                <a href="/admin/integrations">"Open Integrations"</a>
+            </p>
+        }
+    })
 }
 
 #[component]

@@ -49,6 +49,8 @@ lazy_screens! {
     PeopleScreen => view! { <AdminArea><super::PeoplePage/></AdminArea> };
     /// `/admin/floors`
     FloorsScreen => view! { <AdminArea><super::FloorsPage/></AdminArea> };
+    /// `/admin/integrations`
+    IntegrationsScreen => view! { <AdminArea><super::IntegrationsPage/></AdminArea> };
     /// `/ops/wallboard`
     WallboardScreen => view! { <AdminArea><super::Wallboard/></AdminArea> };
     /// `/ops/roster`

@@ -183,6 +183,7 @@ impl OrgViews {
                 .collect(),
             today,
             relay: self.relay.stats(org_id),
+            disabled_webhooks: self.store.webhooks(org_id).await.map_err(internal)?.into_iter().filter(|h| h.disabled_at.is_some()).map(|h| h.url).collect(),
             as_of_ms: now,
         })
     }

@@ -113,8 +113,10 @@ pub trait IntegrationStore: Send + Sync {
     /// Moves the endpoint's cursor to `delivered_id` and clears its failing
     /// mark, if `owner` still holds it; false if it does not.
     async fn advance_webhook(&self, id: &str, owner: &str, delivered_id: i64) -> StoreResult<bool>;
-    /// Marks the endpoint failing since `since` (kept if already failing).
-    async fn webhook_failing(&self, id: &str, owner: &str, since: i64) -> StoreResult<()>;
+    /// Marks the endpoint failing since `since` (kept if already failing);
+    /// since when it fails, as the database holds it (`None`: not held by
+    /// `owner` any more).
+    async fn webhook_failing(&self, id: &str, owner: &str, since: i64) -> StoreResult<Option<i64>>;
     async fn disable_webhook(&self, id: &str, at: i64, reason: &str) -> StoreResult<()>;
     async fn record_delivery(&self, delivery: &DeliveryRow) -> StoreResult<()>;
     /// The endpoint's latest attempts, newest first.
@@ -216,10 +218,9 @@ macro_rules! integration_store {
                 Ok(done.rows_affected() == 1)
             }
 
-            async fn webhook_failing(&self, id: &str, owner: &str, since: i64) -> StoreResult<()> {
-                sqlx::query("UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $1) WHERE id = $2 AND claimed_by = $3")
-                    .bind(since).bind(id).bind(owner).execute(&self.pool).await?;
-                Ok(())
+            async fn webhook_failing(&self, id: &str, owner: &str, since: i64) -> StoreResult<Option<i64>> {
+                Ok(sqlx::query_scalar("UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $1) WHERE id = $2 AND claimed_by = $3 RETURNING failing_since")
+                    .bind(since).bind(id).bind(owner).fetch_optional(&self.pool).await?)
             }
 
             async fn disable_webhook(&self, id: &str, at: i64, reason: &str) -> StoreResult<()> {

@@ -115,7 +115,6 @@ pub async fn release(store: &SharedStore, owner: &str) {
 async fn deliver(store: SharedStore, outbound: Arc<Outbound>, owner: String, settings: Settings, hook: WebhookRow) {
     let types = hook.types();
     let mut cursor = hook.delivered_id;
-    let mut failing_since = hook.failing_since;
     loop {
         let rows = match store.events_after(&hook.org_id, cursor, PAGE).await {
             Ok(rows) => rows,
@@ -152,10 +151,16 @@ async fn deliver(store: SharedStore, outbound: Arc<Outbound>, owner: String, set
                     break;
                 }
                 let now = now_ms();
-                let since = *failing_since.get_or_insert(now);
-                if let Err(e) = store.webhook_failing(&hook.id, &owner, since).await {
-                    tracing::warn!(error = %e, endpoint = %hook.id, "failing mark not written");
-                }
+                // The database's mark counts (an earlier claimant's, or an
+                // admin's enable that cleared it).
+                let since = match store.webhook_failing(&hook.id, &owner, now).await {
+                    Ok(Some(since)) => since,
+                    Ok(None) => return, // no longer ours
+                    Err(e) => {
+                        tracing::warn!(error = %e, endpoint = %hook.id, "failing mark not written");
+                        now
+                    }
+                };
                 if to_disable(Some(since), now) {
                     let reason = format!("failing for 24 h; the last attempt: {}", sent.error.unwrap_or_default());
                     tracing::warn!(endpoint = %hook.id, org = %hook.org_id, %reason, "webhook endpoint disabled");
@@ -168,7 +173,6 @@ async fn deliver(store: SharedStore, outbound: Arc<Outbound>, owner: String, set
                 tracing::debug!(endpoint = %hook.id, event = id, attempt, wait_ms = wait, "delivery failed; retrying");
                 tokio::time::sleep(Duration::from_millis(wait as u64)).await;
             }
-            failing_since = None;
             if !advance(&store, &hook, &owner, id).await {
                 return;
             }

@@ -29,6 +29,10 @@ pub struct OpsBoard {
     /// The relay's counts of the org's session channels (rule W15).
     #[serde(default)]
     pub relay: Vec<crate::relay::RelayStat>,
+    /// Webhook endpoints disabled after failing for 24 h (their URLs): the
+    /// admins are told on the overview until one is enabled or removed.
+    #[serde(default)]
+    pub disabled_webhooks: Vec<String>,
     pub as_of_ms: i64,
 }
 

@@ -60,6 +60,9 @@ export default defineConfig({
       CLUTCHCALL_TEST_ORGS: '1',
       // Every test signs its own people in, all from 127.0.0.1.
       CLUTCHCALL_SIGNIN_PER_MINUTE: '1000',
+      // Webhook tests run their receiver on 127.0.0.1 and want retries soon.
+      CLUTCHCALL_WEBHOOK_ALLOW_PRIVATE: '1',
+      CLUTCHCALL_WEBHOOK_RETRY_MS: '200',
     },
   },
 });

@@ -10,6 +10,7 @@ use super::{ApiError, ErrorBody};
 use crate::bus::Delivery;
 use crate::services::{Credential, IntegrationService, Principal, TabPass};
 use crate::state::AppState;
+use crate::store::LogRow;
 use domain::event_log::{LogRecord, Resume};
 use domain::events::Topic;
 use domain::integrations::SCOPE_EVENTS_READ;
@@ -24,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use utoipa::{IntoParams, ToSchema};
 
 /// Records per page (JSON) or per read (stream).
@@ -33,6 +34,8 @@ const DEFAULT_PAGE: i64 = 100;
 /// A stream looks for new records at least this often (the org's live
 /// topic wakes it sooner; its events may come from any instance).
 const POLL: Duration = Duration::from_secs(1);
+/// How often a stream reads its key again.
+const RECHECK: Duration = Duration::from_secs(30);
 
 /// Who reads an org's events.
 pub struct EventReader {
@@ -89,7 +92,8 @@ pub struct EventsQuery {
 #[serde(rename_all = "camelCase")]
 pub struct EventPage {
     /// Oldest first.
-    pub events: Vec<LogRecord>,
+    #[schema(value_type = Vec<LogRecord>)]
+    pub events: Vec<serde_json::Value>,
     /// Pass as `since` for the next page (the last id read).
     pub next_since: i64,
     /// True when more records follow already.
@@ -136,15 +140,25 @@ pub async fn events(State(state): State<AppState>, reader: EventReader, query: R
     }
     let streaming = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/event-stream"));
     if !streaming {
-        let (events, next_since) = log.page(&reader.org_id, after, limit + 1).await?;
-        let more = events.len() as i64 > limit;
-        let events: Vec<LogRecord> = events.into_iter().take(limit as usize).collect();
-        let next_since = if more { events.last().map_or(after, |r| r.id) } else { next_since };
-        return Ok(Json(EventPage { events, next_since, more }).into_response());
+        let mut rows = log.page(&reader.org_id, after, limit + 1).await?;
+        let more = rows.len() as i64 > limit;
+        rows.truncate(limit as usize);
+        let next_since = rows.last().map_or(after, |r| r.id);
+        return Ok(Json(EventPage { events: rows.iter().map(LogRow::json).collect(), next_since, more }).into_response());
     }
+    let key = match &reader.holder {
+        Holder::Key(Credential::ApiKey { token, .. }) => Some(token.clone()),
+        _ => None,
+    };
     let pass = match reader.holder {
         Holder::Key(credential) => {
-            state.tabs.open(credential, None).map_err(|_| ApiError::RateLimited { retry_after_s: 5 })?
+            let pass = state.tabs.open(credential, None).map_err(|_| ApiError::RateLimited { retry_after_s: 5 })?;
+            // Read again once the pass exists: a revocation committed
+            // after the first read ends the pass, one before is seen here.
+            if !log.key_holds(key.as_deref().unwrap_or_default()).await? {
+                return Err(ApiError::Unauthenticated("unknown or revoked API key".into()));
+            }
+            pass
         }
         Holder::Admin { token, user_id } => state.accounts.socket_pass(&token, &user_id, &reader.org_id, Role::Admin).await.map_err(|refused| match refused {
             crate::services::SocketRefused::TooManyTabs => ApiError::RateLimited { retry_after_s: 5 },
@@ -153,7 +167,7 @@ pub async fn events(State(state): State<AppState>, reader: EventReader, query: R
         })?,
     };
     let wake = state.engine.subscribe(&Topic::org(&reader.org_id));
-    let reading = Reading { log, org_id: reader.org_id, after, buffered: VecDeque::new(), pass, wake, limit };
+    let reading = Reading { log, org_id: reader.org_id, after, buffered: VecDeque::new(), pass, wake, limit, key, checked: Instant::now() };
     Ok(Sse::new(futures::stream::unfold(reading, next_event)).keep_alive(KeepAlive::default()).into_response())
 }
 
@@ -163,11 +177,15 @@ struct Reading {
     org_id: String,
     /// The last id sent (or passed over).
     after: i64,
-    buffered: VecDeque<LogRecord>,
+    buffered: VecDeque<LogRow>,
     /// Ends the stream when the key is revoked (or the admin's sign-in ends).
     pass: TabPass,
     wake: crate::bus::Subscription,
     limit: i64,
+    /// The key's hash: it is read again now and then, should word of its
+    /// revocation have been lost between instances.
+    key: Option<String>,
+    checked: Instant,
 }
 
 async fn next_event(mut r: Reading) -> Option<(Result<Event, Infallible>, Reading)> {
@@ -177,15 +195,19 @@ async fn next_event(mut r: Reading) -> Option<(Result<Event, Infallible>, Readin
         }
         if let Some(record) = r.buffered.pop_front() {
             r.after = record.id;
-            let event = Event::default().id(record.id.to_string()).json_data(&record).expect("a record serialises");
+            let event = Event::default().id(record.id.to_string()).data(String::from_utf8(record.body()).expect("JSON is UTF-8"));
             return Some((Ok(event), r));
         }
+        if let Some(key) = r.key.as_deref().filter(|_| r.checked.elapsed() >= RECHECK) {
+            match r.log.key_holds(key).await {
+                Ok(true) => r.checked = Instant::now(),
+                Ok(false) => return None,
+                Err(e) => tracing::warn!(error = %e, "API key check failed; the stream goes on"),
+            }
+        }
         match r.log.page(&r.org_id, r.after, r.limit).await {
-            Ok((records, last)) if last > r.after => {
-                if records.is_empty() {
-                    r.after = last;
-                }
-                r.buffered.extend(records);
+            Ok(rows) if !rows.is_empty() => {
+                r.buffered.extend(rows);
                 continue;
             }
             Ok(_) => {}

@@ -1,6 +1,6 @@
 //! Who is asking, as an axum extractor for REST and WebSocket alike: what
-//! `services::Accounts` says (the one door), with a robot's requests
-//! rate-limited per token.
+//! `services::Accounts` says (the one door), with a robot's and an API
+//! key's requests rate-limited per token.
 
 use crate::api::error::ApiError;
 use crate::services::{NoPrincipal, Principal};
@@ -20,7 +20,7 @@ impl FromRequestParts<AppState> for Principal {
             NoPrincipal::SignInEnded => ApiError::Unauthenticated("the sign-in session has ended".into()),
             NoPrincipal::Store(e) => e.into(),
         })?;
-        if let Principal::Robot { token_hash, .. } = &principal {
+        if let Principal::Robot { token_hash, .. } | Principal::Integration { token_hash, .. } = &principal {
             state.robot_limits.admit(token_hash).await.map_err(|wait| ApiError::RateLimited { retry_after_s: wait.as_secs().max(1) })?;
         }
         Ok(principal)

@@ -7,10 +7,10 @@ use super::store_failed as internal;
 use super::OpenTabs;
 use crate::auth::{new_token, token_hash};
 use crate::clock::now_ms;
-use crate::store::{ApiKeyRow, DeliveryRow, NewKeyRow, NewWebhookRow, SharedStore, StoreResult, WebhookRow};
+use crate::store::{ApiKeyRow, DeliveryRow, LogRow, NewKeyRow, NewWebhookRow, SharedStore, StoreResult, WebhookRow};
 use crate::webhooks::outbound::Outbound;
 use app::error::AppError;
-use domain::event_log::{resume, types_problem, LogEvent, LogRecord, Resume};
+use domain::event_log::{resume, types_problem, LogEvent, Resume};
 use domain::integrations::{
     hint, name_problem, url_problem, ApiKeyView, DeliveryView, Integrations, NewApiKey, NewWebhook, WebhookState, WebhookView, API_KEY_PREFIX,
     MAX_KEYS, MAX_WEBHOOKS, SCOPE_EVENTS_READ,
@@ -39,12 +39,14 @@ impl IntegrationService {
         Ok(resume(after, oldest, last))
     }
 
-    /// The org's records after `after`, at most `limit`, and the last id
-    /// read (a record of a type this build does not know is passed over).
-    pub async fn page(&self, org_id: &str, after: i64, limit: i64) -> StoreResult<(Vec<LogRecord>, i64)> {
-        let rows = self.store.events_after(org_id, after, limit).await?;
-        let last = rows.last().map_or(after, |r| r.id);
-        Ok((rows.into_iter().filter_map(|r| r.record()).collect(), last))
+    /// The org's records after `after`, at most `limit`, oldest first.
+    pub async fn page(&self, org_id: &str, after: i64, limit: i64) -> StoreResult<Vec<LogRow>> {
+        self.store.events_after(org_id, after, limit).await
+    }
+
+    /// Whether the key (its token hash) still holds.
+    pub async fn key_holds(&self, token_hash: &str) -> StoreResult<bool> {
+        Ok(self.store.api_key(token_hash).await?.is_some())
     }
 
     /// Deletes records older than `before` (retention).
@@ -152,7 +154,6 @@ impl IntegrationService {
             .map_err(internal)?
             .into_iter()
             .find(|r| r.id == event_id)
-            .and_then(|r| r.record())
             .ok_or_else(|| AppError::NotFound("Event (it may be past the retention)".into()))?;
         let attempt = self.store.attempts(&hook.id, event_id).await.map_err(internal)? + 1;
         Ok(delivery_view(crate::webhooks::send(&self.store, &self.outbound, &hook, &record, attempt, true).await))

@@ -19,6 +19,30 @@ pub struct LogRow {
 }
 
 impl LogRow {
+    /// The record as JSON, as `/v1/events` and webhooks send it, built from
+    /// the stored type and data without reading them: a type this build
+    /// does not know (written by a newer one) is sent as it was stored.
+    pub fn body(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.json()).expect("JSON serialises")
+    }
+
+    /// The record as `body` sends it, as a JSON value.
+    pub fn json(&self) -> serde_json::Value {
+        let data: serde_json::Value = serde_json::from_slice(self.data.as_bytes()).unwrap_or(serde_json::Value::Null);
+        let mut record = serde_json::Map::new();
+        record.insert("id".into(), self.id.into());
+        record.insert("at".into(), domain::rules::rfc3339(self.at).into());
+        if let Some(session_id) = &self.session_id {
+            record.insert("sessionId".into(), session_id.clone().into());
+        }
+        if let Some(robot_id) = &self.robot_id {
+            record.insert("robotId".into(), robot_id.clone().into());
+        }
+        record.insert("type".into(), self.kind.clone().into());
+        record.insert("data".into(), data);
+        serde_json::Value::Object(record)
+    }
+
     /// The record as integrators get it; `None` for a type this build
     /// does not know (written by a newer one).
     pub fn record(self) -> Option<LogRecord> {
@@ -39,7 +63,8 @@ pub trait EventLogStore: Send + Sync {
     /// The oldest id the org's log still keeps (`None`: none kept), and the
     /// last id it ever gave (0: none).
     async fn event_bounds(&self, org_id: &str) -> StoreResult<(Option<i64>, i64)>;
-    /// Deletes every org's records older than `before` (retention); how many.
+    /// Deletes every org's records older than `before` (retention), and
+    /// webhook attempts as old; how many records.
     async fn prune_events(&self, before: i64) -> StoreResult<u64>;
     /// Logs `robot.offline` if the robot's last heartbeat (any instance's)
     /// is `timeout_ms` old at `now` and this silence is not logged yet;
@@ -85,26 +110,31 @@ macro_rules! event_log_store {
             }
 
             async fn prune_events(&self, before: i64) -> StoreResult<u64> {
-                Ok(sqlx::query("DELETE FROM org_events WHERE at < $1").bind(before).execute(&self.pool).await?.rows_affected())
+                // Per org up to its newest record past the retention, by id:
+                // a record committed a moment out of `at` order is not left
+                // as a hole the 410 rule (the oldest id kept) cannot see.
+                let pruned = sqlx::query(
+                    "DELETE FROM org_events WHERE id <= (SELECT MAX(e.id) FROM org_events e WHERE e.org_id = org_events.org_id AND e.at < $1)",
+                )
+                .bind(before).execute(&self.pool).await?.rows_affected();
+                sqlx::query("DELETE FROM webhook_deliveries WHERE at < $1").bind(before).execute(&self.pool).await?;
+                Ok(pruned)
             }
         }
 
         impl $store {
             async fn offline(&self, org_id: &str, robot_id: &str, now: i64, timeout_ms: i64) -> StoreResult<bool> {
                 let mut tx = <Self as super::sql::StoreDb>::begin_write(&self.pool).await?;
-                let last: Option<Option<i64>> = sqlx::query_scalar("SELECT last_heartbeat_at FROM robots WHERE org_id = $1 AND id = $2 AND retired_at IS NULL")
-                    .bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await?;
-                let Some(Some(last)) = last else { return Ok(false) };
-                if now - last < timeout_ms {
-                    return Ok(false);
-                }
-                let logged: Option<i64> = sqlx::query_scalar(
-                    "SELECT id FROM org_events WHERE org_id = $1 AND robot_id = $2 AND kind = 'robot.offline' AND at > $3 LIMIT 1",
+                // The row's update decides: a second instance noticing the
+                // same silence finds it logged (PostgreSQL re-reads the row
+                // after the first commits).
+                let last: Option<i64> = sqlx::query_scalar(
+                    "UPDATE robots SET offline_logged_for = last_heartbeat_at \
+                     WHERE org_id = $1 AND id = $2 AND retired_at IS NULL AND last_heartbeat_at IS NOT NULL AND last_heartbeat_at <= $3 \
+                     AND (offline_logged_for IS NULL OR offline_logged_for <> last_heartbeat_at) RETURNING last_heartbeat_at",
                 )
-                .bind(org_id).bind(robot_id).bind(last).fetch_optional(&mut *tx).await?;
-                if logged.is_some() {
-                    return Ok(false);
-                }
+                .bind(org_id).bind(robot_id).bind(now - timeout_ms).fetch_optional(&mut *tx).await?;
+                let Some(last) = last else { return Ok(false) };
                 let event = LogEvent::RobotOffline(domain::event_log::RobotOffline { last_heartbeat_at: domain::rules::rfc3339(last) });
                 Self::log_event(&mut tx, Logged { org_id, at: now, session_id: None, robot_id: Some(robot_id), event }).await?;
                 tx.commit().await?;

@@ -117,7 +117,8 @@ pub trait IntegrationStore: Send + Sync {
     /// since when it fails, as the database holds it (`None`: not held by
     /// `owner` any more).
     async fn webhook_failing(&self, id: &str, owner: &str, since: i64) -> StoreResult<Option<i64>>;
-    async fn disable_webhook(&self, id: &str, at: i64, reason: &str) -> StoreResult<()>;
+    /// Disables the endpoint, if `owner` still holds it.
+    async fn disable_webhook(&self, id: &str, owner: &str, at: i64, reason: &str) -> StoreResult<()>;
     async fn record_delivery(&self, delivery: &DeliveryRow) -> StoreResult<()>;
     /// The endpoint's latest attempts, newest first.
     async fn deliveries(&self, endpoint_id: &str, limit: i64) -> StoreResult<Vec<DeliveryRow>>;
@@ -223,9 +224,11 @@ macro_rules! integration_store {
                     .bind(since).bind(id).bind(owner).fetch_optional(&self.pool).await?)
             }
 
-            async fn disable_webhook(&self, id: &str, at: i64, reason: &str) -> StoreResult<()> {
-                sqlx::query("UPDATE webhook_endpoints SET disabled_at = $1, disabled_reason = $2, claimed_by = NULL, claimed_until = NULL WHERE id = $3")
-                    .bind(at).bind(reason).bind(id).execute(&self.pool).await?;
+            async fn disable_webhook(&self, id: &str, owner: &str, at: i64, reason: &str) -> StoreResult<()> {
+                sqlx::query(
+                    "UPDATE webhook_endpoints SET disabled_at = $1, disabled_reason = $2, claimed_by = NULL, claimed_until = NULL WHERE id = $3 AND claimed_by = $4",
+                )
+                .bind(at).bind(reason).bind(id).bind(owner).execute(&self.pool).await?;
                 Ok(())
             }
 

@@ -15,13 +15,14 @@ pub mod outbound;
 pub mod signing;
 
 use crate::clock::now_ms;
-use crate::store::{DeliveryRow, SharedStore, WebhookRow};
+use crate::store::{DeliveryRow, LogRow, SharedStore, WebhookRow};
 use crate::task::OwnedTask;
-use domain::event_log::{wanted, LogRecord};
+use domain::event_log::wanted;
 use domain::integrations::{delivered, retry_after_ms, to_disable};
 use outbound::Outbound;
 use rand::Rng;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -43,13 +44,13 @@ pub struct Settings {
 }
 
 /// Signs and sends one record; the attempt is logged.
-pub async fn send(store: &SharedStore, outbound: &Outbound, hook: &WebhookRow, record: &LogRecord, attempt: i64, resend: bool) -> DeliveryRow {
-    let body = serde_json::to_vec(record).expect("a record serialises");
+pub async fn send(store: &SharedStore, outbound: &Outbound, hook: &WebhookRow, record: &LogRow, attempt: i64, resend: bool) -> DeliveryRow {
+    let body = record.body();
     let signature = signing::sign(&hook.secret, now_ms() / 1000, &body);
     let headers = vec![
         (signing::SIGNATURE_HEADER, signature),
         (signing::EVENT_ID_HEADER, record.id.to_string()),
-        (signing::EVENT_TYPE_HEADER, record.event.kind().to_string()),
+        (signing::EVENT_TYPE_HEADER, record.kind.clone()),
     ];
     let answer = outbound.post(&hook.url, headers, body).await;
     let error = match (answer.status, answer.error) {
@@ -60,7 +61,7 @@ pub async fn send(store: &SharedStore, outbound: &Outbound, hook: &WebhookRow, r
         endpoint_id: hook.id.clone(),
         org_id: hook.org_id.clone(),
         event_id: record.id,
-        kind: record.event.kind().to_string(),
+        kind: record.kind.clone(),
         attempt,
         at: now_ms(),
         status: answer.status.map(i64::from),
@@ -79,13 +80,19 @@ pub fn start(store: SharedStore, outbound: Arc<Outbound>, owner: String, setting
     tokio::spawn(async move {
         // Each endpoint's task ends with this one (an aborted job, a kill).
         let mut running: HashMap<String, OwnedTask> = HashMap::new();
+        // When the claims were last renewed: a task sends only while they
+        // surely still hold (a stalled instance's tasks stop by themselves).
+        let renewed = Arc::new(AtomicI64::new(0));
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
             let now = now_ms();
             let held = match store.claim_webhooks(&owner, now, now + CLAIM_MS).await {
-                Ok(held) => held,
+                Ok(held) => {
+                    renewed.store(now, Ordering::SeqCst);
+                    held
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "webhook claims could not be renewed");
                     continue;
@@ -97,7 +104,8 @@ pub fn start(store: SharedStore, outbound: Arc<Outbound>, owner: String, setting
                 if !running.contains_key(&hook.id) {
                     tracing::info!(endpoint = %hook.id, org = %hook.org_id, from = hook.delivered_id, "delivering webhook events");
                     let id = hook.id.clone();
-                    running.insert(id, OwnedTask::spawn(deliver(store.clone(), outbound.clone(), owner.clone(), settings.clone(), hook)));
+                    let claim = Claim { owner: owner.clone(), renewed: renewed.clone() };
+                    running.insert(id, OwnedTask::spawn(deliver(store.clone(), outbound.clone(), claim, settings.clone(), hook)));
                 }
             }
         }
@@ -111,11 +119,29 @@ pub async fn release(store: &SharedStore, owner: &str) {
     }
 }
 
+/// This instance's hold on its endpoints.
+struct Claim {
+    owner: String,
+    renewed: Arc<AtomicI64>,
+}
+
+impl Claim {
+    /// The claim surely still holds: renewed less than `CLAIM_MS` minus a
+    /// margin ago (for the clocks of other instances).
+    fn holds(&self) -> bool {
+        now_ms() - self.renewed.load(Ordering::SeqCst) < CLAIM_MS - 3_000
+    }
+}
+
 /// One endpoint's ordered deliveries, from its cursor on.
-async fn deliver(store: SharedStore, outbound: Arc<Outbound>, owner: String, settings: Settings, hook: WebhookRow) {
+async fn deliver(store: SharedStore, outbound: Arc<Outbound>, claim: Claim, settings: Settings, hook: WebhookRow) {
+    let owner = claim.owner.as_str();
     let types = hook.types();
     let mut cursor = hook.delivered_id;
     loop {
+        if !claim.holds() {
+            return;
+        }
         let rows = match store.events_after(&hook.org_id, cursor, PAGE).await {
             Ok(rows) => rows,
             Err(e) => {
@@ -128,32 +154,38 @@ async fn deliver(store: SharedStore, outbound: Arc<Outbound>, owner: String, set
             tokio::time::sleep(IDLE).await;
             continue;
         }
+        if rows[0].id > cursor + 1 {
+            // Ids are 1, 2, 3… per org: these were deleted by retention
+            // before this endpoint got them (disabled, or failing, too long).
+            tracing::warn!(endpoint = %hook.id, org = %hook.org_id, from = cursor + 1, to = rows[0].id - 1, "webhook events past the retention were never delivered");
+        }
         let mut passed = cursor;
         for row in rows {
             let id = row.id;
-            let record = match row.record() {
-                Some(record) if wanted(&types, record.event.kind()) => record,
-                // Not wanted, or a type a newer build wrote: passed over.
-                _ => {
-                    passed = id;
-                    continue;
-                }
-            };
+            // Decided on the stored type: one this build does not know is
+            // sent as stored to an endpoint that wants every type.
+            if !wanted(&types, &row.kind) {
+                passed = id;
+                continue;
+            }
             // Passed-over records first, so the cursor never skips ahead of a failure.
-            if passed > cursor && !advance(&store, &hook, &owner, passed).await {
+            if passed > cursor && !advance(&store, &hook, owner, passed).await {
                 return;
             }
             let mut attempt = store.attempts(&hook.id, id).await.unwrap_or(0);
             loop {
+                if !claim.holds() {
+                    return;
+                }
                 attempt += 1;
-                let sent = send(&store, &outbound, &hook, &record, attempt, false).await;
+                let sent = send(&store, &outbound, &hook, &row, attempt, false).await;
                 if sent.status.is_some_and(|s| delivered(s as u16)) {
                     break;
                 }
                 let now = now_ms();
                 // The database's mark counts (an earlier claimant's, or an
                 // admin's enable that cleared it).
-                let since = match store.webhook_failing(&hook.id, &owner, now).await {
+                let since = match store.webhook_failing(&hook.id, owner, now).await {
                     Ok(Some(since)) => since,
                     Ok(None) => return, // no longer ours
                     Err(e) => {
@@ -164,7 +196,7 @@ async fn deliver(store: SharedStore, outbound: Arc<Outbound>, owner: String, set
                 if to_disable(Some(since), now) {
                     let reason = format!("failing for 24 h; the last attempt: {}", sent.error.unwrap_or_default());
                     tracing::warn!(endpoint = %hook.id, org = %hook.org_id, %reason, "webhook endpoint disabled");
-                    if let Err(e) = store.disable_webhook(&hook.id, now, &reason).await {
+                    if let Err(e) = store.disable_webhook(&hook.id, owner, now, &reason).await {
                         tracing::warn!(error = %e, endpoint = %hook.id, "endpoint not disabled");
                     }
                     return;
@@ -173,14 +205,14 @@ async fn deliver(store: SharedStore, outbound: Arc<Outbound>, owner: String, set
                 tracing::debug!(endpoint = %hook.id, event = id, attempt, wait_ms = wait, "delivery failed; retrying");
                 tokio::time::sleep(Duration::from_millis(wait as u64)).await;
             }
-            if !advance(&store, &hook, &owner, id).await {
+            if !advance(&store, &hook, owner, id).await {
                 return;
             }
             cursor = id;
             passed = id;
         }
         if passed > cursor {
-            if !advance(&store, &hook, &owner, passed).await {
+            if !advance(&store, &hook, owner, passed).await {
                 return;
             }
             cursor = passed;

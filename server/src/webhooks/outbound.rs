@@ -27,21 +27,34 @@ pub fn is_public(ip: IpAddr) -> bool {
                 || v4.is_multicast()
                 || v4.is_documentation()
                 || a == 0
+                || (a == 192 && b == 0 && v4.octets()[2] == 0) // IETF protocol assignments 192.0.0/24
                 || (a == 100 && (64..128).contains(&b)) // shared (CGNAT) 100.64/10
                 || (a == 198 && (18..20).contains(&b)) // benchmarking 198.18/15
                 || a >= 240)
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            let s = v6.segments();
+            if v6.is_loopback() || v6.is_unspecified() {
+                return false;
+            }
+            // Forms that carry an IPv4 address are judged by it: mapped and
+            // compatible (::ffff:a.b.c.d, ::a.b.c.d), NAT64 (64:ff9b::/96)
+            // and 6to4 (2002::/16).
+            if let Some(v4) = v6.to_ipv4() {
                 return is_public(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00 // unique local fc00::/7
-                || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
-                || first == 0x2001 && v6.segments()[1] == 0x0db8) // documentation
+            if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                return is_public(IpAddr::V4(std::net::Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8)));
+            }
+            if s[0] == 0x2002 {
+                return is_public(IpAddr::V4(std::net::Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8)));
+            }
+            !(v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
+                || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (s[0] & 0xffc0) == 0xfec0 // site-local fec0::/10
+                || (s[0] == 0x2001 && s[1] == 0) // Teredo 2001::/32 (reaches behind NATs)
+                || (s[0] == 0x2001 && s[1] == 0x0db8)) // documentation
         }
     }
 }
@@ -84,6 +97,9 @@ impl Outbound {
         let client = reqwest::Client::builder()
             .dns_resolver(Arc::new(PublicOnly { allow_private }))
             .redirect(reqwest::redirect::Policy::none())
+            // A proxy from the environment would resolve the name itself,
+            // past `PublicOnly`.
+            .no_proxy()
             .timeout(TIMEOUT)
             .connect_timeout(Duration::from_secs(5))
             .user_agent(concat!("ClutchCall-Webhooks/", env!("CARGO_PKG_VERSION")))
@@ -164,7 +180,10 @@ mod tests {
 
     #[test]
     fn only_public_addresses_are_public() {
-        for private in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0", "100.64.0.1", "::1", "fd00::1", "fe80::1", "::ffff:10.0.0.1", "224.0.0.1"] {
+        for private in [
+            "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0", "100.64.0.1", "192.0.0.8", "::1", "fd00::1",
+            "fe80::1", "fec0::1", "::ffff:10.0.0.1", "::a00:1", "64:ff9b::a9fe:a9fe", "2002:a00:1::1", "2001:0:4136:e378::1", "224.0.0.1",
+        ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
         for public in ["1.1.1.1", "8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8"] {

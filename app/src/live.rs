@@ -265,6 +265,7 @@ mod tests {
             robot_id: "uk-pal-01".into(),
             robot_connected: true,
             cockpits: 1,
+            supervisors: 0,
             robot_frames: FlowStat::default(),
             operator_frames: FlowStat::default(),
             open_since_ms: 5,

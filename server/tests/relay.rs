@@ -36,7 +36,7 @@ async fn both_joined(ws: &mut Socket) {
     loop {
         let message = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("peers within 5 s").expect("open").expect("frame");
         if let Message::Text(text) = &message {
-            if let Ok(RelayMsg::Peers { robot: true, cockpits }) = serde_json::from_str(text) {
+            if let Ok(RelayMsg::Peers { robot: true, cockpits, .. }) = serde_json::from_str(text) {
                 if cockpits >= 1 {
                     return;
                 }

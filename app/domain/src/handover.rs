@@ -102,9 +102,37 @@ pub fn in_control_at(spans: &[ControlSpan], at_ms: i64) -> Option<&ControlSpan> 
     spans.iter().find(|s| s.from_ms <= at_ms && s.to_ms.is_none_or(|end| at_ms < end))
 }
 
+/// Why an admin may not take control of a live session themselves (issue
+/// "Integrators and supervisors", part 2: a take-over is a handover to
+/// oneself that needs no accept), in a sentence; `None`: they may.
+/// `admin_skills`: the skills of the admin's operator profile in the org
+/// (`None`: they have none).
+pub fn take_over_problem(admin_id: &str, admin_skills: Option<&[String]>, skill: &str, in_control: Option<&str>, handover_ringing: bool) -> Option<String> {
+    if in_control == Some(admin_id) {
+        return Some("You are already in control of this session.".into());
+    }
+    if !admin_skills.is_some_and(|skills| skills.iter().any(|s| s == skill)) {
+        return Some(format!("Only an admin certified for {skill} may take control; from the live view you may E-stop."));
+    }
+    if handover_ringing {
+        return Some("A handover is ringing: take control once it is answered or missed.".into());
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_certified_admin_not_already_in_control_takes_over_and_not_over_a_ringing_handover() {
+        let skills = vec!["inspection".to_string()];
+        assert_eq!(take_over_problem("dana", Some(&skills), "inspection", Some("asha"), false), None);
+        assert!(take_over_problem("dana", Some(&skills), "welding", Some("asha"), false).unwrap().contains("certified for welding"));
+        assert!(take_over_problem("dana", None, "inspection", Some("asha"), false).is_some(), "no operator profile");
+        assert!(take_over_problem("dana", Some(&skills), "inspection", Some("dana"), false).unwrap().contains("already in control"));
+        assert!(take_over_problem("dana", Some(&skills), "inspection", Some("asha"), true).unwrap().contains("ringing"));
+    }
     use crate::models::LinkFloor;
 
     fn entry(kind: ActivityKind, at_ms: i64, operator: Option<&str>) -> ActivityEntry {

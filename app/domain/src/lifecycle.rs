@@ -19,6 +19,9 @@ pub enum ActivityKind {
     InactivityStop,
     OperatorSwitch,
     Error,
+    /// An admin opened the session's live view (read-only).
+    SupervisorJoined,
+    SupervisorLeft,
 }
 
 impl ActivityKind {
@@ -33,12 +36,14 @@ impl ActivityKind {
             ActivityKind::InactivityStop => "INACTIVITY_STOP",
             ActivityKind::OperatorSwitch => "OPERATOR_SWITCH",
             ActivityKind::Error => "ERROR",
+            ActivityKind::SupervisorJoined => "SUPERVISOR_JOINED",
+            ActivityKind::SupervisorLeft => "SUPERVISOR_LEFT",
         }
     }
 }
 
 impl ActivityKind {
-    pub const ALL: [ActivityKind; 9] = [
+    pub const ALL: [ActivityKind; 11] = [
         ActivityKind::SessionStart,
         ActivityKind::SessionEnd,
         ActivityKind::Pause,
@@ -48,6 +53,8 @@ impl ActivityKind {
         ActivityKind::InactivityStop,
         ActivityKind::OperatorSwitch,
         ActivityKind::Error,
+        ActivityKind::SupervisorJoined,
+        ActivityKind::SupervisorLeft,
     ];
 
     pub fn parse(s: &str) -> Option<ActivityKind> {

@@ -25,8 +25,14 @@ pub enum RelayMsg {
     },
     /// An operator action, cockpit → edge agent: the commanded vector.
     Action { t_ms: i64, values: Vec<f32> },
-    /// The relay tells each side who else is on the channel.
-    Peers { robot: bool, cockpits: u32 },
+    /// The relay tells each side who else is on the channel: the edge
+    /// agent, the operator's cockpits, and the admins watching (their names).
+    Peers {
+        robot: bool,
+        cockpits: u32,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        watching: Vec<String>,
+    },
     /// The relay refused a message (the channel stays open).
     Refused { reason: String },
 }
@@ -101,6 +107,9 @@ pub struct RelayStat {
     pub robot_id: String,
     pub robot_connected: bool,
     pub cockpits: u32,
+    /// Admins watching the session's live view (read-only joins).
+    #[serde(default)]
+    pub supervisors: u32,
     /// Robot → cockpit (state and camera frames).
     pub robot_frames: FlowStat,
     /// Cockpit → robot (actions).
@@ -141,6 +150,7 @@ pub fn merge_stats(parts: impl IntoIterator<Item = RelayStat>) -> Vec<RelayStat>
             Some(whole) => {
                 whole.robot_connected |= part.robot_connected;
                 whole.cockpits += part.cockpits;
+                whole.supervisors += part.supervisors;
                 whole.robot_frames.add(&part.robot_frames);
                 whole.operator_frames.add(&part.operator_frames);
                 whole.open_since_ms = whole.open_since_ms.min(part.open_since_ms);
@@ -231,6 +241,7 @@ mod tests {
             robot_id: "r".into(),
             robot_connected: true,
             cockpits: 1,
+            supervisors: 0,
             robot_frames: FlowStat { last_frame_ms: last, ..FlowStat::default() },
             operator_frames: FlowStat::default(),
             open_since_ms: 0,

@@ -33,6 +33,8 @@ pub trait Backend: Send + Sync + 'static {
     /// Pause, resume or complete a live session (seed 001): `by` is the
     /// operator asking, who must be the attached one; `None` for an admin.
     async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, AppError>;
+    /// A certified admin takes control of a live session (no accept).
+    async fn take_over(&self, org_id: &str, admin_id: &str, session_id: &str, reason: &str) -> Result<SessionRecord, AppError>;
     /// Who a live session may be handed to, best first (rule L08).
     async fn handover_candidates(&self, org_id: &str, session_id: &str) -> Result<Vec<crate::dispatch::Candidate>, AppError>;
     /// Offers a live session to `to`: `by` is the operator in control, `None` an admin.

@@ -133,6 +133,21 @@ pub async fn hand_over_session(session_id: String, to_operator_id: String) -> Re
     backend.hand_over(&org.org_id, &session_id, by, &to_operator_id).await.map_err(guard::fail)
 }
 
+/// A certified admin takes control of a live session of the org, without
+/// the operator's accept: OPERATOR_SWITCH with the reason; the operator's
+/// cockpit lets go. An uncertified admin is refused (they may E-stop).
+#[server(endpoint = "take_over_session")]
+pub async fn take_over_session(session_id: String, reason: String) -> Result<SessionRecord, AppError> {
+    use crate::models::Role;
+    let reason = reason.trim().to_string();
+    if reason.is_empty() || reason.chars().count() > 500 {
+        return Err(guard::fail(AppError::Invalid("Say why you take control (up to 500 characters): it is kept in the activity log.".into())));
+    }
+    let (user, org) = guard::require(Role::Admin).await.map_err(guard::fail)?;
+    let backend = guard::backend()?;
+    backend.take_over(&org.org_id, &user.user_id, &session_id, &reason).await.map_err(guard::fail)
+}
+
 /// Both state histories of the session (lifecycle and safety) as a
 /// timeline, for the session detail's parties.
 #[server(endpoint = "load_state_history")]

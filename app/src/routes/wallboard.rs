@@ -273,12 +273,15 @@ fn RelayPanel(board: Arc<OpsBoard>, live: LiveBoard, now: impl Fn() -> i64 + Sen
                                 // The relay's limits: frames over the rate cap, samples past the
                                 // recording cap. A tag only when something was held back.
                                 let held = stat.as_ref().and_then(overflow_note);
+                                // Admins watching the live view (read-only joins).
+                                let watching = stat.as_ref().map_or(0, |s| s.supervisors);
                                 view! {
                                     <tr data-testid=format!("relay-{}", row.robot)>
                                         <td><a href=format!("/ops/sessions?s={}", row.id)>{row.robot.clone()}</a></td>
                                         <td>
                                             <span class=tone data-testid="relay-health">{health.label()}</span>
                                             {held.map(|note| view! { " "<span class="tag tone-warn" title=note.clone() aria-label=note data-testid="relay-held">"held back"</span> })}
+                                            {(watching > 0).then(|| view! { " "<span class="tag tone-muted" data-testid="relay-watching">{format!("{watching} watching")}</span> })}
                                         </td>
                                         <td>{up}</td>
                                         <td>{down}</td>

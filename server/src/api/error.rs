@@ -171,6 +171,7 @@ impl From<EngineError> for ApiError {
             EngineError::HandoverRinging(_) => ApiError::Conflict { code: ErrorCode::HandoverRinging, message: e.to_string() },
             EngineError::NotHandoverCandidate => ApiError::Conflict { code: ErrorCode::NotHandoverCandidate, message: e.to_string() },
             EngineError::CannotExtend(_) => ApiError::Conflict { code: ErrorCode::CannotExtend, message: e.to_string() },
+            EngineError::CannotTakeOver(_) => ApiError::Conflict { code: ErrorCode::NotHandoverCandidate, message: e.to_string() },
             EngineError::Unavailable => ApiError::Unavailable { code: ErrorCode::Unavailable, message: e.to_string() },
             EngineError::DispatchedElsewhere => ApiError::Unavailable { code: ErrorCode::DispatchedElsewhere, message: e.to_string() },
             EngineError::Store(e) => e.into(),

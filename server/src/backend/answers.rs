@@ -21,7 +21,8 @@ pub(super) fn refused(e: crate::engine::EngineError) -> AppError {
         | E::NoOpenOffer
         | E::HandoverRinging(_)
         | E::NotHandoverCandidate
-        | E::CannotExtend(_) => AppError::Conflict(e.to_string()),
+        | E::CannotExtend(_)
+        | E::CannotTakeOver(_) => AppError::Conflict(e.to_string()),
         E::NoSkill(_) | E::ImplausibleRtt => AppError::Invalid(e.to_string()),
         E::Unavailable | E::DispatchedElsewhere => AppError::Busy,
         E::Store(e) => internal(e),

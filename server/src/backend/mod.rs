@@ -76,6 +76,11 @@ impl Backend for ServerBackend {
         self.engine.steer_session(org_id, session_id, to, by).await.map_err(refused)
     }
 
+    async fn take_over(&self, org_id: &str, admin_id: &str, session_id: &str, reason: &str) -> Result<SessionRecord, AppError> {
+        self.engine.take_over(org_id, session_id, admin_id, reason).await.map_err(refused)?;
+        self.views.session(org_id, session_id).await
+    }
+
     async fn handover_candidates(&self, org_id: &str, session_id: &str) -> Result<Vec<domain::dispatch::Candidate>, AppError> {
         self.engine.handover_candidates(org_id, session_id).await.map_err(refused)
     }

@@ -35,6 +35,10 @@ pub enum Command {
     Steer { session_id: String, to: LifecycleState, by: Option<String>, reply: Reply<bool> },
     /// An edge agent's error on an open session; answers when it was logged.
     ReportError { session_id: String, detail: String, reply: Reply<i64> },
+    /// An admin's live view opened or closed: SUPERVISOR_JOINED / _LEFT.
+    Supervise { session_id: String, admin_id: String, joined: bool, reply: Reply<()> },
+    /// A certified admin takes control (OPERATOR_SWITCH with the reason).
+    TakeOver { session_id: String, admin_id: String, reason: String, reply: Reply<()> },
     /// Offers a live session to `to` (rule L08), asked by the operator in
     /// control (`by`) or an admin.
     HandOver { session_id: String, by: Option<String>, to: String, reply: Reply<Offer> },
@@ -86,6 +90,7 @@ impl Command {
             Command::Extended { reply, .. } => drop(reply.send(Err(error()))),
             Command::HandoverCandidates { reply, .. } => drop(reply.send(Err(error()))),
             Command::ReportError { reply, .. } => drop(reply.send(Err(error()))),
+            Command::Supervise { reply, .. } | Command::TakeOver { reply, .. } => drop(reply.send(Err(error()))),
             Command::TabOpened { reply, .. } => drop(reply.send(Err(error()))),
             Command::Presences { reply } => drop(reply.send(Err(error()))),
             Command::Console { reply, .. } => drop(reply.send(Err(error()))),
@@ -133,6 +138,8 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
         Command::Extension { session_id, operator, minutes, reply } => hold(reply, desk.extension(&session_id, operator.as_deref(), minutes)),
         Command::Extended { session_id, from, to, reply } => hold(reply, desk.extended(&session_id, from, to)),
         Command::ReportError { session_id, detail, reply } => hold(reply, desk.report_error(&session_id, &detail, now)),
+        Command::Supervise { session_id, admin_id, joined, reply } => hold(reply, desk.supervise(&session_id, &admin_id, joined, now)),
+        Command::TakeOver { session_id, admin_id, reason, reply } => hold(reply, desk.take_control(&session_id, &admin_id, &reason, now)),
         Command::TabOpened { operator_id, tab, reply } => hold(reply, desk.tab_opened(&operator_id, &tab, now)),
         // Changes without an answer of their own: told done once committed.
         Command::TabClosed { operator_id, tab, last_seen, reply } => {

@@ -12,6 +12,7 @@ use crate::store::{NewOffer, Write};
 use domain::dispatch::{Candidate, OfferStatus, Presence};
 use domain::events::{Event, OperatorEvent, Topic};
 use domain::handover::{handover_candidates, HandoverNotice, HandoverOutcome};
+use domain::lifecycle::ActivityKind;
 use domain::models::{Offer, PresenceState};
 use domain::presence::PresenceEvent;
 
@@ -89,15 +90,61 @@ impl Desk {
         Ok(offer)
     }
 
+    /// An admin's live view opened or closed on a live session.
+    pub fn supervise(&mut self, session_id: &str, admin_id: &str, joined: bool, now: i64) -> Result<(), EngineError> {
+        if !self.live.contains_key(session_id) {
+            return Err(EngineError::SessionEnded);
+        }
+        self.fx.writes.push(Write::Activity {
+            org_id: self.org_id.clone(),
+            session_id: session_id.to_string(),
+            kind: if joined { ActivityKind::SupervisorJoined } else { ActivityKind::SupervisorLeft },
+            operator_id: Some(admin_id.to_string()),
+            detail: None,
+            at: now,
+        });
+        Ok(())
+    }
+
+    /// A certified admin takes control of a live session without an
+    /// accept: control moves as on an accepted handover, OPERATOR_SWITCH
+    /// carries the reason, the previous operator wraps up and their
+    /// cockpit's relay closes (the relay follows the lifecycle event).
+    pub fn take_control(&mut self, session_id: &str, admin_id: &str, reason: &str, now: i64) -> Result<(), EngineError> {
+        let live = self.live.get(session_id).ok_or(EngineError::SessionEnded)?;
+        let skills = self.operators.get(admin_id).map(|op| op.presence.skills.as_slice());
+        if let Some(problem) = domain::handover::take_over_problem(admin_id, skills, &live.skill, live.operator_id.as_deref(), live.handover_to.is_some()) {
+            return Err(EngineError::CannotTakeOver(problem));
+        }
+        let elsewhere = self.operators.get(admin_id).is_some_and(|op| op.presence.current_call.as_deref().is_some_and(|call| call != session_id));
+        if elsewhere || self.offers.contains_key(admin_id) || self.busy.held_elsewhere(admin_id, &self.org_id) {
+            return Err(EngineError::CannotTakeOver("You are on another call or ringing: finish it first.".into()));
+        }
+        let pop = live.pop.clone();
+        let rtt_ms = self.operators.get(admin_id).and_then(|op| op.presence.measured_rtt_ms.get(&pop).copied()).unwrap_or_default();
+        let why = format!("taken over by an admin: {}", reason.trim());
+        self.switch(session_id, admin_id, rtt_ms, Some(why), now);
+        Ok(())
+    }
+
     /// `to` accepted the handover offer (already closed as accepted):
     /// control moves, logged as OPERATOR_SWITCH; the previous operator
     /// wraps up.
     pub(super) fn take_over(&mut self, session_id: &str, to: &str, rtt_ms: u32, now: i64) {
+        self.switch(session_id, to, rtt_ms, None, now);
+    }
+
+    /// Control moves to `to` (`why`: an admin's reason, when they took it).
+    fn switch(&mut self, session_id: &str, to: &str, rtt_ms: u32, why: Option<String>, now: i64) {
         let Some(live) = self.live.get_mut(session_id) else { return };
         live.handover_to = None;
         let from = live.operator_id.replace(to.to_string());
         let name = |desk: &Desk, id: &str| desk.operators.get(id).map_or(id.to_string(), |op| op.presence.name.clone());
-        let detail = from.as_deref().map(|id| format!("from {} to {}", name(self, id), name(self, to)));
+        let moved = from.as_deref().map(|id| format!("from {} to {}", name(self, id), name(self, to)));
+        let detail = match (moved, why) {
+            (Some(moved), Some(why)) => Some(format!("{moved}, {why}")),
+            (moved, why) => moved.or(why),
+        };
         let region = self.operators.get(to).map(|op| op.presence.region.clone()).unwrap_or_default();
         self.fx.writes.push(Write::Switch {
             org_id: self.org_id.clone(),

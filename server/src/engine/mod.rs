@@ -295,6 +295,18 @@ impl Engine {
         self.ask(org_id, Request::HandOver { session_id: session_id.to_string(), by: by.map(str::to_string), to: to.to_string() }).await
     }
 
+    /// An admin opened (`joined`) or closed a live session's live view:
+    /// SUPERVISOR_JOINED / SUPERVISOR_LEFT in its activity.
+    pub async fn supervise(&self, org_id: &str, session_id: &str, admin_id: &str, joined: bool) -> Result<(), EngineError> {
+        self.ask(org_id, Request::Supervise { session_id: session_id.to_string(), admin_id: admin_id.to_string(), joined }).await
+    }
+
+    /// A certified admin takes control of a live session: a handover to
+    /// themselves that needs no accept (OPERATOR_SWITCH with the reason).
+    pub async fn take_over(&self, org_id: &str, session_id: &str, admin_id: &str, reason: &str) -> Result<(), EngineError> {
+        self.ask(org_id, Request::TakeOver { session_id: session_id.to_string(), admin_id: admin_id.to_string(), reason: reason.to_string() }).await
+    }
+
     /// Who a live session may be handed to, best first.
     pub async fn handover_candidates(&self, org_id: &str, session_id: &str) -> Result<Vec<domain::dispatch::Candidate>, EngineError> {
         self.ask(org_id, Request::HandoverCandidates { session_id: session_id.to_string() }).await

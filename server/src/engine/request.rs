@@ -26,6 +26,10 @@ pub enum Request {
     Finish { session_id: String, robot: Option<String>, to: LifecycleState, reason: String },
     Steer { session_id: String, to: LifecycleState, by: Option<String> },
     ReportError { session_id: String, detail: String },
+    /// An admin opened (`joined`) or closed the session's live view.
+    Supervise { session_id: String, admin_id: String, joined: bool },
+    /// A certified admin takes control of a live session without an accept.
+    TakeOver { session_id: String, admin_id: String, reason: String },
     HandOver { session_id: String, by: Option<String>, to: String },
     HandoverCandidates { session_id: String },
     Extension { session_id: String, operator: Option<String>, minutes: i64 },
@@ -103,6 +107,7 @@ impl Request {
             | Request::Rtt { operator_id, .. }
             | Request::TabOpened { operator_id, .. } => Some(operator_id),
             Request::HandOver { to, .. } => Some(to),
+            Request::TakeOver { admin_id, .. } => Some(admin_id),
             _ => None,
         }
     }
@@ -146,6 +151,12 @@ impl Shared {
             Request::Finish { session_id, robot, to, reason } => ask(desk, |reply| Command::Finish { session_id, robot, to, reason, reply }, Answer::Known).await,
             Request::Steer { session_id, to, by } => ask(desk, |reply| Command::Steer { session_id, to, by, reply }, Answer::Known).await,
             Request::ReportError { session_id, detail } => ask(desk, |reply| Command::ReportError { session_id, detail, reply }, Answer::At).await,
+            Request::Supervise { session_id, admin_id, joined } => {
+                ask(desk, |reply| Command::Supervise { session_id, admin_id, joined, reply }, |()| Answer::Done).await
+            }
+            Request::TakeOver { session_id, admin_id, reason } => {
+                ask(desk, |reply| Command::TakeOver { session_id, admin_id, reason, reply }, |()| Answer::Done).await
+            }
             Request::HandOver { session_id, by, to } => ask(desk, |reply| Command::HandOver { session_id, by, to, reply }, Answer::Offer).await,
             Request::HandoverCandidates { session_id } => ask(desk, |reply| Command::HandoverCandidates { session_id, reply }, Answer::Candidates).await,
             Request::Extension { session_id, operator, minutes } => {
@@ -192,6 +203,7 @@ pub enum Refusal {
     HandoverRinging(String),
     NotHandoverCandidate,
     CannotExtend(String),
+    CannotTakeOver(String),
     IllegalTransition { from: LifecycleState, to: LifecycleState },
     Unavailable,
     DispatchedElsewhere,
@@ -216,6 +228,7 @@ impl From<EngineError> for Refusal {
             EngineError::HandoverRinging(to) => Refusal::HandoverRinging(to),
             EngineError::NotHandoverCandidate => Refusal::NotHandoverCandidate,
             EngineError::CannotExtend(why) => Refusal::CannotExtend(why),
+            EngineError::CannotTakeOver(why) => Refusal::CannotTakeOver(why),
             EngineError::IllegalTransition { from, to } => Refusal::IllegalTransition { from: lifecycle(from), to: lifecycle(to) },
             EngineError::DispatchedElsewhere => Refusal::DispatchedElsewhere,
             EngineError::Unavailable => Refusal::Unavailable,
@@ -242,6 +255,7 @@ impl From<Refusal> for EngineError {
             Refusal::HandoverRinging(to) => EngineError::HandoverRinging(to),
             Refusal::NotHandoverCandidate => EngineError::NotHandoverCandidate,
             Refusal::CannotExtend(why) => EngineError::CannotExtend(why),
+            Refusal::CannotTakeOver(why) => EngineError::CannotTakeOver(why),
             Refusal::IllegalTransition { from, to } => EngineError::IllegalTransition { from: from.as_str(), to: to.as_str() },
             Refusal::Unavailable => EngineError::Unavailable,
             Refusal::DispatchedElsewhere => EngineError::DispatchedElsewhere,
@@ -272,6 +286,7 @@ mod tests {
             EngineError::HandoverRinging("Tom".into()),
             EngineError::NotHandoverCandidate,
             EngineError::CannotExtend("booked".into()),
+            EngineError::CannotTakeOver("not certified".into()),
             EngineError::IllegalTransition { from: "PAUSED", to: "PENDING" },
             EngineError::Unavailable,
             EngineError::DispatchedElsewhere,

@@ -47,6 +47,9 @@ pub enum EngineError {
     /// Rule L13: why the planned end cannot move.
     #[error("{0}")]
     CannotExtend(String),
+    /// Why an admin may not take control (`domain::handover::take_over_problem`).
+    #[error("{0}")]
+    CannotTakeOver(String),
     #[error("a {from} session cannot become {to}")]
     IllegalTransition { from: &'static str, to: &'static str },
     /// The batch could not be committed; nothing of it happened.

@@ -145,6 +145,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/v1", crate::api::router())
         .route("/ws", get(crate::ring::ws_handler))
         .route("/relay/{session_id}", get(crate::relay::relay_handler))
+        .route("/relay/{session_id}/watch", get(crate::relay::watch_handler))
         .merge(test_orgs::routes(&state))
         .layer(axum::middleware::from_fn_with_state(state.origins.clone(), origin::check_origin))
         .layer(axum::middleware::from_fn_with_state(state.trusted_proxies.clone(), client::record))

@@ -24,6 +24,9 @@ pub enum Side {
     Robot,
     /// A cockpit tab of this operator.
     Cockpit(String),
+    /// An admin's live view (issue "Integrators and supervisors", part 2):
+    /// hears what a cockpit hears and the operator's actions; never sends.
+    Supervisor { admin_id: String, name: String },
 }
 
 /// The relay's limits (issue "Hardening II", finding 9): the demo robots'
@@ -117,7 +120,10 @@ impl Flow {
 
 struct Peer {
     id: u64,
+    /// The operator's (a cockpit) or the admin's (a live view).
     operator_id: String,
+    /// A watching admin's name, for the cockpit's "Dana is watching".
+    name: String,
     tx: mpsc::Sender<Message>,
 }
 
@@ -128,6 +134,8 @@ pub struct Channel {
     open_since_ms: i64,
     robot: Mutex<Option<(u64, mpsc::Sender<Message>)>>,
     cockpits: Mutex<Vec<Peer>>,
+    /// Admins' live views: a copy of every frame each, dropped on full.
+    supervisors: Mutex<Vec<Peer>>,
     /// Who is in control: only their cockpits may join.
     operator_id: Mutex<Option<String>>,
     up: Flow,
@@ -152,6 +160,7 @@ impl Channel {
             open_since_ms: now,
             robot: Mutex::default(),
             cockpits: Mutex::default(),
+            supervisors: Mutex::default(),
             operator_id: Mutex::new(operator_id.map(str::to_string)),
             up: Flow::new(limits),
             down: Flow::new(limits),
@@ -176,7 +185,10 @@ impl Channel {
                     recorder.push(&self.session_id, Sample::Resume { t_ms: now });
                 }
             }
-            Side::Cockpit(operator_id) => self.cockpits.lock().expect("relay lock").push(Peer { id, operator_id: operator_id.clone(), tx }),
+            Side::Cockpit(operator_id) => self.cockpits.lock().expect("relay lock").push(Peer { id, operator_id: operator_id.clone(), name: String::new(), tx }),
+            Side::Supervisor { admin_id, name } => {
+                self.supervisors.lock().expect("relay lock").push(Peer { id, operator_id: admin_id.clone(), name: name.clone(), tx })
+            }
         }
         (id, self.closed.subscribe())
     }
@@ -198,6 +210,7 @@ impl Channel {
                 }
             }
             Side::Cockpit(_) => self.cockpits.lock().expect("relay lock").retain(|p| p.id != id),
+            Side::Supervisor { .. } => self.supervisors.lock().expect("relay lock").retain(|p| p.id != id),
         }
     }
 
@@ -211,9 +224,10 @@ impl Channel {
         !self.cockpits.lock().expect("relay lock").is_empty()
     }
 
-    /// Which sides are here now: (the edge agent, a cockpit).
+    /// Which sides are here now: (the edge agent, a cockpit or a live
+    /// view: either wants the robot's frames).
     pub fn sides_here(&self) -> (bool, bool) {
-        (self.has_robot(), self.has_cockpits())
+        (self.has_robot(), self.has_cockpits() || !self.supervisors.lock().expect("relay lock").is_empty())
     }
 
     /// What other instances hold of the channel (nothing on one instance).
@@ -253,7 +267,7 @@ impl Channel {
             return;
         }
         self.up.count(bytes, now);
-        if let Some(link) = self.link.as_ref().filter(|_| self.elsewhere().cockpits > 0) {
+        if let Some(link) = self.link.as_ref().filter(|_| self.elsewhere().cockpits + self.elsewhere().supervisors > 0) {
             if !link.send(Direction::Up, &message) {
                 self.up.dropped.fetch_add(1, Ordering::Relaxed);
             }
@@ -264,11 +278,23 @@ impl Channel {
         }
     }
 
-    /// A robot frame to each cockpit here that keeps up (from this
-    /// instance's edge agent, or from another instance's).
+    /// A robot frame to each cockpit and live view here that keeps up
+    /// (from this instance's edge agent, or from another instance's).
     pub fn to_cockpits(&self, message: Message) {
         let cockpits = self.cockpits.lock().expect("relay lock");
         for peer in cockpits.iter() {
+            if peer.tx.try_send(message.clone()).is_err() {
+                self.up.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        drop(cockpits);
+        self.to_supervisors(&message);
+    }
+
+    /// A copy to each live view that keeps up (one per watching admin;
+    /// a full queue drops it, counted like a cockpit's).
+    fn to_supervisors(&self, message: &Message) {
+        for peer in self.supervisors.lock().expect("relay lock").iter() {
             if peer.tx.try_send(message.clone()).is_err() {
                 self.up.dropped.fetch_add(1, Ordering::Relaxed);
             }
@@ -290,6 +316,7 @@ impl Channel {
         if !self.is_active() {
             return;
         }
+        self.to_supervisors(&message);
         self.to_robot(message);
         if self.records() {
             recorder.push(&self.session_id, sample);
@@ -314,6 +341,8 @@ impl Channel {
         }
         self.down.count(bytes, now);
         let recorded = self.records();
+        // Live views see the operator's actions as they happen.
+        self.to_supervisors(&message);
         if !self.to_robot(message.clone()) {
             if let Some(link) = self.link.as_ref().filter(|_| self.elsewhere().robot) {
                 if !link.send(Direction::Down, &message) {
@@ -332,10 +361,14 @@ impl Channel {
     pub fn announce(&self) {
         let robot = self.robot.lock().expect("relay lock").as_ref().map(|(_, tx)| tx.clone());
         let cockpits: Vec<mpsc::Sender<Message>> = self.cockpits.lock().expect("relay lock").iter().map(|p| p.tx.clone()).collect();
+        let (watchers, mut watching): (Vec<mpsc::Sender<Message>>, Vec<String>) =
+            self.supervisors.lock().expect("relay lock").iter().map(|p| (p.tx.clone(), p.name.clone())).unzip();
+        watching.sort();
+        watching.dedup();
         let elsewhere = self.elsewhere();
-        let peers = domain::relay::RelayMsg::Peers { robot: robot.is_some() || elsewhere.robot, cockpits: cockpits.len() as u32 + elsewhere.cockpits };
+        let peers = domain::relay::RelayMsg::Peers { robot: robot.is_some() || elsewhere.robot, cockpits: cockpits.len() as u32 + elsewhere.cockpits, watching };
         let text = serde_json::to_string(&peers).unwrap_or_default();
-        for tx in robot.iter().chain(cockpits.iter()) {
+        for tx in robot.iter().chain(cockpits.iter()).chain(watchers.iter()) {
             let _ = tx.try_send(Message::Text(text.clone().into()));
         }
     }
@@ -375,6 +408,7 @@ impl Channel {
             robot_id: self.robot_id.clone(),
             robot_connected: self.robot.lock().expect("relay lock").is_some(),
             cockpits: self.cockpits.lock().expect("relay lock").len() as u32,
+            supervisors: self.supervisors.lock().expect("relay lock").len() as u32,
             robot_frames: self.up.stat(now, advance),
             operator_frames: self.down.stat(now, advance),
             open_since_ms: self.open_since_ms,

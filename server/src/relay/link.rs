@@ -52,6 +52,8 @@ pub enum Direction {
 pub struct Elsewhere {
     pub robot: bool,
     pub cockpits: u32,
+    /// Live views (they hear the robot's frames too).
+    pub supervisors: u32,
 }
 
 /// One part of a channel, as the instance carrying it reports it.

@@ -18,7 +18,7 @@ pub mod recording;
 mod socket;
 
 pub use channel::{Channel, RelayLimits, Side};
-pub use socket::relay_handler;
+pub use socket::{relay_handler, watch_handler};
 
 use crate::bus::{Delivery, SharedBus};
 use crate::clock::Clock;
@@ -210,6 +210,7 @@ impl Relay {
                 let seen = elsewhere.entry(part.stat.session_id).or_default();
                 seen.robot |= part.stat.robot_connected;
                 seen.cockpits += part.stat.cockpits;
+                seen.supervisors += part.stat.supervisors;
             }
         }
         elsewhere

@@ -5,13 +5,18 @@
 //! Each socket holds a pass tied to the credential that opened it: the
 //! cockpit's closes with the sign-in or a change of the operator's
 //! membership, the robot's when its token is rotated or it is retired.
+//!
+//! `GET /relay/{session}/watch`: an admin's live view of a session of their
+//! org (read-only: it hears what the cockpit hears and the operator's
+//! actions, and nothing it sends reaches the robot), logged in the
+//! session's activity as SUPERVISOR_JOINED and SUPERVISOR_LEFT.
 
 use super::channel::{Channel, Side, MAX_VECTOR};
 use super::recording::Sample;
 use crate::services::Principal;
 use crate::state::AppState;
 use crate::services::{Credential, TabPass};
-use domain::models::LifecycleState;
+use domain::models::{LifecycleState, Role};
 use domain::relay::{CameraFrame, RelayMsg};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
@@ -46,6 +51,7 @@ pub async fn relay_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
     let allowed = match &side {
         Side::Robot => session.robot == robot_id,
         Side::Cockpit(user_id) => session.operator_id.as_deref() == Some(user_id.as_str()),
+        Side::Supervisor { .. } => false,
     };
     if !allowed {
         return (StatusCode::NOT_FOUND, "session not found").into_response();
@@ -59,6 +65,50 @@ pub async fn relay_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
     };
     let channel = state.relay.channel(&org_id, &session.id, &session.robot, session.operator_id.as_deref(), session.lifecycle == LifecycleState::Active);
     ws.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| serve(state, channel, side, pass, socket))
+}
+
+/// An admin's live view of a live session of their selected org.
+pub async fn watch_handler(ws: WebSocketUpgrade, State(state): State<AppState>, Path(session_id): Path<String>, principal: Principal) -> Response {
+    let Principal::User { token, user } = principal else {
+        return (StatusCode::FORBIDDEN, "the live view is for the organisation's admins").into_response();
+    };
+    let Some(org) = user.selected_org.clone() else {
+        return (StatusCode::FORBIDDEN, "choose an organisation first").into_response();
+    };
+    if org.role != Role::Admin {
+        return (StatusCode::FORBIDDEN, "the live view is for the organisation's admins").into_response();
+    }
+    // Another org's session does not exist here.
+    let session = match state.sessions.session(&org.org_id, &session_id).await {
+        Ok(Some(session)) => session,
+        Ok(None) => return (StatusCode::NOT_FOUND, "session not found").into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "relay: session lookup failed");
+            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        }
+    };
+    if !matches!(session.lifecycle, LifecycleState::Active | LifecycleState::Paused) {
+        return (StatusCode::CONFLICT, "the session is not live: the relay carries ACTIVE and PAUSED sessions").into_response();
+    }
+    let pass = match state.accounts.socket_pass(&token, &user.user_id, &org.org_id, Role::Admin).await {
+        Ok(pass) => pass,
+        Err(refused) => return refused.into_response(),
+    };
+    let channel = state.relay.channel(&org.org_id, &session.id, &session.robot, session.operator_id.as_deref(), session.lifecycle == LifecycleState::Active);
+    let side = Side::Supervisor { admin_id: user.user_id.clone(), name: user.display_name.clone() };
+    ws.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| async move {
+        let (org_id, session_id, admin_id) = (channel.org_id.clone(), channel.session_id.clone(), user.user_id.clone());
+        supervised(&state, &org_id, &session_id, &admin_id, true).await;
+        serve(state.clone(), channel, side, pass, socket).await;
+        supervised(&state, &org_id, &session_id, &admin_id, false).await;
+    })
+}
+
+/// SUPERVISOR_JOINED / SUPERVISOR_LEFT in the session's activity.
+async fn supervised(state: &AppState, org_id: &str, session_id: &str, admin_id: &str, joined: bool) {
+    if let Err(e) = state.engine.supervise(org_id, session_id, admin_id, joined).await {
+        tracing::debug!(error = %e, session = %session_id, "supervisor's join or leave not logged (the session ended?)");
+    }
 }
 
 /// The socket's pass: opened before the credential is looked at again, so
@@ -163,6 +213,8 @@ async fn handle(state: &AppState, channel: &Channel, side: &Side, own: &mpsc::Se
             _ => refuse(own, "the cockpit sends `action` messages (1 to 64 values)"),
         },
         (Side::Cockpit(_), Message::Binary(_)) => refuse(own, "the cockpit sends no binary messages"),
+        // Read-only: nothing a live view sends goes anywhere.
+        (Side::Supervisor { .. }, _) => refuse(own, "the live view is read-only: nothing it sends reaches the robot"),
         _ => {}
     }
     true

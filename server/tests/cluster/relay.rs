@@ -27,7 +27,7 @@ async fn next_on<T>(ws: &mut common::RelaySocket, mut pick: impl FnMut(&Message)
 /// the channel, wherever they are.
 async fn both_on(ws: &mut common::RelaySocket) {
     next_on(ws, |m| match m {
-        Message::Text(text) => matches!(serde_json::from_str(text), Ok(RelayMsg::Peers { robot: true, cockpits: 1.. })).then_some(()),
+        Message::Text(text) => matches!(serde_json::from_str(text), Ok(RelayMsg::Peers { robot: true, cockpits: 1.., .. })).then_some(()),
         _ => None,
     })
     .await

@@ -268,8 +268,26 @@ pub fn doubled_wait_s(wait_s: u32, cap_s: u32) -> u32 {
     wait_s.saturating_mul(2).clamp(1, cap_s)
 }
 
+/// Names as a sentence says them: "Dana", "Dana and Sam", "Ana, Dana and Sam".
+pub fn name_list(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn names_are_listed_as_a_sentence_says_them() {
+        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(name_list(&n(&[])), "");
+        assert_eq!(name_list(&n(&["Dana"])), "Dana");
+        assert_eq!(name_list(&n(&["Dana", "Sam"])), "Dana and Sam");
+        assert_eq!(name_list(&n(&["Ana", "Dana", "Sam"])), "Ana, Dana and Sam");
+    }
+
     #[test]
     fn fixed_decimals_read_as_the_float_formatter_writes_them() {
         for (value, places) in [(0.0, 1), (12.34, 1), (8.05, 2), (123.456, 0), (-3.21, 2), (0.5, 3), (99.99, 1), (1e9 + 0.25, 2), (-7.0, 0)] {

@@ -1,6 +1,8 @@
 //! The cockpit's socket on its session's relay channel (`/relay/{id}`):
 //! robot state for the plot, camera frames for the picture, and the
-//! operator's actions out. Reconnects while the cockpit is open, until the
+//! operator's actions out. An admin's live view of a session is the same
+//! client on `/relay/{id}/watch`, read-only: it also hears the operator's
+//! actions. Reconnects while the cockpit is open, until the
 //! relay lets it go (the session ended or control moved).
 
 use leptos::prelude::*;
@@ -20,6 +22,10 @@ pub struct CockpitRelay {
     pub connected: RwSignal<bool>,
     /// The relay's last refusal (e.g. input while PAUSED).
     pub refused: RwSignal<Option<String>>,
+    /// The admins watching the session's live view, by name.
+    pub watching: RwSignal<Vec<String>>,
+    /// The operator's last action, as a live view hears it.
+    pub last_action: RwSignal<Option<Vec<f32>>>,
     /// Whether the session is live (ACTIVE or PAUSED): the socket is open
     /// only then, and an ended session is not reconnected to.
     pub live: RwSignal<bool>,
@@ -69,6 +75,8 @@ impl CockpitRelay {
             robot_connected: RwSignal::new(false),
             connected: RwSignal::new(false),
             refused: RwSignal::new(None),
+            watching: RwSignal::new(Vec::new()),
+            last_action: RwSignal::new(None),
             live: RwSignal::new(false),
             #[cfg(feature = "hydrate")]
             socket: StoredValue::new_local(None),
@@ -80,7 +88,15 @@ impl CockpitRelay {
     /// deferred panels, so that its code is not loaded with the page.
     pub fn keep_open(self, session_id: String) {
         #[cfg(feature = "hydrate")]
-        keep_open(self, session_id);
+        keep_open(self, format!("/relay/{session_id}"));
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (self, session_id);
+    }
+
+    /// As `keep_open`, as an admin's read-only live view of the session.
+    pub fn keep_watching(self, session_id: String) {
+        #[cfg(feature = "hydrate")]
+        keep_open(self, format!("/relay/{session_id}/watch"));
         #[cfg(not(feature = "hydrate"))]
         let _ = (self, session_id);
     }
@@ -93,7 +109,7 @@ impl Default for CockpitRelay {
 }
 
 #[cfg(feature = "hydrate")]
-fn keep_open(relay: CockpitRelay, session_id: String) {
+fn keep_open(relay: CockpitRelay, path: String) {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     // Set when the relay lets the cockpit go: not reopened after that.
@@ -112,7 +128,7 @@ fn keep_open(relay: CockpitRelay, session_id: String) {
         if relay.live.get() {
             if socket.with_value(Option::is_none) && !released.load(Ordering::Relaxed) {
                 let cockpit = browser::Cockpit { relay, released: released.clone() };
-                let opened = crate::socket::Socket::open(&format!("/relay/{session_id}"), true, crate::relay::RELAY_MAX_WAIT_S, Box::new(cockpit));
+                let opened = crate::socket::Socket::open(&path, true, crate::relay::RELAY_MAX_WAIT_S, Box::new(cockpit));
                 socket.set_value(Some(opened));
             }
         } else if close() {
@@ -147,7 +163,11 @@ mod browser {
             let relay = self.relay;
             match crate::page_data::read_json::<RelayMsg>(&text) {
                 Ok(RelayMsg::State { joints, .. }) => relay.push_joints(js_sys_now(), joints),
-                Ok(RelayMsg::Peers { robot, .. }) => relay.robot_connected.set(robot),
+                Ok(RelayMsg::Peers { robot, watching, .. }) => {
+                    relay.robot_connected.set(robot);
+                    relay.watching.set(watching);
+                }
+                Ok(RelayMsg::Action { values, .. }) => relay.last_action.set(Some(values)),
                 Ok(RelayMsg::Refused { reason }) => relay.refused.set(Some(reason)),
                 _ => {}
             }

@@ -11,6 +11,7 @@ mod integrations;
 mod handover_panel;
 mod home;
 mod invite;
+mod live_view;
 mod member_edit;
 mod not_found;
 pub(crate) mod operator;

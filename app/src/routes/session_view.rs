@@ -5,7 +5,8 @@
 //! Open to the org's admins, the session's operator and its client (the
 //! server functions decide; anyone else reads "not found"). Admins follow
 //! the org's push channel, the others the pushes about their own sessions
-//! (`/ws?watch=mine`); the dispatch decisions are the admins' alone.
+//! (`/ws?watch=mine`); the dispatch decisions are the admins' alone, and
+//! so is the live view of a held session (live_view.rs).
 
 use crate::board::{divergence_tone, rtt_tone, state_hint, state_token, velocity_percent, velocity_tone};
 use crate::components::{loaded, ActivityLog, ErrorNotice};
@@ -44,6 +45,8 @@ pub fn SessionView() -> impl IntoView {
         (None, None) => 0,
     };
     let now_ms = move || live.map_or(0, |l| l.now_ms.get_untracked());
+    // The live view's plot runs on the board's ticking clock.
+    let clock = live.map_or_else(|| RwSignal::new(0), |l| l.now_ms);
     // Rule W11: the only place a latched PROTECTIVE_STOP is cleared.
     let clear = ServerAction::<ClearProtectiveStop>::new();
     let version = move || (id(), pulse(), clear.version().get());
@@ -102,7 +105,7 @@ pub fn SessionView() -> impl IntoView {
         // The panels below the record load their code once the page is
         // interactive (crate::deferred).
         <Deferred placeholder="Loading the rating, chat, timeline and activity…"
-            view=move || session_panels(Signal::derive(id), Signal::derive(pulse), record, clear.version().into(), admin)/>
+            view=move || session_panels(Signal::derive(id), Signal::derive(pulse), record, clear.version().into(), admin, clock)/>
     }
 }
 
@@ -115,6 +118,7 @@ fn session_panels(
     record: crate::page_data::Loaded<Result<crate::models::SessionRecord, crate::error::AppError>>,
     cleared: Signal<usize>,
     admin: bool,
+    clock: RwSignal<i64>,
 ) -> PanelBuilt {
     let session_id = move || id.get();
     let chosen = move || !id.get().is_empty();
@@ -125,6 +129,7 @@ fn session_panels(
         if admin { load_dispatch_decisions(id).await } else { Ok(Vec::new()) }
     });
     Ok(view! {
+        {admin.then(|| view! { <super::live_view::LiveView record now_ms=clock/> })}
         <RatingPanel session_id record/>
         <ChatPanel session_id
             refresh=move || pulse.get() as u64

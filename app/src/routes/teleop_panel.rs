@@ -50,6 +50,14 @@ pub fn TeleopPanel(now_ms: RwSignal<i64>) -> impl IntoView {
                     }}</figcaption>
                 </figure>
             </div>
+            {move || {
+                let watching = relay.watching.get();
+                (!watching.is_empty()).then(|| {
+                    let who = crate::rules::name_list(&watching);
+                    let verb = if watching.len() == 1 { "is" } else { "are" };
+                    view! { <p class="tag tone-muted" role="status" data-testid="watching">{format!("{who} {verb} watching")}</p> }
+                })
+            }}
             {move || relay.refused.get().map(|reason| view! { <p class="notice-line" role="status">{reason}</p> })}
         </section>
     }

@@ -109,9 +109,20 @@ pub fn SignOutForm() -> impl IntoView {
     }
 }
 
-/// Listens to the window's key presses for as long as the calling view
-/// lives: the listener is the window's, so it must go with the view (a
-/// re-render builds a new one), or it would act on the old controls.
+/// A secret shown once (a token, a key, a link): what it is, the value,
+/// and a copy button. Only hints of it are kept after this.
+#[component]
+pub fn ShownOnce(intro: String, value: String, testid: &'static str) -> impl IntoView {
+    let copied = value.clone();
+    view! {
+        <p class="notice-line" role="status">
+            {intro}
+            <code data-testid=testid>{value}</code>" "
+            <button type="button" class="button subtle" on:click=move |_| copy_to_clipboard(&copied)>"Copy"</button>
+        </p>
+    }
+}
+
 /// Puts `text` on the clipboard (a shown-once token or link); nothing
 /// before hydration.
 pub fn copy_to_clipboard(text: &str) {
@@ -123,6 +134,9 @@ pub fn copy_to_clipboard(text: &str) {
     let _ = text;
 }
 
+/// Listens to the window's key presses for as long as the calling view
+/// lives: the listener is the window's, so it must go with the view (a
+/// re-render builds a new one), or it would act on the old controls.
 pub fn window_keys(handler: impl Fn(leptos::web_sys::KeyboardEvent) + 'static) {
     let keys = window_event_listener(leptos::ev::keydown, handler);
     #[cfg(feature = "hydrate")]

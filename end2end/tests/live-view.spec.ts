@@ -38,6 +38,11 @@ test('an admin watches a held session live, is seen watching, and takes control'
     await expect(live.getByTestId('operator-action')).toHaveText(/^Operator's last action: /);
     await live.screenshot({ path: 'test-results/live-view.png' });
 
+    // Dana takes control, with a reason: from her console (a tab on her
+    // Ready screen), as every operator holds a session.
+    const console_ = await admin.newPage();
+    await console_.goto('/operator');
+    await hydrated(console_);
     // Dana takes control, with a reason.
     await live.getByLabel('Why take control? (kept in the activity log)').fill('checking the gauge myself');
     await live.getByRole('button', { name: 'Take control' }).click();

@@ -81,15 +81,16 @@ async fn closes(ws: &mut Socket) -> bool {
     .unwrap_or(false)
 }
 
-async fn activity(app: &TestApp, session: &str) -> Vec<(ActivityKind, Option<String>, Option<String>)> {
-    let admin = browser();
-    sign_in(&admin, app, ADMIN).await;
+/// The session's activity log as `admin` (signed in) reads it.
+async fn activity(app: &TestApp, admin: &reqwest::Client, session: &str) -> Vec<(ActivityKind, Option<String>, Option<String>)> {
     let log: SessionActivity = call(&admin, app, "load_session_activity", &[("session_id", session)]).await.json().await.unwrap();
     log.entries.into_iter().map(|e| (e.kind, e.operator_id, e.detail)).collect()
 }
 
 both_backends!(a_supervisor_sees_frames_and_actions_sends_nothing_and_is_seen_and_logged, |app: TestApp| async move {
     let session = priyas_session(&app).await;
+    let reader = browser();
+    sign_in(&reader, &app, ADMIN).await;
     let mut robot = relay(&app, &session, Some("uk-insp-01"), None).await.unwrap();
     let mut cockpit = relay(&app, &session, None, Some(&session_cookie(&app, PRIYA).await)).await.unwrap();
     let mut view = watch(&app, &session, &session_cookie(&app, ADMIN).await).await.expect("an admin of the org watches");
@@ -117,7 +118,22 @@ both_backends!(a_supervisor_sees_frames_and_actions_sends_nothing_and_is_seen_an
     })
     .await;
     assert_eq!(seen, vec![1.0; 6]);
-    assert_eq!(until(&mut robot, |m| match m { RelayMsg::Action { values, .. } => Some(values), _ => None }).await, vec![1.0; 6]);
+    // The robot gets the action, and was never told who watches.
+    let mut named = Vec::new();
+    let action = loop {
+        match until(&mut robot, |m| match m {
+            RelayMsg::Action { values, .. } => Some(Ok(values)),
+            RelayMsg::Peers { watching, .. } => Some(Err(watching)),
+            _ => None,
+        })
+        .await
+        {
+            Ok(values) => break values,
+            Err(watching) => named.extend(watching),
+        }
+    };
+    assert_eq!(action, vec![1.0; 6]);
+    assert!(named.is_empty(), "names reached the robot: {named:?}");
 
     // What the live view sends is refused and reaches nobody: the robot's
     // next action is the operator's probe, not the supervisor's.
@@ -128,16 +144,32 @@ both_backends!(a_supervisor_sees_frames_and_actions_sends_nothing_and_is_seen_an
     assert_eq!(until(&mut robot, |m| match m { RelayMsg::Action { values, .. } => Some(values), _ => None }).await, vec![2.0; 6]);
 
     // Joined and left, in the activity log.
-    let joined = activity(&app, &session).await;
+    let joined = activity(&app, &reader, &session).await;
     assert!(joined.iter().any(|(k, who, _)| *k == ActivityKind::SupervisorJoined && who.as_deref() == Some("u-dana")), "{joined:?}");
-    drop(view);
-    tokio::time::timeout(Duration::from_secs(5), async {
-        while !activity(&app, &session).await.iter().any(|(k, _, _)| *k == ActivityKind::SupervisorLeft) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+    let lefts = |n: usize| {
+        let (app, reader) = (&app, &reader);
+        let session = session.clone();
+        async move {
+            tokio::time::timeout(Duration::from_secs(5), async {
+                while activity(app, reader, &session).await.iter().filter(|(k, _, _)| *k == ActivityKind::SupervisorLeft).count() < n {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            })
+            .await
+            .unwrap_or_else(|_| panic!("{n} SUPERVISOR_LEFT within 5 s"))
         }
-    })
-    .await
-    .expect("SUPERVISOR_LEFT within 5 s");
+    };
+    drop(view);
+    lefts(1).await;
+    // Watching again until the session ends: the end closes the view, and
+    // its leave is logged too.
+    let mut view = watch(&app, &session, &session_cookie(&app, ADMIN).await).await.unwrap();
+    until(&mut view, |m| matches!(m, RelayMsg::Peers { .. }).then_some(())).await;
+    app.engine().steer_session(ORG, &session, domain::models::LifecycleState::Completed, Some("u-priya")).await.unwrap();
+    assert!(closes(&mut view).await, "the session's end closes the live view");
+    lefts(2).await;
+    let log = activity(&app, &reader, &session).await;
+    assert_eq!(log.iter().filter(|(k, _, _)| *k == ActivityKind::SupervisorJoined).count(), 2, "{log:?}");
     app.finish().await;
 });
 
@@ -162,6 +194,12 @@ both_backends!(a_certified_admin_takes_control_and_the_old_cockpit_lets_go_an_un
     let mut cockpit = relay(&app, &session, None, Some(&session_cookie(&app, PRIYA).await)).await.unwrap();
     let admin = browser();
     sign_in(&admin, &app, ADMIN).await;
+    let reader = admin.clone();
+    let take_first = call(&admin, &app, "take_over_session", &[("session_id", session.as_str()), ("reason", "now")]).await;
+    assert_eq!(take_first.status(), StatusCode::CONFLICT);
+    assert!(take_first.text().await.unwrap().contains("Open your Ready screen"), "control goes to a console");
+    // Dana's console is open (the Ready screen's socket), not Ready.
+    let _console = common::Tab::open(&app, &session_cookie(&app, ADMIN).await).await;
     let take = |session: String, reason: &'static str| {
         let (admin, app) = (admin.clone(), &app);
         async move { call(&admin, app, "take_over_session", &[("session_id", session.as_str()), ("reason", reason)]).await }
@@ -172,7 +210,7 @@ both_backends!(a_certified_admin_takes_control_and_the_old_cockpit_lets_go_an_un
     let record: SessionRecord = taken.json().await.unwrap();
     assert_eq!(record.operator_id.as_deref(), Some("u-dana"));
     assert!(closes(&mut cockpit).await, "Priya's cockpit lets go");
-    let switch = activity(&app, &session).await.into_iter().find(|(k, _, _)| *k == ActivityKind::OperatorSwitch).expect("OPERATOR_SWITCH");
+    let switch = activity(&app, &reader, &session).await.into_iter().find(|(k, _, _)| *k == ActivityKind::OperatorSwitch).expect("OPERATOR_SWITCH");
     assert_eq!(switch.1.as_deref(), Some("u-dana"));
     assert!(switch.2.as_deref().unwrap().contains("robot drifting toward the pit edge"), "{switch:?}");
     // Dana's own cockpit joins now.

@@ -122,6 +122,11 @@ fn keep_open(relay: CockpitRelay, path: String) {
     };
     on_cleanup(move || {
         close();
+        // The last camera frame's object URL goes with the view.
+        #[cfg(feature = "hydrate")]
+        if let Some((url, _)) = relay.camera.try_get_untracked().flatten() {
+            let _ = web_sys::Url::revoke_object_url(&url);
+        }
     });
     // Open while the session is live; closed (and not retried) once it ends.
     Effect::new(move |_| {

@@ -3,7 +3,7 @@
 //! log and a resend. A key and an endpoint's signing secret are shown once,
 //! when made; the lists show hints only.
 
-use crate::components::{copy_to_clipboard, ErrorNotice};
+use crate::components::{ErrorNotice, ShownOnce};
 use crate::forms::dispatch_on_submit;
 use crate::functions::{load_integrations, AddWebhook, CreateApiKey, EnableWebhook, RemoveWebhook, ResendWebhook, RevokeApiKey};
 use crate::integrations::{ApiKeyView, DeliveryView, Integrations, WebhookState, WebhookView};
@@ -67,16 +67,9 @@ fn Keys(page: PageData, create: ServerAction<CreateApiKey>, revoke: ServerAction
                 </button>
             </form>
             {move || match create.value().get() {
-                Some(Ok(made)) => {
-                    let key = made.key.clone();
-                    Some(view! {
-                        <p class="notice-line" role="status">
-                            "The key, shown once (copy it now; only a hint of it is kept): "
-                            <code data-testid="new-key">{made.key.clone()}</code>" "
-                            <button type="button" class="button subtle" on:click=move |_| copy_to_clipboard(&key)>"Copy"</button>
-                        </p>
-                    }.into_any())
-                }
+                Some(Ok(made)) => Some(view! {
+                    <ShownOnce intro="The key, shown once (copy it now; only a hint of it is kept): ".into() value=made.key testid="new-key"/>
+                }.into_any()),
                 Some(Err(error)) => Some(view! { <ErrorNotice error/> }.into_any()),
                 None => None,
             }}
@@ -172,16 +165,9 @@ fn Webhooks(
                 </button>
             </form>
             {move || match add.value().get() {
-                Some(Ok(made)) => {
-                    let secret = made.secret.clone();
-                    Some(view! {
-                        <p class="notice-line" role="status">
-                            "Its signing secret, shown once: "
-                            <code data-testid="new-secret">{made.secret.clone()}</code>" "
-                            <button type="button" class="button subtle" on:click=move |_| copy_to_clipboard(&secret)>"Copy"</button>
-                        </p>
-                    }.into_any())
-                }
+                Some(Ok(made)) => Some(view! {
+                    <ShownOnce intro="Its signing secret, shown once: ".into() value=made.secret testid="new-secret"/>
+                }.into_any()),
                 Some(Err(error)) => Some(view! { <ErrorNotice error/> }.into_any()),
                 None => None,
             }}

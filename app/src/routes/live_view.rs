@@ -22,23 +22,44 @@ pub fn LiveView(record: Record, now_ms: RwSignal<i64>) -> impl IntoView {
     let watching = RwSignal::new(false);
     let take = ServerAction::<TakeOverSession>::new();
     let estop = ServerAction::<EstopSession>::new();
-    // The held session's id, as last loaded. A memo: the record reloads
-    // with every push, and the view (its socket) must not be rebuilt then.
-    let held = Memo::new(move |_| record.get().and_then(Result::ok).filter(|s| !s.lifecycle.is_terminal() && s.operator_id.is_some()).map(|s| s.id));
+    // The held session's id and holder, as last loaded. A memo: the record
+    // reloads with every push, and the view (its socket) must not be
+    // rebuilt then; a failed reload keeps what was known.
+    let held = Memo::new(move |before: Option<&Option<(String, String)>>| match record.get() {
+        Some(Ok(s)) => s.operator_id.clone().filter(|_| !s.lifecycle.is_terminal()).map(|holder| (s.id.clone(), holder)),
+        _ => before.cloned().flatten(),
+    });
+    let held_id = Memo::new(move |_| held.with(|h| h.as_ref().map(|(id, _)| id.clone())));
     let live = move || held.with(Option::is_some);
+    // Another session (`?s=` changed): not watched until asked again.
+    Effect::new(move |before: Option<Option<String>>| {
+        let id = held_id.get();
+        if before.is_some_and(|b| b != id) {
+            watching.set(false);
+            take.clear();
+            estop.clear();
+        }
+        id
+    });
+    let me = expect_context::<crate::components::Session>().signed_in().map(|u| u.user_id.clone()).unwrap_or_default();
+    let mine = Signal::derive(move || held.with(|h| h.as_ref().is_some_and(|(_, holder)| *holder == me)));
     view! {
         <section class="panel" aria-labelledby="live-view-h" data-testid="live-view">
             <div class="toolbar">
                 <h2 id="live-view-h">"Live view"</h2>
                 {move || live().then(|| view! {
-                    <button type="button" class="button" data-testid="watch-toggle" aria-pressed=move || watching.get().to_string()
+                    <button type="button" class="button" data-testid="watch-toggle"
                         on:click=move |_| watching.update(|on| *on = !*on)>
                         {move || if watching.get() { "Stop watching" } else { "Watch live" }}
                     </button>
                 })}
             </div>
-            {move || (!live()).then(|| view! { <p class="empty">"The live view opens while an operator holds the session (ACTIVE or PAUSED)."</p> })}
-            {move || watching.get().then(|| held.get()).flatten().map(|session_id| view! { <Watching session_id now_ms take estop/> })}
+            {move || match record.get() {
+                None => Some(view! { <p class="loading">"Loading the session…"</p> }.into_any()),
+                Some(_) if !live() => Some(view! { <p class="empty">"The live view opens while an operator holds the session (ACTIVE or PAUSED)."</p> }.into_any()),
+                Some(_) => None,
+            }}
+            {move || watching.get().then(|| held_id.get()).flatten().map(|session_id| view! { <Watching session_id now_ms take estop mine/> })}
             {move || take.value().get().and_then(Result::err).map(|error| view! { <ErrorNotice error/> })}
             {move || estop.value().get().and_then(Result::err).map(|error| view! { <ErrorNotice error/> })}
         </section>
@@ -47,7 +68,7 @@ pub fn LiveView(record: Record, now_ms: RwSignal<i64>) -> impl IntoView {
 
 /// The read-only relay socket, open while this is shown.
 #[component]
-fn Watching(session_id: String, now_ms: RwSignal<i64>, take: ServerAction<TakeOverSession>, estop: ServerAction<EstopSession>) -> impl IntoView {
+fn Watching(session_id: String, now_ms: RwSignal<i64>, take: ServerAction<TakeOverSession>, estop: ServerAction<EstopSession>, mine: Signal<bool>) -> impl IntoView {
     let relay = CockpitRelay::new();
     provide_context(relay);
     relay.live.set(true);
@@ -67,8 +88,8 @@ fn Watching(session_id: String, now_ms: RwSignal<i64>, take: ServerAction<TakeOv
                 <input type="hidden" name="session_id" value=session_id/>
                 <label for="take-reason">"Why take control? (kept in the activity log)"</label>
                 <textarea id="take-reason" name="reason" required maxlength="500" rows="2"></textarea>
-                <button type="submit" class="button primary" disabled=move || take.pending().get()>
-                    {move || if take.pending().get() { "Taking control…" } else { "Take control" }}
+                <button type="submit" class="button primary" disabled=move || take.pending().get() || mine.get()>
+                    {move || if take.pending().get() { "Taking control…" } else if mine.get() { "You hold the session" } else { "Take control" }}
                 </button>
             </form>
             <button type="button" class="button danger" data-testid="live-estop" disabled=move || estop.pending().get()
@@ -78,6 +99,9 @@ fn Watching(session_id: String, now_ms: RwSignal<i64>, take: ServerAction<TakeOv
         </div>
         {move || take.value().get().and_then(Result::ok).map(|_| view! {
             <p class="notice-line" role="status">"You hold the session now: "<a href=format!("/cockpit/{}", estop_id.get_value())>"open the cockpit"</a></p>
+        })}
+        {move || estop.value().get().and_then(Result::ok).map(|_| view! {
+            <p class="notice-line" role="status" data-testid="live-estop-done">"E-stop sent: the session is latched in PROTECTIVE_STOP until cleared above."</p>
         })}
     }
 }

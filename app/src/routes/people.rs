@@ -212,16 +212,10 @@ fn InvitePanel(admin: StoredValue<PeopleAdmin>, invite: ServerAction<InvitePerso
                 <button type="submit" class="button primary" data-testid="invite-submit" disabled=move || invite.pending().get()>"Invite"</button>
             </form>
             {move || match invite.value().get() {
-                Some(Ok(link)) => {
-                    let url = link.url.clone();
-                    Some(view! {
-                        <p class="notice-line" role="status">
-                            "Set-password link for "{link.email.clone()}", shown once, valid until "{crate::booking::utc_when(link.expires_ms)}": "
-                            <code data-testid="invite-link">{link.url.clone()}</code>" "
-                            <button type="button" class="button subtle" on:click=move |_| crate::components::copy_to_clipboard(&url)>"Copy"</button>
-                        </p>
-                    }.into_any())
-                }
+                Some(Ok(link)) => Some(view! {
+                    <crate::components::ShownOnce intro=format!("Set-password link for {}, shown once, valid until {}: ", link.email, crate::booking::utc_when(link.expires_ms))
+                        value=link.url testid="invite-link"/>
+                }.into_any()),
                 Some(Err(error)) => Some(view! { <ErrorNotice error/> }.into_any()),
                 None => None,
             }}

@@ -44,16 +44,10 @@ pub(super) fn RegisterRobotPanel(register: ServerAction<RegisterRobot>) -> impl 
                 </form>
             </Show>
             {move || match register.value().get() {
-                Some(Ok(robot)) => {
-                    let token = robot.token.clone();
-                    Some(view! {
-                        <p class="notice-line" role="status">
-                            {format!("Registered {} (skill {}). Its bearer token, shown once: ", robot.id, robot.skill)}
-                            <code data-testid="registered-token">{robot.token.clone()}</code>" "
-                            <button type="button" class="button subtle" on:click=move |_| crate::components::copy_to_clipboard(&token)>"Copy"</button>
-                        </p>
-                    }.into_any())
-                }
+                Some(Ok(robot)) => Some(view! {
+                    <crate::components::ShownOnce intro=format!("Registered {} (skill {}). Its bearer token, shown once: ", robot.id, robot.skill)
+                        value=robot.token testid="registered-token"/>
+                }.into_any()),
                 Some(Err(error)) => Some(view! { <ErrorNotice error/> }.into_any()),
                 None => None,
             }}

@@ -55,7 +55,7 @@ pub fn TeleopPanel(now_ms: RwSignal<i64>) -> impl IntoView {
                 (!watching.is_empty()).then(|| {
                     let who = crate::rules::name_list(&watching);
                     let verb = if watching.len() == 1 { "is" } else { "are" };
-                    view! { <p class="tag tone-muted" role="status" data-testid="watching">{format!("{who} {verb} watching")}</p> }
+                    view! { <p class="tag tone-muted" data-testid="watching">{format!("{who} {verb} watching")}</p> }
                 })
             }}
             {move || relay.refused.get().map(|reason| view! { <p class="notice-line" role="status">{reason}</p> })}

@@ -62,12 +62,9 @@ impl FromRequestParts<AppState> for EventReader {
                 Ok(EventReader { org_id: org_id.clone(), holder: Holder::Key(Credential::ApiKey { org_id, key_id: key.id, token: token_hash }) })
             }
             principal @ Principal::User { .. } => {
-                let org = principal.selected_org().cloned().ok_or_else(|| ApiError::Forbidden("choose an organisation first".into()))?;
-                if org.role != Role::Admin {
-                    return Err(ApiError::Forbidden("only admins and the org's API keys read its events".into()));
-                }
+                let org_id = super::admin_org(&principal, "only admins and the org's API keys read its events")?;
                 let Principal::User { token, user } = principal else { unreachable!("matched above") };
-                Ok(EventReader { org_id: org.org_id, holder: Holder::Admin { token, user_id: user.user_id } })
+                Ok(EventReader { org_id, holder: Holder::Admin { token, user_id: user.user_id } })
             }
             Principal::Robot { .. } => Err(ApiError::Forbidden("a robot token never reads the org's events: use an API key".into())),
         }

@@ -78,16 +78,21 @@ impl FromRequestParts<AppState> for Caller {
             Principal::Robot { robot, .. } => Ok(Caller::Robot(robot)),
             Principal::Integration { .. } => Err(ApiError::Forbidden("an API key reads the org's events (`/v1/events`); it does not act for robots".into())),
             principal @ Principal::User { .. } => {
-                let Principal::User { ref user, .. } = principal else { unreachable!("matched above") };
-                let admin_id = user.user_id.clone();
-                let org = principal.selected_org().ok_or_else(|| ApiError::Forbidden("choose an organisation first".into()))?;
-                if org.role != Role::Admin {
-                    return Err(ApiError::Forbidden("only admins may act for robots".into()));
-                }
-                Ok(Caller::Admin { org_id: org.org_id.clone(), admin_id })
+                let org_id = admin_org(&principal, "only admins may act for robots")?;
+                let Principal::User { user, .. } = principal else { unreachable!("matched above") };
+                Ok(Caller::Admin { org_id, admin_id: user.user_id })
             }
         }
     }
+}
+
+/// The org a signed-in admin works in, or 403 (`refusal` for a non-admin).
+pub(super) fn admin_org(principal: &Principal, refusal: &str) -> Result<String, ApiError> {
+    let org = principal.selected_org().ok_or_else(|| ApiError::Forbidden("choose an organisation first".into()))?;
+    if org.role != Role::Admin {
+        return Err(ApiError::Forbidden(refusal.into()));
+    }
+    Ok(org.org_id.clone())
 }
 
 impl Caller {

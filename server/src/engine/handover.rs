@@ -90,9 +90,10 @@ impl Desk {
         Ok(offer)
     }
 
-    /// An admin's live view opened or closed on a live session.
+    /// An admin's live view opened on a live session, or closed (also
+    /// just after the session ended: the end closes the view).
     pub fn supervise(&mut self, session_id: &str, admin_id: &str, joined: bool, now: i64) -> Result<(), EngineError> {
-        if !self.live.contains_key(session_id) {
+        if joined && !self.live.contains_key(session_id) {
             return Err(EngineError::SessionEnded);
         }
         self.fx.writes.push(Write::Activity {
@@ -116,12 +117,25 @@ impl Desk {
         if let Some(problem) = domain::handover::take_over_problem(admin_id, skills, &live.skill, live.operator_id.as_deref(), live.handover_to.is_some()) {
             return Err(EngineError::CannotTakeOver(problem));
         }
-        let elsewhere = self.operators.get(admin_id).is_some_and(|op| op.presence.current_call.as_deref().is_some_and(|call| call != session_id));
+        let admin = self.operators.get(admin_id).ok_or(EngineError::NotFound("operator"))?;
+        if admin.inactive {
+            return Err(EngineError::Inactive);
+        }
+        // Control goes to a console: its presence, wrap-up and lapse
+        // follow the admin's open tabs, as every operator's do.
+        if admin.tabs.is_empty() {
+            return Err(EngineError::CannotTakeOver("Open your Ready screen (/operator) in another tab first: a session is held from your console.".into()));
+        }
+        let elsewhere = admin.presence.current_call.as_deref().is_some_and(|call| call != session_id);
         if elsewhere || self.offers.contains_key(admin_id) || self.busy.held_elsewhere(admin_id, &self.org_id) {
             return Err(EngineError::CannotTakeOver("You are on another call or ringing: finish it first.".into()));
         }
-        let pop = live.pop.clone();
-        let rtt_ms = self.operators.get(admin_id).and_then(|op| op.presence.measured_rtt_ms.get(&pop).copied()).unwrap_or_default();
+        // The effective RTT, as a handover would rank it (measured, or the floor).
+        let measured = admin.presence.measured_rtt_ms.get(&live.pop).copied();
+        let floor = self.floors.floor(&admin.presence.region, &live.pop);
+        let Some(rtt_ms) = domain::dispatch::effective_rtt(measured, floor) else {
+            return Err(EngineError::CannotTakeOver(format!("No path is known from {} to the robot's PoP {}: add a link floor first.", admin.presence.region, live.pop)));
+        };
         let why = format!("taken over by an admin: {}", reason.trim());
         self.switch(session_id, admin_id, rtt_ms, Some(why), now);
         Ok(())

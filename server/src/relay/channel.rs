@@ -366,10 +366,18 @@ impl Channel {
         watching.sort();
         watching.dedup();
         let elsewhere = self.elsewhere();
-        let peers = domain::relay::RelayMsg::Peers { robot: robot.is_some() || elsewhere.robot, cockpits: cockpits.len() as u32 + elsewhere.cockpits, watching };
-        let text = serde_json::to_string(&peers).unwrap_or_default();
-        for tx in robot.iter().chain(cockpits.iter()).chain(watchers.iter()) {
-            let _ = tx.try_send(Message::Text(text.clone().into()));
+        let (robot_here, cockpits_now) = (robot.is_some() || elsewhere.robot, cockpits.len() as u32 + elsewhere.cockpits);
+        let peers = |watching: Vec<String>| {
+            let text = serde_json::to_string(&domain::relay::RelayMsg::Peers { robot: robot_here, cockpits: cockpits_now, watching }).unwrap_or_default();
+            Message::Text(text.into())
+        };
+        // The edge agent is not told who watches (people's names stay off the robot).
+        if let Some(tx) = &robot {
+            let _ = tx.try_send(peers(Vec::new()));
+        }
+        let told = peers(watching);
+        for tx in cockpits.iter().chain(watchers.iter()) {
+            let _ = tx.try_send(told.clone());
         }
     }
 

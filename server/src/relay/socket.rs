@@ -94,20 +94,33 @@ pub async fn watch_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
         Ok(pass) => pass,
         Err(refused) => return refused.into_response(),
     };
-    let channel = state.relay.channel(&org.org_id, &session.id, &session.robot, session.operator_id.as_deref(), session.lifecycle == LifecycleState::Active);
+    // An existing channel knows the session's state better than this read
+    // (a pause committed since): only a new one takes it from the read.
+    let channel = match state.relay.get(&session.id) {
+        Some(channel) => channel,
+        None => state.relay.channel(&org.org_id, &session.id, &session.robot, session.operator_id.as_deref(), session.lifecycle == LifecycleState::Active),
+    };
     let side = Side::Supervisor { admin_id: user.user_id.clone(), name: user.display_name.clone() };
-    ws.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| async move {
+    // A live view sends nothing worth a camera frame's size.
+    ws.max_message_size(4 * 1024).on_upgrade(move |socket| async move {
         let (org_id, session_id, admin_id) = (channel.org_id.clone(), channel.session_id.clone(), user.user_id.clone());
-        supervised(&state, &org_id, &session_id, &admin_id, true).await;
+        // Watched only once the join is logged; its leave follows the socket's end.
+        if !supervised(&state, &org_id, &session_id, &admin_id, true).await {
+            return;
+        }
         serve(state.clone(), channel, side, pass, socket).await;
         supervised(&state, &org_id, &session_id, &admin_id, false).await;
     })
 }
 
-/// SUPERVISOR_JOINED / SUPERVISOR_LEFT in the session's activity.
-async fn supervised(state: &AppState, org_id: &str, session_id: &str, admin_id: &str, joined: bool) {
-    if let Err(e) = state.engine.supervise(org_id, session_id, admin_id, joined).await {
-        tracing::debug!(error = %e, session = %session_id, "supervisor's join or leave not logged (the session ended?)");
+/// SUPERVISOR_JOINED / SUPERVISOR_LEFT in the session's activity; whether it was logged.
+async fn supervised(state: &AppState, org_id: &str, session_id: &str, admin_id: &str, joined: bool) -> bool {
+    match state.engine.supervise(org_id, session_id, admin_id, joined).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::info!(error = %e, session = %session_id, joined, "supervisor's join or leave not logged");
+            false
+        }
     }
 }
 
@@ -136,6 +149,9 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::channel::<Message>(SOCKET_QUEUE);
     let (id, mut closed) = state.relay.join(&channel, &side, tx.clone()).await;
+    // Joined a channel that closed meanwhile (the session just ended):
+    // its close was announced before this socket listened.
+    let mut ended = channel.is_closed();
     let writer = tokio::spawn(async move {
         while let Some(message) = rx.recv().await {
             if sink.send(message).await.is_err() {
@@ -144,7 +160,7 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
         }
         let _ = sink.close().await;
     });
-    loop {
+    while !ended {
         tokio::select! {
             changed = closed.changed() => if changed.is_err() || *closed.borrow() { break },
             // Signed out, removed, demoted, token rotated, retired: gone at once.
@@ -158,10 +174,11 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
         }
         // A handover took control away: this cockpit leaves.
         if let Side::Cockpit(operator_id) = &side {
-            if !channel.controls(operator_id) || channel.is_closed() {
+            if !channel.controls(operator_id) {
                 break;
             }
         }
+        ended = channel.is_closed();
     }
     state.relay.leave(&channel, &side, id).await;
     // A normal close tells the cockpit not to come back (the session

@@ -29,6 +29,15 @@ pub enum Side {
     Supervisor { admin_id: String, name: String },
 }
 
+/// Which sides of a channel this instance holds sockets of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SidesHere {
+    pub robot: bool,
+    pub cockpits: bool,
+    /// Live views.
+    pub supervisors: bool,
+}
+
 /// The relay's limits (issue "Hardening II", finding 9): the demo robots'
 /// tokens are public, so a robot (or a cockpit) must not be able to flood
 /// the operator's link or the disk.
@@ -224,10 +233,9 @@ impl Channel {
         !self.cockpits.lock().expect("relay lock").is_empty()
     }
 
-    /// Which sides are here now: (the edge agent, a cockpit or a live
-    /// view: either wants the robot's frames).
-    pub fn sides_here(&self) -> (bool, bool) {
-        (self.has_robot(), self.has_cockpits() || !self.supervisors.lock().expect("relay lock").is_empty())
+    /// Which sides are here now.
+    pub fn sides_here(&self) -> SidesHere {
+        SidesHere { robot: self.has_robot(), cockpits: self.has_cockpits(), supervisors: !self.supervisors.lock().expect("relay lock").is_empty() }
     }
 
     /// What other instances hold of the channel (nothing on one instance).
@@ -293,7 +301,7 @@ impl Channel {
 
     /// A copy to each live view that keeps up (one per watching admin;
     /// a full queue drops it, counted like a cockpit's).
-    fn to_supervisors(&self, message: &Message) {
+    pub fn to_supervisors(&self, message: &Message) {
         for peer in self.supervisors.lock().expect("relay lock").iter() {
             if peer.tx.try_send(message.clone()).is_err() {
                 self.up.dropped.fetch_add(1, Ordering::Relaxed);
@@ -316,7 +324,7 @@ impl Channel {
         if !self.is_active() {
             return;
         }
-        self.to_supervisors(&message);
+        // (Live views here got the action on `watch`, not from here.)
         self.to_robot(message);
         if self.records() {
             recorder.push(&self.session_id, sample);
@@ -341,8 +349,12 @@ impl Channel {
         }
         self.down.count(bytes, now);
         let recorded = self.records();
-        // Live views see the operator's actions as they happen.
+        // Live views see the operator's actions as they happen: here, and
+        // on the instances where admins watch.
         self.to_supervisors(&message);
+        if let Some(link) = self.link.as_ref().filter(|_| self.elsewhere().supervisors > 0) {
+            let _ = link.send(Direction::Watch, &message);
+        }
         if !self.to_robot(message.clone()) {
             if let Some(link) = self.link.as_ref().filter(|_| self.elsewhere().robot) {
                 if !link.send(Direction::Down, &message) {

@@ -45,6 +45,9 @@ pub enum Direction {
     Up,
     /// Cockpit → robot.
     Down,
+    /// Cockpit → live views (a copy of each action, for the instances
+    /// where admins watch; never to a robot).
+    Watch,
 }
 
 /// What other instances hold of a channel.
@@ -95,6 +98,7 @@ impl RelayLink {
         let way = match direction {
             Direction::Up => "up",
             Direction::Down => "down",
+            Direction::Watch => "watch",
         };
         format!("{}.{}.{way}", self.prefix, token(session_id))
     }
@@ -172,17 +176,30 @@ pub struct ChannelLink {
     /// The subjects of its two directions.
     up: async_nats::Subject,
     down: async_nats::Subject,
-    /// Listening to `up` (while a cockpit is here) and to `down` (while
-    /// the robot is here).
+    /// Listening to `up` (while a cockpit or a live view is here), to
+    /// `down` (while the robot is) and to `watch` (while a live view is).
     listening_up: Mutex<Option<OwnedTask>>,
     listening_down: Mutex<Option<OwnedTask>>,
+    listening_watch: Mutex<Option<OwnedTask>>,
+    watch: async_nats::Subject,
     elsewhere: Mutex<Elsewhere>,
 }
 
 impl ChannelLink {
     pub fn new(link: Arc<RelayLink>, session_id: &str) -> ChannelLink {
         let (up, down) = (link.frames_subject(session_id, Direction::Up).into(), link.frames_subject(session_id, Direction::Down).into());
-        ChannelLink { link, session_id: session_id.to_string(), up, down, listening_up: Mutex::default(), listening_down: Mutex::default(), elsewhere: Mutex::default() }
+        let watch = link.frames_subject(session_id, Direction::Watch).into();
+        ChannelLink {
+            link,
+            session_id: session_id.to_string(),
+            up,
+            down,
+            listening_up: Mutex::default(),
+            listening_down: Mutex::default(),
+            listening_watch: Mutex::default(),
+            watch,
+            elsewhere: Mutex::default(),
+        }
     }
 
     /// What other instances hold of the channel.
@@ -199,7 +216,11 @@ impl ChannelLink {
     /// client cannot take it now and it is dropped.
     pub fn send(&self, direction: Direction, message: &Message) -> bool {
         let Some(payload) = encode(message) else { return true };
-        let subject = if direction == Direction::Up { &self.up } else { &self.down };
+        let subject = match direction {
+            Direction::Up => &self.up,
+            Direction::Down => &self.down,
+            Direction::Watch => &self.watch,
+        };
         // The publish only waits when the client's queue is full: polled
         // once, it is taken or it is not. (Unconstrained: tokio's budget for
         // a busy socket task must not make a queue with room look full.)
@@ -214,15 +235,20 @@ impl ChannelLink {
     }
 
     /// Listens to the frames this instance's sockets of the channel need:
-    /// robot frames while a cockpit is here, actions while the robot is
-    /// (`here` says, each time it is asked, which sides are: robot,
-    /// cockpits). A new subscription is live on the server when this
-    /// returns, so the report sent next cannot bring frames before it.
-    pub async fn listen_for(&self, here: impl Fn() -> (bool, bool), arrivals: Weak<dyn Arrivals>) {
-        for direction in [Direction::Up, Direction::Down] {
+    /// robot frames while a cockpit or a live view is here, actions while
+    /// the robot is, copies of actions while a live view is (`here` says,
+    /// each time it is asked, which sides are). A new subscription is live
+    /// on the server when this returns, so the report sent next cannot
+    /// bring frames before it.
+    pub async fn listen_for(&self, here: impl Fn() -> super::channel::SidesHere, arrivals: Weak<dyn Arrivals>) {
+        for direction in [Direction::Up, Direction::Down, Direction::Watch] {
             let wanted = || {
-                let (robot, cockpits) = here();
-                if direction == Direction::Up { cockpits } else { robot }
+                let sides = here();
+                match direction {
+                    Direction::Up => sides.cockpits || sides.supervisors,
+                    Direction::Down => sides.robot,
+                    Direction::Watch => sides.supervisors,
+                }
             };
             let listening = self.slot(direction).lock().expect("link lock").is_some();
             match (wanted(), listening) {
@@ -258,6 +284,7 @@ impl ChannelLink {
         match direction {
             Direction::Up => &self.listening_up,
             Direction::Down => &self.listening_down,
+            Direction::Watch => &self.listening_watch,
         }
     }
 }

@@ -17,7 +17,7 @@ pub mod link;
 pub mod recording;
 mod socket;
 
-pub use channel::{Channel, RelayLimits, Side};
+pub use channel::{Channel, RelayLimits, Side, SidesHere};
 pub use socket::{relay_handler, watch_handler};
 
 use crate::bus::{Delivery, SharedBus};
@@ -339,6 +339,7 @@ impl link::Arrivals for Relay {
         match direction {
             Direction::Up => channel.to_cockpits(message),
             Direction::Down => channel.from_operator_elsewhere(message, &self.recorder, self.clock.now_ms()),
+            Direction::Watch => channel.to_supervisors(&message),
         }
     }
 }

@@ -209,3 +209,58 @@ async fn a_handover_lets_the_old_cockpit_go_on_its_instance_and_the_new_one_driv
     drop((robot, new_cockpit, tom_console));
     cluster.finish().await;
 }
+
+/// A supervisor's live view on a third instance (issue "Integrators and
+/// supervisors", part 2): the edge agent on the first, the cockpit on the
+/// second, Dana watching on the third gets the robot's frames and the
+/// operator's actions, and what she sends reaches nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_view_on_a_third_instance_gets_the_robots_frames_and_the_operators_actions() {
+    let Some(nats) = super::nats_url().await else { return };
+    let Some(cluster) = Cluster::start(Some(&nats), 3).await else { return };
+    let session = asha_attached(&cluster).await;
+    let mut robot = common::relay_at(cluster.base(0), &session, Some("ue-pick-01"), None).await.expect("the robot joins on the first");
+    let asha = cookie_at(cluster.base(1), common::OPERATOR).await;
+    let mut cockpit = common::relay_at(cluster.base(1), &session, None, Some(&asha)).await.expect("the cockpit joins on the second");
+    both_on(&mut robot).await;
+    both_on(&mut cockpit).await;
+    let dana = cookie_at(cluster.base(2), common::ADMIN).await;
+    let mut view = common::relay_at(cluster.base(2), &format!("{session}/watch"), None, Some(&dana)).await.expect("Dana watches on the third");
+
+    // Each side sends until the view has it (the other instances learn of
+    // the view from the third's report, within a second).
+    fn is(got: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>, want: fn(RelayMsg) -> bool) -> bool {
+        matches!(got, Some(Ok(Message::Text(text))) if serde_json::from_str(&text).is_ok_and(want))
+    }
+    let state = text(&RelayMsg::State { t_ms: 1, joints: vec![0.5; 6], fields: Default::default() });
+    within(async {
+        loop {
+            robot.send(state.clone()).await.unwrap();
+            tokio::select! {
+                got = view.next() => if is(got, |m| matches!(m, RelayMsg::State { .. })) { return },
+                _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {}
+            }
+        }
+    })
+    .await;
+    let action = text(&RelayMsg::Action { t_ms: 2, values: vec![0.25; 6] });
+    within(async {
+        loop {
+            cockpit.send(action.clone()).await.unwrap();
+            tokio::select! {
+                got = view.next() => if is(got, |m| matches!(m, RelayMsg::Action { .. })) { return },
+                _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {}
+            }
+        }
+    })
+    .await;
+    // The view's own message is refused; the robot hears only the cockpit.
+    view.send(text(&RelayMsg::Action { t_ms: 3, values: vec![9.0; 6] })).await.unwrap();
+    let refused = next_on(&mut view, |m| match m {
+        Message::Text(t) => matches!(serde_json::from_str(t), Ok(RelayMsg::Refused { .. })).then_some(()),
+        _ => None,
+    });
+    refused.await;
+    drop((robot, cockpit, view));
+    cluster.finish().await;
+}

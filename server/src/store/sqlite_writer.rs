@@ -233,7 +233,9 @@ mod tests {
     /// checkpoint never reaches the WAL's end, so the WAL is never started
     /// over (it grew by ~100 KB a call) unless the checkpointer waits for
     /// the readers (RESTART). Batches come while two readers read, until
-    /// the checkpointer has rewound the WAL twice, or they run out.
+    /// the checkpointer has rewound the WAL twice, or they run out (2,000:
+    /// in a CI run, with the other unit tests on both cores, 640 batches
+    /// once saw only one rewind).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_wal_is_rewound_under_steady_reads() {
         let dir = tempfile::tempdir().unwrap();
@@ -259,7 +261,7 @@ mod tests {
             })
             .collect();
         let lease = Lease { org_id: "org".into(), epoch: 1 };
-        for batch in 0..640 {
+        for batch in 0..2_000 {
             if store.writer.rewinds() >= 2 {
                 break;
             }

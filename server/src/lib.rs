@@ -232,7 +232,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), tokio::spawn(maintain(store.clone())), lapse_job, tokio::spawn(sweep_limits(throttle, quotas, limits_kept.clone())), relay_job, episodes_job, webhooks_job, prune_job];
     jobs.extend(revocations_job);
     let metrics_addr = match config.metrics_addr {
-        Some(at) => match metrics::serve(at, views).await {
+        Some(at) => match http::metrics::serve(at, views).await {
             Ok((bound, task)) => {
                 jobs.push(task);
                 Some(bound)

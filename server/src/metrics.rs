@@ -1,20 +1,11 @@
-//! `GET /metrics` for the ops team's tools, in the Prometheus text format
-//! (`metrics` + `metrics-exporter-prometheus`). The figures span orgs, so
-//! it listens on its own address (`CLUTCHCALL_METRICS_ADDR`, loopback by
-//! default), never on the public port.
-//!
-//! Gauges are computed at scrape time from the same picture the overview
-//! shows (`OrgViews::ops_board`, rules in `domain::board`); the dispatch
-//! latency histogram is recorded by the engine as calls are raised.
+//! The process's metrics (`metrics` + `metrics-exporter-prometheus`): the
+//! names, the recorder, and what the engine and the store record as they
+//! go (the dispatch latency histogram, who dispatches, WAL rewinds). The
+//! `/metrics` endpoint that renders them, with the per-org gauges computed
+//! at scrape time, is `http::metrics`.
 
-use crate::services::OrgViews;
-use domain::models::PresenceState;
-use axum::extract::State;
-use axum::routing::get;
-use axum::Router;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 /// Seconds from a distress call reaching the engine to its answer (offer or queue).
 pub const DISPATCH_SECONDS: &str = "clutchcall_dispatch_seconds";
@@ -64,64 +55,4 @@ pub fn handle() -> PrometheusHandle {
             handle
         })
         .clone()
-}
-
-#[derive(Clone)]
-struct Scrape {
-    views: Arc<OrgViews>,
-    handle: PrometheusHandle,
-}
-
-/// Binds the metrics address and serves `/metrics` until the task is aborted.
-pub async fn serve(addr: SocketAddr, views: Arc<OrgViews>) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    let app = Router::new().route("/metrics", get(scrape)).with_state(Scrape { views, handle: handle() });
-    let task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::warn!(error = %e, "metrics listener stopped");
-        }
-    });
-    Ok((bound, task))
-}
-
-async fn scrape(State(s): State<Scrape>) -> String {
-    match s.views.org_ids().await {
-        Ok(orgs) => {
-            for org in orgs {
-                match s.views.ops_board(&org).await {
-                    Ok(board) => record(&org, &board),
-                    Err(e) => tracing::warn!(%org, error = %e, "metrics: org picture failed"),
-                }
-            }
-        }
-        Err(e) => tracing::warn!(error = %e, "metrics: org list failed"),
-    }
-    s.handle.render()
-}
-
-/// The overview's figures for one org, as gauges labelled by org.
-fn record(org: &str, board: &domain::board::OpsBoard) {
-    let h = board.headline();
-    let org = org.to_string();
-    metrics::gauge!("clutchcall_live_sessions", "org" => org.clone()).set(h.live_sessions as f64);
-    metrics::gauge!("clutchcall_robots_online", "org" => org.clone()).set(h.robots_online as f64);
-    metrics::gauge!("clutchcall_robots_total", "org" => org.clone()).set(h.robots_total as f64);
-    metrics::gauge!("clutchcall_operators_available", "org" => org.clone()).set(h.operators_available as f64);
-    metrics::gauge!("clutchcall_estops_24h", "org" => org.clone()).set(h.estops_24h as f64);
-    for (state, n) in domain::board::state_counts(&board.live) {
-        metrics::gauge!("clutchcall_sessions_by_state", "org" => org.clone(), "state" => state.as_str()).set(n as f64);
-    }
-    for state in PresenceState::ALL {
-        let n = board.presences.iter().filter(|p| p.state == state).count();
-        metrics::gauge!("clutchcall_presences", "org" => org.clone(), "state" => state.as_str()).set(n as f64);
-    }
-    // Every skill of the fleet, so an emptied queue reads 0, not its last depth.
-    let mut skills: Vec<&str> = board.robots.iter().map(|r| r.skill.as_str()).chain(board.queue.iter().map(|q| q.skill.as_str())).collect();
-    skills.sort_unstable();
-    skills.dedup();
-    for skill in skills {
-        let waiting = board.queue.iter().find(|q| q.skill == skill).map_or(0, |q| q.waiting);
-        metrics::gauge!("clutchcall_queue_depth", "org" => org.clone(), "skill" => skill.to_string()).set(waiting as f64);
-    }
 }

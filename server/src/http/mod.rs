@@ -10,6 +10,7 @@
 pub mod client;
 mod export;
 pub mod headers;
+pub mod metrics;
 pub mod origin;
 mod principal;
 mod render;

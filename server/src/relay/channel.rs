@@ -5,7 +5,7 @@
 //! In cluster mode the channel holds this instance's sockets, and its
 //! link carries frames to and from the sockets other instances hold.
 
-use super::link::{ChannelLink, Direction};
+use super::link::{ChannelLink, Direction, SidesHere};
 use super::recording::{Recorder, Sample};
 use domain::relay::{FlowStat, RelayStat};
 use axum::extract::ws::Message;
@@ -27,15 +27,6 @@ pub enum Side {
     /// An admin's live view (issue "Integrators and supervisors", part 2):
     /// hears what a cockpit hears and the operator's actions; never sends.
     Supervisor { admin_id: String, name: String },
-}
-
-/// Which sides of a channel this instance holds sockets of.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SidesHere {
-    pub robot: bool,
-    pub cockpits: bool,
-    /// Live views.
-    pub supervisors: bool,
 }
 
 /// The relay's limits (issue "Hardening II", finding 9): the demo robots'

@@ -50,6 +50,15 @@ pub enum Direction {
     Watch,
 }
 
+/// Which sides of a channel this instance holds sockets of (what it listens for).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SidesHere {
+    pub robot: bool,
+    pub cockpits: bool,
+    /// Live views.
+    pub supervisors: bool,
+}
+
 /// What other instances hold of a channel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Elsewhere {
@@ -240,7 +249,7 @@ impl ChannelLink {
     /// each time it is asked, which sides are). A new subscription is live
     /// on the server when this returns, so the report sent next cannot
     /// bring frames before it.
-    pub async fn listen_for(&self, here: impl Fn() -> super::channel::SidesHere, arrivals: Weak<dyn Arrivals>) {
+    pub async fn listen_for(&self, here: impl Fn() -> SidesHere, arrivals: Weak<dyn Arrivals>) {
         for direction in [Direction::Up, Direction::Down, Direction::Watch] {
             let wanted = || {
                 let sides = here();

@@ -17,7 +17,7 @@ pub mod link;
 pub mod recording;
 mod socket;
 
-pub use channel::{Channel, RelayLimits, Side, SidesHere};
+pub use channel::{Channel, RelayLimits, Side};
 pub use socket::{relay_handler, watch_handler};
 
 use crate::bus::{Delivery, SharedBus};

@@ -2,8 +2,8 @@
 //! (`journal::Write`), decided once for both backends. SQLite's batch
 //! writer (sqlite_writer.rs) prepares their text once on its own
 //! connection; PostgreSQL runs them by name inside one function call per
-//! batch (the function of migration postgres/0019_event_log.sql, which
-//! replaced 0016's, holds the same texts).
+//! batch (the function of migration postgres/0023_event_ids_per_batch.sql,
+//! which replaced 0019's and 0016's, holds the same texts).
 
 /// A statement's name (what PostgreSQL's batch function knows it by) and
 /// its text (`$N` placeholders).
@@ -76,26 +76,28 @@ pub(super) const RECORD: Sql = Sql {
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
 };
 
-/// The org's next event id (migration sqlite/0015_event_log.sql): the row
-/// stays locked until the batch commits, so ids are seen in order.
-pub(super) const BUMP_EVENT: Sql = Sql {
-    name: "bump_event",
-    text: "INSERT INTO org_event_counters (org_id, last) VALUES ($1, 1) \
-           ON CONFLICT (org_id) DO UPDATE SET last = org_event_counters.last + 1",
+/// The org's next `$2` event ids, taken at once for a batch's records
+/// (migration sqlite/0015_event_log.sql): the row stays locked until the
+/// batch commits, so ids are seen in order.
+pub(super) const BUMP_EVENTS: Sql = Sql {
+    name: "bump_events",
+    text: "INSERT INTO org_event_counters (org_id, last) VALUES ($1, $2) \
+           ON CONFLICT (org_id) DO UPDATE SET last = org_event_counters.last + $2",
 };
 
-/// A log record under the id just taken, with its session's robot.
+/// A log record under one of the ids just taken (`$6`: how many of them
+/// come after it), with its session's robot.
 pub(super) const LOG_EVENT: Sql = Sql {
-    name: "log_event",
+    name: "log_event_at",
     text: "INSERT INTO org_events (org_id, id, at, kind, session_id, robot_id, data) \
-           SELECT $1, c.last, $2, $3, $4, (SELECT robot_id FROM sessions WHERE id = $4), $5 \
+           SELECT $1, c.last - $6, $2, $3, $4, (SELECT robot_id FROM sessions WHERE id = $4), $5 \
            FROM org_event_counters c WHERE c.org_id = $1",
 };
 
 /// Every statement, for the test that runs each on both backends.
 #[cfg(test)]
 pub(super) const ALL: [&Sql; 13] =
-    [&OPEN_SESSION, &QUEUE, &OFFER, &LEAVE_QUEUE, &CLOSE_OFFER, &START, &END, &STEER, &SWITCH, &ACTIVITY, &RECORD, &BUMP_EVENT, &LOG_EVENT];
+    [&OPEN_SESSION, &QUEUE, &OFFER, &LEAVE_QUEUE, &CLOSE_OFFER, &START, &END, &STEER, &SWITCH, &ACTIVITY, &RECORD, &BUMP_EVENTS, &LOG_EVENT];
 
 use super::journal::{NewSession, Write};
 use super::StoreError;
@@ -186,33 +188,41 @@ pub(super) fn batch(writes: &[Write]) -> Vec<Statement<'_>> {
     // org's counter row is then locked only after every other row the
     // batch touches, as in every other transaction that logs (store/
     // event_log.rs), so no two of them wait on each other in a circle.
-    let mut log = Vec::new();
+    // One counter update takes the ids of all the batch's records.
+    let mut log: Vec<(&str, &str, i64, domain::event_log::LogEvent)> = Vec::new();
     let mut rest = writes.iter().peekable();
     while let Some(write) = rest.next() {
         if let (Write::OpenSession(s), Some(queue @ Write::Queue { session_id, at, .. })) = (write, rest.peek()) {
             if *session_id == s.id {
                 out.push(open_session(s, Some(*at)));
-                log.extend(logged(write));
-                log.extend(logged(queue));
+                log.extend(write.logged());
+                log.extend(queue.logged());
                 rest.next();
                 continue;
             }
         }
         out.extend(statements(write));
-        log.extend(logged(write));
+        log.extend(write.logged());
     }
-    out.extend(log);
+    out.extend(logged(&log));
     out
 }
 
-/// The statements that record `write` in the org's event log, if it logs.
-pub(super) fn logged(write: &Write) -> Vec<Statement<'static>> {
-    let Some((org_id, session_id, at, event)) = write.logged() else { return Vec::new() };
+/// The statements that record a batch's records in the org's event log
+/// (one org per batch): one counter update for all, then each record.
+pub(super) fn logged(records: &[(&str, &str, i64, domain::event_log::LogEvent)]) -> Vec<Statement<'static>> {
+    let Some((org_id, ..)) = records.first() else { return Vec::new() };
     let org: Value<'static> = org_id.to_string().into();
-    vec![
-        run(&BUMP_EVENT, vec![org.clone()]),
-        run(&LOG_EVENT, vec![org, at.into(), event.kind().into(), session_id.to_string().into(), event.data().to_string().into()]),
-    ]
+    let count = records.len() as i64;
+    let mut steps = vec![run(&BUMP_EVENTS, vec![org.clone(), count.into()])];
+    for (i, (_, session_id, at, event)) in records.iter().enumerate() {
+        let after = count - 1 - i as i64;
+        steps.push(run(
+            &LOG_EVENT,
+            vec![org.clone(), (*at).into(), event.kind().into(), session_id.to_string().into(), event.data().to_string().into(), after.into()],
+        ));
+    }
+    steps
 }
 
 /// The statements that apply `write`, in order.
@@ -350,7 +360,8 @@ mod tests {
     fn every_statement_binds_as_many_values_as_its_text_names() {
         let writes = every_write();
         let mut seen: Vec<&str> = Vec::new();
-        for statement in writes.iter().flat_map(|w| statements(w).into_iter().chain(logged(w))) {
+        let records: Vec<_> = writes.iter().filter_map(Write::logged).collect();
+        for statement in writes.iter().flat_map(statements).chain(logged(&records)) {
             assert_eq!(statement.values.len(), placeholders(statement.sql.text), "{}", statement.sql.name);
             seen.push(statement.sql.name);
         }
@@ -359,11 +370,11 @@ mod tests {
         }
     }
 
-    /// PostgreSQL applies the statements by name (migration 0019): every
+    /// PostgreSQL applies the statements by name (migration 0023): every
     /// name here is a branch there, with as many values as the text binds.
     #[test]
     fn postgres_batch_function_knows_every_statement() {
-        let function = include_str!("../../migrations/postgres/0019_event_log.sql");
+        let function = include_str!("../../migrations/postgres/0023_event_ids_per_batch.sql");
         for sql in ALL {
             let branch = format!("WHEN '{}' THEN", sql.name);
             let start = function.find(&branch).unwrap_or_else(|| panic!("no branch for {}", sql.name));
@@ -381,8 +392,12 @@ mod tests {
         assert_eq!(names[..5], ["offer", "leave_queue", "close_offer", "start", "activity"]);
         // The event log's statements come last (the counter row is locked
         // after every other row, as in every transaction that logs).
-        let first_log = names.iter().position(|n| *n == "bump_event").unwrap();
-        assert!(names[first_log..].iter().all(|n| ["bump_event", "log_event"].contains(n)), "{names:?}");
+        let first_log = names.iter().position(|n| *n == "bump_events").unwrap();
+        assert!(names[first_log + 1..].iter().all(|n| *n == "log_event_at"), "one counter update, then the records: {names:?}");
+        let records = names.len() - first_log - 1;
+        assert_eq!(json[first_log]["v"][1], records as i64, "the counter moves by the batch's count");
+        assert_eq!(json[first_log + 1]["v"][5], records as i64 - 1, "the first record's id is the count back from the new last");
+        assert_eq!(json[names.len() - 1]["v"][5], 0, "the last record takes the new last");
         assert_eq!(json[2]["one"], "no such open offer");
         assert_eq!(json[first_log + 1]["v"][2], "call.offered");
         assert_eq!(json[1]["one"], serde_json::Value::Null);
@@ -394,12 +409,12 @@ mod tests {
         let writes = every_write();
         // Not counting the event log's statements (both events are logged).
         let changes = |writes: &[Write]| -> Vec<&'static str> {
-            batch(writes).into_iter().map(|s| s.sql.name).filter(|n| !["bump_event", "log_event"].contains(n)).collect()
+            batch(writes).into_iter().map(|s| s.sql.name).filter(|n| !["bump_events", "log_event_at"].contains(n)).collect()
         };
         let statements = batch(&writes[..2]);
         assert_eq!(changes(&writes[..2]), ["open_session"]);
         assert_eq!(statements[0].values[6], Value::Int(Some(1)));
-        let logged: Vec<&Value> = statements.iter().filter(|s| s.sql.name == "log_event").map(|s| &s.values[2]).collect();
+        let logged: Vec<&Value> = statements.iter().filter(|s| s.sql.name == "log_event_at").map(|s| &s.values[2]).collect();
         assert_eq!(logged, [&Value::from("call.raised"), &Value::from("call.queued")]);
         // Queued later (another session's write in between, or another
         // session altogether): the queue write stays its own.

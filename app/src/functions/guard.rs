@@ -9,6 +9,10 @@ pub fn backend() -> Result<SharedBackend, AppError> {
     use_context::<SharedBackend>().ok_or_else(|| AppError::Internal("backend missing".into()))
 }
 
+pub fn integrations() -> Result<super::backend::SharedIntegrations, AppError> {
+    use_context::<super::backend::SharedIntegrations>().ok_or_else(|| AppError::Internal("integrations missing".into()))
+}
+
 pub fn directory_admin() -> Result<super::backend::SharedDirectoryAdmin, AppError> {
     use_context::<super::backend::SharedDirectoryAdmin>().ok_or_else(|| AppError::Internal("directory administration missing".into()))
 }

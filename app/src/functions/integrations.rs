@@ -11,8 +11,7 @@ use leptos::prelude::*;
 #[cfg(feature = "ssr")]
 async fn admin() -> Result<(String, String, super::backend::SharedIntegrations), AppError> {
     let (user, org) = guard::require(crate::models::Role::Admin).await.map_err(guard::fail)?;
-    let integrations = use_context::<super::backend::SharedIntegrations>().ok_or_else(|| AppError::Internal("integrations missing".into()))?;
-    Ok((user.user_id, org.org_id, integrations))
+    Ok((user.user_id, org.org_id, guard::integrations()?))
 }
 
 /// The org's keys, endpoints with their latest deliveries, and event types.

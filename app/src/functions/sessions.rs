@@ -140,8 +140,9 @@ pub async fn hand_over_session(session_id: String, to_operator_id: String) -> Re
 pub async fn take_over_session(session_id: String, reason: String) -> Result<SessionRecord, AppError> {
     use crate::models::Role;
     let reason = reason.trim().to_string();
-    if reason.is_empty() || reason.chars().count() > 500 {
-        return Err(guard::fail(AppError::Invalid("Say why you take control (up to 500 characters): it is kept in the activity log.".into())));
+    if reason.is_empty() || reason.chars().count() > crate::rules::MAX_REASON_CHARS {
+        let max = crate::rules::MAX_REASON_CHARS;
+        return Err(guard::fail(AppError::Invalid(format!("Say why you take control (up to {max} characters): it is kept in the activity log."))));
     }
     let (user, org) = guard::require(Role::Admin).await.map_err(guard::fail)?;
     let backend = guard::backend()?;

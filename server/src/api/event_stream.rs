@@ -192,7 +192,7 @@ async fn next_event(mut r: Reading) -> Option<(Result<Event, Infallible>, Readin
         }
         if let Some(record) = r.buffered.pop_front() {
             r.after = record.id;
-            let event = Event::default().id(record.id.to_string()).data(String::from_utf8(record.body()).expect("JSON is UTF-8"));
+            let event = Event::default().id(record.id.to_string()).data(record.json().to_string());
             return Some((Ok(event), r));
         }
         if let Some(key) = r.key.as_deref().filter(|_| r.checked.elapsed() >= RECHECK) {

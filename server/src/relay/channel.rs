@@ -266,7 +266,10 @@ impl Channel {
             return;
         }
         self.up.count(bytes, now);
-        if let Some(link) = self.link.as_ref().filter(|_| self.elsewhere().cockpits + self.elsewhere().supervisors > 0) {
+        if let Some(link) = self.link.as_ref().filter(|_| {
+            let elsewhere = self.elsewhere();
+            elsewhere.cockpits + elsewhere.supervisors > 0
+        }) {
             if !link.send(Direction::Up, &message) {
                 self.up.dropped.fetch_add(1, Ordering::Relaxed);
             }

@@ -72,10 +72,8 @@ pub trait EventLogStore: Send + Sync {
     async fn log_robot_offline(&self, org_id: &str, robot_id: &str, now: i64, timeout_ms: i64) -> StoreResult<bool>;
 }
 
-/// The counter row and the record, as writes.rs's BUMP_EVENT and LOG_EVENT
-/// do in an engine batch, for changes made outside the engine.
-const BUMP: &str = "INSERT INTO org_event_counters (org_id, last) VALUES ($1, 1) \
-                    ON CONFLICT (org_id) DO UPDATE SET last = org_event_counters.last + 1";
+/// The record of a change made outside the engine, under the id its
+/// `writes::BUMP_EVENTS` by one took (the robot given, not read from a session).
 const INSERT: &str = "INSERT INTO org_events (org_id, id, at, kind, session_id, robot_id, data) \
                       SELECT $1, c.last, $2, $3, $4, $5, $6 FROM org_event_counters c WHERE c.org_id = $1";
 
@@ -106,24 +104,6 @@ macro_rules! event_log_store {
             }
 
             async fn log_robot_offline(&self, org_id: &str, robot_id: &str, now: i64, timeout_ms: i64) -> StoreResult<bool> {
-                self.offline(org_id, robot_id, now, timeout_ms).await
-            }
-
-            async fn prune_events(&self, before: i64) -> StoreResult<u64> {
-                // Per org up to its newest record past the retention, by id:
-                // a record committed a moment out of `at` order is not left
-                // as a hole the 410 rule (the oldest id kept) cannot see.
-                let pruned = sqlx::query(
-                    "DELETE FROM org_events WHERE id <= (SELECT MAX(e.id) FROM org_events e WHERE e.org_id = org_events.org_id AND e.at < $1)",
-                )
-                .bind(before).execute(&self.pool).await?.rows_affected();
-                sqlx::query("DELETE FROM webhook_deliveries WHERE at < $1").bind(before).execute(&self.pool).await?;
-                Ok(pruned)
-            }
-        }
-
-        impl $store {
-            async fn offline(&self, org_id: &str, robot_id: &str, now: i64, timeout_ms: i64) -> StoreResult<bool> {
                 let mut tx = <Self as super::sql::StoreDb>::begin_write(&self.pool).await?;
                 // The row's update decides: a second instance noticing the
                 // same silence finds it logged (PostgreSQL re-reads the row
@@ -141,9 +121,23 @@ macro_rules! event_log_store {
                 Ok(true)
             }
 
+            async fn prune_events(&self, before: i64) -> StoreResult<u64> {
+                // Per org up to its newest record past the retention, by id:
+                // a record committed a moment out of `at` order is not left
+                // as a hole the 410 rule (the oldest id kept) cannot see.
+                let pruned = sqlx::query(
+                    "DELETE FROM org_events WHERE id <= (SELECT MAX(e.id) FROM org_events e WHERE e.org_id = org_events.org_id AND e.at < $1)",
+                )
+                .bind(before).execute(&self.pool).await?.rows_affected();
+                sqlx::query("DELETE FROM webhook_deliveries WHERE at < $1").bind(before).execute(&self.pool).await?;
+                Ok(pruned)
+            }
+        }
+
+        impl $store {
             /// Logs `record` in `tx`, the transaction of the change it records.
             pub(super) async fn log_event(tx: &mut sqlx::Transaction<'_, <Self as super::sql::StoreDb>::Db>, record: Logged<'_>) -> StoreResult<()> {
-                sqlx::query(BUMP).bind(record.org_id).execute(&mut **tx).await?;
+                sqlx::query(super::writes::BUMP_EVENTS.text).bind(record.org_id).bind(1i64).execute(&mut **tx).await?;
                 sqlx::query(INSERT)
                     .bind(record.org_id).bind(record.at).bind(record.event.kind()).bind(record.session_id).bind(record.robot_id)
                     .bind(record.event.data().to_string())

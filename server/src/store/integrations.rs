@@ -83,7 +83,14 @@ pub struct DeliveryRow {
     pub resend: i64,
 }
 
-const WEBHOOK: &str = "SELECT id, org_id, url, types, secret, created_at, delivered_id, failing_since, disabled_at, disabled_reason FROM webhook_endpoints";
+/// A `WebhookRow`'s columns.
+macro_rules! webhook_columns {
+    () => {
+        "id, org_id, url, types, secret, created_at, delivered_id, failing_since, disabled_at, disabled_reason"
+    };
+}
+const API_KEY: &str = "SELECT id, org_id, name, hint, scopes, created_at, created_by, revoked_at FROM api_keys";
+const WEBHOOK: &str = concat!("SELECT ", webhook_columns!(), " FROM webhook_endpoints");
 
 #[async_trait]
 pub trait IntegrationStore: Send + Sync {
@@ -141,16 +148,12 @@ macro_rules! integration_store {
             }
 
             async fn api_keys(&self, org_id: &str) -> StoreResult<Vec<ApiKeyRow>> {
-                Ok(sqlx::query_as(
-                    "SELECT id, org_id, name, hint, scopes, created_at, created_by, revoked_at FROM api_keys WHERE org_id = $1 ORDER BY created_at DESC, id DESC",
-                )
+                Ok(sqlx::query_as(&format!("{API_KEY} WHERE org_id = $1 ORDER BY created_at DESC, id DESC"))
                 .bind(org_id).fetch_all(&self.pool).await?)
             }
 
             async fn api_key(&self, token_hash: &str) -> StoreResult<Option<ApiKeyRow>> {
-                Ok(sqlx::query_as(
-                    "SELECT id, org_id, name, hint, scopes, created_at, created_by, revoked_at FROM api_keys WHERE token_hash = $1 AND revoked_at IS NULL",
-                )
+                Ok(sqlx::query_as(&format!("{API_KEY} WHERE token_hash = $1 AND revoked_at IS NULL"))
                 .bind(token_hash).fetch_optional(&self.pool).await?)
             }
 
@@ -195,14 +198,21 @@ macro_rules! integration_store {
             }
 
             async fn claim_webhooks(&self, owner: &str, now: i64, until: i64) -> StoreResult<Vec<WebhookRow>> {
-                sqlx::query(
+                // Asked every second by every instance: with no live endpoint
+                // (most orgs) a read, not a write (on SQLite an UPDATE takes
+                // the write lock the engine's batches need, even for no row).
+                let any: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE removed_at IS NULL AND disabled_at IS NULL)")
+                    .fetch_one(&self.pool).await?;
+                if !any {
+                    return Ok(Vec::new());
+                }
+                Ok(sqlx::query_as(concat!(
                     "UPDATE webhook_endpoints SET claimed_by = $1, claimed_until = $2 \
                      WHERE removed_at IS NULL AND disabled_at IS NULL \
-                     AND (claimed_by = $1 OR claimed_by IS NULL OR claimed_until IS NULL OR claimed_until < $3)",
-                )
-                .bind(owner).bind(until).bind(now).execute(&self.pool).await?;
-                Ok(sqlx::query_as(&format!("{WEBHOOK} WHERE claimed_by = $1 AND removed_at IS NULL AND disabled_at IS NULL ORDER BY id"))
-                    .bind(owner).fetch_all(&self.pool).await?)
+                     AND (claimed_by = $1 OR claimed_by IS NULL OR claimed_until IS NULL OR claimed_until < $3) RETURNING ",
+                    webhook_columns!()
+                ))
+                .bind(owner).bind(until).bind(now).fetch_all(&self.pool).await?)
             }
 
             async fn release_webhooks(&self, owner: &str) -> StoreResult<()> {

@@ -293,6 +293,24 @@ both_backends_with!(
         *only.secret.lock().unwrap() = added.secret;
         full_call(&app).await;
         assert_eq!(only.next().await.event.kind(), "call.accepted");
+        // The screen lists each endpoint's own attempts (read in one go).
+        // The attempt is logged once the receiver has answered: poll for it.
+        let listed = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                let listed: Integrations = call(&admin, &app, "load_integrations", &[]).await.json().await.unwrap();
+                if listed.webhooks.iter().any(|w| w.id == added.id && !w.deliveries.is_empty()) {
+                    return listed;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the filtered endpoint's attempt is listed");
+        let filtered = listed.webhooks.iter().find(|w| w.id == added.id).unwrap();
+        assert!(filtered.deliveries.iter().all(|d| d.kind == "call.accepted"), "only its own attempts: {:?}", filtered.deliveries);
+        let first = listed.webhooks.iter().find(|w| w.id != added.id).unwrap();
+        assert!(first.deliveries.len() > filtered.deliveries.len() && first.deliveries.iter().any(|d| d.kind == "call.raised"));
+        assert!(first.deliveries.windows(2).all(|w| w[0].at >= w[1].at), "newest first");
         assert_eq!(add_webhook(&admin, &app, &only.url, &["call.rised"]).await.status(), StatusCode::UNPROCESSABLE_ENTITY);
         app.finish().await;
     }

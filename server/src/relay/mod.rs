@@ -88,13 +88,16 @@ impl Relay {
         (relay, task)
     }
 
-    /// The session's channel, opened on first use.
+    /// The session's channel, opened on first use; `recording` (the
+    /// caller's read: the session is ACTIVE) counts only for a new one.
     pub fn channel(self: &Arc<Self>, org_id: &str, session_id: &str, robot_id: &str, operator_id: Option<&str>, recording: bool) -> Arc<Channel> {
         self.follow(org_id);
         let mut channels = self.channels.lock().expect("relay lock");
+        let mut created = false;
         let channel = channels
             .entry(session_id.to_string())
             .or_insert_with(|| {
+                created = true;
                 let link = self.link.as_ref().map(|link| ChannelLink::new(link.clone(), session_id));
                 let channel = Arc::new(Channel::new(org_id, session_id, robot_id, operator_id, self.clock.now_ms(), self.limits, link));
                 self.learn_elsewhere(&channel, &self.elsewhere());
@@ -102,7 +105,12 @@ impl Relay {
             })
             .clone();
         drop(channels);
-        channel.set_recording(recording, &self.recorder, self.clock.now_ms());
+        // An existing channel knows the session's state better than the
+        // caller's read (a pause committed since reached it as an event):
+        // only a new one takes it from the read.
+        if created {
+            channel.set_recording(recording, &self.recorder, self.clock.now_ms());
+        }
         channel
     }
 

@@ -16,7 +16,7 @@ use super::recording::Sample;
 use crate::services::Principal;
 use crate::state::AppState;
 use crate::services::{Credential, TabPass};
-use domain::models::{LifecycleState, Role};
+use domain::models::{LifecycleState, Role, SessionRecord};
 use domain::relay::{CameraFrame, RelayMsg};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
@@ -40,25 +40,16 @@ pub async fn relay_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
         },
         Principal::Integration { .. } => return (StatusCode::FORBIDDEN, "an API key reads the org's events; it does not join the relay").into_response(),
     };
-    let session = match state.sessions.session(&org_id, &session_id).await {
-        Ok(Some(session)) => session,
-        Ok(None) => return (StatusCode::NOT_FOUND, "session not found").into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "relay: session lookup failed");
-            return StatusCode::SERVICE_UNAVAILABLE.into_response();
-        }
-    };
-    let allowed = match &side {
+    let session = match live_session(&state, &org_id, &session_id, |session| match &side {
         Side::Robot => session.robot == robot_id,
         Side::Cockpit(user_id) => session.operator_id.as_deref() == Some(user_id.as_str()),
         Side::Supervisor { .. } => false,
+    })
+    .await
+    {
+        Ok(session) => session,
+        Err(refused) => return refused,
     };
-    if !allowed {
-        return (StatusCode::NOT_FOUND, "session not found").into_response();
-    }
-    if !matches!(session.lifecycle, LifecycleState::Active | LifecycleState::Paused) {
-        return (StatusCode::CONFLICT, "the session is not live: the relay carries ACTIVE and PAUSED sessions").into_response();
-    }
     let pass = match socket_pass(&state, principal).await {
         Ok(pass) => pass,
         Err(refused) => return refused,
@@ -79,27 +70,15 @@ pub async fn watch_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
         return (StatusCode::FORBIDDEN, "the live view is for the organisation's admins").into_response();
     }
     // Another org's session does not exist here.
-    let session = match state.sessions.session(&org.org_id, &session_id).await {
-        Ok(Some(session)) => session,
-        Ok(None) => return (StatusCode::NOT_FOUND, "session not found").into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "relay: session lookup failed");
-            return StatusCode::SERVICE_UNAVAILABLE.into_response();
-        }
+    let session = match live_session(&state, &org.org_id, &session_id, |_| true).await {
+        Ok(session) => session,
+        Err(refused) => return refused,
     };
-    if !matches!(session.lifecycle, LifecycleState::Active | LifecycleState::Paused) {
-        return (StatusCode::CONFLICT, "the session is not live: the relay carries ACTIVE and PAUSED sessions").into_response();
-    }
     let pass = match state.accounts.socket_pass(&token, &user.user_id, &org.org_id, Role::Admin).await {
         Ok(pass) => pass,
         Err(refused) => return refused.into_response(),
     };
-    // An existing channel knows the session's state better than this read
-    // (a pause committed since): only a new one takes it from the read.
-    let channel = match state.relay.get(&session.id) {
-        Some(channel) => channel,
-        None => state.relay.channel(&org.org_id, &session.id, &session.robot, session.operator_id.as_deref(), session.lifecycle == LifecycleState::Active),
-    };
+    let channel = state.relay.channel(&org.org_id, &session.id, &session.robot, session.operator_id.as_deref(), session.lifecycle == LifecycleState::Active);
     let side = Side::Supervisor { admin_id: user.user_id.clone(), name: user.display_name.clone() };
     // A live view sends nothing worth a camera frame's size.
     ws.max_message_size(4 * 1024).on_upgrade(move |socket| async move {
@@ -111,6 +90,25 @@ pub async fn watch_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
         serve(state.clone(), channel, side, pass, socket).await;
         supervised(&state, &org_id, &session_id, &admin_id, false).await;
     })
+}
+
+/// The session `session_id` of `org_id` while the relay carries it (ACTIVE
+/// or PAUSED), if `may_join` lets the caller in; else the refusal: 404 for
+/// a session that is not there or not the caller's (another org's session
+/// does not exist here), 409 for one that is not live.
+async fn live_session(state: &AppState, org_id: &str, session_id: &str, may_join: impl FnOnce(&SessionRecord) -> bool) -> Result<SessionRecord, Response> {
+    let session = match state.sessions.session(org_id, session_id).await {
+        Ok(Some(session)) if may_join(&session) => session,
+        Ok(_) => return Err((StatusCode::NOT_FOUND, "session not found").into_response()),
+        Err(e) => {
+            tracing::error!(error = %e, "relay: session lookup failed");
+            return Err(StatusCode::SERVICE_UNAVAILABLE.into_response());
+        }
+    };
+    if !matches!(session.lifecycle, LifecycleState::Active | LifecycleState::Paused) {
+        return Err((StatusCode::CONFLICT, "the session is not live: the relay carries ACTIVE and PAUSED sessions").into_response());
+    }
+    Ok(session)
 }
 
 /// SUPERVISOR_JOINED / SUPERVISOR_LEFT in the session's activity; whether it was logged.

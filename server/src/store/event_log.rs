@@ -63,6 +63,8 @@ pub trait EventLogStore: Send + Sync {
     /// The oldest id the org's log still keeps (`None`: none kept), and the
     /// last id it ever gave (0: none).
     async fn event_bounds(&self, org_id: &str) -> StoreResult<(Option<i64>, i64)>;
+    /// The last id the org's log ever gave (0: none).
+    async fn last_event_id(&self, org_id: &str) -> StoreResult<i64>;
     /// Deletes every org's records older than `before` (retention), and
     /// webhook attempts as old; how many records.
     async fn prune_events(&self, before: i64) -> StoreResult<u64>;
@@ -99,8 +101,12 @@ macro_rules! event_log_store {
 
             async fn event_bounds(&self, org_id: &str) -> StoreResult<(Option<i64>, i64)> {
                 let oldest: Option<i64> = sqlx::query_scalar("SELECT MIN(id) FROM org_events WHERE org_id = $1").bind(org_id).fetch_one(&self.pool).await?;
+                Ok((oldest, self.last_event_id(org_id).await?))
+            }
+
+            async fn last_event_id(&self, org_id: &str) -> StoreResult<i64> {
                 let last: Option<i64> = sqlx::query_scalar("SELECT last FROM org_event_counters WHERE org_id = $1").bind(org_id).fetch_optional(&self.pool).await?;
-                Ok((oldest, last.unwrap_or(0)))
+                Ok(last.unwrap_or(0))
             }
 
             async fn log_robot_offline(&self, org_id: &str, robot_id: &str, now: i64, timeout_ms: i64) -> StoreResult<bool> {

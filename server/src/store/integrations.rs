@@ -127,8 +127,9 @@ pub trait IntegrationStore: Send + Sync {
     /// Disables the endpoint, if `owner` still holds it.
     async fn disable_webhook(&self, id: &str, owner: &str, at: i64, reason: &str) -> StoreResult<()>;
     async fn record_delivery(&self, delivery: &DeliveryRow) -> StoreResult<()>;
-    /// The endpoint's latest attempts, newest first.
-    async fn deliveries(&self, endpoint_id: &str, limit: i64) -> StoreResult<Vec<DeliveryRow>>;
+    /// Each of the org's endpoints' latest `limit` attempts, newest first
+    /// (one read for the integrations screen, not one an endpoint).
+    async fn latest_deliveries(&self, org_id: &str, limit: i64) -> StoreResult<Vec<DeliveryRow>>;
     /// How many attempts the endpoint has made at this event in order
     /// (resends not counted): where a new claimant's retries go on from.
     async fn attempts(&self, endpoint_id: &str, event_id: i64) -> StoreResult<i64>;
@@ -253,12 +254,15 @@ macro_rules! integration_store {
                 Ok(())
             }
 
-            async fn deliveries(&self, endpoint_id: &str, limit: i64) -> StoreResult<Vec<DeliveryRow>> {
+            async fn latest_deliveries(&self, org_id: &str, limit: i64) -> StoreResult<Vec<DeliveryRow>> {
+                // Each endpoint's newest through its (endpoint_id, id) index.
                 Ok(sqlx::query_as(
-                    "SELECT endpoint_id, org_id, event_id, kind, attempt, at, status, latency_ms, error, resend FROM webhook_deliveries \
-                     WHERE endpoint_id = $1 ORDER BY id DESC LIMIT $2",
+                    "SELECT d.endpoint_id, d.org_id, d.event_id, d.kind, d.attempt, d.at, d.status, d.latency_ms, d.error, d.resend \
+                     FROM webhook_endpoints w JOIN webhook_deliveries d ON d.endpoint_id = w.id \
+                     WHERE w.org_id = $1 AND d.id IN (SELECT x.id FROM webhook_deliveries x WHERE x.endpoint_id = w.id ORDER BY x.id DESC LIMIT $2) \
+                     ORDER BY d.id DESC",
                 )
-                .bind(endpoint_id).bind(limit).fetch_all(&self.pool).await?)
+                .bind(org_id).bind(limit).fetch_all(&self.pool).await?)
             }
 
             async fn attempts(&self, endpoint_id: &str, event_id: i64) -> StoreResult<i64> {

@@ -268,11 +268,12 @@ async fn sweep_limits(throttle: Arc<SignInThrottle>, quotas: Arc<crate::services
     }
 }
 
-/// How often the store keeps its hot tables fit (`Store::maintain`).
-const MAINTAIN_EVERY: Duration = Duration::from_secs(30);
+/// How often the store looks for tables to keep fit (`Store::maintain`):
+/// soon enough that a table growing from empty is analyzed within seconds.
+const MAINTAIN_EVERY: Duration = Duration::from_secs(5);
 
-/// Keeps the tables every call writes fit where the database does not
-/// (PostgreSQL with autovacuum off), from the start and every 30 s.
+/// Keeps the tables fit where the database does not (PostgreSQL with
+/// autovacuum off), from the start and every 5 s.
 async fn maintain(store: SharedStore) {
     let mut tick = tokio::time::interval(MAINTAIN_EVERY);
     // A slow vacuum is not followed by a burst of catch-up ones.
@@ -282,7 +283,7 @@ async fn maintain(store: SharedStore) {
         tick.tick().await;
         match store.maintain().await {
             Ok(true) if !told => {
-                tracing::warn!("PostgreSQL's autovacuum is off: this instance vacuums and analyzes the call tables every 30 s");
+                tracing::warn!("PostgreSQL's autovacuum is off: this instance vacuums and analyzes tables as autovacuum would");
                 told = true;
             }
             Ok(_) => {}

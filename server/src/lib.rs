@@ -166,7 +166,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         ),
         _ => None,
     };
-    let (relay, relay_job) = relay::Relay::start(bus.clone(), clock::Clock::system(), recorder, config.relay, relay_link);
+    let (relay, relay_job) = relay::Relay::start(bus.clone(), clock::Clock::system(), recorder, config.relay, relay_link, sessions.clone());
     let datasets = Arc::new(datasets::DatasetService::new(store.clone(), bus.clone(), config.data_dir.join("datasets")));
     let episodes_job = tokio::spawn(datasets.clone().make_episodes(recordings));
     let passwords = Arc::new(crate::services::PasswordChecker::new(crate::services::passwords::HASHING_THREADS, crate::services::passwords::WAITING_CHECKS));

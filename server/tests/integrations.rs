@@ -293,7 +293,7 @@ both_backends_with!(
         *only.secret.lock().unwrap() = added.secret;
         full_call(&app).await;
         assert_eq!(only.next().await.event.kind(), "call.accepted");
-        // The screen lists each endpoint's own attempts (read in one go).
+        // The screen lists each endpoint's own attempts.
         // The attempt is logged once the receiver has answered: poll for it.
         let listed = tokio::time::timeout(Duration::from_secs(10), async {
             loop {

@@ -4,5 +4,7 @@
 -- cheapest plan; kept as the tables grow, such a plan reads every session
 -- again and again (measured: sequential scans of `sessions` under the
 -- batch function, most of them for the event log's robot id). Inside the
--- function the planner takes an index wherever one serves.
+-- function the planner takes an index wherever one serves. CREATE OR
+-- REPLACE FUNCTION resets it: a migration that re-creates the function
+-- says `SET enable_seqscan = off` again (a test checks it is set).
 ALTER FUNCTION clutchcall_commit_batch(TEXT, BIGINT, JSONB) SET enable_seqscan = off;

@@ -141,6 +141,9 @@ pub struct Channel {
     up: Flow,
     down: Flow,
     recording: AtomicBool,
+    /// A lifecycle event reached the channel: it knows whether the session
+    /// records better than any joining socket's read of the database.
+    heard_lifecycle: AtomicBool,
     next_peer: AtomicU64,
     /// Sockets leave when this turns true (the session ended) or when the
     /// operator they belong to lost control.
@@ -165,6 +168,7 @@ impl Channel {
             up: Flow::new(limits),
             down: Flow::new(limits),
             recording: AtomicBool::new(false),
+            heard_lifecycle: AtomicBool::new(false),
             next_peer: AtomicU64::new(1),
             closed: watch::channel(false).0,
             input_reported_ms: AtomicI64::new(0),
@@ -407,8 +411,25 @@ impl Channel {
         self.announce();
     }
 
+    /// A joining socket's read of the session (`active`: it records),
+    /// taken until a lifecycle event has reached the channel: a read may
+    /// predate a pause or resume the channel has heard, and an event sent
+    /// before the channel existed is never heard (the next join's read
+    /// brings it).
+    pub fn take_read(&self, active: bool, recorder: &Recorder, now: i64) {
+        if !self.heard_lifecycle.load(Ordering::Relaxed) {
+            self.set_recording(active, recorder, now);
+        }
+    }
+
+    /// A lifecycle event: ACTIVE records, PAUSED does not.
+    pub fn hear_lifecycle(&self, active: bool, recorder: &Recorder, now: i64) {
+        self.heard_lifecycle.store(true, Ordering::Relaxed);
+        self.set_recording(active, recorder, now);
+    }
+
     /// ACTIVE records; PAUSED (and before the start) does not.
-    pub fn set_recording(&self, on: bool, recorder: &Recorder, now: i64) {
+    fn set_recording(&self, on: bool, recorder: &Recorder, now: i64) {
         if self.recording.swap(on, Ordering::Relaxed) != on && self.has_robot() && !self.is_closed() {
             recorder.push(&self.session_id, if on { Sample::Resume { t_ms: now } } else { Sample::Pause { t_ms: now } });
         }
@@ -448,5 +469,25 @@ mod tests {
         let frames = Flow::new(limits(2, 1024));
         assert!(frames.admit(10) && frames.admit(10) && !frames.admit(10), "two frames a second");
         assert!(!Flow::new(limits(100, 8)).admit(16 * 1024), "a frame larger than a second's bytes never passes");
+    }
+
+    /// A joining socket's read sets whether the session records until a
+    /// lifecycle event has reached the channel; after that, only events.
+    #[test]
+    fn a_read_counts_until_the_channel_hears_a_lifecycle_event() {
+        let dir = std::env::temp_dir().join(format!("cc-channel-{}", uuid::Uuid::now_v7().simple()));
+        let (finished, _) = tokio::sync::mpsc::unbounded_channel();
+        let recorder = Recorder::start(dir.clone(), finished, u64::MAX).unwrap();
+        let channel = Channel::new("org", "ses", "robot", Some("op"), 0, limits(30, 512), None);
+        channel.take_read(false, &recorder, 1);
+        assert!(!channel.is_active(), "read PAUSED");
+        channel.take_read(true, &recorder, 2);
+        assert!(channel.is_active(), "a later join's read brings a resume the channel never heard");
+        channel.hear_lifecycle(false, &recorder, 3);
+        channel.take_read(true, &recorder, 4);
+        assert!(!channel.is_active(), "a read older than the pause the channel heard does not undo it");
+        channel.hear_lifecycle(true, &recorder, 5);
+        assert!(channel.is_active());
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -22,6 +22,7 @@ pub use socket::{relay_handler, watch_handler};
 
 use crate::bus::{Delivery, SharedBus};
 use crate::clock::Clock;
+use crate::services::SessionService;
 use domain::events::{Event, OrgEvent, Topic};
 use domain::models::LifecycleState;
 use axum::extract::ws::Message;
@@ -48,12 +49,21 @@ pub struct Relay {
     /// other instance last reported carrying (by publisher) and when.
     link: Option<Arc<RelayLink>>,
     reports: Mutex<HashMap<String, (Instant, Vec<Part>)>>,
+    /// Where a channel reads its session again after a gap in its org's events.
+    sessions: Arc<SessionService>,
 }
 
 impl Relay {
     /// The hub and its counting task (counts published, recordings
     /// flushed; in cluster mode, also what other instances report heard).
-    pub fn start(bus: SharedBus, clock: Clock, recorder: Arc<Recorder>, limits: RelayLimits, link: Option<Arc<RelayLink>>) -> (Arc<Relay>, tokio::task::JoinHandle<()>) {
+    pub fn start(
+        bus: SharedBus,
+        clock: Clock,
+        recorder: Arc<Recorder>,
+        limits: RelayLimits,
+        link: Option<Arc<RelayLink>>,
+        sessions: Arc<SessionService>,
+    ) -> (Arc<Relay>, tokio::task::JoinHandle<()>) {
         let relay = Arc::new(Relay {
             channels: Mutex::default(),
             followed: Mutex::default(),
@@ -64,6 +74,7 @@ impl Relay {
             limits,
             link: link.clone(),
             reports: Mutex::default(),
+            sessions,
         });
         let hub = Arc::downgrade(&relay);
         let task = tokio::spawn(async move {
@@ -89,15 +100,14 @@ impl Relay {
     }
 
     /// The session's channel, opened on first use; `recording` (the
-    /// caller's read: the session is ACTIVE) counts only for a new one.
+    /// caller's read: the session is ACTIVE) counts until the channel has
+    /// heard a lifecycle event (`Channel::take_read`).
     pub fn channel(self: &Arc<Self>, org_id: &str, session_id: &str, robot_id: &str, operator_id: Option<&str>, recording: bool) -> Arc<Channel> {
         self.follow(org_id);
         let mut channels = self.channels.lock().expect("relay lock");
-        let mut created = false;
         let channel = channels
             .entry(session_id.to_string())
             .or_insert_with(|| {
-                created = true;
                 let link = self.link.as_ref().map(|link| ChannelLink::new(link.clone(), session_id));
                 let channel = Arc::new(Channel::new(org_id, session_id, robot_id, operator_id, self.clock.now_ms(), self.limits, link));
                 self.learn_elsewhere(&channel, &self.elsewhere());
@@ -105,12 +115,7 @@ impl Relay {
             })
             .clone();
         drop(channels);
-        // An existing channel knows the session's state better than the
-        // caller's read (a pause committed since reached it as an event):
-        // only a new one takes it from the read.
-        if created {
-            channel.set_recording(recording, &self.recorder, self.clock.now_ms());
-        }
+        channel.take_read(recording, &self.recorder, self.clock.now_ms());
         channel
     }
 
@@ -264,6 +269,7 @@ impl Relay {
         }
         let subscription = self.bus.subscribe(&Topic::org(org_id));
         let hub = Arc::downgrade(self);
+        let org_id = org_id.to_string();
         tokio::spawn(async move {
             let mut subscription = subscription;
             loop {
@@ -274,16 +280,28 @@ impl Relay {
                         hub.lifecycle(&session_id, lifecycle, operator_id.as_deref(), at_ms);
                     }
                     Delivery::Event(_) => {}
-                    // The bus holds far more than the relay's few events a
-                    // second; a missed end is caught when the channel's
-                    // sockets next act (they re-check the session). (In
-                    // cluster mode every new subscription starts with one:
-                    // not a warning.)
-                    Delivery::Resync => tracing::debug!("relay told to resync its org's lifecycle events"),
+                    // Events were lost (a slow subscriber, a gap between
+                    // instances; in cluster mode every new subscription
+                    // starts with one). Events after it wait for the reads.
+                    Delivery::Resync => hub.resync(&org_id).await,
                     Delivery::Closed => return,
                 }
             }
         });
+    }
+
+    /// After a gap in the org's events, each of its channels takes its
+    /// session's state from the database as if the event had come: a
+    /// missed end closes it, a missed pause, resume or handover applies.
+    async fn resync(&self, org_id: &str) {
+        let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().filter(|c| c.org_id == org_id).cloned().collect();
+        for channel in channels {
+            match self.sessions.session(org_id, &channel.session_id).await {
+                Ok(Some(session)) => self.lifecycle(&session.id, session.lifecycle, session.operator_id.as_deref(), self.clock.now_ms()),
+                Ok(None) => tracing::warn!(session = %channel.session_id, "a relay channel's session is not in the database"),
+                Err(e) => tracing::warn!(session = %channel.session_id, error = %e, "a relay channel could not read its session after a gap in events"),
+            }
+        }
     }
 
     /// A lifecycle change of a session that may have a channel.
@@ -292,7 +310,7 @@ impl Relay {
         match lifecycle {
             LifecycleState::Active | LifecycleState::Paused => {
                 channel.set_operator(operator_id, &self.recorder, at_ms);
-                channel.set_recording(lifecycle == LifecycleState::Active, &self.recorder, at_ms);
+                channel.hear_lifecycle(lifecycle == LifecycleState::Active, &self.recorder, at_ms);
             }
             LifecycleState::Completed | LifecycleState::Cancelled => {
                 self.channels.lock().expect("relay lock").remove(session_id);
@@ -372,5 +390,63 @@ async fn flush_recordings(hub: Weak<Relay>) {
         every.tick().await;
         let Some(hub) = hub.upgrade() else { return };
         hub.recorder.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bus::InProcessBus;
+    use crate::store::{NewSession, Write};
+
+    /// Events lost to a slow subscriber (here: more than the org topic
+    /// holds, published before the relay's follower ran) are a `Resync`:
+    /// each of the org's channels reads its session again, and the end it
+    /// missed closes it.
+    #[tokio::test]
+    async fn a_channel_whose_end_was_lost_in_a_gap_closes_on_the_resync() {
+        let dir = std::env::temp_dir().join(format!("cc-relay-resync-{}", uuid::Uuid::now_v7().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = crate::store::connect(&format!("sqlite://{}?mode=rwc", dir.join("db.sqlite").display())).await.unwrap();
+        store.seed(&crate::seed::demo_seed()).await.unwrap();
+        let org = crate::seed::DEMO_ORG_ID;
+        let lease = store.take_lease(org, "test", 60_000).await.unwrap().unwrap();
+        let session = NewSession {
+            id: "ses-resync".into(),
+            org_id: org.into(),
+            robot_id: "uk-pick-01".into(),
+            skill: "pick-place".into(),
+            pop: "uk-london".into(),
+            raised_at: 1,
+            client_id: None,
+            booking_id: None,
+            planned_end_at: None,
+        };
+        let end = Write::End { org_id: org.into(), session_id: "ses-resync".into(), to: LifecycleState::Cancelled, reason: "withdrawn".into(), attached: None, at: 2 };
+        store.commit(&lease, vec![Write::OpenSession(session)]).await.unwrap();
+
+        let bus: SharedBus = InProcessBus::new();
+        let (finished, _episodes) = mpsc::unbounded_channel();
+        let recorder = Arc::new(Recorder::start(dir.join("recordings"), finished, u64::MAX).unwrap());
+        let limits = RelayLimits { max_fps: 30, max_kib_per_s: 512, recording_max_bytes: u64::MAX };
+        let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
+        let (relay, _job) = Relay::start(bus.clone(), Clock::system(), recorder, limits, None, sessions);
+        let channel = relay.channel(org, "ses-resync", "uk-pick-01", None, false);
+
+        // The session ends; its event is lost among more than the topic holds.
+        store.commit(&lease, vec![end]).await.unwrap();
+        for n in 0..crate::bus::ORG_TOPIC_BUFFER + 10 {
+            let other = OrgEvent::Lifecycle { session_id: format!("ses-other-{n}"), robot_id: "r".into(), lifecycle: LifecycleState::Cancelled, operator_id: None, queued: false, at_ms: 3 };
+            bus.publish(Topic::org(org), Event::Org(other));
+        }
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !channel.is_closed() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the resync's read closes the channel");
+        assert!(relay.get("ses-resync").is_none(), "and the hub forgets it");
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -57,14 +57,11 @@ impl IntegrationService {
     /// Everything the screen shows.
     pub async fn overview(&self, org_id: &str) -> Result<Integrations, AppError> {
         let keys = self.store.api_keys(org_id).await.map_err(internal)?.into_iter().map(key_view).collect();
-        let mut deliveries = self.store.latest_deliveries(org_id, DELIVERIES_SHOWN).await.map_err(internal)?;
-        let webhooks = (self.store.webhooks(org_id).await.map_err(internal)?.into_iter())
-            .map(|hook| {
-                let (its, others) = std::mem::take(&mut deliveries).into_iter().partition(|d| d.endpoint_id == hook.id);
-                deliveries = others;
-                webhook_view(hook, its)
-            })
-            .collect();
+        let mut webhooks = Vec::new();
+        for hook in self.store.webhooks(org_id).await.map_err(internal)? {
+            let deliveries = self.store.deliveries(&hook.id, DELIVERIES_SHOWN).await.map_err(internal)?;
+            webhooks.push(webhook_view(hook, deliveries));
+        }
         let last_event_id = self.store.last_event_id(org_id).await.map_err(internal)?;
         Ok(Integrations { keys, webhooks, event_types: LogEvent::TYPES.iter().map(|t| t.to_string()).collect(), last_event_id })
     }

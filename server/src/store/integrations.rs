@@ -127,9 +127,11 @@ pub trait IntegrationStore: Send + Sync {
     /// Disables the endpoint, if `owner` still holds it.
     async fn disable_webhook(&self, id: &str, owner: &str, at: i64, reason: &str) -> StoreResult<()>;
     async fn record_delivery(&self, delivery: &DeliveryRow) -> StoreResult<()>;
-    /// Each of the org's endpoints' latest `limit` attempts, newest first
-    /// (one read for the integrations screen, not one an endpoint).
-    async fn latest_deliveries(&self, org_id: &str, limit: i64) -> StoreResult<Vec<DeliveryRow>>;
+    /// The endpoint's latest attempts, newest first (through its
+    /// (endpoint_id, id) index: one read an endpoint, at most
+    /// `MAX_WEBHOOKS` a screen, reads `limit` rows each; one read for all
+    /// would walk every attempt kept).
+    async fn deliveries(&self, endpoint_id: &str, limit: i64) -> StoreResult<Vec<DeliveryRow>>;
     /// How many attempts the endpoint has made at this event in order
     /// (resends not counted): where a new claimant's retries go on from.
     async fn attempts(&self, endpoint_id: &str, event_id: i64) -> StoreResult<i64>;
@@ -254,15 +256,12 @@ macro_rules! integration_store {
                 Ok(())
             }
 
-            async fn latest_deliveries(&self, org_id: &str, limit: i64) -> StoreResult<Vec<DeliveryRow>> {
-                // Each endpoint's newest through its (endpoint_id, id) index.
+            async fn deliveries(&self, endpoint_id: &str, limit: i64) -> StoreResult<Vec<DeliveryRow>> {
                 Ok(sqlx::query_as(
-                    "SELECT d.endpoint_id, d.org_id, d.event_id, d.kind, d.attempt, d.at, d.status, d.latency_ms, d.error, d.resend \
-                     FROM webhook_endpoints w JOIN webhook_deliveries d ON d.endpoint_id = w.id \
-                     WHERE w.org_id = $1 AND d.id IN (SELECT x.id FROM webhook_deliveries x WHERE x.endpoint_id = w.id ORDER BY x.id DESC LIMIT $2) \
-                     ORDER BY d.id DESC",
+                    "SELECT endpoint_id, org_id, event_id, kind, attempt, at, status, latency_ms, error, resend FROM webhook_deliveries \
+                     WHERE endpoint_id = $1 ORDER BY id DESC LIMIT $2",
                 )
-                .bind(org_id).bind(limit).fetch_all(&self.pool).await?)
+                .bind(endpoint_id).bind(limit).fetch_all(&self.pool).await?)
             }
 
             async fn attempts(&self, endpoint_id: &str, event_id: i64) -> StoreResult<i64> {

@@ -501,23 +501,38 @@ impl StoreDb for PgStore {
         if autovacuum == "on" {
             return Ok(false);
         }
-        // What autovacuum would do, on the tables it would do it to: those
-        // with more changed or dead rows than 50 + 2 % of their live ones
-        // (autovacuum's formula, with the 2 % migration 0017 set on the
-        // call tables). Dead versions go, statistics come, and the plans
-        // each connection cached (the batch function's, the foreign-key
-        // checks') are made again with them: plans made while a table was
-        // nearly empty scan it whole. One statement per table, none in a
-        // transaction.
-        let due: Vec<String> = sqlx::query_scalar(
-            "SELECT relname::text FROM pg_stat_user_tables WHERE schemaname = 'public' AND relname <> '_sqlx_migrations' \
+        // Autovacuum's rule with a 2 % scale factor on every table (as
+        // migration 0017 set on the call tables): a table with more changed
+        // or dead rows than 50 + 2 % of its live ones is vacuumed and
+        // analyzed. Dead versions go, statistics come, and the plans each
+        // connection cached (the batch function's, the foreign-key checks')
+        // are made again with them: plans made while a table was nearly
+        // empty scan it whole. One instance at a time (an advisory lock
+        // held by this connection); a table another statement has locked
+        // is left for the next round (SKIP_LOCKED), and one that fails does
+        // not hold up the others. Never in a transaction (VACUUM refuses).
+        const KEY: &str = "hashtext('clutchcall.maintain')";
+        let mut conn = pool.acquire().await?;
+        let mine: bool = sqlx::query_scalar(&format!("SELECT pg_try_advisory_lock({KEY})")).fetch_one(&mut *conn).await?;
+        if !mine {
+            return Ok(true);
+        }
+        let due: Result<Vec<String>, sqlx::Error> = sqlx::query_scalar(
+            "SELECT format('%I.%I', schemaname, relname) FROM pg_stat_user_tables WHERE relname <> '_sqlx_migrations' \
              AND (n_mod_since_analyze > 50 + 0.02 * n_live_tup OR n_dead_tup > 50 + 0.02 * n_live_tup) ORDER BY relname",
         )
-        .fetch_all(pool)
-        .await?;
-        for table in due {
-            sqlx::query(&format!("VACUUM (ANALYZE) \"{table}\"")).execute(pool).await?;
+        .fetch_all(&mut *conn)
+        .await;
+        for table in due.as_deref().unwrap_or_default() {
+            if let Err(e) = sqlx::query(&format!("VACUUM (ANALYZE, SKIP_LOCKED) {table}")).execute(&mut *conn).await {
+                tracing::warn!(table, error = %e, "a table could not be vacuumed");
+            }
         }
+        // A connection that cannot say so is closed, which ends the lock.
+        if sqlx::query(&format!("SELECT pg_advisory_unlock({KEY})")).execute(&mut *conn).await.is_err() {
+            conn.detach();
+        }
+        due?;
         Ok(true)
     }
 }

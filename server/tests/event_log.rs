@@ -139,3 +139,25 @@ both_backends!(changes_outside_dispatch_are_logged_in_their_own_transaction, |ap
     assert_eq!(since(&app, mark).await.iter().map(|(k, _, _)| k.as_str()).collect::<Vec<_>>(), ["robot.offline"]);
     app.finish().await;
 });
+
+// Retention: each org's log is pruned up to its newest record past the
+// retention, by id (a record committed out of `at` order leaves no hole
+// the 410 rule cannot see); other orgs' records are cut at their own.
+both_backends!(retention_prunes_each_org_up_to_its_newest_record_past_it, |app: TestApp| async move {
+    let url = app.database_url();
+    // (Ids far above what the running server gives; `at` far in the past.)
+    let rows = [(ORG, 1_000_001, 100), (ORG, 1_000_002, 900), (ORG, 1_000_003, 150), (ORG, 1_000_004, 950), ("org-harbor", 1_000_001, 100), ("org-harbor", 1_000_002, 600)];
+    for (org, id, at) in rows {
+        common::execute(&url, &format!("INSERT INTO org_events (org_id, id, at, kind, data) VALUES ('{org}', {id}, {at}, 'robot.offline', '{{}}')")).await;
+    }
+    let pruned = app.running().store.prune_events(500).await.unwrap();
+    assert!(pruned >= 4, "{pruned}");
+    let kept = |org: &str| format!("SELECT COUNT(*) FROM org_events WHERE org_id = '{org}' AND id > 1000000");
+    let oldest_kept = |org: &str| format!("SELECT MIN(id) FROM org_events WHERE org_id = '{org}' AND id > 1000000");
+    assert_eq!(common::scalar(&url, &kept(ORG)).await, 1, "1, 2 (new but before the old 3) and 3 go");
+    assert_eq!(common::scalar(&url, &oldest_kept(ORG)).await, 1_000_004);
+    assert_eq!(common::scalar(&url, &kept("org-harbor")).await, 1);
+    assert_eq!(common::scalar(&url, &oldest_kept("org-harbor")).await, 1_000_002);
+    assert_eq!(app.running().store.prune_events(500).await.unwrap(), 0, "nothing more past the retention");
+    app.finish().await;
+});

@@ -88,6 +88,9 @@ pub struct Logged<'a> {
     pub event: LogEvent,
 }
 
+/// Records one pruning statement deletes.
+const PRUNE_STEP: i64 = 5_000;
+
 macro_rules! event_log_store {
     ($store:ident) => {
         #[async_trait]
@@ -131,10 +134,25 @@ macro_rules! event_log_store {
                 // Per org up to its newest record past the retention, by id:
                 // a record committed a moment out of `at` order is not left
                 // as a hole the 410 rule (the oldest id kept) cannot see.
-                let pruned = sqlx::query(
-                    "DELETE FROM org_events WHERE id <= (SELECT MAX(e.id) FROM org_events e WHERE e.org_id = org_events.org_id AND e.at < $1)",
-                )
-                .bind(before).execute(&self.pool).await?.rows_affected();
+                // The cuts are found through the `at` index among the old
+                // records only; each org's are deleted by its key, a step
+                // at a time, so no statement holds the writer long.
+                let cuts: Vec<(String, i64)> = sqlx::query_as("SELECT org_id, MAX(id) FROM org_events WHERE at < $1 GROUP BY org_id")
+                    .bind(before).fetch_all(&self.pool).await?;
+                let mut pruned = 0;
+                for (org_id, cut) in cuts {
+                    loop {
+                        let step = sqlx::query(
+                            "DELETE FROM org_events WHERE org_id = $1 AND id IN \
+                             (SELECT id FROM org_events WHERE org_id = $1 AND id <= $2 ORDER BY id LIMIT $3)",
+                        )
+                        .bind(&org_id).bind(cut).bind(PRUNE_STEP).execute(&self.pool).await?.rows_affected();
+                        pruned += step;
+                        if step < PRUNE_STEP as u64 {
+                            break;
+                        }
+                    }
+                }
                 sqlx::query("DELETE FROM webhook_deliveries WHERE at < $1").bind(before).execute(&self.pool).await?;
                 Ok(pruned)
             }

@@ -143,7 +143,11 @@ both_backends!(changes_outside_dispatch_are_logged_in_their_own_transaction, |ap
 // Retention: each org's log is pruned up to its newest record past the
 // retention, by id (a record committed out of `at` order leaves no hole
 // the 410 rule cannot see); other orgs' records are cut at their own.
-both_backends!(retention_prunes_each_org_up_to_its_newest_record_past_it, |app: TestApp| async move {
+both_backends_with!(
+    retention_prunes_each_org_up_to_its_newest_record_past_it,
+    // The server's own pruning keeps everything: only the test's call prunes.
+    |c: &mut server::config::Config| c.event_retention_days = u32::MAX,
+    |app: TestApp| async move {
     let url = app.database_url();
     // (Ids far above what the running server gives; `at` far in the past.)
     let rows = [(ORG, 1_000_001, 100), (ORG, 1_000_002, 900), (ORG, 1_000_003, 150), (ORG, 1_000_004, 950), ("org-harbor", 1_000_001, 100), ("org-harbor", 1_000_002, 600)];
@@ -160,4 +164,5 @@ both_backends!(retention_prunes_each_org_up_to_its_newest_record_past_it, |app: 
     assert_eq!(common::scalar(&url, &oldest_kept("org-harbor")).await, 1_000_002);
     assert_eq!(app.running().store.prune_events(500).await.unwrap(), 0, "nothing more past the retention");
     app.finish().await;
-});
+}
+);

@@ -59,6 +59,13 @@ pub struct Subscription {
 }
 
 impl Subscription {
+    /// Drops what is waiting: the subscriber goes on from the next event
+    /// published (after a `Resync`, when it reloads from the source, the
+    /// events kept from before are older than what it reads).
+    pub fn skip_to_now(&mut self) {
+        self.rx = self.rx.resubscribe();
+    }
+
     pub async fn recv(&mut self) -> Delivery {
         match self.rx.recv().await {
             Ok(Signal::Event(event)) => Delivery::Event(event),

@@ -143,7 +143,9 @@ pub struct Channel {
     recording: AtomicBool,
     /// A lifecycle event reached the channel: it knows whether the session
     /// records better than any joining socket's read of the database.
-    heard_lifecycle: AtomicBool,
+    /// (Held while a read or an event sets `recording`: a read judged
+    /// before an event must not land after it.)
+    heard_lifecycle: Mutex<bool>,
     next_peer: AtomicU64,
     /// Sockets leave when this turns true (the session ended) or when the
     /// operator they belong to lost control.
@@ -168,7 +170,7 @@ impl Channel {
             up: Flow::new(limits),
             down: Flow::new(limits),
             recording: AtomicBool::new(false),
-            heard_lifecycle: AtomicBool::new(false),
+            heard_lifecycle: Mutex::new(false),
             next_peer: AtomicU64::new(1),
             closed: watch::channel(false).0,
             input_reported_ms: AtomicI64::new(0),
@@ -417,14 +419,16 @@ impl Channel {
     /// before the channel existed is never heard (the next join's read
     /// brings it).
     pub fn take_read(&self, active: bool, recorder: &Recorder, now: i64) {
-        if !self.heard_lifecycle.load(Ordering::Relaxed) {
+        let heard = self.heard_lifecycle.lock().expect("relay lock");
+        if !*heard {
             self.set_recording(active, recorder, now);
         }
     }
 
     /// A lifecycle event: ACTIVE records, PAUSED does not.
     pub fn hear_lifecycle(&self, active: bool, recorder: &Recorder, now: i64) {
-        self.heard_lifecycle.store(true, Ordering::Relaxed);
+        let mut heard = self.heard_lifecycle.lock().expect("relay lock");
+        *heard = true;
         self.set_recording(active, recorder, now);
     }
 

@@ -22,6 +22,7 @@ pub use socket::{relay_handler, watch_handler};
 
 use crate::bus::{Delivery, SharedBus};
 use crate::clock::Clock;
+use futures::StreamExt;
 use crate::services::SessionService;
 use domain::events::{Event, OrgEvent, Topic};
 use domain::models::LifecycleState;
@@ -33,6 +34,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
+
+/// After a gap in an org's events: how many of its channels read their
+/// session at once, and how long one read may take.
+const RESYNC_READS_AT_ONCE: usize = 8;
+const RESYNC_READ: Duration = Duration::from_secs(2);
 
 pub struct Relay {
     channels: Mutex<HashMap<String, Arc<Channel>>>,
@@ -282,8 +288,12 @@ impl Relay {
                     Delivery::Event(_) => {}
                     // Events were lost (a slow subscriber, a gap between
                     // instances; in cluster mode every new subscription
-                    // starts with one). Events after it wait for the reads.
-                    Delivery::Resync => hub.resync(&org_id).await,
+                    // starts with one). Those still waiting are older than
+                    // the reads: dropped. Events from now on wait for them.
+                    Delivery::Resync => {
+                        subscription.skip_to_now();
+                        hub.resync(&org_id).await;
+                    }
                     Delivery::Closed => return,
                 }
             }
@@ -295,11 +305,19 @@ impl Relay {
     /// missed end closes it, a missed pause, resume or handover applies.
     async fn resync(&self, org_id: &str) {
         let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().filter(|c| c.org_id == org_id).cloned().collect();
-        for channel in channels {
-            match self.sessions.session(org_id, &channel.session_id).await {
-                Ok(Some(session)) => self.lifecycle(&session.id, session.lifecycle, session.operator_id.as_deref(), self.clock.now_ms()),
-                Ok(None) => tracing::warn!(session = %channel.session_id, "a relay channel's session is not in the database"),
-                Err(e) => tracing::warn!(session = %channel.session_id, error = %e, "a relay channel could not read its session after a gap in events"),
+        // A few reads at a time, each given up after a while: the org's
+        // events wait for them.
+        let reads = futures::stream::iter(channels).map(|channel| async move {
+            let read = tokio::time::timeout(RESYNC_READ, self.sessions.session(org_id, &channel.session_id)).await;
+            (channel, read)
+        });
+        let mut reads = reads.buffer_unordered(RESYNC_READS_AT_ONCE);
+        while let Some((channel, read)) = reads.next().await {
+            match read {
+                Ok(Ok(Some(session))) => self.lifecycle(&session.id, session.lifecycle, session.operator_id.as_deref(), self.clock.now_ms()),
+                Ok(Ok(None)) => tracing::warn!(session = %channel.session_id, "a relay channel's session is not in the database"),
+                Ok(Err(e)) => tracing::warn!(session = %channel.session_id, error = %e, "a relay channel could not read its session after a gap in events"),
+                Err(_) => tracing::warn!(session = %channel.session_id, "a relay channel's read after a gap in events took too long"),
             }
         }
     }

@@ -507,13 +507,16 @@ impl StoreDb for PgStore {
         // analyzed. Dead versions go, statistics come, and the plans each
         // connection cached (the batch function's, the foreign-key checks')
         // are made again with them: plans made while a table was nearly
-        // empty scan it whole. One instance at a time (an advisory lock
-        // held by this connection); a table another statement has locked
+        // empty scan it whole. One instance at a time (an advisory lock);
+        // a table another statement has locked
         // is left for the next round (SKIP_LOCKED), and one that fails does
         // not hold up the others. Never in a transaction (VACUUM refuses).
-        const KEY: &str = "hashtext('clutchcall.maintain')";
+        // The lock ends with its connection, which is closed when dropped,
+        // never returned to the pool (also when the task is stopped
+        // half-way through).
         let mut conn = pool.acquire().await?;
-        let mine: bool = sqlx::query_scalar(&format!("SELECT pg_try_advisory_lock({KEY})")).fetch_one(&mut *conn).await?;
+        conn.close_on_drop();
+        let mine: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtext('clutchcall.maintain'))").fetch_one(&mut *conn).await?;
         if !mine {
             return Ok(true);
         }
@@ -527,10 +530,6 @@ impl StoreDb for PgStore {
             if let Err(e) = sqlx::query(&format!("VACUUM (ANALYZE, SKIP_LOCKED) {table}")).execute(&mut *conn).await {
                 tracing::warn!(table, error = %e, "a table could not be vacuumed");
             }
-        }
-        // A connection that cannot say so is closed, which ends the lock.
-        if sqlx::query(&format!("SELECT pg_advisory_unlock({KEY})")).execute(&mut *conn).await.is_err() {
-            conn.detach();
         }
         due?;
         Ok(true)

@@ -50,6 +50,15 @@ pub enum Direction {
     Watch,
 }
 
+impl Direction {
+    const ALL: [Direction; 3] = [Direction::Up, Direction::Down, Direction::Watch];
+
+    /// Its place in a channel's per-direction arrays.
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// Which sides of a channel this instance holds sockets of (what it listens for).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SidesHere {
@@ -182,33 +191,18 @@ pub trait Arrivals: Send + Sync + 'static {
 pub struct ChannelLink {
     link: Arc<RelayLink>,
     session_id: String,
-    /// The subjects of its two directions.
-    up: async_nats::Subject,
-    down: async_nats::Subject,
-    /// Listening to `up` (while a cockpit or a live view is here), to
-    /// `down` (while the robot is) and to `watch` (while a live view is).
-    listening_up: Mutex<Option<OwnedTask>>,
-    listening_down: Mutex<Option<OwnedTask>>,
-    listening_watch: Mutex<Option<OwnedTask>>,
-    watch: async_nats::Subject,
+    /// The subject of each direction (`Direction::index`).
+    subjects: [async_nats::Subject; 3],
+    /// Listening to each direction: `up` while a cockpit or a live view is
+    /// here, `down` while the robot is, `watch` while a live view is.
+    listening: [Mutex<Option<OwnedTask>>; 3],
     elsewhere: Mutex<Elsewhere>,
 }
 
 impl ChannelLink {
     pub fn new(link: Arc<RelayLink>, session_id: &str) -> ChannelLink {
-        let (up, down) = (link.frames_subject(session_id, Direction::Up).into(), link.frames_subject(session_id, Direction::Down).into());
-        let watch = link.frames_subject(session_id, Direction::Watch).into();
-        ChannelLink {
-            link,
-            session_id: session_id.to_string(),
-            up,
-            down,
-            listening_up: Mutex::default(),
-            listening_down: Mutex::default(),
-            listening_watch: Mutex::default(),
-            watch,
-            elsewhere: Mutex::default(),
-        }
+        let subjects = Direction::ALL.map(|direction| link.frames_subject(session_id, direction).into());
+        ChannelLink { link, session_id: session_id.to_string(), subjects, listening: Default::default(), elsewhere: Mutex::default() }
     }
 
     /// What other instances hold of the channel.
@@ -225,11 +219,7 @@ impl ChannelLink {
     /// client cannot take it now and it is dropped.
     pub fn send(&self, direction: Direction, message: &Message) -> bool {
         let Some(payload) = encode(message) else { return true };
-        let subject = match direction {
-            Direction::Up => &self.up,
-            Direction::Down => &self.down,
-            Direction::Watch => &self.watch,
-        };
+        let subject = &self.subjects[direction.index()];
         // The publish only waits when the client's queue is full: polled
         // once, it is taken or it is not. (Unconstrained: tokio's budget for
         // a busy socket task must not make a queue with room look full.)
@@ -250,7 +240,7 @@ impl ChannelLink {
     /// on the server when this returns, so the report sent next cannot
     /// bring frames before it.
     pub async fn listen_for(&self, here: impl Fn() -> SidesHere, arrivals: Weak<dyn Arrivals>) {
-        for direction in [Direction::Up, Direction::Down, Direction::Watch] {
+        for direction in Direction::ALL {
             let wanted = || {
                 let sides = here();
                 match direction {
@@ -263,7 +253,7 @@ impl ChannelLink {
             match (wanted(), listening) {
                 (true, false) => {
                     let client = &self.link.client;
-                    let frames = match tokio::time::timeout(NATS_WAIT, client.subscribe(self.link.frames_subject(&self.session_id, direction))).await {
+                    let frames = match tokio::time::timeout(NATS_WAIT, client.subscribe(self.subjects[direction.index()].clone())).await {
                         Ok(Ok(frames)) => frames,
                         Ok(Err(e)) => {
                             tracing::warn!(session = %self.session_id, error = %e, "cannot listen for this session's frames from other instances");
@@ -290,11 +280,7 @@ impl ChannelLink {
     }
 
     fn slot(&self, direction: Direction) -> &Mutex<Option<OwnedTask>> {
-        match direction {
-            Direction::Up => &self.listening_up,
-            Direction::Down => &self.listening_down,
-            Direction::Watch => &self.listening_watch,
-        }
+        &self.listening[direction.index()]
     }
 }
 

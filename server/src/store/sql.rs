@@ -507,31 +507,33 @@ impl StoreDb for PgStore {
         // analyzed. Dead versions go, statistics come, and the plans each
         // connection cached (the batch function's, the foreign-key checks')
         // are made again with them: plans made while a table was nearly
-        // empty scan it whole. One instance at a time (an advisory lock);
-        // a table another statement has locked
-        // is left for the next round (SKIP_LOCKED), and one that fails does
-        // not hold up the others. Never in a transaction (VACUUM refuses).
-        // The lock ends with its connection, which is closed when dropped,
-        // never returned to the pool (also when the task is stopped
-        // half-way through).
+        // empty scan it whole. One instance at a time (an advisory lock); a
+        // table another statement has locked is left for the next round
+        // (SKIP_LOCKED), and one that fails does not hold up the others.
+        // Never in a transaction (VACUUM refuses).
+        // Only when a table is due does it take the lock, which ends with
+        // its connection: closed when dropped, never returned to the pool
+        // (also when the task is stopped half-way through).
+        let due: Vec<String> = sqlx::query_scalar(
+            "SELECT format('%I.%I', schemaname, relname) FROM pg_stat_user_tables WHERE relname <> '_sqlx_migrations' \
+             AND (n_mod_since_analyze > 50 + 0.02 * n_live_tup OR n_dead_tup > 50 + 0.02 * n_live_tup) ORDER BY relname",
+        )
+        .fetch_all(pool)
+        .await?;
+        if due.is_empty() {
+            return Ok(true);
+        }
         let mut conn = pool.acquire().await?;
         conn.close_on_drop();
         let mine: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtext('clutchcall.maintain'))").fetch_one(&mut *conn).await?;
         if !mine {
             return Ok(true);
         }
-        let due: Result<Vec<String>, sqlx::Error> = sqlx::query_scalar(
-            "SELECT format('%I.%I', schemaname, relname) FROM pg_stat_user_tables WHERE relname <> '_sqlx_migrations' \
-             AND (n_mod_since_analyze > 50 + 0.02 * n_live_tup OR n_dead_tup > 50 + 0.02 * n_live_tup) ORDER BY relname",
-        )
-        .fetch_all(&mut *conn)
-        .await;
-        for table in due.as_deref().unwrap_or_default() {
+        for table in &due {
             if let Err(e) = sqlx::query(&format!("VACUUM (ANALYZE, SKIP_LOCKED) {table}")).execute(&mut *conn).await {
                 tracing::warn!(table, error = %e, "a table could not be vacuumed");
             }
         }
-        due?;
         Ok(true)
     }
 }

@@ -3,13 +3,15 @@
 //! change, a token rotation or a retirement made on one instance ends the
 //! affected sockets and forgets the cached robot token on every other one
 //! (`services::tabs::Revocation`), over one NATS subject. NATS core
-//! delivers at most once: a socket whose revocation was lost still fails
-//! its next check against the store (a console re-reads its sign-in at
-//! most every 10 s, on a command; every request reads it).
+//! delivers at most once, so each instance numbers its revocations; after
+//! a gap, a reconnect or a slow-consumer warning an instance checks its
+//! sockets' credentials and its cached robot tokens against the store
+//! (`reconcile`), so a lost revocation still takes effect.
 
 use crate::bus::nats::NatsBus;
-use crate::services::tabs::{Revocation, TellOthers};
+use crate::services::tabs::{Credential, Ended, Revocation, TellOthers};
 use crate::services::{OpenTabs, RobotRegistry};
+use crate::store::{SharedStore, StoreResult};
 use futures::StreamExt;
 use std::sync::Arc;
 
@@ -31,24 +33,108 @@ impl TellOthers for Revocations {
 }
 
 /// Joins the cluster's revocations: those made here go out, those made
-/// elsewhere are applied here. Returns the listening task.
-pub async fn join(bus: Arc<NatsBus>, tabs: Arc<OpenTabs>, robots: Arc<RobotRegistry>) -> Result<tokio::task::JoinHandle<()>, async_nats::SubscribeError> {
+/// elsewhere are applied here. After any that may have been lost (a
+/// publisher skipped a number, the connection to NATS came back, NATS
+/// found this instance too slow) the sockets and the token cache here are
+/// checked against the store (`reconcile`). Returns the listening task.
+pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, robots: Arc<RobotRegistry>) -> Result<tokio::task::JoinHandle<()>, async_nats::SubscribeError> {
     let mut heard = bus.client().subscribe(bus.cluster_subject(REVOCATIONS)).await?;
     tabs.reach_others(Arc::new(Revocations { bus: bus.clone() }));
     let me = bus.publisher().to_string();
+    let mut losses = bus.losses();
+    let lost = Arc::new(tokio::sync::Notify::new());
+    let reconciler = tokio::spawn(reconcile_after_losses(lost.clone(), store, tabs.clone(), robots.clone()));
+    // Revocations made before the subscription was live could not reach
+    // it, and the token cache was loaded before: checked once now.
+    let _ = bus.client().flush().await;
+    lost.notify_one();
     Ok(tokio::spawn(async move {
-        while let Some(message) = heard.next().await {
-            let from = message.headers.as_ref().and_then(|h| h.get(crate::bus::nats::PUBLISHER)).map(|v| v.as_str().to_string());
-            if from.as_deref() == Some(me.as_str()) {
+        let mut numbers = crate::bus::nats::Heard::default();
+        loop {
+            let message = tokio::select! {
+                message = heard.next() => match message {
+                    Some(message) => message,
+                    None => break,
+                },
+                changed = losses.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    lost.notify_one();
+                    continue;
+                }
+            };
+            let Some((from, seq)) = crate::bus::nats::sender_seq(&message) else {
+                tracing::warn!("a revocation without its publisher's number: checking everything against the store");
+                lost.notify_one();
                 continue;
+            };
+            if from == me {
+                continue;
+            }
+            if !numbers.follows(&from, seq) {
+                tracing::warn!(publisher = %from, "revocations from another instance were lost: checking everything against the store");
+                lost.notify_one();
             }
             match serde_json::from_slice::<Revocation>(&message.payload) {
                 Ok(Revocation::RobotToken { org_id, robot_id }) => robots.revoked_elsewhere(&org_id, &robot_id),
                 Ok(revocation) => {
                     tabs.revoked_elsewhere(&revocation);
                 }
-                Err(e) => tracing::warn!(error = %e, "a revocation from another instance could not be read"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "a revocation from another instance could not be read: checking everything against the store");
+                    lost.notify_one();
+                }
             }
         }
+        reconciler.abort();
     }))
+}
+
+/// Runs `reconcile` each time revocations may have been lost; losses told
+/// while it runs make one more run (a `Notify` keeps one permit).
+async fn reconcile_after_losses(lost: Arc<tokio::sync::Notify>, store: SharedStore, tabs: Arc<OpenTabs>, robots: Arc<RobotRegistry>) {
+    loop {
+        lost.notified().await;
+        loop {
+            match reconcile(&store, &tabs, &robots).await {
+                Ok(ended) => {
+                    tracing::info!(ended, "sockets and cached tokens checked against the store after lost revocations");
+                    break;
+                }
+                Err(e) => {
+                    // The store is away too: try again until it answers.
+                    tracing::warn!(error = %e, "could not check sockets against the store; trying again");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+}
+
+/// Checks every credential a socket here stands on, and every cached robot
+/// token, against the store, as if each had just been presented: what no
+/// longer holds ends its sockets here. Returns how many credentials ended.
+pub async fn reconcile(store: &SharedStore, tabs: &OpenTabs, robots: &RobotRegistry) -> StoreResult<usize> {
+    let mut ended = robots.reconcile().await?;
+    let now = crate::clock::now_ms();
+    for credential in tabs.credentials() {
+        let why = match &credential {
+            Credential::SignIn { sign_in, org_id, role, .. } => match store.signed_in_role(sign_in, org_id, now).await? {
+                Some(held) if held == *role => None,
+                // A sign-in that is gone ends; one that holds another role
+                // (or no longer acts in the org) is judged again on reconnect.
+                _ if store.web_session(sign_in).await?.is_none_or(|s| s.expires_at <= now) => Some(Ended::CredentialEnded),
+                _ => Some(Ended::AccessChanged),
+            },
+            Credential::ApiKey { token, .. } => store.api_key(token).await?.is_none().then_some(Ended::CredentialEnded),
+            // The registry's reconcile above ended those whose token is gone.
+            Credential::Robot { .. } => None,
+        };
+        if let Some(why) = why {
+            tabs.end_here(&credential, why);
+            ended += 1;
+        }
+    }
+    Ok(ended)
 }

@@ -436,6 +436,74 @@ async fn a_sign_out_and_a_token_rotation_on_one_instance_hold_on_the_other() {
     cluster.finish().await;
 }
 
+/// A revocation lost on the way between instances still takes effect.
+/// Changes made in the database alone stand for changes whose revocations
+/// never reached the second instance: it keeps trusting what it cached
+/// until it learns something may have been lost (another instance skipped
+/// a number on the revocations subject, or NATS came back after an
+/// outage); then it checks its sockets and cached tokens against the
+/// database, and what no longer holds ends there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocations_lost_on_the_way_take_effect_after_a_gap_or_a_reconnect() {
+    use domain::ring::RingMsg;
+    use server::auth::token_hash;
+    use sqlx::Connection;
+    let Some(nats) = OwnNats::start(None).await else { return };
+    let Some(cluster) = Cluster::start(Some(&nats.url()), 2).await else { return };
+    let second = cluster.base(1).to_string();
+    let heartbeat = |token: String| {
+        let url = format!("{second}/v1/robots/uk-pick-01/heartbeat");
+        async move { common::http().post(url).bearer_auth(token).send().await.unwrap().status() }
+    };
+    let until_refused = |token: String, within_s: u64| async move {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(within_s);
+        while heartbeat(token.clone()).await != StatusCode::UNAUTHORIZED {
+            assert!(std::time::Instant::now() < deadline, "a token revoked in the database still works on the second instance");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    let mut db = sqlx::PgConnection::connect(&cluster.url).await.unwrap();
+    async fn rotate_unheard(db: &mut sqlx::PgConnection, token: &str) {
+        let sql = format!("UPDATE robots SET token_hash = $1 WHERE org_id = '{ORG}' AND id = 'uk-pick-01'");
+        assert_eq!(sqlx::query(&sql).bind(server::auth::token_hash(token)).execute(db).await.unwrap().rows_affected(), 1);
+    }
+
+    // The second caches the robot's token; an admin's wallboard is open there.
+    let old = server::seed::demo_robot_token("uk-pick-01");
+    assert_eq!(heartbeat(old.clone()).await, StatusCode::OK);
+    let cookie = admin_cookie(&second).await;
+    let mut wallboard = common::Tab::open_at(&second, &cookie, "/ws?watch=org").await;
+    wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
+    let sign_in = cookie.split_once('=').unwrap().1;
+    rotate_unheard(&mut db, "rotated-unheard-1").await;
+    sqlx::query("DELETE FROM web_sessions WHERE token_hash = $1").bind(token_hash(sign_in)).execute(&mut db).await.unwrap();
+    assert_eq!(heartbeat(old.clone()).await, StatusCode::OK, "unheard, the second still trusts its cache");
+
+    // Another instance's revocations skip a number: one was lost.
+    let cluster_id: String = sqlx::query_scalar("SELECT id FROM cluster_identity").fetch_one(&mut db).await.unwrap();
+    let raw = async_nats::connect(nats.url()).await.unwrap();
+    for seq in ["1", "3"] {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("CC-Publisher", "elsewhere/1");
+        headers.insert("CC-Seq", seq);
+        let payload = br#"{"kind":"credential_ended","secret":"nothing-open"}"#.to_vec();
+        raw.publish_with_headers(format!("clutchcall.{cluster_id}.revocations"), headers, payload.into()).await.unwrap();
+    }
+    raw.flush().await.unwrap();
+    until_refused(old, 10).await;
+    assert!(wallboard.closed_within(std::time::Duration::from_secs(10)).await, "the signed-out sign-in's socket closed");
+    assert_eq!(heartbeat("rotated-unheard-1".into()).await, StatusCode::OK, "the token the database holds works");
+
+    // NATS goes away and comes back: whatever was sent meanwhile is lost.
+    rotate_unheard(&mut db, "rotated-unheard-2").await;
+    assert_eq!(heartbeat("rotated-unheard-1".into()).await, StatusCode::OK, "cached again, and unheard");
+    let nats = nats.restart().await;
+    until_refused("rotated-unheard-1".into(), 30).await;
+    assert_eq!(heartbeat("rotated-unheard-2".into()).await, StatusCode::OK);
+    cluster.finish().await;
+    drop(nats);
+}
+
 /// Any instance serves anyone: a call raised on the second instance rings
 /// Asha's console on the third, her Accept there starts the session, the
 /// owner's (the first's) wallboard hears it, and the second's roster shows

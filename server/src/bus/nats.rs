@@ -55,14 +55,14 @@ pub fn subject(cluster: &str, topic: &Topic) -> String {
 
 /// Where each publisher stood on one topic, as this subscriber heard it.
 #[derive(Default)]
-struct Heard {
+pub struct Heard {
     last: HashMap<String, u64>,
 }
 
 impl Heard {
     /// Whether `seq` from `publisher` follows what was heard from it (the
     /// first message heard from a publisher starts its count).
-    fn follows(&mut self, publisher: &str, seq: u64) -> bool {
+    pub fn follows(&mut self, publisher: &str, seq: u64) -> bool {
         match self.last.insert(publisher.to_string(), seq) {
             Some(last) => seq == last + 1,
             None => true,
@@ -84,6 +84,12 @@ pub struct NatsBus {
     relayed: Mutex<HashMap<Topic, tokio::task::JoinHandle<()>>>,
     /// This publisher's sequence number per topic.
     sequences: Mutex<HashMap<Topic, u64>>,
+    /// This publisher's sequence number per cluster subject (`send`).
+    sent: Mutex<HashMap<String, u64>>,
+    /// Counts the times messages to this instance may have been lost (the
+    /// connection came back, or NATS found this instance too slow): what
+    /// only hears NATS (revocations) reconciles with the store then.
+    losses: tokio::sync::watch::Sender<u64>,
     /// Publishing never blocks the caller: one task sends, in order; past
     /// `OUTBOX` waiting messages (NATS away) new ones are dropped.
     outbox: mpsc::Sender<(String, async_nats::HeaderMap, bytes::Bytes)>,
@@ -116,6 +122,8 @@ impl NatsBus {
             local: InProcessBus::new(),
             relayed: Mutex::default(),
             sequences: Mutex::default(),
+            sent: Mutex::default(),
+            losses: tokio::sync::watch::Sender::new(0),
             outbox,
         });
         tokio::spawn(async move {
@@ -137,6 +145,7 @@ impl NatsBus {
                         tracing::info!("NATS connection back: every live screen resyncs");
                         lost = false;
                         bus.resync_all();
+                        bus.losses.send_modify(|n| *n += 1);
                     }
                     async_nats::Event::Disconnected => {
                         tracing::warn!("NATS connection lost; reconnecting");
@@ -145,6 +154,7 @@ impl NatsBus {
                     async_nats::Event::SlowConsumer(_) => {
                         tracing::warn!("NATS dropped messages for this slow instance: every live screen resyncs");
                         bus.resync_all();
+                        bus.losses.send_modify(|n| *n += 1);
                     }
                     other => tracing::debug!(event = %other, "NATS"),
                 }
@@ -168,10 +178,23 @@ impl NatsBus {
         format!("clutchcall.{}.{name}", self.cluster)
     }
 
-    /// Sends `payload` on `subject`, signed with this publisher, in order
-    /// with everything else this instance publishes; never blocks.
+    /// Sends `payload` on `subject`, signed with this publisher and
+    /// numbered per subject like a topic's events (so a listener that
+    /// misses one knows: `Heard::follows` on `sender_seq`), in order with
+    /// everything else this instance publishes; never blocks.
     pub fn send(&self, subject: &str, payload: Vec<u8>) {
-        self.enqueue(subject.to_string(), async_nats::HeaderMap::new(), payload);
+        // Numbered and queued under one lock, as `publish` does.
+        let mut sent = self.sent.lock().expect("sent lock");
+        let seq = sent.entry(subject.to_string()).or_insert(0);
+        *seq += 1;
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(SEQUENCE, seq.to_string().as_str());
+        self.enqueue(subject.to_string(), headers, payload);
+    }
+
+    /// Changes each time messages to this instance may have been lost.
+    pub fn losses(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.losses.subscribe()
     }
 
     /// Queues a message signed with this publisher; past `OUTBOX` waiting
@@ -213,6 +236,12 @@ impl NatsBus {
     }
 }
 
+/// A message's publisher and its number, if it carries them.
+pub fn sender_seq(message: &async_nats::Message) -> Option<(String, u64)> {
+    let header = |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.as_str().to_string());
+    Some((header(PUBLISHER)?, header(SEQUENCE)?.parse().ok()?))
+}
+
 /// Relays one subject to this instance's subscribers of its topic, until
 /// none is left.
 async fn relay(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic, subject: String) {
@@ -244,10 +273,8 @@ async fn relay(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic, sub
             message = subscriber.next() => {
                 let Some(message) = message else { return };
                 let Some(bus) = bus.upgrade() else { return };
-                let header = |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.as_str().to_string());
-                let (publisher, seq) = (header(PUBLISHER), header(SEQUENCE).and_then(|s| s.parse::<u64>().ok()));
-                if let (Some(publisher), Some(seq)) = (&publisher, seq) {
-                    if !heard.follows(publisher, seq) {
+                if let Some((publisher, seq)) = sender_seq(&message) {
+                    if !heard.follows(&publisher, seq) {
                         bus.local.resync(&topic);
                     }
                 }

@@ -10,7 +10,7 @@ use domain::events::{Event, OrgEvent, Topic};
 use domain::models::RegistryStatus;
 use domain::rules::{registry_status, ROBOT_HEARTBEAT_TIMEOUT_MS};
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 use tokio::sync::mpsc;
 
@@ -59,6 +59,17 @@ impl Robots {
         self.epoch += 1;
         let hash = self.by_id.remove(&(org_id.to_string(), robot_id.to_string()))?;
         self.by_token.remove(&hash)
+    }
+
+    /// Forgets a token by its hash.
+    fn forget_token(&mut self, hash: &str) {
+        self.epoch += 1;
+        if let Some(robot) = self.by_token.remove(hash) {
+            let key = (robot.org_id, robot.id);
+            if self.by_id.get(&key).is_some_and(|h| h == hash) {
+                self.by_id.remove(&key);
+            }
+        }
     }
 
     /// Remembers a robot read from the store at `epoch`, unless a token
@@ -318,6 +329,32 @@ impl RobotRegistry {
         let old = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned();
         robots.revoke(org_id, robot_id);
         old
+    }
+
+    /// Forgets every cached token the store no longer holds (revocations
+    /// from other instances may have been lost) and closes the sockets
+    /// opened with them here. Returns how many were forgotten. Only tokens
+    /// cached before the store is read are judged: a token never comes
+    /// back once revoked, so one missing from the read is revoked, while
+    /// one cached later may be newer than the read.
+    pub async fn reconcile(&self) -> StoreResult<usize> {
+        let cached: Vec<String> = self.robots.read().expect("robots lock").by_token.keys().cloned().collect();
+        let mut held = HashSet::new();
+        for org_id in self.store.org_ids().await? {
+            held.extend(self.store.robots_with_token(&org_id).await?.into_iter().map(|(_, hash)| hash));
+        }
+        let gone: Vec<String> = cached.into_iter().filter(|hash| !held.contains(hash)).collect();
+        {
+            let mut robots = self.robots.write().expect("robots lock");
+            for hash in &gone {
+                robots.forget_token(hash);
+            }
+        }
+        for hash in &gone {
+            tracing::warn!("a robot token revoked on another instance was still cached here (a revocation was lost): forgotten");
+            self.tabs.revoked_elsewhere(&super::tabs::Revocation::CredentialEnded { secret: hash.clone() });
+        }
+        Ok(gone.len())
     }
 
     /// Another instance rotated the robot's token or retired the robot:

@@ -9,7 +9,8 @@
 //! The passes also cap how many sockets one holder keeps open; dropping a
 //! pass (the socket ended) frees its place.
 
-use std::collections::HashMap;
+use domain::models::Role;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
@@ -26,10 +27,10 @@ pub const SOCKETS_PER_ROBOT: usize = 4;
 pub const STREAMS_PER_KEY: usize = 8;
 
 /// What a socket was opened with.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Credential {
-    /// A person's sign-in (SHA-256 of its token), acting in `org_id`.
-    SignIn { person: String, sign_in: String, org_id: String },
+    /// A person's sign-in (SHA-256 of its token), acting in `org_id` with `role`.
+    SignIn { person: String, sign_in: String, org_id: String, role: Role },
     /// A robot's bearer token (SHA-256).
     Robot { org_id: String, robot_id: String, token: String },
     /// An org API key (SHA-256), streaming `/v1/events`.
@@ -242,6 +243,21 @@ impl OpenTabs {
         let _ = self.others.set(others);
     }
 
+    /// Every credential a socket here was opened with, once each: what
+    /// `crate::cluster::reconcile` checks against the store after
+    /// revocations from other instances may have been lost.
+    pub fn credentials(&self) -> Vec<Credential> {
+        let by_holder = self.by_holder.lock().expect("tabs lock");
+        let unique: HashSet<&Credential> = by_holder.values().flatten().map(|t| &t.credential).collect();
+        unique.into_iter().cloned().collect()
+    }
+
+    /// Ends the sockets here opened with exactly `credential` (it no
+    /// longer holds in the store); told to nobody else.
+    pub fn end_here(&self, credential: &Credential, why: Ended) -> usize {
+        self.end(|c| c == credential, why)
+    }
+
     fn end(&self, which: impl Fn(&Credential) -> bool, why: Ended) -> usize {
         let by_holder = self.by_holder.lock().expect("tabs lock");
         let mut ended = 0;
@@ -264,7 +280,7 @@ mod tests {
     use std::time::Duration;
 
     fn sign_in(person: &str, sign_in: &str, org: &str) -> Credential {
-        Credential::SignIn { person: person.into(), sign_in: sign_in.into(), org_id: org.into() }
+        Credential::SignIn { person: person.into(), sign_in: sign_in.into(), org_id: org.into(), role: Role::Operator }
     }
 
     async fn still_open(pass: &TabPass) -> bool {
@@ -304,6 +320,20 @@ mod tests {
         assert!(still_open(&robot).await, "a person's change never touches a robot");
         assert_eq!(tabs.credential_ended("t1"), 1);
         assert_eq!(robot.ended().await, Ended::CredentialEnded);
+    }
+
+    #[tokio::test]
+    async fn each_credential_is_listed_once_and_ending_one_here_ends_only_its_sockets() {
+        let tabs = OpenTabs::new();
+        let (a, b) = (tabs.open(sign_in("u1", "s1", "o1"), None).unwrap(), tabs.open(sign_in("u1", "s1", "o1"), None).unwrap());
+        let admin = Credential::SignIn { person: "u1".into(), sign_in: "s1".into(), org_id: "o1".into(), role: Role::Admin };
+        let other_role = tabs.open(admin.clone(), None).unwrap();
+        let mut listed = tabs.credentials();
+        listed.sort_by_key(|c| format!("{c:?}"));
+        assert_eq!(listed, vec![admin.clone(), sign_in("u1", "s1", "o1")], "two sockets of one credential are one entry");
+        assert_eq!(tabs.end_here(&admin, Ended::AccessChanged), 1);
+        assert_eq!(other_role.ended().await, Ended::AccessChanged);
+        assert!(still_open(&a).await && still_open(&b).await, "the same sign-in opened with another role stays");
     }
 
     #[tokio::test(start_paused = true)]

@@ -257,6 +257,12 @@ impl Channel {
         self.recording.load(Ordering::Relaxed) && !self.is_closed() && self.has_robot()
     }
 
+    /// Whether the session is recording as far as the channel knows (ACTIVE).
+    #[cfg(test)]
+    pub(super) fn recording_on(&self) -> bool {
+        self.recording.load(Ordering::Relaxed)
+    }
+
     pub fn is_closed(&self) -> bool {
         *self.closed.borrow()
     }
@@ -369,12 +375,22 @@ impl Channel {
         now - last >= INPUT_REPORT_MS && self.input_reported_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
     }
 
+    /// The admins watching the live view on this instance, by name, sorted, once each.
+    pub fn watching_here(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.supervisors.lock().expect("relay lock").iter().map(|p| p.name.clone()).collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// Tells every socket here who is on the channel (here and elsewhere).
     pub fn announce(&self) {
         let robot = self.robot.lock().expect("relay lock").as_ref().map(|(_, tx)| tx.clone());
         let cockpits: Vec<mpsc::Sender<Message>> = self.cockpits.lock().expect("relay lock").iter().map(|p| p.tx.clone()).collect();
         let (watchers, mut watching): (Vec<mpsc::Sender<Message>>, Vec<String>) =
             self.supervisors.lock().expect("relay lock").iter().map(|p| (p.tx.clone(), p.name.clone())).unzip();
+        // And those watching on other instances (cluster mode).
+        watching.extend(self.link.as_ref().map(ChannelLink::watching_elsewhere).unwrap_or_default());
         watching.sort();
         watching.dedup();
         let elsewhere = self.elsewhere();

@@ -82,6 +82,10 @@ pub struct Elsewhere {
 pub struct Part {
     pub org_id: String,
     pub stat: RelayStat,
+    /// The names of the admins watching its live view on that instance
+    /// (for the cockpits' "Dana is watching" on every instance).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watching: Vec<String>,
 }
 
 /// Everything one instance carries, sent to the others.
@@ -197,12 +201,15 @@ pub struct ChannelLink {
     /// here, `down` while the robot is, `watch` while a live view is.
     listening: [Mutex<Option<OwnedTask>>; 3],
     elsewhere: Mutex<Elsewhere>,
+    /// Who watches its live view on other instances, by name, sorted
+    /// (apart from `elsewhere`, which every frame reads).
+    watching: Mutex<Vec<String>>,
 }
 
 impl ChannelLink {
     pub fn new(link: Arc<RelayLink>, session_id: &str) -> ChannelLink {
         let subjects = Direction::ALL.map(|direction| link.frames_subject(session_id, direction).into());
-        ChannelLink { link, session_id: session_id.to_string(), subjects, listening: Default::default(), elsewhere: Mutex::default() }
+        ChannelLink { link, session_id: session_id.to_string(), subjects, listening: Default::default(), elsewhere: Mutex::default(), watching: Mutex::default() }
     }
 
     /// What other instances hold of the channel.
@@ -210,9 +217,19 @@ impl ChannelLink {
         *self.elsewhere.lock().expect("link lock")
     }
 
-    /// Whether what other instances hold changed.
-    pub fn set_elsewhere(&self, now: Elsewhere) -> bool {
-        std::mem::replace(&mut *self.elsewhere.lock().expect("link lock"), now) != now
+    /// Who watches the live view on other instances, by name.
+    pub fn watching_elsewhere(&self) -> Vec<String> {
+        self.watching.lock().expect("link lock").clone()
+    }
+
+    /// Whether what other instances hold, or who watches there, changed.
+    pub fn set_elsewhere(&self, now: Elsewhere, watching: Vec<String>) -> bool {
+        let held = std::mem::replace(&mut *self.elsewhere.lock().expect("link lock"), now) != now;
+        let names = *self.watching.lock().expect("link lock") != watching;
+        if names {
+            *self.watching.lock().expect("link lock") = watching;
+        }
+        held || names
     }
 
     /// Hands a frame to NATS for the other side's instance; false when the

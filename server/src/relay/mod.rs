@@ -57,6 +57,19 @@ pub struct Relay {
     reports: Mutex<HashMap<String, (Instant, Vec<Part>)>>,
     /// Where a channel reads its session again after a gap in its org's events.
     sessions: Arc<SessionService>,
+    /// The last lifecycle event heard of each live session that has no
+    /// channel here (yet), by session: a channel made later takes it over
+    /// its joining socket's read, which may predate it.
+    unheard: Mutex<HashMap<String, Unheard>>,
+}
+
+/// A lifecycle event of a session without a channel (`Relay::unheard`).
+#[derive(Clone, Debug)]
+struct Unheard {
+    org_id: String,
+    lifecycle: LifecycleState,
+    operator_id: Option<String>,
+    at_ms: i64,
 }
 
 impl Relay {
@@ -81,6 +94,7 @@ impl Relay {
             link: link.clone(),
             reports: Mutex::default(),
             sessions,
+            unheard: Mutex::default(),
         });
         let hub = Arc::downgrade(&relay);
         let task = tokio::spawn(async move {
@@ -107,19 +121,28 @@ impl Relay {
 
     /// The session's channel, opened on first use; `recording` (the
     /// caller's read: the session is ACTIVE) counts until the channel has
-    /// heard a lifecycle event (`Channel::take_read`).
+    /// heard a lifecycle event (`Channel::take_read`). A new channel first
+    /// takes the last event heard of its session, if one came (the caller
+    /// follows the org before it reads: `follow`).
     pub fn channel(self: &Arc<Self>, org_id: &str, session_id: &str, robot_id: &str, operator_id: Option<&str>, recording: bool) -> Arc<Channel> {
         self.follow(org_id);
         let mut channels = self.channels.lock().expect("relay lock");
-        let channel = channels
-            .entry(session_id.to_string())
-            .or_insert_with(|| {
+        let channel = match channels.get(session_id) {
+            Some(channel) => channel.clone(),
+            None => {
                 let link = self.link.as_ref().map(|link| ChannelLink::new(link.clone(), session_id));
                 let channel = Arc::new(Channel::new(org_id, session_id, robot_id, operator_id, self.clock.now_ms(), self.limits, link));
                 self.learn_elsewhere(&channel, &self.elsewhere());
+                channels.insert(session_id.to_string(), channel.clone());
+                // Under the channels' lock, as `lifecycle` records them: an
+                // event is either in here or finds the channel.
+                if let Some(heard) = self.unheard.lock().expect("relay lock").remove(session_id) {
+                    channel.set_operator(heard.operator_id.as_deref(), &self.recorder, heard.at_ms);
+                    channel.hear_lifecycle(heard.lifecycle == LifecycleState::Active, &self.recorder, heard.at_ms);
+                }
                 channel
-            })
-            .clone();
+            }
+        };
         drop(channels);
         channel.take_read(recording, &self.recorder, self.clock.now_ms());
         channel
@@ -174,7 +197,7 @@ impl Relay {
     fn parts(&self, advance: bool) -> Vec<Part> {
         let now = self.clock.now_ms();
         let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().cloned().collect();
-        channels.iter().map(|c| Part { org_id: c.org_id.clone(), stat: self.stat(c, now, advance) }).collect()
+        channels.iter().map(|c| Part { org_id: c.org_id.clone(), stat: self.stat(c, now, advance), watching: c.watching_here() }).collect()
     }
 
     /// Each org's whole channels: `here` with what other instances reported.
@@ -221,16 +244,22 @@ impl Relay {
         self.update_elsewhere();
     }
 
-    /// What other instances hold of each session, by their fresh reports.
-    fn elsewhere(&self) -> HashMap<String, Elsewhere> {
-        let mut elsewhere: HashMap<String, Elsewhere> = HashMap::new();
+    /// What other instances hold of each session, and who watches it
+    /// there (names, sorted, once each), by their fresh reports.
+    fn elsewhere(&self) -> HashMap<String, (Elsewhere, Vec<String>)> {
+        let mut elsewhere: HashMap<String, (Elsewhere, Vec<String>)> = HashMap::new();
         for (_, parts) in self.fresh_reports() {
             for part in parts {
-                let seen = elsewhere.entry(part.stat.session_id).or_default();
+                let (seen, watching) = elsewhere.entry(part.stat.session_id).or_default();
                 seen.robot |= part.stat.robot_connected;
                 seen.cockpits += part.stat.cockpits;
                 seen.supervisors += part.stat.supervisors;
+                watching.extend(part.watching);
             }
+        }
+        for (_, watching) in elsewhere.values_mut() {
+            watching.sort();
+            watching.dedup();
         }
         elsewhere
     }
@@ -258,9 +287,9 @@ impl Relay {
     }
 
     /// Whether what other instances hold of `channel` changed.
-    fn learn_elsewhere(&self, channel: &Channel, elsewhere: &HashMap<String, Elsewhere>) -> bool {
-        let now = elsewhere.get(&channel.session_id).copied().unwrap_or_default();
-        channel.link.as_ref().is_some_and(|link| link.set_elsewhere(now))
+    fn learn_elsewhere(&self, channel: &Channel, elsewhere: &HashMap<String, (Elsewhere, Vec<String>)>) -> bool {
+        let (now, watching) = elsewhere.get(&channel.session_id).cloned().unwrap_or_default();
+        channel.link.as_ref().is_some_and(|link| link.set_elsewhere(now, watching))
     }
 
     /// A channel's counts with what its recording's cap refused.
@@ -268,8 +297,10 @@ impl Relay {
         domain::relay::RelayStat { unrecorded: self.recorder.unrecorded(&channel.session_id), ..channel.stat(now, advance) }
     }
 
-    /// Follows the org's lifecycle events (once per org).
-    fn follow(self: &Arc<Self>, org_id: &str) {
+    /// Follows the org's lifecycle events (once per org): a socket calls
+    /// it before it reads its session, so an event committed after that
+    /// read is heard, with or without a channel to hear it.
+    pub fn follow(self: &Arc<Self>, org_id: &str) {
         if !self.followed.lock().expect("relay lock").insert(org_id.to_string()) {
             return;
         }
@@ -283,7 +314,7 @@ impl Relay {
                 let Some(hub) = hub.upgrade() else { return };
                 match delivery {
                     Delivery::Event(Event::Org(OrgEvent::Lifecycle { session_id, lifecycle, operator_id, at_ms, .. })) => {
-                        hub.lifecycle(&session_id, lifecycle, operator_id.as_deref(), at_ms);
+                        hub.lifecycle(&org_id, &session_id, lifecycle, operator_id.as_deref(), at_ms);
                     }
                     Delivery::Event(_) => {}
                     // Events were lost (a slow subscriber, a gap between
@@ -304,6 +335,9 @@ impl Relay {
     /// session's state from the database as if the event had come: a
     /// missed end closes it, a missed pause, resume or handover applies.
     async fn resync(&self, org_id: &str) {
+        // What was heard of sessions without a channel may miss the lost
+        // events: a channel made from now on goes by its socket's read.
+        self.unheard.lock().expect("relay lock").retain(|_, heard| heard.org_id != org_id);
         let channels: Vec<Arc<Channel>> = self.channels.lock().expect("relay lock").values().filter(|c| c.org_id == org_id).cloned().collect();
         // A few reads at a time, each given up after a while: the org's
         // events wait for them.
@@ -314,7 +348,7 @@ impl Relay {
         let mut reads = reads.buffer_unordered(RESYNC_READS_AT_ONCE);
         while let Some((channel, read)) = reads.next().await {
             match read {
-                Ok(Ok(Some(session))) => self.lifecycle(&session.id, session.lifecycle, session.operator_id.as_deref(), self.clock.now_ms()),
+                Ok(Ok(Some(session))) => self.lifecycle(org_id, &session.id, session.lifecycle, session.operator_id.as_deref(), self.clock.now_ms()),
                 Ok(Ok(None)) => tracing::warn!(session = %channel.session_id, "a relay channel's session is not in the database"),
                 Ok(Err(e)) => tracing::warn!(session = %channel.session_id, error = %e, "a relay channel could not read its session after a gap in events"),
                 Err(_) => tracing::warn!(session = %channel.session_id, "a relay channel's read after a gap in events took too long"),
@@ -322,9 +356,25 @@ impl Relay {
         }
     }
 
-    /// A lifecycle change of a session that may have a channel.
-    fn lifecycle(&self, session_id: &str, lifecycle: LifecycleState, operator_id: Option<&str>, at_ms: i64) {
-        let Some(channel) = self.get(session_id) else { return };
+    /// A lifecycle change of a session that may have a channel; without
+    /// one, kept for the channel if one comes (`channel`).
+    fn lifecycle(&self, org_id: &str, session_id: &str, lifecycle: LifecycleState, operator_id: Option<&str>, at_ms: i64) {
+        let channel = {
+            let channels = self.channels.lock().expect("relay lock");
+            match channels.get(session_id) {
+                Some(channel) => channel.clone(),
+                None => {
+                    let mut unheard = self.unheard.lock().expect("relay lock");
+                    if matches!(lifecycle, LifecycleState::Active | LifecycleState::Paused) {
+                        let heard = Unheard { org_id: org_id.to_string(), lifecycle, operator_id: operator_id.map(str::to_string), at_ms };
+                        unheard.insert(session_id.to_string(), heard);
+                    } else {
+                        unheard.remove(session_id);
+                    }
+                    return;
+                }
+            }
+        };
         match lifecycle {
             LifecycleState::Active | LifecycleState::Paused => {
                 channel.set_operator(operator_id, &self.recorder, at_ms);
@@ -416,6 +466,50 @@ mod tests {
     use super::*;
     use crate::bus::InProcessBus;
     use crate::store::{NewSession, Write};
+
+    /// A pause committed after a joining socket read its session ACTIVE,
+    /// heard before that socket's channel exists: the new channel takes the
+    /// pause over the read, and does not record.
+    #[tokio::test]
+    async fn an_event_heard_before_its_channel_exists_wins_over_the_older_read() {
+        let dir = std::env::temp_dir().join(format!("cc-relay-unheard-{}", uuid::Uuid::now_v7().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = crate::store::connect(&format!("sqlite://{}?mode=rwc", dir.join("db.sqlite").display())).await.unwrap();
+        let bus: SharedBus = InProcessBus::new();
+        let (finished, _episodes) = mpsc::unbounded_channel();
+        let recorder = Arc::new(Recorder::start(dir.join("recordings"), finished, u64::MAX).unwrap());
+        let limits = RelayLimits { max_fps: 30, max_kib_per_s: 512, recording_max_bytes: u64::MAX };
+        let sessions = Arc::new(SessionService::new(store, bus.clone()));
+        let (relay, _job) = Relay::start(bus.clone(), Clock::system(), recorder, limits, None, sessions);
+        let org = "org-unheard";
+        relay.follow(org);
+        let paused = OrgEvent::Lifecycle { session_id: "ses-1".into(), robot_id: "r1".into(), lifecycle: LifecycleState::Paused, operator_id: Some("asha".into()), queued: false, at_ms: 5 };
+        bus.publish(Topic::org(org), Event::Org(paused));
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !relay.unheard.lock().unwrap().contains_key("ses-1") {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the follower hears the pause");
+        let channel = relay.channel(org, "ses-1", "r1", Some("asha"), true);
+        assert!(!channel.recording_on(), "the socket's read (ACTIVE) is older than the pause heard");
+        assert!(relay.unheard.lock().unwrap().is_empty(), "taken by the channel");
+        // An end heard for a session without a channel leaves nothing behind.
+        let other = |lifecycle| Event::Org(OrgEvent::Lifecycle { session_id: "ses-2".into(), robot_id: "r2".into(), lifecycle, operator_id: None, queued: false, at_ms: 6 });
+        bus.publish(Topic::org(org), other(LifecycleState::Active));
+        bus.publish(Topic::org(org), other(LifecycleState::Completed));
+        bus.publish(Topic::org(org), Event::Org(OrgEvent::Lifecycle { session_id: "ses-1".into(), robot_id: "r1".into(), lifecycle: LifecycleState::Active, operator_id: Some("asha".into()), queued: false, at_ms: 7 }));
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !channel.recording_on() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the resume reaches the channel");
+        assert!(relay.unheard.lock().unwrap().is_empty(), "an ended session is forgotten");
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     /// Events lost to a slow subscriber (here: more than the org topic
     /// holds, published before the relay's follower ran) are a `Resync`:

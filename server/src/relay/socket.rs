@@ -97,6 +97,9 @@ pub async fn watch_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
 /// a session that is not there or not the caller's (another org's session
 /// does not exist here), 409 for one that is not live.
 async fn live_session(state: &AppState, org_id: &str, session_id: &str, may_join: impl FnOnce(&SessionRecord) -> bool) -> Result<SessionRecord, Response> {
+    // Heard from before the read: an event committed after it reaches the
+    // channel, made or not (`Relay::channel`).
+    state.relay.follow(org_id);
     let session = match state.sessions.session(org_id, session_id).await {
         Ok(Some(session)) if may_join(&session) => session,
         Ok(_) => return Err((StatusCode::NOT_FOUND, "session not found").into_response()),

@@ -213,7 +213,8 @@ async fn a_handover_lets_the_old_cockpit_go_on_its_instance_and_the_new_one_driv
 /// A supervisor's live view on a third instance (issue "Integrators and
 /// supervisors", part 2): the edge agent on the first, the cockpit on the
 /// second, Dana watching on the third gets the robot's frames and the
-/// operator's actions, and what she sends reaches nobody.
+/// operator's actions, the cockpit names her, and what she sends reaches
+/// nobody.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_view_on_a_third_instance_gets_the_robots_frames_and_the_operators_actions() {
     let Some(nats) = super::nats_url().await else { return };
@@ -226,6 +227,16 @@ async fn a_live_view_on_a_third_instance_gets_the_robots_frames_and_the_operator
     both_on(&mut cockpit).await;
     let dana = cookie_at(cluster.base(2), common::ADMIN).await;
     let mut view = common::relay_at(cluster.base(2), &format!("{session}/watch"), None, Some(&dana)).await.expect("Dana watches on the third");
+    // The cockpit on the second names her (the third's report carries the name).
+    let watching = next_on(&mut cockpit, |m| match m {
+        Message::Text(t) => match serde_json::from_str(t) {
+            Ok(RelayMsg::Peers { watching, .. }) if !watching.is_empty() => Some(watching),
+            _ => None,
+        },
+        _ => None,
+    })
+    .await;
+    assert_eq!(watching, ["Dana Okafor"], "a cockpit names who watches on another instance");
 
     // Each side sends until the view has it (the other instances learn of
     // the view from the third's report, within a second).

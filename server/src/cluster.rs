@@ -1,5 +1,5 @@
 //! What instances tell each other besides the events on topics (cluster
-//! mode): revocations. A sign-out, a password change, a removal or a role
+//! mode): revocations, and which operators ring where (rule D10). A sign-out, a password change, a removal or a role
 //! change, a token rotation or a retirement made on one instance ends the
 //! affected sockets and forgets the cached robot token on every other one
 //! (`services::tabs::Revocation`), over one NATS subject. NATS core
@@ -9,6 +9,7 @@
 //! (`reconcile`), so a lost revocation still takes effect.
 
 use crate::bus::nats::NatsBus;
+use crate::engine::busy::{BusyNews, BusyOperators, TellBusy};
 use crate::services::tabs::{Credential, Ended, Revocation, TellOthers};
 use crate::services::{OpenTabs, RobotRegistry};
 use crate::store::{SharedStore, StoreResult};
@@ -17,6 +18,13 @@ use std::sync::Arc;
 
 /// The subject every instance's revocations travel on (in the cluster's namespace).
 pub const REVOCATIONS: &str = "revocations";
+/// The subject of every instance's claims and releases of ringing operators.
+pub const BUSY: &str = "busy";
+/// A claim from elsewhere stands this long beyond the offer window
+/// without news (its release may have been lost).
+const BUSY_MARGIN_MS: i64 = 2_000;
+/// How often claims from elsewhere that stood their time are let go.
+const BUSY_LAPSE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Revocations made here, sent to the other instances.
 pub struct Revocations {
@@ -137,4 +145,57 @@ pub async fn reconcile(store: &SharedStore, tabs: &OpenTabs, robots: &RobotRegis
         }
     }
     Ok(ended)
+}
+
+/// Claims and releases of ringing operators made here, sent to the others.
+struct BusyOut {
+    bus: Arc<NatsBus>,
+}
+
+impl TellBusy for BusyOut {
+    fn tell(&self, news: &BusyNews) {
+        match serde_json::to_vec(news) {
+            Ok(payload) => self.bus.send(&self.bus.cluster_subject(BUSY), payload),
+            Err(e) => tracing::error!(error = %e, "a ringing operator's claim could not be written"),
+        }
+    }
+}
+
+/// Cluster mode, before the engine starts (its desks claim operators as
+/// they load): claims made here go out, and the subscription to the
+/// others' is live (`hear_busy` reads it once the engine runs).
+pub async fn share_busy(bus: &Arc<NatsBus>, busy: &BusyOperators, offer_window_ms: i64) -> Result<async_nats::Subscriber, async_nats::SubscribeError> {
+    let heard = bus.client().subscribe(bus.cluster_subject(BUSY)).await?;
+    let hold = std::time::Duration::from_millis((offer_window_ms + BUSY_MARGIN_MS).max(0) as u64);
+    busy.reach_others(Arc::new(BusyOut { bus: bus.clone() }), hold);
+    Ok(heard)
+}
+
+/// Applies other instances' claims and releases to this one's desks: an
+/// operator freed elsewhere, or whose claim lapsed, is offered the calls
+/// this instance's desks queued for them. Returns the listening task.
+pub fn hear_busy(mut heard: async_nats::Subscriber, me: String, engine: Arc<crate::engine::Engine>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut lapse = tokio::time::interval(BUSY_LAPSE_EVERY);
+        lapse.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let freed = tokio::select! {
+                message = heard.next() => {
+                    let Some(message) = message else { return };
+                    if crate::bus::nats::sender_seq(&message).is_some_and(|(from, _)| from == me) {
+                        continue;
+                    }
+                    match serde_json::from_slice::<BusyNews>(&message.payload) {
+                        Ok(news) => engine.busy().heard(news),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "a ringing operator's claim from another instance could not be read");
+                            continue;
+                        }
+                    }
+                }
+                _ = lapse.tick() => engine.busy().lapse(),
+            };
+            engine.poke(freed);
+        }
+    })
 }

@@ -142,7 +142,14 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // Installed before the engine, which records which orgs it dispatches.
     crate::metrics::handle();
     let forwarding = nats.as_deref().map(|nats| crate::engine::forward::Forwarding::new(nats, store.clone()));
-    let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings(), &run, forwarding).await?;
+    // Cluster mode: which operators ring in orgs dispatched elsewhere (rule D10).
+    let busy = Arc::new(crate::engine::busy::BusyOperators::default());
+    let busy_news = match &nats {
+        Some(nats) => Some(crate::cluster::share_busy(nats, &busy, config.engine_settings().offer_window_ms).await?),
+        None => None,
+    };
+    let engine = Engine::start(store.clone(), bus.clone(), clock::Clock::system(), config.engine_settings(), &run, forwarding, busy).await?;
+    let busy_job = busy_news.map(|heard| crate::cluster::hear_busy(heard, run.clone(), engine.clone()));
     let sessions = Arc::new(SessionService::new(store.clone(), bus.clone()));
     let bookings = Arc::new(crate::services::BookingService::new(store.clone(), bus.clone(), engine.clone(), config.booking_caps));
     let quotas = Arc::new(crate::services::Quotas::new(&limits_kept));
@@ -231,6 +238,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     });
     let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), tokio::spawn(maintain(store.clone())), lapse_job, tokio::spawn(sweep_limits(throttle, quotas, limits_kept.clone())), relay_job, episodes_job, webhooks_job, prune_job];
     jobs.extend(revocations_job);
+    jobs.extend(busy_job);
     let metrics_addr = match config.metrics_addr {
         Some(at) => match http::metrics::serve(at, views).await {
             Ok((bound, task)) => {

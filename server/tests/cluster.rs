@@ -504,6 +504,79 @@ async fn revocations_lost_on_the_way_take_effect_after_a_gap_or_a_reconnect() {
     drop(nats);
 }
 
+/// Rule D10 across instances: Dana operates in Northstar, dispatched by the
+/// first instance, and in Harbor, dispatched by the second. While
+/// Northstar's offer rings her, Harbor's call finds her busy and queues (a
+/// 202, never a 503 from the database's one-open-offer-per-operator index);
+/// once she declines in Northstar, Harbor's desk hears she is free and
+/// rings her console there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d10_an_operator_ringing_in_an_org_dispatched_elsewhere_is_busy_here_until_freed() {
+    use domain::models::PresenceState;
+    use domain::ring::{ConsoleMsg, RingMsg};
+    use sqlx::Connection;
+    const HARBOR: &str = server::seed::SECOND_ORG_ID;
+    let Some(nats) = nats_url().await else { return };
+    let Some(cluster) = Cluster::start(Some(&nats), 2).await else { return };
+    let (first, second) = (cluster.base(0).to_string(), cluster.base(1).to_string());
+    let mut db = sqlx::PgConnection::connect(&cluster.url).await.unwrap();
+    for sql in [
+        "INSERT INTO operator_profiles (org_id, user_id, region) VALUES ('org-harbor', 'u-dana', 'Manchester')",
+        "INSERT INTO operator_certifications (org_id, user_id, certification) VALUES ('org-harbor', 'u-dana', 'inspection · tier-2')",
+        // Harbor's lease handed to the second instance, which takes it
+        // (same instance name) and loads Harbor's desk, Dana on it.
+        "UPDATE org_leases SET owner = 'second/handed-over', epoch = epoch + 1, \
+         expires_at = (extract(epoch from clock_timestamp()) * 1000)::bigint + 3000 WHERE org_id = 'org-harbor'",
+    ] {
+        sqlx::query(sql).execute(&mut db).await.unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let owner: String = sqlx::query_scalar("SELECT owner FROM org_leases WHERE org_id = 'org-harbor'").fetch_one(&mut db).await.unwrap();
+        if owner.starts_with("second/") && owner != "second/handed-over" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the second never took Harbor");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(owner(&cluster.url).await.starts_with("first/"), "Northstar stays on the first");
+
+    // Ready in both: Northstar's console on the first, Harbor's on the second.
+    let mut northstar = ready_console(&first, common::ADMIN).await;
+    let harbor_cookie = cookie_at(&second, common::ADMIN).await;
+    assert_eq!(call_at(&second, &harbor_cookie, "select_org", &[("org_id", HARBOR)]).await.status(), StatusCode::OK);
+    let mut harbor = common::Tab::open_at(&second, &harbor_cookie, "/ws").await;
+    harbor.until(|m| matches!(m, RingMsg::Welcome { .. }).then_some(())).await;
+    harbor.send(ConsoleMsg::Ready).await;
+    harbor
+        .until(|m| match m {
+            RingMsg::Presence { presence } | RingMsg::Welcome { presence, .. } => (presence.state == PresenceState::Ready).then_some(()),
+            _ => None,
+        })
+        .await;
+
+    let rung = raise(&first, "uk-insp-01").await;
+    assert_eq!(rung.status(), StatusCode::CREATED);
+    let rung: serde_json::Value = rung.json().await.unwrap();
+    assert_eq!(rung["operator"]["id"], "u-dana");
+    let northstar_call = rung["sessionId"].as_str().unwrap().to_string();
+    let queued = raise(&second, "hb-insp-01").await;
+    assert_eq!(queued.status(), StatusCode::ACCEPTED, "busy in Northstar: queued, {}", queued.text().await.unwrap());
+    let harbor_call = queued.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string();
+
+    northstar.send(ConsoleMsg::Decline { session_id: northstar_call }).await;
+    let offered = harbor
+        .until(|m| match m {
+            RingMsg::Offer { offer } => Some(offer.session_id),
+            _ => None,
+        })
+        .await;
+    assert_eq!(offered, harbor_call, "freed in Northstar, Harbor's queued call rings her");
+    let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM offers WHERE operator_id = 'u-dana' AND status = 'open'").fetch_one(&mut db).await.unwrap();
+    assert_eq!(open, 1);
+    cluster.finish().await;
+}
+
 /// Any instance serves anyone: a call raised on the second instance rings
 /// Asha's console on the third, her Accept there starts the session, the
 /// owner's (the first's) wallboard hears it, and the second's roster shows

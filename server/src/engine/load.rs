@@ -90,6 +90,11 @@ impl Desk {
             self.timers.at(row.expires_at, Timer::OfferExpiry { operator_id: row.operator_id.clone(), session_id: row.session_id });
             self.offers.insert(row.operator_id, offer);
         }
+        // Rung by another org's desk, perhaps on another instance (cluster
+        // mode; one process knows its own desks' claims already).
+        for row in snapshot.held_elsewhere {
+            self.busy.held_by(&row.operator_id, &row.org_id, row.expires_at - now);
+        }
         for row in snapshot.live {
             let lifecycle = LifecycleState::parse(&row.lifecycle).unwrap_or(LifecycleState::Active);
             self.open_by_robot.insert(row.robot_id.clone(), row.session_id.clone());

@@ -9,7 +9,7 @@
 //! channel and the server functions.
 
 mod bookings;
-mod busy;
+pub mod busy;
 mod calls;
 mod ceilings;
 mod desk;
@@ -102,10 +102,20 @@ impl Engine {
     /// (`instance/boot`: a restarted instance fences its former self).
     /// `forwarding` (cluster mode) carries requests for orgs another
     /// instance dispatches to it, and theirs for orgs dispatched here.
-    pub async fn start(store: SharedStore, bus: SharedBus, clock: Clock, settings: Settings, owner: &str, forwarding: Option<Forwarding>) -> Result<Arc<Engine>, EngineError> {
+    /// `busy`: operators ringing in any org (in cluster mode already told
+    /// how to reach the other instances: `crate::cluster::share_busy`).
+    pub async fn start(
+        store: SharedStore,
+        bus: SharedBus,
+        clock: Clock,
+        settings: Settings,
+        owner: &str,
+        forwarding: Option<Forwarding>,
+        busy: Arc<BusyOperators>,
+    ) -> Result<Arc<Engine>, EngineError> {
         let orgs = store.org_ids().await?;
         let owner = owner.to_string();
-        let shared = Shared { store, bus, clock, settings, busy: Arc::new(BusyOperators::default()), owner, desks: Arc::default(), forwarding };
+        let shared = Shared { store, bus, clock, settings, busy, owner, desks: Arc::default(), forwarding };
         let engine = Arc::new(Engine { shared, tasks: Mutex::default(), stopping: Default::default(), watcher: Mutex::default() });
         let started: Vec<oneshot::Receiver<()>> = orgs.iter().filter_map(|org_id| engine.spawn_desk(org_id)).collect();
         for loaded in started {
@@ -396,6 +406,17 @@ impl Engine {
 
     pub fn clock(&self) -> Clock {
         self.shared.clock
+    }
+
+    /// Operators ringing in any org (rule D10).
+    pub fn busy(&self) -> &BusyOperators {
+        &self.shared.busy
+    }
+
+    /// These orgs' desks look at their queues again: someone they found
+    /// busy is free.
+    pub fn poke(&self, orgs: Vec<String>) {
+        dispatcher::poke(&self.shared, orgs);
     }
 
     async fn session(&self, org_id: &str, session_id: &str) -> Result<SessionRecord, EngineError> {

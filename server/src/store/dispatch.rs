@@ -138,7 +138,13 @@ macro_rules! dispatch_store {
                      WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED')",
                 )
                 .bind(org_id).fetch_all(&self.pool).await?;
-                Ok(OrgSnapshot { operators, pending, open_offers, answered, live })
+                let held_elsewhere = sqlx::query_as(
+                    "SELECT o.operator_id, o.org_id, o.expires_at FROM offers o \
+                     JOIN memberships m ON m.user_id = o.operator_id AND m.org_id = $1 \
+                     WHERE o.status = 'open' AND o.org_id <> $1",
+                )
+                .bind(org_id).fetch_all(&self.pool).await?;
+                Ok(OrgSnapshot { operators, pending, open_offers, answered, live, held_elsewhere })
             }
 
             async fn take_lease(&self, org_id: &str, owner: &str, ttl_ms: i64) -> StoreResult<Option<Lease>> {

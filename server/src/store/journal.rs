@@ -252,6 +252,17 @@ pub struct OrgSnapshot {
     pub open_offers: Vec<OpenOfferRow>,
     pub answered: Vec<AnsweredOfferRow>,
     pub live: Vec<LiveSessionRow>,
+    /// Open offers of other orgs to this org's people (rule D10; in
+    /// cluster mode their desks may run on other instances).
+    pub held_elsewhere: Vec<HeldElsewhereRow>,
+}
+
+/// An open offer of another org to one of this org's people.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct HeldElsewhereRow {
+    pub operator_id: String,
+    pub org_id: String,
+    pub expires_at: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]

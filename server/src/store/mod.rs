@@ -35,7 +35,7 @@ pub use rating::{RatingRow, RatingStore, ScoreRow};
 pub use safety::{SafetyChange, SafetyStore};
 pub use journal::{
     AnsweredOfferRow, DispatchRecord, DispatchRecordRow, LiveSessionRow, NewOffer, NewSession, OpenOfferRow, Lease,
-    OrgSnapshot, PendingCallRow, SessionRow, Telemetry, TelemetryOutcome, Write,
+    HeldElsewhereRow, OrgSnapshot, PendingCallRow, SessionRow, Telemetry, TelemetryOutcome, Write,
 };
 pub use sql::{PgStore, SqliteStore};
 

@@ -13,6 +13,7 @@ use crate::engine::busy::{BusyNews, BusyOperators, TellBusy};
 use crate::services::tabs::{Credential, Ended, Revocation, TellOthers};
 use crate::services::{OpenTabs, RobotRegistry};
 use crate::store::{SharedStore, StoreResult};
+use crate::task::OwnedTask;
 use futures::StreamExt;
 use std::sync::Arc;
 
@@ -23,6 +24,10 @@ pub const BUSY: &str = "busy";
 /// A claim from elsewhere stands this long beyond the offer window
 /// without news (its release may have been lost).
 const BUSY_MARGIN_MS: i64 = 2_000;
+/// Reconciles after lost revocations run at most this often.
+const RECONCILE_AT_MOST_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+/// Store lookups a reconcile runs at once.
+const RECONCILE_LOOKUPS_AT_ONCE: usize = 8;
 /// How often claims from elsewhere that stood their time are let go.
 const BUSY_LAPSE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -51,12 +56,13 @@ pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, ro
     let me = bus.publisher().to_string();
     let mut losses = bus.losses();
     let lost = Arc::new(tokio::sync::Notify::new());
-    let reconciler = tokio::spawn(reconcile_after_losses(lost.clone(), store, tabs.clone(), robots.clone()));
     // Revocations made before the subscription was live could not reach
     // it, and the token cache was loaded before: checked once now.
     let _ = bus.client().flush().await;
     lost.notify_one();
     Ok(tokio::spawn(async move {
+        // Ends with this task, however it ends (an abort included).
+        let _reconciler = OwnedTask::spawn(reconcile_after_losses(lost.clone(), store, tabs.clone(), robots.clone()));
         let mut numbers = crate::bus::nats::Heard::default();
         loop {
             let message = tokio::select! {
@@ -80,7 +86,9 @@ pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, ro
             if from == me {
                 continue;
             }
-            if !numbers.follows(&from, seq) {
+            // A publisher's first revocation heard must be its first sent:
+            // one that lost its first few (NATS away as it started) is a gap.
+            if !numbers.follows_from_one(&from, seq) {
                 tracing::warn!(publisher = %from, "revocations from another instance were lost: checking everything against the store");
                 lost.notify_one();
             }
@@ -95,12 +103,13 @@ pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, ro
                 }
             }
         }
-        reconciler.abort();
     }))
 }
 
 /// Runs `reconcile` each time revocations may have been lost; losses told
-/// while it runs make one more run (a `Notify` keeps one permit).
+/// while it runs make one more run (a `Notify` keeps one permit), at most
+/// one run every `RECONCILE_AT_MOST_EVERY` (losses come in bursts, when the
+/// instance is already struggling).
 async fn reconcile_after_losses(lost: Arc<tokio::sync::Notify>, store: SharedStore, tabs: Arc<OpenTabs>, robots: Arc<RobotRegistry>) {
     loop {
         lost.notified().await;
@@ -113,34 +122,44 @@ async fn reconcile_after_losses(lost: Arc<tokio::sync::Notify>, store: SharedSto
                 Err(e) => {
                     // The store is away too: try again until it answers.
                     tracing::warn!(error = %e, "could not check sockets against the store; trying again");
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    tokio::time::sleep(RECONCILE_AT_MOST_EVERY).await;
                 }
             }
         }
+        tokio::time::sleep(RECONCILE_AT_MOST_EVERY).await;
     }
 }
 
 /// Checks every credential a socket here stands on, and every cached robot
 /// token, against the store, as if each had just been presented: what no
-/// longer holds ends its sockets here. Returns how many credentials ended.
+/// longer holds ends its sockets here (only those open before the check
+/// began: a newer one was judged on the store as it is). A few lookups run
+/// at once. Returns how many credentials ended.
 pub async fn reconcile(store: &SharedStore, tabs: &OpenTabs, robots: &RobotRegistry) -> StoreResult<usize> {
     let mut ended = robots.reconcile().await?;
     let now = crate::clock::now_ms();
-    for credential in tabs.credentials() {
-        let why = match &credential {
-            Credential::SignIn { sign_in, org_id, role, .. } => match store.signed_in_role(sign_in, org_id, now).await? {
-                Some(held) if held == *role => None,
-                // A sign-in that is gone ends; one that holds another role
-                // (or no longer acts in the org) is judged again on reconnect.
-                _ if store.web_session(sign_in).await?.is_none_or(|s| s.expires_at <= now) => Some(Ended::CredentialEnded),
-                _ => Some(Ended::AccessChanged),
-            },
-            Credential::ApiKey { token, .. } => store.api_key(token).await?.is_none().then_some(Ended::CredentialEnded),
-            // The registry's reconcile above ended those whose token is gone.
-            Credential::Robot { .. } => None,
-        };
-        if let Some(why) = why {
-            tabs.end_here(&credential, why);
+    let (credentials, opened_before) = tabs.credentials();
+    let judged = futures::stream::iter(credentials)
+        .map(|credential| async move {
+            let why = match &credential {
+                Credential::SignIn { sign_in, org_id, role, .. } => match store.signed_in_role(sign_in, org_id, now).await? {
+                    Some(held) if held == *role => None,
+                    // A sign-in that is gone ends; one that holds another
+                    // role (or acts in another org) is judged again on reconnect.
+                    _ if store.web_session(sign_in).await?.is_none_or(|s| s.expires_at <= now) => Some(Ended::CredentialEnded),
+                    _ => Some(Ended::AccessChanged),
+                },
+                Credential::ApiKey { token, .. } => store.api_key(token).await?.is_none().then_some(Ended::CredentialEnded),
+                // The registry's reconcile above ended those whose token is gone.
+                Credential::Robot { .. } => None,
+            };
+            StoreResult::Ok((credential, why))
+        })
+        .buffer_unordered(RECONCILE_LOOKUPS_AT_ONCE);
+    let mut judged = std::pin::pin!(judged);
+    while let Some(next) = judged.next().await {
+        if let (credential, Some(why)) = next? {
+            tabs.end_here(&credential, why, opened_before);
             ended += 1;
         }
     }

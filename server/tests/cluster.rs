@@ -445,7 +445,7 @@ async fn a_sign_out_and_a_token_rotation_on_one_instance_hold_on_the_other() {
 /// database, and what no longer holds ends there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revocations_lost_on_the_way_take_effect_after_a_gap_or_a_reconnect() {
-    use domain::ring::RingMsg;
+    use domain::ring::{RingError, RingMsg};
     use server::auth::token_hash;
     use sqlx::Connection;
     let Some(nats) = OwnNats::start(None).await else { return };
@@ -479,19 +479,32 @@ async fn revocations_lost_on_the_way_take_effect_after_a_gap_or_a_reconnect() {
     sqlx::query("DELETE FROM web_sessions WHERE token_hash = $1").bind(token_hash(sign_in)).execute(&mut db).await.unwrap();
     assert_eq!(heartbeat(old.clone()).await, StatusCode::OK, "unheard, the second still trusts its cache");
 
-    // Another instance's revocations skip a number: one was lost.
+    // Another instance's revocations, in order from its first, are applied
+    // (the second sign-in's socket closes).
     let cluster_id: String = sqlx::query_scalar("SELECT id FROM cluster_identity").fetch_one(&mut db).await.unwrap();
     let raw = async_nats::connect(nats.url()).await.unwrap();
-    for seq in ["1", "3"] {
-        let mut headers = async_nats::HeaderMap::new();
-        headers.insert("CC-Publisher", "elsewhere/1");
-        headers.insert("CC-Seq", seq);
-        let payload = br#"{"kind":"credential_ended","secret":"nothing-open"}"#.to_vec();
-        raw.publish_with_headers(format!("clutchcall.{cluster_id}.revocations"), headers, payload.into()).await.unwrap();
-    }
-    raw.flush().await.unwrap();
+    let revoke = |seq: &'static str, secret: String| {
+        let (raw, subject) = (raw.clone(), format!("clutchcall.{cluster_id}.revocations"));
+        async move {
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert("CC-Publisher", "elsewhere/1");
+            headers.insert("CC-Seq", seq);
+            let payload = serde_json::to_vec(&serde_json::json!({ "kind": "credential_ended", "secret": secret })).unwrap();
+            raw.publish_with_headers(subject, headers, payload.into()).await.unwrap();
+            raw.flush().await.unwrap();
+        }
+    };
+    let other_cookie = admin_cookie(&second).await;
+    // (Its pass is taken before the socket opens.)
+    let mut other_wallboard = common::Tab::open_at(&second, &other_cookie, "/ws?watch=org").await;
+    revoke("1", "nothing-open".into()).await;
+    revoke("2", token_hash(other_cookie.split_once('=').unwrap().1)).await;
+    other_wallboard.until(|m| matches!(m, RingMsg::Error { code: RingError::SignedOut, .. }).then_some(())).await;
+
+    // Then one skips a number: one was lost.
+    revoke("4", "nothing-open".into()).await;
     until_refused(old, 10).await;
-    assert!(wallboard.closed_within(std::time::Duration::from_secs(10)).await, "the signed-out sign-in's socket closed");
+    wallboard.until(|m| matches!(m, RingMsg::Error { code: RingError::SignedOut, .. }).then_some(())).await;
     assert_eq!(heartbeat("rotated-unheard-1".into()).await, StatusCode::OK, "the token the database holds works");
 
     // NATS goes away and comes back: whatever was sent meanwhile is lost.

@@ -41,6 +41,12 @@ pub trait EventBus: Send + Sync + 'static {
     /// Publishes after the change is committed; never blocks.
     fn publish(&self, topic: Topic, event: Event);
     fn subscribe(&self, topic: &Topic) -> Subscription;
+    /// Whether events published on the topic from now on reach this
+    /// instance's subscribers (a bus between instances is not live until
+    /// its subscription to the topic is; that subscriber then gets `Resync`).
+    fn is_live(&self, _topic: &Topic) -> bool {
+        true
+    }
 }
 
 pub type SharedBus = Arc<dyn EventBus>;

@@ -68,6 +68,15 @@ impl Heard {
             None => true,
         }
     }
+
+    /// As `follows`, where the first message heard from a publisher must be
+    /// its first (number 1): for a subject heard from the start.
+    pub fn follows_from_one(&mut self, publisher: &str, seq: u64) -> bool {
+        match self.last.insert(publisher.to_string(), seq) {
+            Some(last) => seq == last + 1,
+            None => seq == 1,
+        }
+    }
 }
 
 pub struct NatsBus {
@@ -82,6 +91,8 @@ pub struct NatsBus {
     local: Arc<InProcessBus>,
     /// Topics with a live NATS subscription (a task relaying it here).
     relayed: Mutex<HashMap<Topic, tokio::task::JoinHandle<()>>>,
+    /// Relayed topics whose NATS subscription is live.
+    live: Mutex<std::collections::HashSet<Topic>>,
     /// This publisher's sequence number per topic.
     sequences: Mutex<HashMap<Topic, u64>>,
     /// This publisher's sequence number per cluster subject (`send`).
@@ -121,6 +132,7 @@ impl NatsBus {
             cluster: cluster.to_string(),
             local: InProcessBus::new(),
             relayed: Mutex::default(),
+            live: Mutex::default(),
             sequences: Mutex::default(),
             sent: Mutex::default(),
             losses: tokio::sync::watch::Sender::new(0),
@@ -232,6 +244,7 @@ impl NatsBus {
             return false;
         }
         relayed.remove(topic);
+        self.live.lock().expect("live lock").remove(topic);
         true
     }
 }
@@ -263,6 +276,7 @@ async fn relay(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic, sub
     // reach this instance, so its subscribers load their picture again.
     let _ = client.flush().await;
     if let Some(bus) = bus.upgrade() {
+        bus.live.lock().expect("live lock").insert(topic.clone());
         bus.local.resync(&topic);
     }
     let mut heard = Heard::default();
@@ -324,6 +338,10 @@ impl EventBus for NatsBus {
         self.relay(topic);
         subscription
     }
+
+    fn is_live(&self, topic: &Topic) -> bool {
+        self.live.lock().expect("live lock").contains(topic)
+    }
 }
 
 #[cfg(test)]
@@ -344,5 +362,7 @@ mod tests {
         assert!(heard.follows("b", 1));
         assert!(!heard.follows("a", 10), "9 was lost");
         assert!(heard.follows("a", 11));
+        assert!(!heard.follows_from_one("c", 3), "heard from the start, 1 and 2 were lost");
+        assert!(heard.follows_from_one("d", 1) && heard.follows_from_one("d", 2));
     }
 }

@@ -224,12 +224,13 @@ impl ChannelLink {
 
     /// Whether what other instances hold, or who watches there, changed.
     pub fn set_elsewhere(&self, now: Elsewhere, watching: Vec<String>) -> bool {
-        let held = std::mem::replace(&mut *self.elsewhere.lock().expect("link lock"), now) != now;
-        let names = *self.watching.lock().expect("link lock") != watching;
-        if names {
-            *self.watching.lock().expect("link lock") = watching;
-        }
-        held || names
+        // Both under their locks at once (always in this order): two
+        // reports applied together never leave one half of each.
+        let (mut held, mut names) = (self.elsewhere.lock().expect("link lock"), self.watching.lock().expect("link lock"));
+        let changed = *held != now || *names != watching;
+        *held = now;
+        *names = watching;
+        changed
     }
 
     /// Hands a frame to NATS for the other side's instance; false when the

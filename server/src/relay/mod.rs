@@ -43,7 +43,9 @@ const RESYNC_READ: Duration = Duration::from_secs(2);
 pub struct Relay {
     channels: Mutex<HashMap<String, Arc<Channel>>>,
     /// Orgs whose lifecycle events the hub follows.
-    followed: Mutex<HashSet<String>>,
+    /// Whether each followed org's events reach the hub yet (cluster mode:
+    /// once its NATS subscription is live and the first `Resync` handled).
+    followed: Mutex<HashMap<String, watch::Receiver<bool>>>,
     /// Orgs that had channels at the last count (told once when they have none).
     counted: Mutex<HashSet<String>>,
     bus: SharedBus,
@@ -70,7 +72,15 @@ struct Unheard {
     lifecycle: LifecycleState,
     operator_id: Option<String>,
     at_ms: i64,
+    heard: Instant,
 }
+
+/// How long a socket may wait for its org's events to reach this instance
+/// before it reads its session anyway (`Relay::follow`).
+const FOLLOW_WAIT: Duration = Duration::from_secs(2);
+/// The end of a session without a channel is kept this long: a socket
+/// reading the session live just before could still be opening one.
+const ENDED_KEPT: Duration = Duration::from_secs(60);
 
 impl Relay {
     /// The hub and its counting task (counts published, recordings
@@ -125,21 +135,32 @@ impl Relay {
     /// takes the last event heard of its session, if one came (the caller
     /// follows the org before it reads: `follow`).
     pub fn channel(self: &Arc<Self>, org_id: &str, session_id: &str, robot_id: &str, operator_id: Option<&str>, recording: bool) -> Arc<Channel> {
-        self.follow(org_id);
+        self.follow_now(org_id);
+        // (Read before the lock: every frame from another instance takes it.)
+        let elsewhere = if self.link.is_some() { self.elsewhere() } else { HashMap::new() };
         let mut channels = self.channels.lock().expect("relay lock");
         let channel = match channels.get(session_id) {
             Some(channel) => channel.clone(),
             None => {
                 let link = self.link.as_ref().map(|link| ChannelLink::new(link.clone(), session_id));
                 let channel = Arc::new(Channel::new(org_id, session_id, robot_id, operator_id, self.clock.now_ms(), self.limits, link));
-                self.learn_elsewhere(&channel, &self.elsewhere());
-                channels.insert(session_id.to_string(), channel.clone());
+                self.learn_elsewhere(&channel, &elsewhere);
                 // Under the channels' lock, as `lifecycle` records them: an
                 // event is either in here or finds the channel.
-                if let Some(heard) = self.unheard.lock().expect("relay lock").remove(session_id) {
-                    channel.set_operator(heard.operator_id.as_deref(), &self.recorder, heard.at_ms);
-                    channel.hear_lifecycle(heard.lifecycle == LifecycleState::Active, &self.recorder, heard.at_ms);
+                match self.unheard.lock().expect("relay lock").remove(session_id) {
+                    // The session ended after the socket's read: a closed
+                    // channel, never kept (its sockets leave at once).
+                    Some(heard) if heard.lifecycle.is_terminal() => {
+                        channel.close();
+                        return channel;
+                    }
+                    Some(heard) => {
+                        channel.set_operator(heard.operator_id.as_deref(), &self.recorder, heard.at_ms);
+                        channel.hear_lifecycle(heard.lifecycle == LifecycleState::Active, &self.recorder, heard.at_ms);
+                    }
+                    None => {}
                 }
+                channels.insert(session_id.to_string(), channel.clone());
                 channel
             }
         };
@@ -297,14 +318,29 @@ impl Relay {
         domain::relay::RelayStat { unrecorded: self.recorder.unrecorded(&channel.session_id), ..channel.stat(now, advance) }
     }
 
-    /// Follows the org's lifecycle events (once per org): a socket calls
-    /// it before it reads its session, so an event committed after that
-    /// read is heard, with or without a channel to hear it.
-    pub fn follow(self: &Arc<Self>, org_id: &str) {
-        if !self.followed.lock().expect("relay lock").insert(org_id.to_string()) {
-            return;
+    /// Follows the org's lifecycle events (once per org), and waits (a
+    /// while at most) until they reach the hub: a socket calls it before it
+    /// reads its session, so an event committed after that read is heard,
+    /// with or without a channel to hear it.
+    pub async fn follow(self: &Arc<Self>, org_id: &str) {
+        let mut live = self.follow_now(org_id);
+        if tokio::time::timeout(FOLLOW_WAIT, live.wait_for(|live| *live)).await.is_err() {
+            tracing::warn!(org = %org_id, "the org's events are slow to reach this instance: a relay socket reads its session without them");
         }
-        let subscription = self.bus.subscribe(&Topic::org(org_id));
+    }
+
+    /// Starts following the org unless it is followed; whether its events
+    /// reach the hub yet.
+    fn follow_now(self: &Arc<Self>, org_id: &str) -> watch::Receiver<bool> {
+        let mut followed = self.followed.lock().expect("relay lock");
+        if let Some(live) = followed.get(org_id) {
+            return live.clone();
+        }
+        let topic = Topic::org(org_id);
+        let subscription = self.bus.subscribe(&topic);
+        // Not yet live: the bus sends this subscription a `Resync` once it is.
+        let (told_live, live) = watch::channel(self.bus.is_live(&topic));
+        followed.insert(org_id.to_string(), live.clone());
         let hub = Arc::downgrade(self);
         let org_id = org_id.to_string();
         tokio::spawn(async move {
@@ -324,11 +360,13 @@ impl Relay {
                     Delivery::Resync => {
                         subscription.skip_to_now();
                         hub.resync(&org_id).await;
+                        told_live.send_replace(true);
                     }
                     Delivery::Closed => return,
                 }
             }
         });
+        live
     }
 
     /// After a gap in the org's events, each of its channels takes its
@@ -364,12 +402,11 @@ impl Relay {
             match channels.get(session_id) {
                 Some(channel) => channel.clone(),
                 None => {
-                    let mut unheard = self.unheard.lock().expect("relay lock");
-                    if matches!(lifecycle, LifecycleState::Active | LifecycleState::Paused) {
-                        let heard = Unheard { org_id: org_id.to_string(), lifecycle, operator_id: operator_id.map(str::to_string), at_ms };
-                        unheard.insert(session_id.to_string(), heard);
-                    } else {
-                        unheard.remove(session_id);
+                    // An end is kept a while too (`ENDED_KEPT`): a socket that
+                    // read the session live must not open its channel after it.
+                    if lifecycle != LifecycleState::Pending {
+                        let heard = Unheard { org_id: org_id.to_string(), lifecycle, operator_id: operator_id.map(str::to_string), at_ms, heard: Instant::now() };
+                        self.unheard.lock().expect("relay lock").insert(session_id.to_string(), heard);
                     }
                     return;
                 }
@@ -393,6 +430,7 @@ impl Relay {
     /// of the orgs this instance tells, after reporting its own parts); an
     /// org whose last channel closed hears an empty list once.
     async fn publish_counts(self: &Arc<Self>) {
+        self.unheard.lock().expect("relay lock").retain(|_, heard| !heard.lifecycle.is_terminal() || heard.heard.elapsed() < ENDED_KEPT);
         let now = self.clock.now_ms();
         let here = self.parts(true);
         if let Some(link) = &self.link {
@@ -482,7 +520,7 @@ mod tests {
         let sessions = Arc::new(SessionService::new(store, bus.clone()));
         let (relay, _job) = Relay::start(bus.clone(), Clock::system(), recorder, limits, None, sessions);
         let org = "org-unheard";
-        relay.follow(org);
+        relay.follow(org).await;
         let paused = OrgEvent::Lifecycle { session_id: "ses-1".into(), robot_id: "r1".into(), lifecycle: LifecycleState::Paused, operator_id: Some("asha".into()), queued: false, at_ms: 5 };
         bus.publish(Topic::org(org), Event::Org(paused));
         tokio::time::timeout(Duration::from_secs(10), async {
@@ -495,7 +533,8 @@ mod tests {
         let channel = relay.channel(org, "ses-1", "r1", Some("asha"), true);
         assert!(!channel.recording_on(), "the socket's read (ACTIVE) is older than the pause heard");
         assert!(relay.unheard.lock().unwrap().is_empty(), "taken by the channel");
-        // An end heard for a session without a channel leaves nothing behind.
+        // An end heard for a session without a channel: a socket that read
+        // it live before gets a closed channel, never kept.
         let other = |lifecycle| Event::Org(OrgEvent::Lifecycle { session_id: "ses-2".into(), robot_id: "r2".into(), lifecycle, operator_id: None, queued: false, at_ms: 6 });
         bus.publish(Topic::org(org), other(LifecycleState::Active));
         bus.publish(Topic::org(org), other(LifecycleState::Completed));
@@ -507,7 +546,8 @@ mod tests {
         })
         .await
         .expect("the resume reaches the channel");
-        assert!(relay.unheard.lock().unwrap().is_empty(), "an ended session is forgotten");
+        let late = relay.channel(org, "ses-2", "r2", None, true);
+        assert!(late.is_closed() && relay.get("ses-2").is_none(), "ended after the read: closed, not kept");
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -99,7 +99,7 @@ pub async fn watch_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
 async fn live_session(state: &AppState, org_id: &str, session_id: &str, may_join: impl FnOnce(&SessionRecord) -> bool) -> Result<SessionRecord, Response> {
     // Heard from before the read: an event committed after it reaches the
     // channel, made or not (`Relay::channel`).
-    state.relay.follow(org_id);
+    state.relay.follow(org_id).await;
     let session = match state.sessions.session(org_id, session_id).await {
         Ok(Some(session)) if may_join(&session) => session,
         Ok(_) => return Err((StatusCode::NOT_FOUND, "session not found").into_response()),

@@ -338,7 +338,14 @@ impl RobotRegistry {
     /// back once revoked, so one missing from the read is revoked, while
     /// one cached later may be newer than the read.
     pub async fn reconcile(&self) -> StoreResult<usize> {
-        let cached: Vec<String> = self.robots.read().expect("robots lock").by_token.keys().cloned().collect();
+        let cached: Vec<String> = {
+            // A lookup that read the store before this and remembers after
+            // it might bring back a token this read finds gone: the epoch
+            // moves, so it remembers nothing (`remember_read_at`).
+            let mut robots = self.robots.write().expect("robots lock");
+            robots.epoch += 1;
+            robots.by_token.keys().cloned().collect()
+        };
         let mut held = HashSet::new();
         for org_id in self.store.org_ids().await? {
             held.extend(self.store.robots_with_token(&org_id).await?.into_iter().map(|(_, hash)| hash));

@@ -246,16 +246,27 @@ impl OpenTabs {
     /// Every credential a socket here was opened with, once each: what
     /// `crate::cluster::reconcile` checks against the store after
     /// revocations from other instances may have been lost.
-    pub fn credentials(&self) -> Vec<Credential> {
+    /// With them, a mark: the sockets opened before it (`end_here`).
+    pub fn credentials(&self) -> (Vec<Credential>, u64) {
         let by_holder = self.by_holder.lock().expect("tabs lock");
+        let opened_before = self.next_id.load(Ordering::Relaxed);
         let unique: HashSet<&Credential> = by_holder.values().flatten().map(|t| &t.credential).collect();
-        unique.into_iter().cloned().collect()
+        (unique.into_iter().cloned().collect(), opened_before)
     }
 
-    /// Ends the sockets here opened with exactly `credential` (it no
-    /// longer holds in the store); told to nobody else.
-    pub fn end_here(&self, credential: &Credential, why: Ended) -> usize {
-        self.end(|c| c == credential, why)
+    /// Ends the sockets here opened with exactly `credential` before the
+    /// mark `opened_before` (it no longer held when the store was read; a
+    /// socket opened since was judged on a newer read); told to nobody else.
+    pub fn end_here(&self, credential: &Credential, why: Ended, opened_before: u64) -> usize {
+        let by_holder = self.by_holder.lock().expect("tabs lock");
+        let mut ended = 0;
+        for tab in by_holder.get(&credential.holder()).into_iter().flatten() {
+            if tab.id < opened_before && tab.credential == *credential {
+                tab.ended.send_replace(Some(why));
+                ended += 1;
+            }
+        }
+        ended
     }
 
     fn end(&self, which: impl Fn(&Credential) -> bool, why: Ended) -> usize {
@@ -328,12 +339,14 @@ mod tests {
         let (a, b) = (tabs.open(sign_in("u1", "s1", "o1"), None).unwrap(), tabs.open(sign_in("u1", "s1", "o1"), None).unwrap());
         let admin = Credential::SignIn { person: "u1".into(), sign_in: "s1".into(), org_id: "o1".into(), role: Role::Admin };
         let other_role = tabs.open(admin.clone(), None).unwrap();
-        let mut listed = tabs.credentials();
+        let (mut listed, mark) = tabs.credentials();
         listed.sort_by_key(|c| format!("{c:?}"));
         assert_eq!(listed, vec![admin.clone(), sign_in("u1", "s1", "o1")], "two sockets of one credential are one entry");
-        assert_eq!(tabs.end_here(&admin, Ended::AccessChanged), 1);
+        let newer = tabs.open(admin.clone(), None).unwrap();
+        assert_eq!(tabs.end_here(&admin, Ended::AccessChanged, mark), 1);
         assert_eq!(other_role.ended().await, Ended::AccessChanged);
         assert!(still_open(&a).await && still_open(&b).await, "the same sign-in opened with another role stays");
+        assert!(still_open(&newer).await, "a socket opened after the mark was judged on a newer read");
     }
 
     #[tokio::test(start_paused = true)]

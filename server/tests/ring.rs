@@ -113,6 +113,28 @@ both_backends!(d03_decline_over_the_socket_moves_the_call_on, |app: TestApp| asy
     app.finish().await;
 });
 
+// A console that stays connected but sends nothing (a frozen page, a
+// half-open connection) is closed a TTL after it was last heard from; one
+// that heartbeats stays, however many TTLs go by.
+both_backends_with!(r08_a_silent_console_is_closed_after_the_ttl_and_a_heartbeating_one_stays, |c: &mut server::config::Config| c.presence_ttl_ms = 1_000, |app: TestApp| async move {
+    let cookie = session_cookie(&app, OPERATOR).await;
+    let mut silent = Tab::open(&app, &cookie).await;
+    let mut beating = Tab::open(&app, &cookie).await;
+    welcome(&mut beating).await;
+    let opened = Instant::now();
+    assert!(silent.closed_within(Duration::from_secs(5)).await, "the silent console is closed");
+    assert!(opened.elapsed() >= Duration::from_millis(900), "closed {:?} after it opened, before the TTL", opened.elapsed());
+    // Three TTLs of heartbeats every 300 ms (a browser's cadence, scaled to
+    // the 1 s TTL): each keeps the console, and it answers a ping after.
+    while opened.elapsed() < Duration::from_millis(3_000) {
+        beating.send(ConsoleMsg::Heartbeat).await;
+        assert!(!beating.closed_within(Duration::from_millis(300)).await, "a heartbeating console is kept");
+    }
+    beating.send(ConsoleMsg::Ping { nonce: 7 }).await;
+    assert_eq!(beating.until(|m| match m { RingMsg::Pong { nonce } => Some(nonce), _ => None }).await, 7);
+    app.finish().await;
+});
+
 both_backends_with!(r08_a_killed_console_lapses_to_offline_and_gets_no_offers, |c: &mut server::config::Config| c.presence_ttl_ms = 1_000, |app: TestApp| async move {
     let mut tab = Tab::open(&app, &session_cookie(&app, OPERATOR).await).await;
     welcome(&mut tab).await;

@@ -12,15 +12,13 @@
 //! A person holds at most `TABS_PER_PERSON` sockets, and sign-out closes
 //! them at once. (The `Origin` of the upgrade is checked by `http::origin`.)
 
-mod ears;
 mod party;
 
-use crate::bus::Delivery;
-use ears::{Ears, Heard};
+use crate::bus::{Delivery, Subscription};
 use crate::engine::{EngineError, OperatorPresence};
 use crate::services::Principal;
 use crate::state::AppState;
-use crate::services::TabPass;
+use crate::services::{Ended, TabPass};
 use domain::events::{Event, OperatorEvent, Topic};
 use domain::models::{Offer, PresenceState, Role};
 use domain::ring::{valid_aux_reason, ConsoleMsg, MyPresence, RingError, RingMsg, MAX_FRAME_BYTES};
@@ -28,6 +26,7 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use futures::stream::SplitStream;
 use futures::{SinkExt, StreamExt};
 use serde::Deserialize;
 use std::time::Duration;
@@ -128,6 +127,37 @@ fn spawn_writer(mut sink: futures::stream::SplitSink<WebSocket, Message>) -> (mp
     (tx, writer)
 }
 
+/// What the tab's read loop hears next.
+enum Heard {
+    Text(String),
+    /// Closed, failed, or silent for the TTL.
+    Gone { silent: bool },
+    Delivery(Delivery),
+    /// The sign-in ended (signed out, expired, password changed): close now.
+    SignedOut,
+    /// The person's membership of the org changed: close, and a reconnect
+    /// is judged on their access now.
+    AccessChanged,
+}
+
+/// Reads the next frame or topic delivery; a tab that sent nothing since
+/// `heard + ttl` is gone (`silent`).
+async fn next(stream: &mut SplitStream<WebSocket>, topic: &mut Subscription, pass: &TabPass, heard: Instant, ttl: Duration) -> Heard {
+    tokio::select! {
+        ended = pass.ended() => match ended {
+            Ended::CredentialEnded => Heard::SignedOut,
+            Ended::AccessChanged => Heard::AccessChanged,
+        },
+        frame = tokio::time::timeout_at(heard + ttl, stream.next()) => match frame {
+            Err(_) => Heard::Gone { silent: true },
+            Ok(Some(Ok(Message::Text(text)))) => Heard::Text(text.to_string()),
+            Ok(Some(Ok(Message::Close(_)))) | Ok(Some(Err(_))) | Ok(None) => Heard::Gone { silent: false },
+            Ok(Some(Ok(_))) => Heard::Text(String::new()),
+        },
+        delivery = topic.recv() => Heard::Delivery(delivery),
+    }
+}
+
 fn welcome(owner: &TabOwner, state: &AppState, presence: OperatorPresence, offer: Option<Offer>) -> RingMsg {
     RingMsg::Welcome {
         operator_id: owner.user_id.clone(),
@@ -140,10 +170,10 @@ fn welcome(owner: &TabOwner, state: &AppState, presence: OperatorPresence, offer
 }
 
 async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
-    let (sink, stream) = socket.split();
+    let (sink, mut stream) = socket.split();
     let (tx, writer) = spawn_writer(sink);
     // Subscribe before reading the presence, so no event falls in between.
-    let topic = state.engine.subscribe(&Topic::operator(&owner.org_id, &owner.user_id));
+    let mut topic = state.engine.subscribe(&Topic::operator(&owner.org_id, &owner.user_id));
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
     // This tab, as the dispatcher counts it (unique across instances).
     let tab = uuid::Uuid::now_v7().simple().to_string();
@@ -163,13 +193,14 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
         }
     };
     let mut last_seen = state.engine.clock().now_ms();
+    let mut heard = Instant::now();
     // When the database last confirmed the sign-in (see `still_signed_in`).
     let mut checked = Instant::now();
-    let mut ears = Ears::new(stream, topic, &owner.pass, ttl);
     loop {
-        match ears.next().await {
+        match next(&mut stream, &mut topic, &owner.pass, heard, ttl).await {
             Heard::Text(text) => {
                 last_seen = state.engine.clock().now_ms();
+                heard = Instant::now();
                 if text.is_empty() {
                     continue;
                 }
@@ -279,14 +310,17 @@ async fn rejoin(state: &AppState, owner: &TabOwner, tab: &str, shown: PresenceSt
 /// A watch tab: the org's events (`parties`: only those about the
 /// person's own sessions), for live screens to reload on.
 async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut parties: Option<party::Parties>) {
-    let (sink, stream) = socket.split();
+    let (sink, mut stream) = socket.split();
     let (tx, writer) = spawn_writer(sink);
-    let topic = state.engine.subscribe(&Topic::org(&owner.org_id));
+    let mut topic = state.engine.subscribe(&Topic::org(&owner.org_id));
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
-    let mut ears = Ears::new(stream, topic, &owner.pass, ttl);
+    let mut heard = Instant::now();
     loop {
-        let msg = match ears.next().await {
-            Heard::Text(text) => match serde_json::from_str::<ConsoleMsg>(&text) {
+        let msg = match next(&mut stream, &mut topic, &owner.pass, heard, ttl).await {
+            Heard::Text(text) => match serde_json::from_str::<ConsoleMsg>(&{
+                heard = Instant::now();
+                text
+            }) {
                 Ok(ConsoleMsg::Ping { nonce }) => RingMsg::Pong { nonce },
                 _ => continue,
             },

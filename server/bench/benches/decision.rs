@@ -42,6 +42,7 @@ fn desk(operators: usize) -> Desk {
             region: REGIONS[i % REGIONS.len()].to_string(),
             certifications: vec![format!("{} · tier-1", SKILLS[i % SKILLS.len()]), format!("{} · tier-2", SKILLS[(i / 7) % SKILLS.len()])],
             active: true,
+            in_other_orgs: false,
         });
         desk.ready(&id, true, i as i64).unwrap();
     }

@@ -32,8 +32,9 @@ pub trait TellBusy: Send + Sync {
 
 #[derive(Default)]
 struct State {
-    /// Operator → the org here whose offer they hold.
-    ringing: HashMap<String, String>,
+    /// Operator → the org here whose offer they hold, and whether that
+    /// was told to the other instances.
+    ringing: HashMap<String, (String, bool)>,
     /// Operator → the org elsewhere whose offer they hold, and until when
     /// that claim stands without news.
     elsewhere: HashMap<String, (String, Instant)>,
@@ -46,7 +47,7 @@ impl State {
     fn holder(&self, operator_id: &str, now: Instant) -> Option<&str> {
         self.ringing
             .get(operator_id)
-            .map(String::as_str)
+            .map(|(org, _)| org.as_str())
             .or_else(|| self.elsewhere.get(operator_id).filter(|(_, until)| *until > now).map(|(org, _)| org.as_str()))
     }
 
@@ -73,8 +74,10 @@ pub struct BusyOperators {
 
 impl BusyOperators {
     /// Marks the operator as ringing for `org_id`; false when another org's
-    /// offer already holds them (here or elsewhere).
-    pub fn claim(&self, operator_id: &str, org_id: &str) -> bool {
+    /// offer already holds them (here or elsewhere). `tell`: the other
+    /// instances are told (cluster mode; people in one org only are
+    /// never rung by another org, so nobody needs telling).
+    pub fn claim(&self, operator_id: &str, org_id: &str, tell: bool) -> bool {
         let mut state = self.state.lock().expect("busy lock");
         match state.holder(operator_id, Instant::now()) {
             Some(org) if org != org_id => false,
@@ -82,9 +85,11 @@ impl BusyOperators {
             // Free, or held elsewhere by this very org (it moved here).
             _ => {
                 state.elsewhere.remove(operator_id);
-                state.ringing.insert(operator_id.to_string(), org_id.to_string());
+                state.ringing.insert(operator_id.to_string(), (org_id.to_string(), tell));
                 drop(state);
-                self.tell(BusyNews::Ringing { operator_id: operator_id.to_string(), org_id: org_id.to_string() });
+                if tell {
+                    self.tell(BusyNews::Ringing { operator_id: operator_id.to_string(), org_id: org_id.to_string() });
+                }
                 true
             }
         }
@@ -94,11 +99,13 @@ impl BusyOperators {
     /// so their queues are looked at again.
     pub fn release(&self, operator_id: &str, org_id: &str) -> Vec<String> {
         let mut state = self.state.lock().expect("busy lock");
-        if state.ringing.get(operator_id).is_some_and(|org| org == org_id) {
-            state.ringing.remove(operator_id);
+        if state.ringing.get(operator_id).is_some_and(|(org, _)| org == org_id) {
+            let (_, told) = state.ringing.remove(operator_id).expect("checked");
             let waiting = state.freed(operator_id, Instant::now());
             drop(state);
-            self.tell(BusyNews::Free { operator_id: operator_id.to_string(), org_id: org_id.to_string() });
+            if told {
+                self.tell(BusyNews::Free { operator_id: operator_id.to_string(), org_id: org_id.to_string() });
+            }
             return waiting;
         }
         Vec::new()
@@ -187,14 +194,14 @@ mod tests {
     #[test]
     fn d10_an_operator_ringing_in_one_org_is_busy_for_every_org() {
         let busy = BusyOperators::default();
-        assert!(busy.claim("dana", "org-a"));
-        assert!(busy.claim("dana", "org-a"), "claiming again for the same org is fine");
-        assert!(!busy.claim("dana", "org-b"));
+        assert!(busy.claim("dana", "org-a", true));
+        assert!(busy.claim("dana", "org-a", true), "claiming again for the same org is fine");
+        assert!(!busy.claim("dana", "org-b", true));
         assert!(busy.held_elsewhere("dana", "org-b"));
         assert!(busy.release("dana", "org-b").is_empty());
         assert!(busy.held_elsewhere("dana", "org-b"), "only the holding org releases");
         assert_eq!(busy.release("dana", "org-a"), vec!["org-b".to_string()], "org-b is told dana is free");
-        assert!(busy.claim("dana", "org-b"));
+        assert!(busy.claim("dana", "org-b", true));
     }
 
     #[derive(Default)]
@@ -215,17 +222,25 @@ mod tests {
 
         // Rung by org-a on another instance: busy for org-b here.
         assert!(busy.heard(ringing("org-a")).is_empty());
-        assert!(!busy.claim("dana", "org-b"));
+        assert!(!busy.claim("dana", "org-b", true));
         assert!(busy.held_elsewhere("dana", "org-b"));
         assert!(busy.heard(free("org-x")).is_empty(), "another org's release frees nothing");
         assert_eq!(busy.heard(free("org-a")), vec!["org-b".to_string()], "org-b is told dana is free");
 
         // Ours are told; org-a moving here takes its own claim over.
-        assert!(busy.claim("dana", "org-b"));
+        assert!(busy.claim("dana", "org-b", true));
         assert!(busy.release("dana", "org-b").is_empty());
         assert_eq!(*told.0.lock().unwrap(), vec![ringing("org-b"), free("org-b")]);
         busy.heard(ringing("org-a"));
-        assert!(busy.claim("dana", "org-a"), "the org that held her elsewhere now dispatches here");
+        assert!(busy.claim("dana", "org-a", true), "the org that held her elsewhere now dispatches here");
+
+        // Someone in one org only: nothing to tell.
+        busy.release("dana", "org-a");
+        told.0.lock().unwrap().clear();
+        assert!(busy.claim("erin", "org-a", false));
+        busy.release("erin", "org-a");
+        assert!(told.0.lock().unwrap().is_empty(), "nobody else can ring her");
+        busy.claim("dana", "org-a", true);
 
         // A release never heard: the claim lapses after `hold`.
         busy.release("dana", "org-a");

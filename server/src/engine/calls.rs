@@ -124,7 +124,7 @@ impl Desk {
         // Another org's dispatcher may have rung this operator a moment ago:
         // then they are held elsewhere, and the next claim skips them.
         while let Some((id, _)) = &claim.chosen {
-            if self.busy.claim(id, &self.org_id) {
+            if self.claim_operator(id) {
                 break;
             }
             claim = self.index.claim(&call.pop, &call.skill, ceiling, others, &skip);

@@ -39,6 +39,9 @@ pub(super) struct Operator {
     pub generation: u64,
     /// Made inactive (or removed) in the directory: never dispatched to.
     pub inactive: bool,
+    /// A member of other orgs too: ringing them is told to the other
+    /// instances (rule D10; `BusyOperators::claim`).
+    pub in_other_orgs: bool,
 }
 
 /// A booking a call was raised in: the session is its client's and ends
@@ -152,6 +155,13 @@ impl Desk {
 
     pub fn take_effects(&mut self) -> Effects {
         std::mem::take(&mut self.fx)
+    }
+
+    /// Claims the operator for an offer of this org (rule D10); false when
+    /// another org's offer holds them.
+    pub(super) fn claim_operator(&self, operator_id: &str) -> bool {
+        let told = self.operators.get(operator_id).is_some_and(|op| op.in_other_orgs);
+        self.busy.claim(operator_id, &self.org_id, told)
     }
 
     pub(super) fn operator_mut(&mut self, operator_id: &str) -> Result<&mut Operator, EngineError> {

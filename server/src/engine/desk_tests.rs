@@ -17,6 +17,7 @@ const SETTINGS: Settings = Settings { offer_window_ms: 30_000, wrap_up_ms: 60_00
 
 fn operator(id: &str, region: &str, certs: &[&str]) -> OperatorRecord {
     OperatorRecord {
+        in_other_orgs: false,
         user_id: id.into(),
         display_name: id.to_uppercase(),
         email: format!("{id}@example.test"),

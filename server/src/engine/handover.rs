@@ -54,7 +54,7 @@ impl Desk {
             .into_iter()
             .find(|c| c.operator_id == to)
             .ok_or(EngineError::NotHandoverCandidate)?;
-        if !self.busy.claim(to, &self.org_id) {
+        if !self.claim_operator(to) {
             return Err(EngineError::NotHandoverCandidate);
         }
         let live = self.live.get_mut(session_id).expect("checked above");

@@ -86,7 +86,7 @@ impl Desk {
                 expires_at: row.expires_at,
                 handover_from: None,
             };
-            self.busy.claim(&row.operator_id, &self.org_id);
+            self.claim_operator(&row.operator_id);
             self.timers.at(row.expires_at, Timer::OfferExpiry { operator_id: row.operator_id.clone(), session_id: row.session_id });
             self.offers.insert(row.operator_id, offer);
         }
@@ -166,6 +166,7 @@ impl Desk {
                 op.presence.region = record.region;
                 op.presence.skills = skills;
                 op.inactive = !record.active;
+                op.in_other_orgs = record.in_other_orgs;
             }
             None => {
                 self.operators.insert(
@@ -186,6 +187,7 @@ impl Desk {
                         tabs: Default::default(),
                         generation: 0,
                         inactive: !record.active,
+                        in_other_orgs: record.in_other_orgs,
                     },
                 );
             }

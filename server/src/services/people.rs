@@ -183,7 +183,12 @@ impl PeopleService {
         match self.store.accept_invitation(&token_hash(token), &who, now_ms()).await? {
             AcceptOutcome::Joined { org_id, user_id, entry } => {
                 self.published(&org_id, entry);
-                let _ = self.engine.reload_operator(&org_id, &user_id).await;
+                // Their other orgs' desks learn they are in another org now
+                // (in cluster mode, who rings them is told: rule D10).
+                let orgs = self.store.memberships(&user_id).await.map(|all| all.into_iter().map(|m| m.org_id).collect()).unwrap_or_else(|_| vec![org_id.clone()]);
+                for org in orgs {
+                    let _ = self.engine.reload_operator(&org, &user_id).await;
+                }
                 Ok((org_id, user_id))
             }
             AcceptOutcome::Gone => Err(PeopleError::NotFound("invitation (it may have been used or expired)")),

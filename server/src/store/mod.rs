@@ -96,6 +96,9 @@ pub struct OperatorRecord {
     pub certifications: Vec<String>,
     /// An inactive operator is never dispatched to.
     pub active: bool,
+    /// A member of another org too: in cluster mode the desks tell other
+    /// instances when they ring them (rule D10, `engine/busy.rs`).
+    pub in_other_orgs: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

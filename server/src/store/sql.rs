@@ -93,6 +93,7 @@ struct OperatorRow {
     role: String,
     region: String,
     active: i64,
+    in_other_orgs: i64,
 }
 
 impl OperatorRow {
@@ -106,12 +107,14 @@ impl OperatorRow {
             region: self.region,
             certifications,
             active: self.active != 0,
+            in_other_orgs: self.in_other_orgs != 0,
         })
     }
 }
 
 // A client's membership never operates, whatever profile it kept.
-const OPERATOR_COLUMNS: &str = "SELECT u.id, u.display_name, u.email, u.external_id, m.role, p.region, p.active \
+const OPERATOR_COLUMNS: &str = "SELECT u.id, u.display_name, u.email, u.external_id, m.role, p.region, p.active, \
+     CAST(CASE WHEN EXISTS (SELECT 1 FROM memberships o WHERE o.user_id = u.id AND o.org_id <> m.org_id) THEN 1 ELSE 0 END AS BIGINT) AS in_other_orgs \
      FROM operator_profiles p \
      JOIN users u ON u.id = p.user_id \
      JOIN memberships m ON m.org_id = p.org_id AND m.user_id = p.user_id AND m.role <> 'client'";

@@ -201,11 +201,12 @@ pub fn hear_busy(mut heard: async_nats::Subscriber, me: String, engine: Arc<crat
             let freed = tokio::select! {
                 message = heard.next() => {
                     let Some(message) = message else { return };
-                    if crate::bus::nats::sender_seq(&message).is_some_and(|(from, _)| from == me) {
+                    let from = message.headers.as_ref().and_then(|h| h.get(crate::bus::nats::PUBLISHER)).map(|v| v.as_str().to_string()).unwrap_or_default();
+                    if from == me {
                         continue;
                     }
                     match serde_json::from_slice::<BusyNews>(&message.payload) {
-                        Ok(news) => engine.busy().heard(news),
+                        Ok(news) => engine.busy().heard(&from, news),
                         Err(e) => {
                             tracing::warn!(error = %e, "a ringing operator's claim from another instance could not be read");
                             continue;

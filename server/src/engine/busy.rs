@@ -35,9 +35,10 @@ struct State {
     /// Operator → the org here whose offer they hold, and whether that
     /// was told to the other instances.
     ringing: HashMap<String, (String, bool)>,
-    /// Operator → the org elsewhere whose offer they hold, and until when
-    /// that claim stands without news.
-    elsewhere: HashMap<String, (String, Instant)>,
+    /// Operator → the org elsewhere whose offer they hold, until when that
+    /// claim stands without news, and the instance that told it (empty
+    /// when read from the database).
+    elsewhere: HashMap<String, (String, Instant, String)>,
     /// Operator → orgs that passed them over as busy: told when they free up.
     waiting: HashMap<String, HashSet<String>>,
 }
@@ -48,7 +49,7 @@ impl State {
         self.ringing
             .get(operator_id)
             .map(|(org, _)| org.as_str())
-            .or_else(|| self.elsewhere.get(operator_id).filter(|(_, until)| *until > now).map(|(org, _)| org.as_str()))
+            .or_else(|| self.elsewhere.get(operator_id).filter(|(_, until, _)| *until > now).map(|(org, _, _)| org.as_str()))
     }
 
     /// The orgs waiting for the operator, if nothing holds them any more.
@@ -81,7 +82,15 @@ impl BusyOperators {
         let mut state = self.state.lock().expect("busy lock");
         match state.holder(operator_id, Instant::now()) {
             Some(org) if org != org_id => false,
-            Some(_) if state.ringing.contains_key(operator_id) => true,
+            Some(_) if state.ringing.contains_key(operator_id) => {
+                // Claimed untold, and now they are in another org too.
+                let upgraded = tell && state.ringing.get_mut(operator_id).is_some_and(|(_, told)| !std::mem::replace(told, true));
+                drop(state);
+                if upgraded {
+                    self.tell(BusyNews::Ringing { operator_id: operator_id.to_string(), org_id: org_id.to_string() });
+                }
+                true
+            }
             // Free, or held elsewhere by this very org (it moved here).
             _ => {
                 state.elsewhere.remove(operator_id);
@@ -95,20 +104,29 @@ impl BusyOperators {
         }
     }
 
-    /// Frees the operator; returns the orgs that found them busy meanwhile,
-    /// so their queues are looked at again.
-    pub fn release(&self, operator_id: &str, org_id: &str) -> Vec<String> {
+    /// An offer the database holds open (a desk loading): claimed for
+    /// `org_id` whatever a claim from elsewhere said (that one is stale).
+    pub fn claim_loaded(&self, operator_id: &str, org_id: &str, tell: bool) {
+        self.state.lock().expect("busy lock").elsewhere.remove(operator_id);
+        self.claim(operator_id, org_id, tell);
+    }
+
+    /// Frees the operator; returns the orgs that found them busy meanwhile
+    /// (so their queues are looked at again) and whether the other
+    /// instances must be told (`free`, once the offer's close is committed:
+    /// told before, they could ring the operator into the index's refusal).
+    pub fn release(&self, operator_id: &str, org_id: &str) -> (Vec<String>, bool) {
         let mut state = self.state.lock().expect("busy lock");
         if state.ringing.get(operator_id).is_some_and(|(org, _)| org == org_id) {
             let (_, told) = state.ringing.remove(operator_id).expect("checked");
-            let waiting = state.freed(operator_id, Instant::now());
-            drop(state);
-            if told {
-                self.tell(BusyNews::Free { operator_id: operator_id.to_string(), org_id: org_id.to_string() });
-            }
-            return waiting;
+            return (state.freed(operator_id, Instant::now()), told);
         }
-        Vec::new()
+        (Vec::new(), false)
+    }
+
+    /// Tells the other instances that the org's committed close freed the operator.
+    pub fn free(&self, operator_id: &str, org_id: &str) {
+        self.tell(BusyNews::Free { operator_id: operator_id.to_string(), org_id: org_id.to_string() });
     }
 
     /// Whether another org's offer holds the operator (that org is noted,
@@ -133,19 +151,21 @@ impl BusyOperators {
         self.others.get().is_some()
     }
 
-    /// Another instance's claim or release; the orgs to look at their
-    /// queues again (the operator is free).
-    pub fn heard(&self, news: BusyNews) -> Vec<String> {
+    /// Another instance's (`from`) claim or release; the orgs to look at
+    /// their queues again (the operator is free). A release frees only the
+    /// claim that instance told (or one read from the database): after a
+    /// failover the old owner's late release must not free the new one's.
+    pub fn heard(&self, from: &str, news: BusyNews) -> Vec<String> {
         let Some(others) = self.others.get() else { return Vec::new() };
         let mut state = self.state.lock().expect("busy lock");
         let now = Instant::now();
         match news {
             BusyNews::Ringing { operator_id, org_id } => {
-                state.elsewhere.insert(operator_id, (org_id, now + others.hold));
+                state.elsewhere.insert(operator_id, (org_id, now + others.hold, from.to_string()));
                 Vec::new()
             }
             BusyNews::Free { operator_id, org_id } => {
-                if state.elsewhere.get(&operator_id).is_some_and(|(org, _)| *org == org_id) {
+                if state.elsewhere.get(&operator_id).is_some_and(|(org, _, by)| *org == org_id && (by == from || by.is_empty())) {
                     state.elsewhere.remove(&operator_id);
                 }
                 state.freed(&operator_id, now)
@@ -162,7 +182,7 @@ impl BusyOperators {
         let mut state = self.state.lock().expect("busy lock");
         if !state.ringing.contains_key(operator_id) {
             let until = Instant::now() + Duration::from_millis(for_ms as u64);
-            state.elsewhere.insert(operator_id.to_string(), (org_id.to_string(), until));
+            state.elsewhere.insert(operator_id.to_string(), (org_id.to_string(), until, String::new()));
         }
     }
 
@@ -171,7 +191,7 @@ impl BusyOperators {
     pub fn lapse(&self) -> Vec<String> {
         let mut state = self.state.lock().expect("busy lock");
         let now = Instant::now();
-        let lapsed: Vec<String> = state.elsewhere.iter().filter(|(_, (_, until))| *until <= now).map(|(id, _)| id.clone()).collect();
+        let lapsed: Vec<String> = state.elsewhere.iter().filter(|(_, (_, until, _))| *until <= now).map(|(id, _)| id.clone()).collect();
         let mut orgs = Vec::new();
         for operator_id in lapsed {
             state.elsewhere.remove(&operator_id);
@@ -198,9 +218,9 @@ mod tests {
         assert!(busy.claim("dana", "org-a", true), "claiming again for the same org is fine");
         assert!(!busy.claim("dana", "org-b", true));
         assert!(busy.held_elsewhere("dana", "org-b"));
-        assert!(busy.release("dana", "org-b").is_empty());
+        assert!(busy.release("dana", "org-b").0.is_empty());
         assert!(busy.held_elsewhere("dana", "org-b"), "only the holding org releases");
-        assert_eq!(busy.release("dana", "org-a"), vec!["org-b".to_string()], "org-b is told dana is free");
+        assert_eq!(busy.release("dana", "org-a").0, vec!["org-b".to_string()], "org-b is told dana is free");
         assert!(busy.claim("dana", "org-b", true));
     }
 
@@ -221,30 +241,41 @@ mod tests {
         let free = |org: &str| BusyNews::Free { operator_id: "dana".into(), org_id: org.into() };
 
         // Rung by org-a on another instance: busy for org-b here.
-        assert!(busy.heard(ringing("org-a")).is_empty());
+        assert!(busy.heard("i1", ringing("org-a")).is_empty());
         assert!(!busy.claim("dana", "org-b", true));
         assert!(busy.held_elsewhere("dana", "org-b"));
-        assert!(busy.heard(free("org-x")).is_empty(), "another org's release frees nothing");
-        assert_eq!(busy.heard(free("org-a")), vec!["org-b".to_string()], "org-b is told dana is free");
+        assert!(busy.heard("i1", free("org-x")).is_empty(), "another org's release frees nothing");
+        assert_eq!(busy.heard("i1", free("org-a")), vec!["org-b".to_string()], "org-b is told dana is free");
 
-        // Ours are told; org-a moving here takes its own claim over.
+        // Ours are told: the claim at once, the release once its close is
+        // committed (`free`, which the desk calls then).
         assert!(busy.claim("dana", "org-b", true));
-        assert!(busy.release("dana", "org-b").is_empty());
+        assert_eq!(busy.release("dana", "org-b"), (Vec::new(), true));
+        assert_eq!(*told.0.lock().unwrap(), vec![ringing("org-b")]);
+        busy.free("dana", "org-b");
         assert_eq!(*told.0.lock().unwrap(), vec![ringing("org-b"), free("org-b")]);
-        busy.heard(ringing("org-a"));
+        busy.heard("i1", ringing("org-a"));
         assert!(busy.claim("dana", "org-a", true), "the org that held her elsewhere now dispatches here");
-
-        // Someone in one org only: nothing to tell.
         busy.release("dana", "org-a");
+
+        // After a failover, the old owner's late release does not free the
+        // new owner's claim.
+        busy.heard("i2", ringing("org-a"));
+        assert!(busy.heard("i1", free("org-a")).is_empty());
+        assert!(busy.held_elsewhere("dana", "org-b"), "still rung by org-a on i2");
+        assert_eq!(busy.heard("i2", free("org-a")), vec!["org-b".to_string()]);
+
+        // Someone in one org only: nothing to tell, until they join another.
         told.0.lock().unwrap().clear();
         assert!(busy.claim("erin", "org-a", false));
-        busy.release("erin", "org-a");
-        assert!(told.0.lock().unwrap().is_empty(), "nobody else can ring her");
-        busy.claim("dana", "org-a", true);
+        assert_eq!(busy.release("erin", "org-a"), (Vec::new(), false), "nobody else can ring her");
+        assert!(busy.claim("erin", "org-a", false));
+        assert!(busy.claim("erin", "org-a", true), "now in another org too");
+        assert_eq!(*told.0.lock().unwrap(), vec![BusyNews::Ringing { operator_id: "erin".into(), org_id: "org-a".into() }]);
+        assert!(busy.release("erin", "org-a").1, "the upgraded claim's release is told");
 
         // A release never heard: the claim lapses after `hold`.
-        busy.release("dana", "org-a");
-        busy.heard(ringing("org-a"));
+        busy.heard("i1", ringing("org-a"));
         assert!(busy.held_elsewhere("dana", "org-b"));
         std::thread::sleep(Duration::from_millis(40));
         assert_eq!(busy.lapse(), vec!["org-b".to_string()]);

@@ -216,8 +216,11 @@ impl Desk {
     /// starts the cool-off for that call (rule D08).
     pub(super) fn close_offer(&mut self, operator_id: &str, status: OfferStatus, now: i64) -> Option<Offer> {
         let offer = self.offers.remove(operator_id)?;
-        let waiting = self.busy.release(operator_id, &self.org_id);
+        let (waiting, tell) = self.busy.release(operator_id, &self.org_id);
         self.fx.pokes.extend(waiting);
+        if tell {
+            self.fx.freed.push((operator_id.to_string(), self.org_id.clone()));
+        }
         self.fx.writes.push(Write::CloseOffer {
             org_id: self.org_id.clone(),
             session_id: offer.session_id.clone(),

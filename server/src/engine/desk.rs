@@ -28,6 +28,9 @@ pub struct Effects {
     /// Other orgs to look at their queues again: an operator they found
     /// busy here is free (rule D10).
     pub pokes: Vec<String>,
+    /// Operators freed here (operator, org) whom other instances must hear
+    /// of (rule D10), told once the close is committed.
+    pub freed: Vec<(String, String)>,
 }
 
 pub(super) struct Operator {

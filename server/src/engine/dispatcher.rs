@@ -265,6 +265,9 @@ async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> R
                             shared.bus.publish(topic, event);
                         }
                         poke(shared, fx.pokes);
+                        for (operator_id, org_id) in fx.freed {
+                            shared.busy.free(&operator_id, &org_id);
+                        }
                         return Ok(());
                     }
                     Err(StoreError::Fenced) => return Err(Fenced),
@@ -319,7 +322,7 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
             Err(Fenced) => Stop::TakenOver,
         };
         drop(listening);
-        desk.release_offers();
+        desk.release_offers(true);
         poke(&shared, desk.take_effects().pokes);
         match stop {
             Stop::Closed => {

@@ -14,7 +14,7 @@ impl Desk {
     /// presences (which live only here). Used at start and after a failed
     /// commit; `recover` then closes what went stale while nobody watched.
     pub fn load(&mut self, snapshot: OrgSnapshot, now: i64) {
-        self.release_offers();
+        self.release_offers(false);
         self.calls.clear();
         self.queues.clear();
         self.queued.clear();
@@ -86,7 +86,9 @@ impl Desk {
                 expires_at: row.expires_at,
                 handover_from: None,
             };
-            self.claim_operator(&row.operator_id);
+            // The database's open offer is the truth: a claim from elsewhere is stale.
+            let told = self.operators.get(&row.operator_id).is_some_and(|op| op.in_other_orgs);
+            self.busy.claim_loaded(&row.operator_id, &self.org_id, told);
             self.timers.at(row.expires_at, Timer::OfferExpiry { operator_id: row.operator_id.clone(), session_id: row.session_id });
             self.offers.insert(row.operator_id, offer);
         }
@@ -149,9 +151,18 @@ impl Desk {
 
     /// Forgets every ringing offer, freeing its operator for other orgs
     /// (before a reload, and when this instance stops dispatching the org).
-    pub fn release_offers(&mut self) {
-        for (operator_id, _) in self.offers.drain() {
-            let waiting = self.busy.release(&operator_id, &self.org_id);
+    /// Other instances are told nothing. `stepping_down`: the offers stay
+    /// open in the database until the next owner closes or keeps them, so
+    /// in cluster mode each still holds its operator here, as a claim from
+    /// elsewhere, until it expires (before a reload, the load claims again
+    /// those still open).
+    pub fn release_offers(&mut self, stepping_down: bool) {
+        let now = crate::clock::now_ms();
+        for (operator_id, offer) in self.offers.drain() {
+            let (waiting, _) = self.busy.release(&operator_id, &self.org_id);
+            if stepping_down {
+                self.busy.held_by(&operator_id, &self.org_id, offer.expires_at - now);
+            }
             self.fx.pokes.extend(waiting);
         }
     }

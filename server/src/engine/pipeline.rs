@@ -29,6 +29,7 @@ impl Decided {
         self.fx.writes.extend(fx.writes);
         self.fx.events.extend(fx.events);
         self.fx.pokes.extend(fx.pokes);
+        self.fx.freed.extend(fx.freed);
     }
 
     /// Requests decided and held for the commit.
@@ -38,7 +39,7 @@ impl Decided {
 
     /// Nothing to commit, answer or publish.
     pub fn is_empty(&self) -> bool {
-        self.answers.is_empty() && self.fx.writes.is_empty() && self.fx.events.is_empty() && self.fx.pokes.is_empty()
+        self.answers.is_empty() && self.fx.writes.is_empty() && self.fx.events.is_empty() && self.fx.pokes.is_empty() && self.fx.freed.is_empty()
     }
 
     /// Sends the decisions to the database (on a task of its own, so the
@@ -93,6 +94,9 @@ impl Committing {
             shared.bus.publish(topic, event);
         }
         super::dispatcher::poke(shared, fx.pokes);
+        for (operator_id, org_id) in fx.freed {
+            shared.busy.free(&operator_id, &org_id);
+        }
     }
 
     /// Requests held for this commit.

@@ -1,12 +1,18 @@
 //! What instances tell each other besides the events on topics (cluster
-//! mode): revocations, and which operators ring where (rule D10). A sign-out, a password change, a removal or a role
-//! change, a token rotation or a retirement made on one instance ends the
-//! affected sockets and forgets the cached robot token on every other one
+//! mode): revocations, and which operators ring where (rule D10).
+//!
+//! A sign-out, a password change, a removal or a role change, a token
+//! rotation or a retirement made on one instance ends the affected sockets
+//! and forgets the cached robot token on every other one
 //! (`services::tabs::Revocation`), over one NATS subject. NATS core
 //! delivers at most once, so each instance numbers its revocations; after
 //! a gap, a reconnect or a slow-consumer warning an instance checks its
 //! sockets' credentials and its cached robot tokens against the store
 //! (`reconcile`), so a lost revocation still takes effect.
+//!
+//! A desk that rings someone who is in other orgs too tells the other
+//! instances, and tells them again once the offer's close is committed
+//! (`share_busy`, `hear_busy`; `engine/busy.rs` keeps what it hears).
 
 use crate::bus::nats::NatsBus;
 use crate::engine::busy::{BusyNews, BusyOperators, TellBusy};

@@ -3,9 +3,10 @@
 //! says. Each org's dispatcher claims an operator here before ringing them;
 //! the lock is a plain mutex, never held across an await.
 //!
-//! In cluster mode another org's desk may run on another instance: each
-//! claim and release made here is told to the others (`crate::cluster`),
-//! and theirs are held here as claims from elsewhere. NATS is at most
+//! In cluster mode another org's desk may run on another instance: a claim
+//! of someone in several orgs is told to the others at once, its release
+//! once the offer's close is committed (`crate::cluster`), and theirs are
+//! held here as claims from elsewhere. NATS is at most
 //! once, so a claim from elsewhere lapses by itself once its offer must
 //! have ended (`hold`); a claim never heard is found in the database when
 //! the desk loads (`Desk::load`), and meanwhile the offers index refuses

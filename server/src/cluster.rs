@@ -37,17 +37,35 @@ const RECONCILE_LOOKUPS_AT_ONCE: usize = 8;
 /// How often claims from elsewhere that stood their time are let go.
 const BUSY_LAPSE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Revocations made here, sent to the other instances.
-pub struct Revocations {
+/// What this instance tells the others on one of the cluster's subjects
+/// (`REVOCATIONS`, `BUSY`), numbered and in order (`NatsBus::send`).
+pub struct ToOthers {
     bus: Arc<NatsBus>,
+    subject: String,
 }
 
-impl TellOthers for Revocations {
-    fn tell(&self, revocation: &Revocation) {
-        match serde_json::to_vec(revocation) {
-            Ok(payload) => self.bus.send(&self.bus.cluster_subject(REVOCATIONS), payload),
-            Err(e) => tracing::error!(error = %e, "a revocation could not be written"),
+impl ToOthers {
+    fn new(bus: &Arc<NatsBus>, name: &str) -> Arc<ToOthers> {
+        Arc::new(ToOthers { bus: bus.clone(), subject: bus.cluster_subject(name) })
+    }
+
+    fn send(&self, news: &impl serde::Serialize) {
+        match serde_json::to_vec(news) {
+            Ok(payload) => self.bus.send(&self.subject, payload),
+            Err(e) => tracing::error!(subject = %self.subject, error = %e, "news for the other instances could not be written"),
         }
+    }
+}
+
+impl TellOthers for ToOthers {
+    fn tell(&self, revocation: &Revocation) {
+        self.send(revocation);
+    }
+}
+
+impl TellBusy for ToOthers {
+    fn tell(&self, news: &BusyNews) {
+        self.send(news);
     }
 }
 
@@ -58,7 +76,7 @@ impl TellOthers for Revocations {
 /// checked against the store (`reconcile`). Returns the listening task.
 pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, robots: Arc<RobotRegistry>) -> Result<tokio::task::JoinHandle<()>, async_nats::SubscribeError> {
     let mut heard = bus.client().subscribe(bus.cluster_subject(REVOCATIONS)).await?;
-    tabs.reach_others(Arc::new(Revocations { bus: bus.clone() }));
+    tabs.reach_others(ToOthers::new(&bus, REVOCATIONS));
     let me = bus.publisher().to_string();
     let mut losses = bus.losses();
     let lost = Arc::new(tokio::sync::Notify::new());
@@ -172,27 +190,13 @@ pub async fn reconcile(store: &SharedStore, tabs: &OpenTabs, robots: &RobotRegis
     Ok(ended)
 }
 
-/// Claims and releases of ringing operators made here, sent to the others.
-struct BusyOut {
-    bus: Arc<NatsBus>,
-}
-
-impl TellBusy for BusyOut {
-    fn tell(&self, news: &BusyNews) {
-        match serde_json::to_vec(news) {
-            Ok(payload) => self.bus.send(&self.bus.cluster_subject(BUSY), payload),
-            Err(e) => tracing::error!(error = %e, "a ringing operator's claim could not be written"),
-        }
-    }
-}
-
 /// Cluster mode, before the engine starts (its desks claim operators as
 /// they load): claims made here go out, and the subscription to the
 /// others' is live (`hear_busy` reads it once the engine runs).
 pub async fn share_busy(bus: &Arc<NatsBus>, busy: &BusyOperators, offer_window_ms: i64) -> Result<async_nats::Subscriber, async_nats::SubscribeError> {
     let heard = bus.client().subscribe(bus.cluster_subject(BUSY)).await?;
     let hold = std::time::Duration::from_millis((offer_window_ms + BUSY_MARGIN_MS).max(0) as u64);
-    busy.reach_others(Arc::new(BusyOut { bus: bus.clone() }), hold);
+    busy.reach_others(ToOthers::new(bus, BUSY), hold);
     Ok(heard)
 }
 
@@ -207,7 +211,7 @@ pub fn hear_busy(mut heard: async_nats::Subscriber, me: String, engine: Arc<crat
             let freed = tokio::select! {
                 message = heard.next() => {
                     let Some(message) = message else { return };
-                    let from = message.headers.as_ref().and_then(|h| h.get(crate::bus::nats::PUBLISHER)).map(|v| v.as_str().to_string()).unwrap_or_default();
+                    let from = crate::bus::nats::publisher_of(&message).unwrap_or_default();
                     if from == me {
                         continue;
                     }

@@ -251,8 +251,16 @@ impl NatsBus {
 
 /// A message's publisher and its number, if it carries them.
 pub fn sender_seq(message: &async_nats::Message) -> Option<(String, u64)> {
-    let header = |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.as_str().to_string());
-    Some((header(PUBLISHER)?, header(SEQUENCE)?.parse().ok()?))
+    Some((publisher_of(message)?, header(message, SEQUENCE)?.parse().ok()?))
+}
+
+/// The instance run that published a message, if it says.
+pub fn publisher_of(message: &async_nats::Message) -> Option<String> {
+    header(message, PUBLISHER)
+}
+
+fn header(message: &async_nats::Message, name: &str) -> Option<String> {
+    message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.as_str().to_string())
 }
 
 /// Relays one subject to this instance's subscribers of its topic, until

@@ -5,10 +5,11 @@
 //! rotation or a retirement made on one instance ends the affected sockets
 //! and forgets the cached robot token on every other one
 //! (`services::tabs::Revocation`), over one NATS subject. NATS core
-//! delivers at most once, so each instance numbers its revocations; after
-//! a gap, a reconnect or a slow-consumer warning an instance checks its
-//! sockets' credentials and its cached robot tokens against the store
-//! (`reconcile`), so a lost revocation still takes effect.
+//! delivers at most once, so each instance numbers its revocations and
+//! tallies them every few seconds (so a lost last one shows too); after a
+//! gap, a short tally, a reconnect or a slow-consumer warning an instance
+//! checks its sockets' credentials and its cached robot tokens against the
+//! store (`reconcile`), so a lost revocation still takes effect.
 //!
 //! A desk that rings someone who is in other orgs too tells the other
 //! instances, and tells them again once the offer's close is committed
@@ -32,6 +33,9 @@ pub const BUSY: &str = "busy";
 const BUSY_MARGIN_MS: i64 = 2_000;
 /// Reconciles after lost revocations run at most this often.
 const RECONCILE_AT_MOST_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+/// How often each instance tallies its revocations (`NatsBus::tally`): a
+/// lost last revocation is noticed within this.
+const TALLY_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 /// Store lookups a reconcile runs at once.
 const RECONCILE_LOOKUPS_AT_ONCE: usize = 8;
 /// How often claims from elsewhere that stood their time are let go.
@@ -70,12 +74,14 @@ impl TellBusy for ToOthers {
 }
 
 /// Joins the cluster's revocations: those made here go out, those made
-/// elsewhere are applied here. After any that may have been lost (a
-/// publisher skipped a number, the connection to NATS came back, NATS
-/// found this instance too slow) the sockets and the token cache here are
+/// elsewhere are applied here, and every `TALLY_EVERY` this instance
+/// tallies what it sent. After any that may have been lost (a publisher
+/// skipped a number or tallied more than was heard, the connection to NATS
+/// came back, NATS found this instance too slow) the sockets and the token cache here are
 /// checked against the store (`reconcile`). Returns the listening task.
 pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, robots: Arc<RobotRegistry>) -> Result<tokio::task::JoinHandle<()>, async_nats::SubscribeError> {
-    let mut heard = bus.client().subscribe(bus.cluster_subject(REVOCATIONS)).await?;
+    let subject = bus.cluster_subject(REVOCATIONS);
+    let mut heard = bus.client().subscribe(subject.clone()).await?;
     tabs.reach_others(ToOthers::new(&bus, REVOCATIONS));
     let me = bus.publisher().to_string();
     let mut losses = bus.losses();
@@ -88,6 +94,8 @@ pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, ro
         // Ends with this task, however it ends (an abort included).
         let _reconciler = OwnedTask::spawn(reconcile_after_losses(lost.clone(), store, tabs.clone(), robots.clone()));
         let mut numbers = crate::bus::nats::Heard::default();
+        let mut tally = tokio::time::interval(TALLY_EVERY);
+        tally.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let message = tokio::select! {
                 message = heard.next() => match message {
@@ -101,7 +109,19 @@ pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, ro
                     lost.notify_one();
                     continue;
                 }
+                _ = tally.tick() => {
+                    bus.tally(&subject);
+                    continue;
+                }
             };
+            // A tally: lost unless all it counts was heard.
+            if let Some((from, sent)) = crate::bus::nats::tally_of(&message) {
+                if from != me && numbers.missed_by_tally(&from, sent) {
+                    tracing::warn!(publisher = %from, "another instance's last revocations were lost: checking everything against the store");
+                    lost.notify_one();
+                }
+                continue;
+            }
             let Some((from, seq)) = crate::bus::nats::sender_seq(&message) else {
                 tracing::warn!("a revocation without its publisher's number: checking everything against the store");
                 lost.notify_one();

@@ -440,12 +440,13 @@ async fn a_sign_out_and_a_token_rotation_on_one_instance_hold_on_the_other() {
 /// Changes made in the database alone stand for changes whose revocations
 /// never reached the second instance: it keeps trusting what it cached
 /// until it learns something may have been lost (another instance skipped
-/// a number on the revocations subject, or NATS came back after an
-/// outage); then it checks its sockets and cached tokens against the
+/// a number on the revocations subject or tallied more than was heard, or
+/// NATS came back after an outage); then it checks its sockets and cached tokens against the
 /// database, and what no longer holds ends there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revocations_lost_on_the_way_take_effect_after_a_gap_or_a_reconnect() {
     use domain::ring::{RingError, RingMsg};
+    use futures::StreamExt;
     use server::auth::token_hash;
     use sqlx::Connection;
     let Some(nats) = OwnNats::start(None).await else { return };
@@ -507,12 +508,35 @@ async fn revocations_lost_on_the_way_take_effect_after_a_gap_or_a_reconnect() {
     wallboard.until(|m| matches!(m, RingMsg::Error { code: RingError::SignedOut, .. }).then_some(())).await;
     assert_eq!(heartbeat("rotated-unheard-1".into()).await, StatusCode::OK, "the token the database holds works");
 
-    // NATS goes away and comes back: whatever was sent meanwhile is lost.
+    // The last one sent is lost: the publisher's tally shows it. The
+    // instances tally theirs too.
+    let mut tallies = raw.subscribe(format!("clutchcall.{cluster_id}.revocations")).await.unwrap();
+    raw.flush().await.unwrap();
     rotate_unheard(&mut db, "rotated-unheard-2").await;
     assert_eq!(heartbeat("rotated-unheard-1".into()).await, StatusCode::OK, "cached again, and unheard");
-    let nats = nats.restart().await;
-    until_refused("rotated-unheard-1".into(), 30).await;
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("CC-Publisher", "elsewhere/1");
+    headers.insert("CC-Sent", "5");
+    raw.publish_with_headers(format!("clutchcall.{cluster_id}.revocations"), headers, Vec::new().into()).await.unwrap();
+    raw.flush().await.unwrap();
+    until_refused("rotated-unheard-1".into(), 10).await;
     assert_eq!(heartbeat("rotated-unheard-2".into()).await, StatusCode::OK);
+    let tallied = tokio::time::timeout(std::time::Duration::from_secs(15), async {
+        while let Some(message) = tallies.next().await {
+            let header = |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.to_string());
+            if header("CC-Sent").is_some() && header("CC-Publisher").is_some_and(|p| p.starts_with("second/")) {
+                return;
+            }
+        }
+    });
+    tallied.await.expect("the second instance tallies its revocations");
+
+    // NATS goes away and comes back: whatever was sent meanwhile is lost.
+    rotate_unheard(&mut db, "rotated-unheard-3").await;
+    assert_eq!(heartbeat("rotated-unheard-2".into()).await, StatusCode::OK, "cached again, and unheard");
+    let nats = nats.restart().await;
+    until_refused("rotated-unheard-2".into(), 30).await;
+    assert_eq!(heartbeat("rotated-unheard-3".into()).await, StatusCode::OK);
     cluster.finish().await;
     drop(nats);
 }

@@ -24,6 +24,9 @@ use tokio::sync::mpsc;
 pub const PUBLISHER: &str = "CC-Publisher";
 /// Header with the publisher's sequence number on the topic (from 1).
 const SEQUENCE: &str = "CC-Seq";
+/// Header of a tally (`NatsBus::tally`): the last number the publisher
+/// sent on the subject.
+const SENT: &str = "CC-Sent";
 /// A subject nobody here listens to any more is given up within this.
 const IDLE_CHECK: Duration = Duration::from_secs(30);
 /// Messages waiting for NATS before new ones are dropped.
@@ -76,6 +79,17 @@ impl Heard {
             Some(last) => seq == last + 1,
             None => seq == 1,
         }
+    }
+
+    /// Whether a publisher's tally (the last number it sent, heard after
+    /// all it sent before) shows something it sent was not heard; either
+    /// way its count goes on from there.
+    pub fn missed_by_tally(&mut self, publisher: &str, sent: u64) -> bool {
+        let heard = self.last.get(publisher).copied().unwrap_or(0);
+        if sent > heard {
+            self.last.insert(publisher.to_string(), sent);
+        }
+        heard < sent
     }
 }
 
@@ -204,6 +218,17 @@ impl NatsBus {
         self.enqueue(subject.to_string(), headers, payload);
     }
 
+    /// Sends, on `subject`, the last number `send` gave a message there (a
+    /// tally, itself unnumbered, in order after them): a listener that
+    /// missed the publisher's last message learns it from this, where
+    /// otherwise only the publisher's next message would tell it.
+    pub fn tally(&self, subject: &str) {
+        let sent = self.sent.lock().expect("sent lock").get(subject).copied().unwrap_or(0);
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(SENT, sent.to_string().as_str());
+        self.enqueue(subject.to_string(), headers, Vec::new());
+    }
+
     /// Changes each time messages to this instance may have been lost.
     pub fn losses(&self) -> tokio::sync::watch::Receiver<u64> {
         self.losses.subscribe()
@@ -252,6 +277,12 @@ impl NatsBus {
 /// A message's publisher and its number, if it carries them.
 pub fn sender_seq(message: &async_nats::Message) -> Option<(String, u64)> {
     Some((publisher_of(message)?, header(message, SEQUENCE)?.parse().ok()?))
+}
+
+/// A tally's publisher and the last number it sent (`NatsBus::tally`), if
+/// the message is one.
+pub fn tally_of(message: &async_nats::Message) -> Option<(String, u64)> {
+    Some((publisher_of(message)?, header(message, SENT)?.parse().ok()?))
 }
 
 /// The instance run that published a message, if it says.
@@ -372,5 +403,17 @@ mod tests {
         assert!(heard.follows("a", 11));
         assert!(!heard.follows_from_one("c", 3), "heard from the start, 1 and 2 were lost");
         assert!(heard.follows_from_one("d", 1) && heard.follows_from_one("d", 2));
+    }
+
+    #[test]
+    fn a_tally_past_what_was_heard_is_a_loss_once() {
+        let mut heard = Heard::default();
+        assert!(!heard.missed_by_tally("a", 0), "nothing sent, nothing missed");
+        assert!(heard.follows_from_one("a", 1) && heard.follows_from_one("a", 2));
+        assert!(!heard.missed_by_tally("a", 2), "all heard");
+        assert!(heard.missed_by_tally("a", 3), "the last one, 3, was lost");
+        assert!(!heard.missed_by_tally("a", 3), "told once");
+        assert!(heard.follows_from_one("a", 4), "the count goes on after the tally");
+        assert!(heard.missed_by_tally("new", 5), "a publisher heard first by its tally sent what was not heard");
     }
 }

@@ -272,10 +272,21 @@ both_backends_with!(
         assert!(got.windows(2).all(|w| w[1].id == w[0].id + 1), "in order, none skipped");
         assert_eq!(hook.requests.load(Ordering::SeqCst), 6, "two refused, then four delivered");
 
-        // The delivery log: the first event's two failures, then its success.
-        let listed: Integrations = call(&admin, &app, "load_integrations", &[]).await.json().await.unwrap();
+        // The delivery log: the first event's two failures, then its
+        // success. The last delivery is logged once the receiver has
+        // answered (after it handed the record over here): poll for it.
+        let listed = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                let listed: Integrations = call(&admin, &app, "load_integrations", &[]).await.json().await.unwrap();
+                if listed.webhooks[0].delivered_id == got[3].id {
+                    return listed;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the last delivery is logged");
         let view = &listed.webhooks[0];
-        assert_eq!(view.delivered_id, got[3].id);
         let first: Vec<_> = view.deliveries.iter().filter(|d| d.event_id == got[0].id).collect();
         let mut statuses: Vec<Option<u16>> = first.iter().map(|d| d.status).collect();
         statuses.sort();

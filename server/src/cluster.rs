@@ -53,6 +53,11 @@ impl ToOthers {
         Arc::new(ToOthers { bus: bus.clone(), subject: bus.cluster_subject(name) })
     }
 
+    /// Tallies what was sent on the subject (`NatsBus::tally`).
+    fn tally(&self) {
+        self.bus.tally(&self.subject);
+    }
+
     fn send(&self, news: &impl serde::Serialize) {
         match serde_json::to_vec(news) {
             Ok(payload) => self.bus.send(&self.subject, payload),
@@ -76,13 +81,14 @@ impl TellBusy for ToOthers {
 /// Joins the cluster's revocations: those made here go out, those made
 /// elsewhere are applied here, and every `TALLY_EVERY` this instance
 /// tallies what it sent. After any that may have been lost (a publisher
-/// skipped a number or tallied more than was heard, the connection to NATS
-/// came back, NATS found this instance too slow) the sockets and the token cache here are
-/// checked against the store (`reconcile`). Returns the listening task.
+/// skipped a number or tallied more than was heard, the connection to
+/// NATS came back, NATS found this instance too slow) the sockets and the
+/// token cache here are checked against the store (`reconcile`). Returns
+/// the listening task.
 pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, robots: Arc<RobotRegistry>) -> Result<tokio::task::JoinHandle<()>, async_nats::SubscribeError> {
-    let subject = bus.cluster_subject(REVOCATIONS);
-    let mut heard = bus.client().subscribe(subject.clone()).await?;
-    tabs.reach_others(ToOthers::new(&bus, REVOCATIONS));
+    let to_others = ToOthers::new(&bus, REVOCATIONS);
+    let mut heard = bus.client().subscribe(to_others.subject.clone()).await?;
+    tabs.reach_others(to_others.clone());
     let me = bus.publisher().to_string();
     let mut losses = bus.losses();
     let lost = Arc::new(tokio::sync::Notify::new());
@@ -94,7 +100,7 @@ pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, ro
         // Ends with this task, however it ends (an abort included).
         let _reconciler = OwnedTask::spawn(reconcile_after_losses(lost.clone(), store, tabs.clone(), robots.clone()));
         let mut numbers = crate::bus::nats::Heard::default();
-        let mut tally = tokio::time::interval(TALLY_EVERY);
+        let mut tally = tokio::time::interval_at(tokio::time::Instant::now() + TALLY_EVERY, TALLY_EVERY);
         tally.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let message = tokio::select! {
@@ -110,7 +116,7 @@ pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, ro
                     continue;
                 }
                 _ = tally.tick() => {
-                    bus.tally(&subject);
+                    to_others.tally();
                     continue;
                 }
             };

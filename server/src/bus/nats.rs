@@ -276,13 +276,17 @@ impl NatsBus {
 
 /// A message's publisher and its number, if it carries them.
 pub fn sender_seq(message: &async_nats::Message) -> Option<(String, u64)> {
-    Some((publisher_of(message)?, header(message, SEQUENCE)?.parse().ok()?))
+    publisher_and_number(message, SEQUENCE)
 }
 
 /// A tally's publisher and the last number it sent (`NatsBus::tally`), if
 /// the message is one.
 pub fn tally_of(message: &async_nats::Message) -> Option<(String, u64)> {
-    Some((publisher_of(message)?, header(message, SENT)?.parse().ok()?))
+    publisher_and_number(message, SENT)
+}
+
+fn publisher_and_number(message: &async_nats::Message, name: &str) -> Option<(String, u64)> {
+    Some((publisher_of(message)?, header(message, name)?.parse().ok()?))
 }
 
 /// The instance run that published a message, if it says.

@@ -140,6 +140,32 @@ both_backends!(w11_protective_stop_is_latched_and_audited, |app: TestApp| async 
     app.finish().await;
 });
 
+/// `DELETE` answers with the session as its batch committed it (read back
+/// inside the batch, not by a read after it): ended, with what the desk
+/// does not hold (the edge agent's telemetry, the robot's model), and the
+/// same as a later `GET`. Ending it again is a 409; another robot's is a 404.
+both_backends!(ending_a_session_answers_the_record_its_batch_committed, |app: TestApp| async move {
+    let session = queued_session(&app, "ue-pick-01").await;
+    let path = format!("/v1/sessions/{session}");
+    let res = app.robot(Method::POST, "ue-pick-01", &format!("{path}/telemetry"))
+        .json(&json!({ "state": "DEGRADED", "rttMs": 340, "divergenceDeg": 9.5, "velocityScale": 0.62 }))
+        .send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(error_of(app.robot(Method::DELETE, "uk-pick-01", &path).send().await.unwrap()).await.0, StatusCode::NOT_FOUND);
+    let res = app.robot(Method::DELETE, "ue-pick-01", &path).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let ended: Value = res.json().await.unwrap();
+    assert_eq!(ended["id"], session.as_str());
+    assert_eq!(ended["lifecycle"], "CANCELLED");
+    assert!(domain::rules::parse_rfc3339(ended["endedAt"].as_str().unwrap()).is_some(), "{ended}");
+    assert_eq!((ended["state"].clone(), ended["rttMs"].clone(), ended["divergenceDeg"].clone()), (json!("DEGRADED"), json!(340), json!(9.5)));
+    assert!(!ended["robotModel"].as_str().unwrap().is_empty());
+    let read: Value = app.robot(Method::GET, "ue-pick-01", &path).send().await.unwrap().json().await.unwrap();
+    assert_eq!(read, ended, "the answer is the committed row");
+    assert_eq!(error_of(app.robot(Method::DELETE, "ue-pick-01", &path).send().await.unwrap()).await, (StatusCode::CONFLICT, "session_ended".into()));
+    app.finish().await;
+});
+
 both_backends!(telemetry_into_an_ended_session_is_409, |app: TestApp| async move {
     let session = queued_session(&app, "ue-pick-01").await;
     app.robot(Method::DELETE, "ue-pick-01", &format!("/v1/sessions/{session}")).send().await.unwrap();

@@ -10,8 +10,8 @@ use super::desk::Desk;
 use super::pipeline::{Committing, Decided, Pending};
 use super::types::{EngineError, OperatorPresence};
 use super::{lease, Shared};
-use crate::store::{Lease, OperatorRecord, StoreError};
-use domain::models::{LifecycleState, Offer};
+use crate::store::{Lease, OperatorRecord, SessionRow, StoreError};
+use domain::models::{LifecycleState, Offer, SessionRecord};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
@@ -28,11 +28,11 @@ pub enum Command {
     Aux { operator_id: String, reason: String, reply: Reply<()> },
     Offline { operator_id: String, reply: Reply<()> },
     Rtt { operator_id: String, pop: String, rtt_ms: u32, reply: Reply<()> },
-    /// `true` when the desk ended it; `false` when it knows no such open session.
-    Finish { session_id: String, robot: Option<String>, to: LifecycleState, reason: String, reply: Reply<bool> },
-    /// Pause, resume or complete by the attached operator (`by`) or an admin;
-    /// `false` when the desk has no such live session.
-    Steer { session_id: String, to: LifecycleState, by: Option<String>, reply: Reply<bool> },
+    /// The session's record as the desk ended it; `None` when it knows no such open session.
+    Finish { session_id: String, robot: Option<String>, to: LifecycleState, reason: String, reply: Reply<Option<SessionRecord>> },
+    /// Pause, resume or complete by the attached operator (`by`) or an admin:
+    /// the record as moved; `None` when the desk has no such live session.
+    Steer { session_id: String, to: LifecycleState, by: Option<String>, reply: Reply<Option<SessionRecord>> },
     /// An edge agent's error on an open session; answers when it was logged.
     ReportError { session_id: String, detail: String, reply: Reply<i64> },
     /// An admin's live view opened or closed: SUPERVISOR_JOINED / _LEFT.
@@ -100,10 +100,33 @@ impl Command {
 }
 
 fn hold<T: Send + 'static>(reply: Reply<T>, result: Result<T, EngineError>) -> Pending {
-    Box::new(move |failed: Option<fn() -> EngineError>| {
-        let _ = reply.send(match failed {
-            None => result,
-            Some(error) => Err(error()),
+    Box::new(move |committed: Result<&[SessionRow], fn() -> EngineError>| {
+        let _ = reply.send(match committed {
+            Ok(_) => result,
+            Err(error) => Err(error()),
+        });
+    })
+}
+
+/// As `hold`, for a change to a session the desk made (`Ok(true)`): the
+/// answer is the session's record as its batch committed it, read back in
+/// the batch (`read_back`), never by the caller after it.
+fn hold_record(reply: Reply<Option<SessionRecord>>, session_id: String, changed: Result<bool, EngineError>, read_back: &mut Vec<String>) -> Pending {
+    if changed.as_ref().is_ok_and(|changed| *changed) {
+        read_back.push(session_id.clone());
+    }
+    Box::new(move |committed: Result<&[SessionRow], fn() -> EngineError>| {
+        let _ = reply.send(match (committed, changed) {
+            (Err(error), _) => Err(error()),
+            (Ok(_), Err(e)) => Err(e),
+            (Ok(_), Ok(false)) => Ok(None),
+            (Ok(rows), Ok(true)) => match rows.iter().find(|row| row.id == session_id) {
+                Some(row) => row.clone().record().map(Some).map_err(EngineError::from),
+                None => {
+                    tracing::error!(session = %session_id, "a session the batch changed was not read back");
+                    Err(EngineError::Unavailable)
+                }
+            },
         });
     })
 }
@@ -121,7 +144,7 @@ enum Applied {
 
 /// (A command naming an operator the desk does not know is refused
 /// `NotFound("operator")` by the desk itself; `Shared::run` then loads them.)
-fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
+fn apply(desk: &mut Desk, command: Command, now: i64, read_back: &mut Vec<String>) -> Applied {
     Applied::Answer(match command {
         Command::Raise { robot, reply } => hold(reply, desk.raise(&robot, now)),
         Command::Accept { operator_id, session_id, reply } => hold(reply, desk.accept(&operator_id, &session_id, now)),
@@ -130,8 +153,14 @@ fn apply(desk: &mut Desk, command: Command, now: i64) -> Applied {
         Command::Aux { operator_id, reason, reply } => hold(reply, desk.aux(&operator_id, &reason, now)),
         Command::Offline { operator_id, reply } => hold(reply, desk.offline(&operator_id, now)),
         Command::Rtt { operator_id, pop, rtt_ms, reply } => hold(reply, desk.report_rtt(&operator_id, &pop, rtt_ms)),
-        Command::Finish { session_id, robot, to, reason, reply } => hold(reply, desk.withdraw(&session_id, robot.as_deref(), to, &reason, now)),
-        Command::Steer { session_id, to, by, reply } => hold(reply, desk.steer(&session_id, to, by.as_deref(), now)),
+        Command::Finish { session_id, robot, to, reason, reply } => {
+            let ended = desk.withdraw(&session_id, robot.as_deref(), to, &reason, now);
+            hold_record(reply, session_id, ended, read_back)
+        }
+        Command::Steer { session_id, to, by, reply } => {
+            let moved = desk.steer(&session_id, to, by.as_deref(), now);
+            hold_record(reply, session_id, moved, read_back)
+        }
         Command::Input { operator_id, session_id, reply } => hold(reply, desk.input(&operator_id, &session_id, now)),
         Command::HandOver { session_id, by, to, reply } => hold(reply, desk.hand_over(&session_id, by.as_deref(), &to, now)),
         Command::HandoverCandidates { session_id, reply } => hold(reply, desk.handover_candidates(&session_id)),
@@ -400,7 +429,7 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
                 let writes = batch.writes;
                 batch.settle(shared, &committed);
                 match committed {
-                    Ok(()) => {}
+                    Ok(_) => {}
                     // Taken over while this batch was decided: none of it
                     // happened (nor will anything else this instance decides).
                     Err(StoreError::Fenced) => {
@@ -449,7 +478,7 @@ fn decide(desk: &mut Desk, commands: &mut Vec<Command>, decided: &mut Decided, n
     }
     let mut reads = Vec::new();
     for command in commands.drain(..) {
-        match apply(desk, command, now) {
+        match apply(desk, command, now, &mut decided.read_back) {
             Applied::Answer(answer) => decided.answers.push(answer),
             Applied::Read(command) => reads.push(command),
             Applied::Done => {}

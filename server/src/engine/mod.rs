@@ -270,33 +270,35 @@ impl Engine {
     /// The desk judges an open session it holds without a database read.
     pub async fn finish_session(&self, org_id: &str, session_id: &str, robot: Option<&str>, to: LifecycleState, reason: &str) -> Result<SessionRecord, EngineError> {
         let request = Request::Finish { session_id: session_id.to_string(), robot: robot.map(str::to_string), to, reason: reason.to_string() };
-        let ended: bool = self.ask(org_id, request).await?;
-        if !ended {
-            let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
-            if robot.is_some_and(|robot| row.robot_id != robot) {
-                return Err(EngineError::NotFound("session"));
-            }
-            if row.lifecycle()?.is_terminal() {
-                return Err(EngineError::SessionEnded);
-            }
-            // Open in the database but unknown to the dispatcher.
-            return Err(EngineError::Unavailable);
+        // The record as the desk's batch committed it (read back in it).
+        let ended: Option<SessionRecord> = self.ask(org_id, request).await?;
+        if let Some(record) = ended {
+            return Ok(record);
         }
-        self.session(org_id, session_id).await
+        // Why not: the row says (the desk holds only open sessions).
+        let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
+        if robot.is_some_and(|robot| row.robot_id != robot) {
+            return Err(EngineError::NotFound("session"));
+        }
+        if row.lifecycle()?.is_terminal() {
+            return Err(EngineError::SessionEnded);
+        }
+        // Open in the database but unknown to the dispatcher.
+        Err(EngineError::Unavailable)
     }
 
     /// Pauses, resumes or completes a live session (seed 001), asked by its
     /// attached operator (`by`) or an admin (`None`).
     pub async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, EngineError> {
-        let moved: bool = self.ask(org_id, Request::Steer { session_id: session_id.to_string(), to, by: by.map(str::to_string) }).await?;
-        if !moved {
-            let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
-            return Err(match row.lifecycle()? {
-                l if l.is_terminal() => EngineError::SessionEnded,
-                l => EngineError::IllegalTransition { from: l.as_str(), to: to.as_str() },
-            });
+        let moved: Option<SessionRecord> = self.ask(org_id, Request::Steer { session_id: session_id.to_string(), to, by: by.map(str::to_string) }).await?;
+        if let Some(record) = moved {
+            return Ok(record);
         }
-        self.session(org_id, session_id).await
+        let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
+        Err(match row.lifecycle()? {
+            l if l.is_terminal() => EngineError::SessionEnded,
+            l => EngineError::IllegalTransition { from: l.as_str(), to: to.as_str() },
+        })
     }
 
     /// Offers a live session to another ready, certified operator (rule

@@ -8,17 +8,20 @@
 use super::desk::{Desk, Effects};
 use super::types::EngineError;
 use super::Shared;
-use crate::store::{Lease, StoreError, StoreResult};
+use crate::store::{Lease, SessionRow, StoreError, StoreResult};
 use tokio::task::JoinHandle;
 
-/// An answer held until its batch is committed (`None`), or failed with
-/// the error its caller is told.
-pub(super) type Pending = Box<dyn FnOnce(Option<fn() -> EngineError>) + Send>;
+/// An answer held until its batch is committed (`Ok`, with the rows of the
+/// sessions the batch was asked to read back), or failed with the error
+/// its caller is told.
+pub(super) type Pending = Box<dyn for<'a> FnOnce(Result<&'a [SessionRow], fn() -> EngineError>) + Send>;
 
 /// What the desk decided since the last batch went to the database.
 #[derive(Default)]
 pub(super) struct Decided {
     pub answers: Vec<Pending>,
+    /// Sessions whose rows, as this batch leaves them, an answer carries.
+    pub read_back: Vec<String>,
     fx: Effects,
 }
 
@@ -48,12 +51,13 @@ impl Decided {
     /// at once, since all it could have seen is committed by now.
     pub fn commit(mut self, shared: &Shared, lease: &Lease) -> Committing {
         let writes = std::mem::take(&mut self.fx.writes);
+        let read_back = std::mem::take(&mut self.read_back);
         let count = writes.len();
         let (store, lease) = (shared.store.clone(), lease.clone());
         let commit = tokio::spawn(async move {
-            match writes.is_empty() {
-                true => Ok(()),
-                false => store.commit(&lease, writes).await,
+            match writes.is_empty() && read_back.is_empty() {
+                true => Ok(Vec::new()),
+                false => store.commit_reading(&lease, writes, read_back).await,
             }
         });
         Committing { commit, writes: count, decided: self }
@@ -62,14 +66,14 @@ impl Decided {
     /// Tells every caller the batch did not happen.
     pub fn fail(self, error: fn() -> EngineError) {
         for answer in self.answers {
-            answer(Some(error));
+            answer(Err(error));
         }
     }
 }
 
 /// A batch on its way into the database.
 pub(super) struct Committing {
-    commit: JoinHandle<StoreResult<()>>,
+    commit: JoinHandle<StoreResult<Vec<SessionRow>>>,
     /// How many writes it holds (for the log).
     pub writes: usize,
     decided: Decided,
@@ -77,7 +81,7 @@ pub(super) struct Committing {
 
 impl Committing {
     /// The commit's outcome (polled by the dispatcher's loop).
-    pub async fn committed(&mut self) -> StoreResult<()> {
+    pub async fn committed(&mut self) -> StoreResult<Vec<SessionRow>> {
         match (&mut self.commit).await {
             Ok(committed) => committed,
             Err(e) => Err(StoreError::Writer(format!("the commit's task ended: {e}"))),
@@ -85,10 +89,10 @@ impl Committing {
     }
 
     /// The batch is committed: answers go out, then the events and pokes.
-    fn done(self, shared: &Shared) {
-        let Decided { answers, fx } = self.decided;
+    fn done(self, shared: &Shared, read: &[SessionRow]) {
+        let Decided { answers, fx, .. } = self.decided;
         for answer in answers {
-            answer(None);
+            answer(Ok(read));
         }
         for (topic, event) in fx.events {
             shared.bus.publish(topic, event);
@@ -109,13 +113,13 @@ impl Committing {
     pub async fn finish(mut self, shared: &Shared) -> StoreResult<()> {
         let committed = self.committed().await;
         self.settle(shared, &committed);
-        committed
+        committed.map(drop)
     }
 
     /// Answers as the commit went (`committed` is its outcome).
-    pub fn settle(self, shared: &Shared, committed: &StoreResult<()>) {
+    pub fn settle(self, shared: &Shared, committed: &StoreResult<Vec<SessionRow>>) {
         match committed {
-            Ok(()) => self.done(shared),
+            Ok(read) => self.done(shared, read),
             Err(StoreError::Fenced) => self.decided.fail(|| EngineError::DispatchedElsewhere),
             Err(_) => self.decided.fail(|| EngineError::Unavailable),
         }

@@ -9,7 +9,7 @@ use super::dispatcher::{Command, Reply};
 use super::types::{CallOutcome, EngineError, OperatorPresence};
 use super::Shared;
 use domain::dispatch::{Candidate, LinkFloors};
-use domain::models::{LifecycleState, Offer};
+use domain::models::{LifecycleState, Offer, SessionRecord};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
@@ -53,8 +53,9 @@ pub enum Request {
 pub enum Answer {
     Done,
     Outcome(CallOutcome),
-    /// Whether the desk knew the session (finish, steer).
-    Known(bool),
+    /// The session's record as the desk changed it (finish, steer); `None`
+    /// when the desk knew no such session.
+    Record(Option<SessionRecord>),
     /// Unix ms (an error logged, a planned end).
     At(i64),
     Offer(Offer),
@@ -86,7 +87,7 @@ macro_rules! expect {
 
 expect!((), Answer::Done => ());
 expect!(CallOutcome, Answer::Outcome(outcome) => outcome);
-expect!(bool, Answer::Known(known) => known);
+expect!(Option<SessionRecord>, Answer::Record(record) => record);
 expect!(i64, Answer::At(at) => at);
 expect!(Offer, Answer::Offer(offer) => offer);
 expect!(Vec<Candidate>, Answer::Candidates(candidates) => candidates);
@@ -148,8 +149,8 @@ impl Shared {
             Request::Aux { operator_id, reason } => ask(desk, |reply| Command::Aux { operator_id, reason, reply }, |()| Answer::Done).await,
             Request::Offline { operator_id } => ask(desk, |reply| Command::Offline { operator_id, reply }, |()| Answer::Done).await,
             Request::Rtt { operator_id, pop, rtt_ms } => ask(desk, |reply| Command::Rtt { operator_id, pop, rtt_ms, reply }, |()| Answer::Done).await,
-            Request::Finish { session_id, robot, to, reason } => ask(desk, |reply| Command::Finish { session_id, robot, to, reason, reply }, Answer::Known).await,
-            Request::Steer { session_id, to, by } => ask(desk, |reply| Command::Steer { session_id, to, by, reply }, Answer::Known).await,
+            Request::Finish { session_id, robot, to, reason } => ask(desk, |reply| Command::Finish { session_id, robot, to, reason, reply }, Answer::Record).await,
+            Request::Steer { session_id, to, by } => ask(desk, |reply| Command::Steer { session_id, to, by, reply }, Answer::Record).await,
             Request::ReportError { session_id, detail } => ask(desk, |reply| Command::ReportError { session_id, detail, reply }, Answer::At).await,
             Request::Supervise { session_id, admin_id, joined } => {
                 ask(desk, |reply| Command::Supervise { session_id, admin_id, joined, reply }, |()| Answer::Done).await

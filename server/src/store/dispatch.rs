@@ -41,7 +41,14 @@ pub trait DispatchStore: Send + Sync {
     /// checking in it that `lease` still holds the org (`StoreError::Fenced`
     /// otherwise). A write that finds the database other than the engine
     /// believed fails the whole batch.
-    async fn commit(&self, lease: &Lease, writes: Vec<Write>) -> StoreResult<()>;
+    async fn commit(&self, lease: &Lease, writes: Vec<Write>) -> StoreResult<()> {
+        self.commit_reading(lease, writes, Vec::new()).await.map(drop)
+    }
+    /// As `commit`, answering with the rows of the lease's org's sessions
+    /// `read_back` names as the batch left them: what a caller who ended a
+    /// session is told, without a read of its own after the commit (on
+    /// SQLite, read inside the batch on the writer's connection).
+    async fn commit_reading(&self, lease: &Lease, writes: Vec<Write>, read_back: Vec<String>) -> StoreResult<Vec<SessionRow>>;
 
     async fn open_offers(&self) -> StoreResult<Vec<OpenOfferRow>>;
     async fn session(&self, org_id: &str, session_id: &str) -> StoreResult<Option<SessionRow>>;
@@ -167,8 +174,8 @@ macro_rules! dispatch_store {
                 <Self as StoreDb>::cluster_id(&self.pool).await
             }
 
-            async fn commit(&self, lease: &Lease, writes: Vec<Write>) -> StoreResult<()> {
-                self.commit_batch(lease, writes).await
+            async fn commit_reading(&self, lease: &Lease, writes: Vec<Write>, read_back: Vec<String>) -> StoreResult<Vec<SessionRow>> {
+                self.commit_batch(lease, writes, read_back).await
             }
 
             async fn open_offers(&self) -> StoreResult<Vec<OpenOfferRow>> {
@@ -262,8 +269,8 @@ impl SqliteStore {
     /// One hop to the batch writer's thread, which applies the whole batch
     /// (sqlite_writer.rs). One process holds every org of an SQLite file:
     /// there is no lease to check.
-    async fn commit_batch(&self, _lease: &Lease, writes: Vec<Write>) -> StoreResult<()> {
-        self.writer.commit(writes).await
+    async fn commit_batch(&self, lease: &Lease, writes: Vec<Write>, read_back: Vec<String>) -> StoreResult<Vec<SessionRow>> {
+        self.writer.commit(writes, &lease.org_id, read_back).await
     }
 }
 
@@ -271,15 +278,24 @@ impl PgStore {
     /// One round trip: the batch's statements go, in order and as JSON, to
     /// the function of migration 0016, which checks the lease and applies
     /// them in the call's own transaction.
-    async fn commit_batch(&self, lease: &Lease, writes: Vec<Write>) -> StoreResult<()> {
+    ///
+    /// The sessions to read back are read once it has committed (a second
+    /// round trip, as the caller's own read was before; the function would
+    /// need a new migration to answer them).
+    async fn commit_batch(&self, lease: &Lease, writes: Vec<Write>, read_back: Vec<String>) -> StoreResult<Vec<SessionRow>> {
         let steps = super::writes::as_json(&writes);
         let done = sqlx::query("SELECT clutchcall_commit_batch($1, $2, $3::jsonb)")
             .bind(&lease.org_id).bind(lease.epoch).bind(steps)
             .execute(&self.pool).await;
         match done {
-            Ok(_) => Ok(()),
-            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("CC001") => Err(super::StoreError::Fenced),
-            Err(e) => Err(e.into()),
+            Ok(_) => {}
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("CC001") => return Err(super::StoreError::Fenced),
+            Err(e) => return Err(e.into()),
         }
+        if read_back.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(sqlx::query_as(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = ANY($2)"))
+            .bind(&lease.org_id).bind(&read_back).fetch_all(&self.pool).await?)
     }
 }

@@ -21,10 +21,11 @@
 //! WAL holds `RESTART_FRAMES`, the checkpointer waits for those readers and
 //! rewinds it (RESTART), holding new writers back for that moment only.
 
-use super::journal::Write;
+use super::dispatch::SESSION_SELECT;
+use super::journal::{SessionRow, Write};
 use super::writes::{batch, Value};
 use super::{StoreError, StoreResult};
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -50,7 +51,10 @@ pub(super) struct Writer {
 
 struct Job {
     writes: Vec<Write>,
-    done: oneshot::Sender<StoreResult<()>>,
+    /// The org and the sessions whose rows the batch answers with.
+    org_id: String,
+    read_back: Vec<String>,
+    done: oneshot::Sender<StoreResult<Vec<SessionRow>>>,
 }
 
 impl Writer {
@@ -81,10 +85,13 @@ impl Writer {
     }
 
     /// Applies `writes` in one transaction; the whole batch or nothing.
-    pub async fn commit(&self, writes: Vec<Write>) -> StoreResult<()> {
+    /// Answers with the rows of `org_id`'s sessions named in `read_back`,
+    /// read in the same transaction after the writes (on this connection
+    /// the pages are in its cache; a pool reader would read them again).
+    pub async fn commit(&self, writes: Vec<Write>, org_id: &str, read_back: Vec<String>) -> StoreResult<Vec<SessionRow>> {
         let (done, answer) = oneshot::channel();
         let stopped = || StoreError::Writer("the writer thread has stopped".into());
-        self.jobs.send(Job { writes, done }).map_err(|_| stopped())?;
+        self.jobs.send(Job { writes, org_id: org_id.to_string(), read_back, done }).map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
     }
 }
@@ -146,15 +153,15 @@ fn serve(mut connection: Connection, jobs: mpsc::Receiver<Job>) {
     while let Ok(job) = jobs.recv() {
         // A batch that panics is rolled back (its transaction is dropped)
         // and refused; the thread, and every later batch, goes on.
-        let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| apply_all(&mut connection, &job.writes)));
+        let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| apply_all(&mut connection, &job)));
         let _ = job.done.send(applied.unwrap_or_else(|_| Err(StoreError::Writer("the batch writer panicked on this batch".into()))));
     }
 }
 
-fn apply_all(connection: &mut Connection, writes: &[Write]) -> StoreResult<()> {
+fn apply_all(connection: &mut Connection, job: &Job) -> StoreResult<Vec<SessionRow>> {
     // Dropped without commit on an error: rolled back.
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(embedded)?;
-    for statement in batch(writes) {
+    for statement in batch(&job.writes) {
         let mut prepared = tx.prepare_cached(statement.sql.text).map_err(embedded)?;
         bind(&mut prepared, &statement.values)?;
         let changed = prepared.raw_execute().map_err(embedded)?;
@@ -164,7 +171,45 @@ fn apply_all(connection: &mut Connection, writes: &[Write]) -> StoreResult<()> {
             }
         }
     }
-    tx.commit().map_err(embedded)
+    let mut rows = Vec::with_capacity(job.read_back.len());
+    if !job.read_back.is_empty() {
+        let mut select = tx.prepare_cached(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2")).map_err(embedded)?;
+        for session_id in &job.read_back {
+            if let Some(row) = select.query_row((&job.org_id, session_id), session_row).optional().map_err(embedded)? {
+                rows.push(row);
+            }
+        }
+    }
+    tx.commit().map_err(embedded)?;
+    Ok(rows)
+}
+
+/// A row of `SESSION_SELECT`, by column name (as sqlx's `FromRow` reads it).
+fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok(SessionRow {
+        id: row.get("id")?,
+        org_id: row.get("org_id")?,
+        robot_id: row.get("robot_id")?,
+        robot_model: row.get("robot_model")?,
+        site: row.get("site")?,
+        pop: row.get("pop")?,
+        skill: row.get("skill")?,
+        lifecycle: row.get("lifecycle")?,
+        safety_state: row.get("safety_state")?,
+        operator_id: row.get("operator_id")?,
+        operator_name: row.get("operator_name")?,
+        operator_region: row.get("operator_region")?,
+        rtt_ms: row.get("rtt_ms")?,
+        divergence_deg: row.get("divergence_deg")?,
+        velocity_scale: row.get("velocity_scale")?,
+        raised_at: row.get("raised_at")?,
+        started_at: row.get("started_at")?,
+        ended_at: row.get("ended_at")?,
+        client_id: row.get("client_id")?,
+        client_name: row.get("client_name")?,
+        planned_end_at: row.get("planned_end_at")?,
+        booking_id: row.get("booking_id")?,
+    })
 }
 
 /// Binds `values` to `$1…$N` by number, as sqlx does: SQLite numbers `$N`

@@ -140,10 +140,11 @@ both_backends!(w11_protective_stop_is_latched_and_audited, |app: TestApp| async 
     app.finish().await;
 });
 
-/// `DELETE` answers with the session as its batch committed it (read back
-/// inside the batch, not by a read after it): ended, with what the desk
-/// does not hold (the edge agent's telemetry, the robot's model), and the
-/// same as a later `GET`. Ending it again is a 409; another robot's is a 404.
+// `DELETE` answers with the session as its batch committed it (SQLite:
+// read back inside the batch; PostgreSQL: read after it): ended, with what
+// the desk does not hold (the edge agent's telemetry, the robot's model),
+// and the same as a later `GET`. Ending it again is a 409; another robot's
+// is a 404.
 both_backends!(ending_a_session_answers_the_record_its_batch_committed, |app: TestApp| async move {
     let session = queued_session(&app, "ue-pick-01").await;
     let path = format!("/v1/sessions/{session}");

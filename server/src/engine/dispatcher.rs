@@ -8,10 +8,11 @@
 use super::calls::CallingRobot;
 use super::desk::Desk;
 use super::pipeline::{Committing, Decided, Pending};
+use super::request::SessionChange;
 use super::types::{EngineError, OperatorPresence};
 use super::{lease, Shared};
 use crate::store::{Lease, OperatorRecord, SessionRow, StoreError};
-use domain::models::{LifecycleState, Offer, SessionRecord};
+use domain::models::{LifecycleState, Offer};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
@@ -28,11 +29,11 @@ pub enum Command {
     Aux { operator_id: String, reason: String, reply: Reply<()> },
     Offline { operator_id: String, reply: Reply<()> },
     Rtt { operator_id: String, pop: String, rtt_ms: u32, reply: Reply<()> },
-    /// The session's record as the desk ended it; `None` when it knows no such open session.
-    Finish { session_id: String, robot: Option<String>, to: LifecycleState, reason: String, reply: Reply<Option<SessionRecord>> },
-    /// Pause, resume or complete by the attached operator (`by`) or an admin:
-    /// the record as moved; `None` when the desk has no such live session.
-    Steer { session_id: String, to: LifecycleState, by: Option<String>, reply: Reply<Option<SessionRecord>> },
+    /// Ends an open session (`Unknown` when the desk holds no such one).
+    Finish { session_id: String, robot: Option<String>, to: LifecycleState, reason: String, reply: Reply<SessionChange> },
+    /// Pause, resume or complete by the attached operator (`by`) or an
+    /// admin (`Unknown` when the desk has no such live session).
+    Steer { session_id: String, to: LifecycleState, by: Option<String>, reply: Reply<SessionChange> },
     /// An edge agent's error on an open session; answers when it was logged.
     ReportError { session_id: String, detail: String, reply: Reply<i64> },
     /// An admin's live view opened or closed: SUPERVISOR_JOINED / _LEFT.
@@ -109,9 +110,9 @@ fn hold<T: Send + 'static>(reply: Reply<T>, result: Result<T, EngineError>) -> P
 }
 
 /// As `hold`, for a change to a session the desk made (`Ok(true)`): the
-/// answer is the session's record as its batch committed it, read back in
-/// the batch (`read_back`), never by the caller after it.
-fn hold_record(reply: Reply<Option<SessionRecord>>, session_id: String, changed: Result<bool, EngineError>, read_back: &mut Vec<String>) -> Pending {
+/// answer carries the session's record as its batch committed it, where
+/// the store read it back in the batch (`read_back`).
+fn hold_change(reply: Reply<SessionChange>, session_id: String, changed: Result<bool, EngineError>, read_back: &mut Vec<String>) -> Pending {
     if changed.as_ref().is_ok_and(|changed| *changed) {
         read_back.push(session_id.clone());
     }
@@ -119,13 +120,10 @@ fn hold_record(reply: Reply<Option<SessionRecord>>, session_id: String, changed:
         let _ = reply.send(match (committed, changed) {
             (Err(error), _) => Err(error()),
             (Ok(_), Err(e)) => Err(e),
-            (Ok(_), Ok(false)) => Ok(None),
+            (Ok(_), Ok(false)) => Ok(SessionChange::Unknown),
             (Ok(rows), Ok(true)) => match rows.iter().find(|row| row.id == session_id) {
-                Some(row) => row.clone().record().map(Some).map_err(EngineError::from),
-                None => {
-                    tracing::error!(session = %session_id, "a session the batch changed was not read back");
-                    Err(EngineError::Unavailable)
-                }
+                Some(row) => row.clone().record().map(|record| SessionChange::Done(Some(record))).map_err(EngineError::from),
+                None => Ok(SessionChange::Done(None)),
             },
         });
     })
@@ -155,11 +153,11 @@ fn apply(desk: &mut Desk, command: Command, now: i64, read_back: &mut Vec<String
         Command::Rtt { operator_id, pop, rtt_ms, reply } => hold(reply, desk.report_rtt(&operator_id, &pop, rtt_ms)),
         Command::Finish { session_id, robot, to, reason, reply } => {
             let ended = desk.withdraw(&session_id, robot.as_deref(), to, &reason, now);
-            hold_record(reply, session_id, ended, read_back)
+            hold_change(reply, session_id, ended, read_back)
         }
         Command::Steer { session_id, to, by, reply } => {
             let moved = desk.steer(&session_id, to, by.as_deref(), now);
-            hold_record(reply, session_id, moved, read_back)
+            hold_change(reply, session_id, moved, read_back)
         }
         Command::Input { operator_id, session_id, reply } => hold(reply, desk.input(&operator_id, &session_id, now)),
         Command::HandOver { session_id, by, to, reply } => hold(reply, desk.hand_over(&session_id, by.as_deref(), &to, now)),

@@ -43,7 +43,7 @@ use domain::models::{LifecycleState, Offer, SessionRecord};
 use busy::BusyOperators;
 use dispatcher::Command;
 use forward::Forwarding;
-use request::{Expect, Request};
+use request::{Expect, Request, SessionChange};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
@@ -270,10 +270,10 @@ impl Engine {
     /// The desk judges an open session it holds without a database read.
     pub async fn finish_session(&self, org_id: &str, session_id: &str, robot: Option<&str>, to: LifecycleState, reason: &str) -> Result<SessionRecord, EngineError> {
         let request = Request::Finish { session_id: session_id.to_string(), robot: robot.map(str::to_string), to, reason: reason.to_string() };
-        // The record as the desk's batch committed it (read back in it).
-        let ended: Option<SessionRecord> = self.ask(org_id, request).await?;
-        if let Some(record) = ended {
-            return Ok(record);
+        match self.ask(org_id, request).await? {
+            SessionChange::Done(Some(record)) => return Ok(record),
+            SessionChange::Done(None) => return self.session(org_id, session_id).await,
+            SessionChange::Unknown => {}
         }
         // Why not: the row says (the desk holds only open sessions).
         let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
@@ -290,9 +290,10 @@ impl Engine {
     /// Pauses, resumes or completes a live session (seed 001), asked by its
     /// attached operator (`by`) or an admin (`None`).
     pub async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, EngineError> {
-        let moved: Option<SessionRecord> = self.ask(org_id, Request::Steer { session_id: session_id.to_string(), to, by: by.map(str::to_string) }).await?;
-        if let Some(record) = moved {
-            return Ok(record);
+        match self.ask(org_id, Request::Steer { session_id: session_id.to_string(), to, by: by.map(str::to_string) }).await? {
+            SessionChange::Done(Some(record)) => return Ok(record),
+            SessionChange::Done(None) => return self.session(org_id, session_id).await,
+            SessionChange::Unknown => {}
         }
         let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
         Err(match row.lifecycle()? {

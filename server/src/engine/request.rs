@@ -53,9 +53,8 @@ pub enum Request {
 pub enum Answer {
     Done,
     Outcome(CallOutcome),
-    /// The session's record as the desk changed it (finish, steer); `None`
-    /// when the desk knew no such session.
-    Record(Option<SessionRecord>),
+    /// What the desk did to a session it was asked to end or steer.
+    Changed(SessionChange),
     /// Unix ms (an error logged, a planned end).
     At(i64),
     Offer(Offer),
@@ -65,6 +64,17 @@ pub enum Answer {
     Tab(OperatorPresence, Option<Offer>),
     Console(Option<(OperatorPresence, Option<Offer>)>),
     Presences(Vec<OperatorPresence>),
+}
+
+/// What the desk did to a session it was asked to end or steer.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum SessionChange {
+    /// It holds no such open (or live) session: the row says why.
+    Unknown,
+    /// Changed. The record as the change's batch committed it, where the
+    /// store read it back in the batch (SQLite); else `None`, and the
+    /// caller reads it (PostgreSQL: `DispatchStore::commit_reading`).
+    Done(Option<SessionRecord>),
 }
 
 /// The typed answer an `Engine` method expects from its request.
@@ -87,7 +97,7 @@ macro_rules! expect {
 
 expect!((), Answer::Done => ());
 expect!(CallOutcome, Answer::Outcome(outcome) => outcome);
-expect!(Option<SessionRecord>, Answer::Record(record) => record);
+expect!(SessionChange, Answer::Changed(change) => change);
 expect!(i64, Answer::At(at) => at);
 expect!(Offer, Answer::Offer(offer) => offer);
 expect!(Vec<Candidate>, Answer::Candidates(candidates) => candidates);
@@ -149,8 +159,8 @@ impl Shared {
             Request::Aux { operator_id, reason } => ask(desk, |reply| Command::Aux { operator_id, reason, reply }, |()| Answer::Done).await,
             Request::Offline { operator_id } => ask(desk, |reply| Command::Offline { operator_id, reply }, |()| Answer::Done).await,
             Request::Rtt { operator_id, pop, rtt_ms } => ask(desk, |reply| Command::Rtt { operator_id, pop, rtt_ms, reply }, |()| Answer::Done).await,
-            Request::Finish { session_id, robot, to, reason } => ask(desk, |reply| Command::Finish { session_id, robot, to, reason, reply }, Answer::Record).await,
-            Request::Steer { session_id, to, by } => ask(desk, |reply| Command::Steer { session_id, to, by, reply }, Answer::Record).await,
+            Request::Finish { session_id, robot, to, reason } => ask(desk, |reply| Command::Finish { session_id, robot, to, reason, reply }, Answer::Changed).await,
+            Request::Steer { session_id, to, by } => ask(desk, |reply| Command::Steer { session_id, to, by, reply }, Answer::Changed).await,
             Request::ReportError { session_id, detail } => ask(desk, |reply| Command::ReportError { session_id, detail, reply }, Answer::At).await,
             Request::Supervise { session_id, admin_id, joined } => {
                 ask(desk, |reply| Command::Supervise { session_id, admin_id, joined, reply }, |()| Answer::Done).await

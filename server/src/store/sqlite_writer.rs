@@ -246,6 +246,35 @@ mod tests {
         })
     }
 
+    /// A batch answers with the sessions it was asked to read back as it
+    /// left them (its own writes included, the robot's model joined in),
+    /// and with nothing for a session of another org or none at all.
+    #[tokio::test]
+    async fn a_batch_reads_back_the_sessions_it_changed_as_it_left_them() {
+        use crate::store::DispatchStore;
+        use domain::models::LifecycleState;
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::connect(&format!("sqlite://{}", dir.path().join("clutchcall.db").display())).await.unwrap();
+        let robot = NewRobot {
+            id: "r-1".into(), org_id: "org".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
+            req_cert: "pick-place · tier-1".into(), token_hash: "hash-1".into(),
+        };
+        store.seed(&Seed { orgs: vec![NewOrg { id: "org".into(), name: "Org".into() }], robots: vec![robot], ..Seed::default() }).await.unwrap();
+        let lease = Lease { org_id: "org".into(), epoch: 1 };
+        let read = vec!["ses-1".to_string(), "ses-none".to_string()];
+        let opened = store.commit_reading(&lease, vec![call(1)], read.clone()).await.unwrap();
+        assert_eq!(opened.len(), 1, "only the session that is there");
+        assert_eq!((opened[0].id.as_str(), opened[0].lifecycle.as_str(), opened[0].robot_model.as_str()), ("ses-1", "PENDING", "UR5e"));
+        let end = Write::End {
+            org_id: "org".into(), session_id: "ses-1".into(), to: LifecycleState::Cancelled, reason: "withdrawn".into(), attached: None, at: 5,
+        };
+        let ended = store.commit_reading(&lease, vec![end], read).await.unwrap();
+        assert_eq!((ended[0].lifecycle.as_str(), ended[0].ended_at), ("CANCELLED", Some(5)), "as this batch left it");
+        assert_eq!(ended[0], store.session("org", "ses-1").await.unwrap().unwrap(), "the committed row");
+        let elsewhere = Lease { org_id: "other".into(), epoch: 1 };
+        assert!(store.commit_reading(&elsewhere, Vec::new(), vec!["ses-1".into()]).await.unwrap().is_empty(), "another org's");
+    }
+
     /// Nothing checkpoints but the checkpointer thread: while it runs, the
     /// database file takes in what was written to the WAL (it grows); were
     /// it gone, the WAL would grow without end and the file never.

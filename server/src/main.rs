@@ -4,12 +4,6 @@ use server::seed::{DEMO_ADMIN_EMAIL, DEMO_PASSWORD};
 use std::io::BufRead;
 use tracing_subscriber::EnvFilter;
 
-/// mimalloc for the whole process: a request allocates and frees many small
-/// buffers across threads, where glibc's malloc spent a sixth of the async
-/// workers' time on the full cycle (BENCHMARKS.md, Engine v3).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// ClutchCall: distress calls from robots, rung to the nearest certified
 /// operator. Every setting is an environment variable (or the flag beside
 /// it); none is needed for the demo.

@@ -113,16 +113,16 @@ fn hold<T: Send + 'static>(reply: Reply<T>, result: Result<T, EngineError>) -> P
 /// answer carries the session's record as its batch committed it, where
 /// the store read it back in the batch (`read_back`).
 fn hold_change(reply: Reply<SessionChange>, session_id: String, changed: Result<bool, EngineError>, read_back: &mut Vec<String>) -> Pending {
-    if changed.as_ref().is_ok_and(|changed| *changed) {
+    if changed.as_ref().is_ok_and(|changed| *changed) && !read_back.contains(&session_id) {
         read_back.push(session_id.clone());
     }
     Box::new(move |committed: Result<&[SessionRow], fn() -> EngineError>| {
         let _ = reply.send(match (committed, changed) {
             (Err(error), _) => Err(error()),
             (Ok(_), Err(e)) => Err(e),
-            (Ok(_), Ok(false)) => Ok(SessionChange::Unknown),
+            (Ok(_), Ok(false)) => Ok(SessionChange::NotHeld),
             (Ok(rows), Ok(true)) => match rows.iter().find(|row| row.id == session_id) {
-                Some(row) => row.clone().record().map(|record| SessionChange::Done(Some(record))).map_err(EngineError::from),
+                Some(row) => row.clone().record().map(|record| SessionChange::Done(Some(Box::new(record)))).map_err(EngineError::from),
                 None => Ok(SessionChange::Done(None)),
             },
         });

@@ -270,12 +270,10 @@ impl Engine {
     /// The desk judges an open session it holds without a database read.
     pub async fn finish_session(&self, org_id: &str, session_id: &str, robot: Option<&str>, to: LifecycleState, reason: &str) -> Result<SessionRecord, EngineError> {
         let request = Request::Finish { session_id: session_id.to_string(), robot: robot.map(str::to_string), to, reason: reason.to_string() };
-        match self.ask(org_id, request).await? {
-            SessionChange::Done(Some(record)) => return Ok(record),
-            SessionChange::Done(None) => return self.session(org_id, session_id).await,
-            SessionChange::Unknown => {}
+        if let Some(record) = self.changed(org_id, session_id, self.ask(org_id, request).await?).await? {
+            return Ok(record);
         }
-        // Why not: the row says (the desk holds only open sessions).
+        // The desk does not hold it open: the row says why.
         let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
         if robot.is_some_and(|robot| row.robot_id != robot) {
             return Err(EngineError::NotFound("session"));
@@ -290,10 +288,9 @@ impl Engine {
     /// Pauses, resumes or completes a live session (seed 001), asked by its
     /// attached operator (`by`) or an admin (`None`).
     pub async fn steer_session(&self, org_id: &str, session_id: &str, to: LifecycleState, by: Option<&str>) -> Result<SessionRecord, EngineError> {
-        match self.ask(org_id, Request::Steer { session_id: session_id.to_string(), to, by: by.map(str::to_string) }).await? {
-            SessionChange::Done(Some(record)) => return Ok(record),
-            SessionChange::Done(None) => return self.session(org_id, session_id).await,
-            SessionChange::Unknown => {}
+        let change = self.ask(org_id, Request::Steer { session_id: session_id.to_string(), to, by: by.map(str::to_string) }).await?;
+        if let Some(record) = self.changed(org_id, session_id, change).await? {
+            return Ok(record);
         }
         let row = self.shared.store.session(org_id, session_id).await?.ok_or(EngineError::NotFound("session"))?;
         Err(match row.lifecycle()? {
@@ -420,6 +417,17 @@ impl Engine {
     /// busy is free.
     pub fn poke(&self, orgs: Vec<String>) {
         dispatcher::poke(&self.shared, orgs);
+    }
+
+    /// The record of a session the desk changed, as its batch read it back
+    /// or, where the store does not (PostgreSQL), as read now; `None` when
+    /// the desk did not hold it.
+    async fn changed(&self, org_id: &str, session_id: &str, change: SessionChange) -> Result<Option<SessionRecord>, EngineError> {
+        match change {
+            SessionChange::Done(Some(record)) => Ok(Some(*record)),
+            SessionChange::Done(None) => self.session(org_id, session_id).await.map(Some),
+            SessionChange::NotHeld => Ok(None),
+        }
     }
 
     async fn session(&self, org_id: &str, session_id: &str) -> Result<SessionRecord, EngineError> {

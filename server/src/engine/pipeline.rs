@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 /// An answer held until its batch is committed (`Ok`, with the rows of the
 /// sessions the batch was asked to read back), or failed with the error
 /// its caller is told.
-pub(super) type Pending = Box<dyn for<'a> FnOnce(Result<&'a [SessionRow], fn() -> EngineError>) + Send>;
+pub(super) type Pending = Box<dyn FnOnce(Result<&[SessionRow], fn() -> EngineError>) + Send>;
 
 /// What the desk decided since the last batch went to the database.
 #[derive(Default)]

@@ -70,11 +70,11 @@ pub enum Answer {
 #[derive(Debug, Serialize, Deserialize)]
 pub enum SessionChange {
     /// It holds no such open (or live) session: the row says why.
-    Unknown,
+    NotHeld,
     /// Changed. The record as the change's batch committed it, where the
     /// store read it back in the batch (SQLite); else `None`, and the
     /// caller reads it (PostgreSQL: `DispatchStore::commit_reading`).
-    Done(Option<SessionRecord>),
+    Done(Option<Box<SessionRecord>>),
 }
 
 /// The typed answer an `Engine` method expects from its request.

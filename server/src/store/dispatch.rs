@@ -94,6 +94,9 @@ pub(super) const SESSION_SELECT: &str = "SELECT s.id, s.org_id, s.robot_id, r.mo
      FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id LEFT JOIN users u ON u.id = s.operator_id \
      LEFT JOIN users c ON c.id = s.client_id";
 
+/// One session of an org by id: `$1` the org, `$2` the session.
+pub(super) static SESSION_BY_ID: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"));
+
 const ROBOT_SELECT: &str = "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at FROM robots";
 
 macro_rules! dispatch_store {
@@ -189,13 +192,13 @@ macro_rules! dispatch_store {
             }
 
             async fn session(&self, org_id: &str, session_id: &str) -> StoreResult<Option<SessionRow>> {
-                Ok(sqlx::query_as(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"))
+                Ok(sqlx::query_as(SESSION_BY_ID.as_str())
                     .bind(org_id).bind(session_id).fetch_optional(&self.pool).await?)
             }
 
             async fn apply_telemetry(&self, org_id: &str, session_id: &str, t: Telemetry, now: i64) -> StoreResult<TelemetryOutcome> {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
-                let Some(current) = sqlx::query_as::<_, SessionRow>(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"))
+                let Some(current) = sqlx::query_as::<_, SessionRow>(SESSION_BY_ID.as_str())
                     .bind(org_id).bind(session_id).fetch_optional(&mut *tx).await?
                 else {
                     return Ok(TelemetryOutcome::NotFound);
@@ -269,8 +272,9 @@ dispatch_store!(PgStore);
 
 impl SqliteStore {
     /// One hop to the batch writer's thread, which applies the whole batch
-    /// (sqlite_writer.rs). One process holds every org of an SQLite file:
-    /// there is no lease to check.
+    /// and reads back the lease's org's sessions asked for (sqlite_writer.rs).
+    /// One process holds every org of an SQLite file: there is no epoch to
+    /// check.
     async fn commit_batch(&self, lease: &Lease, writes: Vec<Write>, read_back: Vec<String>) -> StoreResult<Vec<SessionRow>> {
         self.writer.commit(writes, &lease.org_id, read_back).await
     }

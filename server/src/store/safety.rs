@@ -3,7 +3,7 @@
 //! is written with its audit record in one transaction; whether it applies
 //! is `domain::lifecycle::person_safety_change`'s to say.
 
-use super::dispatch::SESSION_SELECT;
+use super::dispatch::SESSION_BY_ID;
 use super::journal::SessionRow;
 use super::sql::StoreDb;
 use super::sql::{PgStore, SqliteStore};
@@ -41,7 +41,7 @@ macro_rules! safety_store {
         impl SafetyStore for $store {
             async fn change_safety(&self, org_id: &str, session_id: &str, only_from: Option<SafetyState>, to: SafetyState, e: &AuditEntry) -> StoreResult<SafetyChange> {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
-                let Some(current) = sqlx::query_as::<_, SessionRow>(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"))
+                let Some(current) = sqlx::query_as::<_, SessionRow>(SESSION_BY_ID.as_str())
                     .bind(org_id).bind(session_id).fetch_optional(&mut *tx).await?
                 else {
                     return Ok(SafetyChange::NotFound);
@@ -68,7 +68,7 @@ macro_rules! safety_store {
                 .bind(org_id).bind(e.at_ms).bind(e.actor_kind.as_str()).bind(&e.actor_id).bind(e.action.as_str())
                 .bind(&e.session_id).bind(&e.robot_id).bind(&e.detail)
                 .execute(&mut *tx).await?;
-                let row = sqlx::query_as(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"))
+                let row = sqlx::query_as(SESSION_BY_ID.as_str())
                     .bind(org_id).bind(session_id).fetch_one(&mut *tx).await?;
                 tx.commit().await?;
                 Ok(SafetyChange::Applied(row))

@@ -5,6 +5,11 @@
 //! thread: two thread hops each, ~17 a cycle, which is where most of a
 //! cycle's time went (BENCHMARKS.md, Engine v3).
 //!
+//! A batch may name sessions to read back: their rows, as the batch left
+//! them, are read in its transaction after its writes (this connection has
+//! the pages cached; a pool reader, whose cache every write empties, would
+//! read them from the WAL again) and answered with the commit.
+//!
 //! Only the engine's journal goes this way; everything else still writes
 //! through the sqlx pool, and SQLite's own lock (with a busy timeout on
 //! both sides) orders the two.
@@ -21,7 +26,7 @@
 //! WAL holds `RESTART_FRAMES`, the checkpointer waits for those readers and
 //! rewinds it (RESTART), holding new writers back for that moment only.
 
-use super::dispatch::SESSION_SELECT;
+use super::dispatch::SESSION_BY_ID;
 use super::journal::{SessionRow, Write};
 use super::writes::{batch, Value};
 use super::{StoreError, StoreResult};
@@ -171,16 +176,25 @@ fn apply_all(connection: &mut Connection, job: &Job) -> StoreResult<Vec<SessionR
             }
         }
     }
-    let mut rows = Vec::with_capacity(job.read_back.len());
-    if !job.read_back.is_empty() {
-        let mut select = tx.prepare_cached(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2")).map_err(embedded)?;
-        for session_id in &job.read_back {
-            if let Some(row) = select.query_row((&job.org_id, session_id), session_row).optional().map_err(embedded)? {
-                rows.push(row);
-            }
-        }
-    }
+    // A read that fails costs the batch nothing: its callers read after it.
+    let rows = read_back(&tx, &job.org_id, &job.read_back).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "a batch's sessions could not be read back; its callers read them after it");
+        Vec::new()
+    });
     tx.commit().map_err(embedded)?;
+    Ok(rows)
+}
+
+/// The org's sessions named, as the transaction sees them.
+fn read_back(tx: &rusqlite::Transaction<'_>, org_id: &str, session_ids: &[String]) -> rusqlite::Result<Vec<SessionRow>> {
+    if session_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut select = tx.prepare_cached(SESSION_BY_ID.as_str())?;
+    let mut rows = Vec::with_capacity(session_ids.len());
+    for session_id in session_ids {
+        rows.extend(select.query_row((org_id, session_id), session_row).optional()?);
+    }
     Ok(rows)
 }
 
@@ -251,7 +265,6 @@ mod tests {
     /// and with nothing for a session of another org or none at all.
     #[tokio::test]
     async fn a_batch_reads_back_the_sessions_it_changed_as_it_left_them() {
-        use crate::store::DispatchStore;
         use domain::models::LifecycleState;
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::connect(&format!("sqlite://{}", dir.path().join("clutchcall.db").display())).await.unwrap();

@@ -489,3 +489,56 @@ fn decide(desk: &mut Desk, commands: &mut Vec<Command>, decided: &mut Decided, n
     }
     decided.take_from(desk);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str) -> SessionRow {
+        SessionRow {
+            id: id.into(), org_id: "org".into(), robot_id: format!("robot-of-{id}"), robot_model: "UR5e".into(), site: "Leeds".into(),
+            pop: "uk-london".into(), skill: "pick-place".into(), lifecycle: "CANCELLED".into(), safety_state: "SAFE".into(),
+            operator_id: None, operator_name: None, operator_region: None, rtt_ms: None, divergence_deg: None, velocity_scale: None,
+            raised_at: 1, started_at: None, ended_at: Some(2), client_id: None, client_name: None, planned_end_at: None, booking_id: None,
+        }
+    }
+
+    /// Each change is answered with its own session's row among the
+    /// batch's; one it did not make reads nothing back; a session changed
+    /// twice in a batch is read once; a failed batch fails every answer.
+    #[tokio::test]
+    async fn a_change_is_answered_with_its_own_sessions_row_from_the_batch() {
+        let mut read_back = Vec::new();
+        let (first, first_answer) = oneshot::channel();
+        let (second, second_answer) = oneshot::channel();
+        let (again, again_answer) = oneshot::channel();
+        let (unheld, unheld_answer) = oneshot::channel();
+        let answers = [
+            hold_change(first, "ses-b".into(), Ok(true), &mut read_back),
+            hold_change(second, "ses-a".into(), Ok(true), &mut read_back),
+            hold_change(again, "ses-b".into(), Ok(true), &mut read_back),
+            hold_change(unheld, "ses-c".into(), Ok(false), &mut read_back),
+        ];
+        assert_eq!(read_back, ["ses-b", "ses-a"], "each changed session once; none the desk did not hold");
+        let rows = [row("ses-a"), row("ses-b")];
+        for answer in answers {
+            answer(Ok(&rows));
+        }
+        let record = |change: SessionChange| match change {
+            SessionChange::Done(Some(record)) => record.id,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(record(first_answer.await.unwrap().unwrap()), "ses-b");
+        assert_eq!(record(second_answer.await.unwrap().unwrap()), "ses-a");
+        assert_eq!(record(again_answer.await.unwrap().unwrap()), "ses-b");
+        assert!(matches!(unheld_answer.await.unwrap(), Ok(SessionChange::NotHeld)));
+
+        // Not read back (PostgreSQL): the caller reads it; a failed batch fails it.
+        let (unread, unread_answer) = oneshot::channel();
+        hold_change(unread, "ses-d".into(), Ok(true), &mut Vec::new())(Ok(&rows));
+        assert!(matches!(unread_answer.await.unwrap(), Ok(SessionChange::Done(None))));
+        let (failed, failed_answer) = oneshot::channel();
+        hold_change(failed, "ses-a".into(), Ok(true), &mut Vec::new())(Err(|| EngineError::DispatchedElsewhere));
+        assert!(matches!(failed_answer.await.unwrap(), Err(EngineError::DispatchedElsewhere)));
+    }
+}

@@ -29,10 +29,10 @@ pub enum Command {
     Aux { operator_id: String, reason: String, reply: Reply<()> },
     Offline { operator_id: String, reply: Reply<()> },
     Rtt { operator_id: String, pop: String, rtt_ms: u32, reply: Reply<()> },
-    /// Ends an open session (`Unknown` when the desk holds no such one).
+    /// Ends an open session (`NotHeld` when the desk holds no such one).
     Finish { session_id: String, robot: Option<String>, to: LifecycleState, reason: String, reply: Reply<SessionChange> },
     /// Pause, resume or complete by the attached operator (`by`) or an
-    /// admin (`Unknown` when the desk has no such live session).
+    /// admin (`NotHeld` when the desk has no such live session).
     Steer { session_id: String, to: LifecycleState, by: Option<String>, reply: Reply<SessionChange> },
     /// An edge agent's error on an open session; answers when it was logged.
     ReportError { session_id: String, detail: String, reply: Reply<i64> },

@@ -288,7 +288,7 @@ impl PgStore {
     /// Nothing is read back: a read in the batch (a second round trip, or
     /// in the function) holds the dispatcher's next batch back by it, where
     /// the caller's own read after the answer runs beside it; measured
-    /// both ways, a tenth to a fifth fewer full cycles (BENCHMARKS.md,
+    /// three ways, each with fewer full cycles, up to a fifth (BENCHMARKS.md,
     /// Engine v3 fifth part).
     async fn commit_batch(&self, lease: &Lease, writes: Vec<Write>, _read_back: Vec<String>) -> StoreResult<Vec<SessionRow>> {
         let steps = super::writes::as_json(&writes);

@@ -54,8 +54,10 @@ impl Decided {
         let read_back = std::mem::take(&mut self.read_back);
         let count = writes.len();
         let (store, lease) = (shared.store.clone(), lease.clone());
+        // A session the desk changed always has a write in the batch: a
+        // batch without writes has nothing to read back either.
         let commit = tokio::spawn(async move {
-            match writes.is_empty() && read_back.is_empty() {
+            match writes.is_empty() {
                 true => Ok(Vec::new()),
                 false => store.commit_reading(&lease, writes, read_back).await,
             }

@@ -94,7 +94,9 @@ pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, ro
     let lost = Arc::new(tokio::sync::Notify::new());
     // Revocations made before the subscription was live could not reach
     // it, and the token cache was loaded before: checked once now.
-    let _ = bus.client().flush().await;
+    if let Err(e) = crate::bus::nats::settled(bus.client()).await {
+        tracing::warn!(error = %e, "NATS did not confirm the revocations subscription");
+    }
     lost.notify_one();
     Ok(tokio::spawn(async move {
         // Ends with this task, however it ends (an abort included).
@@ -221,6 +223,9 @@ pub async fn reconcile(store: &SharedStore, tabs: &OpenTabs, robots: &RobotRegis
 /// others' is live (`hear_busy` reads it once the engine runs).
 pub async fn share_busy(bus: &Arc<NatsBus>, busy: &BusyOperators, offer_window_ms: i64) -> Result<async_nats::Subscriber, async_nats::SubscribeError> {
     let heard = bus.client().subscribe(bus.cluster_subject(BUSY)).await?;
+    if let Err(e) = crate::bus::nats::settled(bus.client()).await {
+        tracing::warn!(error = %e, "NATS did not confirm the busy operators' subscription");
+    }
     let hold = std::time::Duration::from_millis((offer_window_ms + BUSY_MARGIN_MS).max(0) as u64);
     busy.reach_others(ToOthers::new(bus, BUSY), hold);
     Ok(heard)

@@ -298,6 +298,19 @@ fn header(message: &async_nats::Message, name: &str) -> Option<String> {
     message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.as_str().to_string())
 }
 
+/// Returns once the NATS server has read everything `client` sent before
+/// (its subscriptions included), so a message published after this from
+/// any connection reaches them. `flush` is not enough: it returns once the
+/// bytes are in this machine's socket, which the server may not have read
+/// (a busy connection's backlog). A request nobody listens to is answered
+/// by the server itself ("no responders"), after the commands before it.
+pub async fn settled(client: &async_nats::Client) -> Result<(), async_nats::RequestError> {
+    match client.request(client.new_inbox(), bytes::Bytes::new()).await {
+        Err(e) if e.kind() != async_nats::RequestErrorKind::NoResponders => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// Relays one subject to this instance's subscribers of its topic, until
 /// none is left.
 async fn relay(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic, subject: String) {
@@ -317,7 +330,10 @@ async fn relay(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic, sub
     };
     // Live once the server has it: whatever was published before could not
     // reach this instance, so its subscribers load their picture again.
-    let _ = client.flush().await;
+    // (Unconfirmed, NATS is away: the reconnect resyncs every topic.)
+    if let Err(e) = settled(&client).await {
+        tracing::warn!(%subject, error = %e, "NATS did not confirm a subscription");
+    }
     if let Some(bus) = bus.upgrade() {
         bus.live.lock().expect("live lock").insert(topic.clone());
         bus.local.resync(&topic);

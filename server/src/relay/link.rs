@@ -282,7 +282,8 @@ impl ChannelLink {
                             continue;
                         }
                     };
-                    let _ = tokio::time::timeout(NATS_WAIT, client.flush()).await;
+                    // Frames sent once the server has the subscription are heard.
+                    let _ = tokio::time::timeout(NATS_WAIT, crate::bus::nats::settled(client)).await;
                     let task = OwnedTask::spawn(hear_frames(frames, self.session_id.clone(), direction, arrivals.clone()));
                     let mut slot = self.slot(direction).lock().expect("link lock");
                     // (Another join may have got there first, or the

@@ -176,6 +176,16 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let (relay, relay_job) = relay::Relay::start(bus.clone(), clock::Clock::system(), recorder, config.relay, relay_link, sessions.clone());
     let datasets = Arc::new(datasets::DatasetService::new(store.clone(), bus.clone(), config.data_dir.join("datasets")));
     let episodes_job = tokio::spawn(datasets.clone().make_episodes(recordings));
+    // Cluster mode: caps on open sockets and running exports count every instance's.
+    let places_job = match &nats {
+        Some(_) => {
+            let (places, keeper) = crate::services::places::SharedPlaces::start(store.clone(), run.clone()).await?;
+            tabs.share_places(places.clone());
+            datasets.share_places(places);
+            Some(keeper)
+        }
+        None => None,
+    };
     let passwords = Arc::new(crate::services::PasswordChecker::new(crate::services::passwords::HASHING_THREADS, crate::services::passwords::WAITING_CHECKS));
     let accounts = Arc::new(Accounts::new(store.clone(), robots.clone(), throttle.clone(), passwords.clone(), tabs.clone(), cookie));
     let outbound = webhooks::outbound::Outbound::new(config.webhooks.allow_private)?;
@@ -239,6 +249,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), tokio::spawn(maintain(store.clone())), lapse_job, tokio::spawn(sweep_limits(throttle, quotas, limits_kept.clone())), relay_job, episodes_job, webhooks_job, prune_job];
     jobs.extend(revocations_job);
     jobs.extend(busy_job);
+    jobs.extend(places_job);
     let metrics_addr = match config.metrics_addr {
         Some(at) => match http::metrics::serve(at, views).await {
             Ok((bound, task)) => {

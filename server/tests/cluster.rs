@@ -3,6 +3,8 @@
 //! nothing (rule D13).
 
 mod common;
+#[path = "cluster/caps.rs"]
+mod caps;
 #[path = "cluster/limits.rs"]
 mod limits;
 #[path = "cluster/relay.rs"]

@@ -149,7 +149,7 @@ pub async fn events(State(state): State<AppState>, reader: EventReader, query: R
     };
     let pass = match reader.holder {
         Holder::Key(credential) => {
-            let pass = state.tabs.open(credential, None).map_err(|_| ApiError::RateLimited { retry_after_s: 5 })?;
+            let pass = state.tabs.open(credential, None).await.map_err(|_| ApiError::RateLimited { retry_after_s: 5 })?;
             // Read again once the pass exists: a revocation committed
             // after the first read ends the pass, one before is seen here.
             if !log.key_holds(key.as_deref().unwrap_or_default()).await? {

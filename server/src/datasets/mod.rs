@@ -12,6 +12,7 @@ pub mod stream;
 use crate::bus::SharedBus;
 use crate::clock::now_ms;
 use crate::relay::recording::FinishedRecording;
+use crate::services::places::{CapReached, Place, SharedPlaces};
 use crate::store::{EpisodeRow, NewEpisode, SharedStore};
 use domain::events::{AuditEntry, Event, OrgEvent, Topic};
 use lerobot::{Episode, FrameStream, Summary, Version};
@@ -48,14 +49,29 @@ pub struct DatasetService {
 #[derive(Debug, PartialEq, Eq)]
 pub struct ExportsBusy;
 
-/// Exports running, by org: `EXPORTS_PER_ORG` places each.
+/// Exports running, by org: `EXPORTS_PER_ORG` places each, on this
+/// instance and (cluster mode) across the instances.
 #[derive(Default)]
-struct ExportPlaces(std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>);
+struct ExportPlaces {
+    here: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
+    shared: std::sync::OnceLock<Arc<SharedPlaces>>,
+}
+
+/// One running export's place; freed when dropped.
+pub struct ExportPlace {
+    _here: tokio::sync::OwnedSemaphorePermit,
+    _shared: Option<Place>,
+}
 
 impl ExportPlaces {
-    fn take(&self, org_id: &str) -> Result<tokio::sync::OwnedSemaphorePermit, ExportsBusy> {
-        let org = self.0.lock().expect("exports lock").entry(org_id.to_string()).or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(EXPORTS_PER_ORG))).clone();
-        org.try_acquire_owned().map_err(|_| ExportsBusy)
+    async fn take(&self, org_id: &str) -> Result<ExportPlace, ExportsBusy> {
+        let org = self.here.lock().expect("exports lock").entry(org_id.to_string()).or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(EXPORTS_PER_ORG))).clone();
+        let here = org.try_acquire_owned().map_err(|_| ExportsBusy)?;
+        let shared = match self.shared.get() {
+            Some(places) => places.take(&format!("export:{org_id}"), EXPORTS_PER_ORG).await.map_err(|CapReached| ExportsBusy)?,
+            None => None,
+        };
+        Ok(ExportPlace { _here: here, _shared: shared })
     }
 }
 
@@ -68,9 +84,14 @@ impl DatasetService {
         DatasetService { store, bus, dir, exports: Default::default() }
     }
 
+    /// Cluster mode: an org's exports count on every instance.
+    pub fn share_places(&self, places: Arc<SharedPlaces>) {
+        let _ = self.exports.shared.set(places);
+    }
+
     /// A place for one more export of `org_id`, held until the export ends.
-    pub fn export_place(&self, org_id: &str) -> Result<tokio::sync::OwnedSemaphorePermit, ExportsBusy> {
-        self.exports.take(org_id)
+    pub async fn export_place(&self, org_id: &str) -> Result<ExportPlace, ExportsBusy> {
+        self.exports.take(org_id).await
     }
 
     fn episode_file(&self, org_id: &str, session_id: &str) -> PathBuf {
@@ -168,7 +189,7 @@ impl DatasetService {
         environment: &str,
         version: Version,
         client_id: Option<&str>,
-        place: tokio::sync::OwnedSemaphorePermit,
+        place: ExportPlace,
     ) -> anyhow::Result<Option<TarStream>> {
         let rows: Vec<EpisodeRow> = self.episodes(org_id, client_id).await?.into_iter().filter(|e| e.environment == environment).collect();
         if rows.is_empty() {
@@ -264,13 +285,13 @@ pub fn slug(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn s08_an_org_runs_two_exports_at_once_and_a_finished_one_frees_its_place() {
+    #[tokio::test]
+    async fn s08_an_org_runs_two_exports_at_once_and_a_finished_one_frees_its_place() {
         let places = super::ExportPlaces::default();
-        let (a, _b) = (places.take("o1").unwrap(), places.take("o1").unwrap());
-        assert_eq!(places.take("o1").err(), Some(super::ExportsBusy), "a third waits (429)");
-        assert!(places.take("o2").is_ok(), "another org is not held back");
+        let (a, _b) = (places.take("o1").await.unwrap(), places.take("o1").await.unwrap());
+        assert_eq!(places.take("o1").await.err(), Some(super::ExportsBusy), "a third waits (429)");
+        assert!(places.take("o2").await.is_ok(), "another org is not held back");
         drop(a);
-        assert!(places.take("o1").is_ok());
+        assert!(places.take("o1").await.is_ok());
     }
 }

@@ -45,7 +45,7 @@ pub async fn dataset_tar(
     let version = crate::datasets::lerobot::Version::parse(params.version.as_deref().unwrap_or("v3.0"))
         .ok_or_else(|| ApiError::Invalid("version must be v3.0 or v2.1".into()))?;
     // At most two at once per org; the place is held until the tar is sent.
-    let place = state.datasets.export_place(&org.org_id).map_err(|_| ApiError::RateLimited { retry_after_s: 30 })?;
+    let place = state.datasets.export_place(&org.org_id).await.map_err(|_| ApiError::RateLimited { retry_after_s: 30 })?;
     let tar = state.datasets.export(&org.org_id, &environment, version, client, place).await.map_err(|e| {
         tracing::error!(error = %e, "dataset export failed");
         ApiError::Internal

@@ -135,7 +135,7 @@ async fn socket_pass(state: &AppState, principal: Principal) -> Result<TabPass, 
         }
         Principal::Robot { robot, token_hash } => {
             let credential = Credential::Robot { org_id: robot.org_id.clone(), robot_id: robot.id.clone(), token: token_hash.clone() };
-            let pass = state.tabs.open(credential, None).map_err(|_| (StatusCode::TOO_MANY_REQUESTS, "too many relay sockets for this robot").into_response())?;
+            let pass = state.tabs.open(credential, None).await.map_err(|_| (StatusCode::TOO_MANY_REQUESTS, "too many relay sockets for this robot").into_response())?;
             match state.robots.by_token_hash(&token_hash).await {
                 Ok(Some(now)) if now.id == robot.id && now.org_id == robot.org_id => Ok(pass),
                 Ok(_) => Err((StatusCode::UNAUTHORIZED, "unknown robot token").into_response()),

@@ -312,7 +312,7 @@ impl Accounts {
         };
         let left = Duration::from_millis((expires_at - now_ms()).max(0) as u64);
         let credential = Credential::SignIn { person: person.to_string(), sign_in: hash, org_id: org_id.to_string(), role };
-        let pass = self.tabs.open(credential, Some(Instant::now() + left)).map_err(|_| {
+        let pass = self.tabs.open(credential, Some(Instant::now() + left)).await.map_err(|_| {
             tracing::info!(user = %person, "socket refused: too many open tabs");
             SocketRefused::TooManyTabs
         })?;

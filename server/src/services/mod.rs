@@ -7,6 +7,7 @@ pub mod bookings;
 pub mod integrations;
 pub mod passwords;
 pub mod people;
+pub mod places;
 pub mod quotas;
 pub mod registry;
 pub mod sessions;

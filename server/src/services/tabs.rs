@@ -7,8 +7,10 @@
 //! mechanism for every socket kind (issue "Hardening II", findings 2–3).
 //!
 //! The passes also cap how many sockets one holder keeps open; dropping a
-//! pass (the socket ended) frees its place.
+//! pass (the socket ended) frees its place. In cluster mode the cap holds
+//! across the instances (`services::places`).
 
+use super::places::{CapReached, Place, SharedPlaces};
 use domain::models::Role;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,6 +85,9 @@ pub struct OpenTabs {
     /// The other instances (cluster mode): each revocation made here is
     /// applied there too (`crate::cluster`). Unset on a single instance.
     others: std::sync::OnceLock<Arc<dyn TellOthers>>,
+    /// The places every instance counts (cluster mode). Unset on a single
+    /// instance, where this registry's own count is the cap.
+    places: std::sync::OnceLock<Arc<SharedPlaces>>,
 }
 
 /// A revocation every instance applies to its own sockets and caches.
@@ -123,6 +128,8 @@ pub struct TabPass {
     ended: watch::Receiver<Option<Ended>>,
     /// When the credential expires by itself (a sign-in's end).
     expires: Option<Instant>,
+    /// Its place across the cluster (cluster mode), freed with the pass.
+    _place: Option<Place>,
 }
 
 impl TabPass {
@@ -172,22 +179,35 @@ impl OpenTabs {
 
     /// Open tabs where one person may hold `per_person` sockets.
     pub fn with_cap(per_person: usize) -> Arc<OpenTabs> {
-        Arc::new(OpenTabs { by_holder: Mutex::default(), per_person, next_id: AtomicU64::new(0), others: std::sync::OnceLock::new() })
+        Arc::new(OpenTabs { by_holder: Mutex::default(), per_person, next_id: AtomicU64::new(0), others: std::sync::OnceLock::new(), places: std::sync::OnceLock::new() })
+    }
+
+    /// Cluster mode: caps count every instance's sockets, kept in `places`.
+    pub fn share_places(&self, places: Arc<SharedPlaces>) {
+        let _ = self.places.set(places);
     }
 
     /// A place for one more socket opened with `credential`, which ends by
-    /// itself at `expires` (if it does).
-    pub fn open(self: &Arc<Self>, credential: Credential, expires: Option<Instant>) -> Result<TabPass, TooManyTabs> {
-        let holder = credential.holder();
-        let mut by_holder = self.by_holder.lock().expect("tabs lock");
-        let open = by_holder.entry(holder.clone()).or_default();
-        if open.len() >= credential.cap(self.per_person) {
-            return Err(TooManyTabs);
+    /// itself at `expires` (if it does): first on this instance, then (in
+    /// cluster mode) across the cluster.
+    pub async fn open(self: &Arc<Self>, credential: Credential, expires: Option<Instant>) -> Result<TabPass, TooManyTabs> {
+        let (holder, cap) = (credential.holder(), credential.cap(self.per_person));
+        let mut pass = {
+            let mut by_holder = self.by_holder.lock().expect("tabs lock");
+            let open = by_holder.entry(holder.clone()).or_default();
+            if open.len() >= cap {
+                return Err(TooManyTabs);
+            }
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let (ended, watching) = watch::channel(None);
+            open.push(OpenTab { id, credential, ended });
+            TabPass { id, holder, tabs: self.clone(), ended: watching, expires, _place: None }
+        };
+        if let Some(places) = self.places.get() {
+            // Refused: dropping the pass frees its place here.
+            pass._place = places.take(&pass.holder, cap).await.map_err(|CapReached| TooManyTabs)?;
         }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (ended, watching) = watch::channel(None);
-        open.push(OpenTab { id, credential, ended });
-        Ok(TabPass { id, holder, tabs: self.clone(), ended: watching, expires })
+        Ok(pass)
     }
 
     /// Ends every socket opened with this sign-in or robot token (its
@@ -301,17 +321,20 @@ mod tests {
     #[tokio::test]
     async fn a_person_holds_at_most_the_cap_and_a_closed_tab_frees_its_place() {
         let tabs = OpenTabs::new();
-        let passes: Vec<_> = (0..TABS_PER_PERSON).map(|_| tabs.open(sign_in("u1", "s1", "o1"), None).unwrap()).collect();
-        assert_eq!(tabs.open(sign_in("u1", "s1", "o1"), None).err(), Some(TooManyTabs));
-        assert!(tabs.open(sign_in("u2", "s2", "o1"), None).is_ok(), "another person is not affected");
+        let mut passes = Vec::new();
+        for _ in 0..TABS_PER_PERSON {
+            passes.push(tabs.open(sign_in("u1", "s1", "o1"), None).await.unwrap());
+        }
+        assert_eq!(tabs.open(sign_in("u1", "s1", "o1"), None).await.err(), Some(TooManyTabs));
+        assert!(tabs.open(sign_in("u2", "s2", "o1"), None).await.is_ok(), "another person is not affected");
         drop(passes.into_iter().next());
-        assert!(tabs.open(sign_in("u1", "s1", "o1"), None).is_ok());
+        assert!(tabs.open(sign_in("u1", "s1", "o1"), None).await.is_ok());
     }
 
     #[tokio::test]
     async fn ending_a_sign_in_wakes_its_sockets_only() {
         let tabs = OpenTabs::new();
-        let (a, b, other) = (tabs.open(sign_in("u1", "s1", "o1"), None).unwrap(), tabs.open(sign_in("u1", "s1", "o1"), None).unwrap(), tabs.open(sign_in("u1", "s9", "o1"), None).unwrap());
+        let (a, b, other) = (tabs.open(sign_in("u1", "s1", "o1"), None).await.unwrap(), tabs.open(sign_in("u1", "s1", "o1"), None).await.unwrap(), tabs.open(sign_in("u1", "s9", "o1"), None).await.unwrap());
         assert_eq!(tabs.credential_ended("s1"), 2);
         assert_eq!(a.ended().await, Ended::CredentialEnded);
         assert_eq!(b.ended().await, Ended::CredentialEnded, "every socket of the sign-in, and each as often as asked");
@@ -323,8 +346,8 @@ mod tests {
     #[tokio::test]
     async fn a_changed_membership_ends_that_org_only_and_a_robot_token_its_sockets() {
         let tabs = OpenTabs::new();
-        let (here, elsewhere) = (tabs.open(sign_in("u1", "s1", "o1"), None).unwrap(), tabs.open(sign_in("u1", "s2", "o2"), None).unwrap());
-        let robot = tabs.open(Credential::Robot { org_id: "o1".into(), robot_id: "r1".into(), token: "t1".into() }, None).unwrap();
+        let (here, elsewhere) = (tabs.open(sign_in("u1", "s1", "o1"), None).await.unwrap(), tabs.open(sign_in("u1", "s2", "o2"), None).await.unwrap());
+        let robot = tabs.open(Credential::Robot { org_id: "o1".into(), robot_id: "r1".into(), token: "t1".into() }, None).await.unwrap();
         assert_eq!(tabs.access_changed("o1", "u1"), 1);
         assert_eq!(here.ended().await, Ended::AccessChanged);
         assert!(still_open(&elsewhere).await);
@@ -336,13 +359,13 @@ mod tests {
     #[tokio::test]
     async fn each_credential_is_listed_once_and_ending_one_here_ends_only_its_sockets() {
         let tabs = OpenTabs::new();
-        let (a, b) = (tabs.open(sign_in("u1", "s1", "o1"), None).unwrap(), tabs.open(sign_in("u1", "s1", "o1"), None).unwrap());
+        let (a, b) = (tabs.open(sign_in("u1", "s1", "o1"), None).await.unwrap(), tabs.open(sign_in("u1", "s1", "o1"), None).await.unwrap());
         let admin = Credential::SignIn { person: "u1".into(), sign_in: "s1".into(), org_id: "o1".into(), role: Role::Admin };
-        let other_role = tabs.open(admin.clone(), None).unwrap();
+        let other_role = tabs.open(admin.clone(), None).await.unwrap();
         let (mut listed, mark) = tabs.credentials();
         listed.sort_by_key(|c| format!("{c:?}"));
         assert_eq!(listed, vec![admin.clone(), sign_in("u1", "s1", "o1")], "two sockets of one credential are one entry");
-        let newer = tabs.open(admin.clone(), None).unwrap();
+        let newer = tabs.open(admin.clone(), None).await.unwrap();
         assert_eq!(tabs.end_here(&admin, Ended::AccessChanged, mark), 1);
         assert_eq!(other_role.ended().await, Ended::AccessChanged);
         assert!(still_open(&a).await && still_open(&b).await, "the same sign-in opened with another role stays");
@@ -352,7 +375,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_pass_ends_when_its_credential_expires() {
         let tabs = OpenTabs::new();
-        let pass = tabs.open(sign_in("u1", "s1", "o1"), Some(Instant::now() + Duration::from_secs(60))).unwrap();
+        let pass = tabs.open(sign_in("u1", "s1", "o1"), Some(Instant::now() + Duration::from_secs(60))).await.unwrap();
         assert_eq!(pass.ended().await, Ended::CredentialEnded);
     }
 }

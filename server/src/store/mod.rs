@@ -13,6 +13,7 @@ mod floors;
 mod integrations;
 mod journal;
 mod limits;
+mod places;
 mod people;
 mod rating;
 mod safety;
@@ -30,6 +31,7 @@ pub use chat::{ChatRow, ChatStore};
 pub use directory::{DirectoryStore, RobotChange, RobotFields};
 pub use floors::{FloorChange, FloorStore};
 pub use limits::LimitStore;
+pub use places::PlaceStore;
 pub use people::{AcceptOutcome, Acceptance, InvitationRecord, InviteOutcome, MemberChange, MemberRecord, NewInvitation, PeopleStore, PendingInvitation, ProfileEdit};
 pub use rating::{RatingRow, RatingStore, ScoreRow};
 pub use safety::{SafetyChange, SafetyStore};
@@ -177,7 +179,7 @@ pub struct NewRobot {
 /// Everything persisted. The ACD's calls, offers and queue are in
 /// `DispatchStore` (store/dispatch.rs).
 #[async_trait]
-pub trait Store: DispatchStore + EventLogStore + IntegrationStore + BoardStore + BookingStore + DirectoryStore + DatasetStore + PeopleStore + FloorStore + SafetyStore + ChatStore + RatingStore + LimitStore + Send + Sync + 'static {
+pub trait Store: DispatchStore + EventLogStore + IntegrationStore + BoardStore + BookingStore + DirectoryStore + DatasetStore + PeopleStore + FloorStore + SafetyStore + ChatStore + RatingStore + LimitStore + PlaceStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`, for logs and /healthz.
     fn backend_name(&self) -> &'static str;
     /// A round trip to the database.

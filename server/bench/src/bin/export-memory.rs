@@ -231,7 +231,7 @@ async fn run(sizes: Vec<u64>, version: Version) -> anyhow::Result<()> {
 
     // Phase 2: the export, read to its end as a client would.
     let peak = Peak::start();
-    let place = service.export_place(ORG).map_err(|_| anyhow::anyhow!("no export place"))?;
+    let place = service.export_place(ORG).await.map_err(|_| anyhow::anyhow!("no export place"))?;
     let mut tar = service.export(ORG, ENVIRONMENT, version, None, place).await?.ok_or_else(|| anyhow::anyhow!("no episodes to export"))?;
     let mut exported = 0u64;
     while let Some(piece) = tar.next().await {

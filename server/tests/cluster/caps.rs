@@ -1,0 +1,110 @@
+//! Caps on open sockets and running exports hold across instances (issue
+//! "Scale out"): a person's tabs spread over the instances count as one,
+//! and a killed instance's places stop counting once its run lapses.
+
+use super::{cookie_at, nats_url, Cluster};
+use crate::common::{self, Db, TestApp};
+use server::services::places::RUN_LASTS;
+use server::services::tabs::TABS_PER_PERSON;
+use std::time::{Duration, Instant};
+
+/// A console tab for the cookie's person on the instance at `base`, or the
+/// status it was refused with.
+async fn tab(base: &str, cookie: &str) -> Result<common::Tab, u16> {
+    common::Tab::connect(base, cookie, "/ws", Some(base)).await
+}
+
+/// Tries a tab every 100 ms until one opens, within `at_most`.
+async fn tab_within(base: &str, cookie: &str, at_most: Duration) -> common::Tab {
+    let deadline = Instant::now() + at_most;
+    loop {
+        match tab(base, cookie).await {
+            Ok(tab) => return tab,
+            Err(status) => {
+                assert_eq!(status, 429, "refused only for the cap");
+                assert!(Instant::now() < deadline, "no place came free within {at_most:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persons_tabs_over_two_instances_count_as_one_and_a_killed_instances_lapse() {
+    let Some(nats) = nats_url().await else { return };
+    let Some(mut cluster) = Cluster::start(Some(&nats), 2).await else { return };
+    let (a, b) = (cluster.base(0).to_string(), cluster.base(1).to_string());
+    let (on_a, on_b) = (cookie_at(&a, common::OPERATOR).await, cookie_at(&b, common::OPERATOR).await);
+    let mut tabs_a = Vec::new();
+    let mut tabs_b = Vec::new();
+    for n in 0..TABS_PER_PERSON {
+        match n % 2 {
+            0 => tabs_a.push(tab(&a, &on_a).await.expect("under the cap")),
+            _ => tabs_b.push(tab(&b, &on_b).await.expect("under the cap")),
+        }
+    }
+    assert_eq!(tab(&a, &on_a).await.err(), Some(429), "the cap counts both instances' tabs");
+    assert_eq!(tab(&b, &on_b).await.err(), Some(429));
+    let other = cookie_at(&b, common::ADMIN).await;
+    assert!(tab(&b, &other).await.is_ok(), "another person is not held back");
+
+    // A tab closed on one instance frees a place on the other.
+    drop(tabs_a.pop());
+    tabs_b.push(tab_within(&b, &on_b, Duration::from_secs(5)).await);
+    assert_eq!(tab(&b, &on_b).await.err(), Some(429));
+
+    // A killed instance never frees its places: they lapse with its run.
+    let killed = tabs_a.len();
+    cluster.servers[0].child.start_kill().unwrap();
+    cluster.servers[0].child.wait().await.unwrap();
+    let started = Instant::now();
+    tabs_b.push(tab_within(&b, &on_b, RUN_LASTS + Duration::from_secs(10)).await);
+    eprintln!("a killed instance's places lapsed after {:?}", started.elapsed());
+    for _ in 1..killed {
+        tabs_b.push(tab(&b, &on_b).await.expect("the killed instance's places no longer count"));
+    }
+    assert_eq!(tabs_b.len(), TABS_PER_PERSON);
+    assert_eq!(tab(&b, &on_b).await.err(), Some(429), "and the cap holds again");
+    drop((tabs_a, tabs_b));
+    cluster.finish().await;
+}
+
+/// The store's side, on both backends: a place is taken only under the
+/// cap, however many ask at once; only live runs' places count; a freed
+/// place is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn places_are_taken_under_the_cap_only_and_count_while_their_run_lives() {
+    for db in [Db::Sqlite, Db::Postgres] {
+        let Some(app) = TestApp::spawn(db).await else { continue };
+        let store = app.running().store.clone();
+        let now = server::clock::now_ms();
+        let holder = format!("export:{}", server::auth::new_token()[..10].to_lowercase());
+        for run in ["a/1", "b/1"] {
+            store.renew_run(run, now + 60_000, 0).await.unwrap();
+        }
+        // Twenty at once, from two runs, for three places.
+        let asks = (0..20).map(|n| {
+            let (store, holder) = (store.clone(), holder.clone());
+            async move { store.take_place(&holder, &format!("p{n}"), ["a/1", "b/1"][n % 2], 3, now).await.unwrap() }
+        });
+        let taken: Vec<bool> = futures::future::join_all(asks).await;
+        assert_eq!(taken.iter().filter(|t| **t).count(), 3, "{} backend: never past the cap", app.running().store.backend_name());
+        for n in (0..20).filter(|n| taken[*n]) {
+            store.free_place(&holder, &format!("p{n}")).await.unwrap();
+        }
+        assert!(store.take_place(&holder, "a1", "a/1", 3, now).await.unwrap(), "freed places are free");
+        assert!(store.take_place(&holder, "a2", "a/1", 3, now).await.unwrap());
+        assert!(store.take_place(&holder, "b1", "b/1", 3, now).await.unwrap());
+        assert!(!store.take_place(&holder, "b2", "b/1", 3, now).await.unwrap());
+        // Run a stops saying it is alive: its two places stop counting.
+        store.renew_run("a/1", now - 1, 0).await.unwrap();
+        assert!(store.take_place(&holder, "b2", "b/1", 3, now).await.unwrap(), "a lapsed run's places are free");
+        assert!(store.take_place(&holder, "b3", "b/1", 3, now).await.unwrap());
+        assert!(!store.take_place(&holder, "b4", "b/1", 3, now).await.unwrap());
+        // Forgetting lapsed runs (a) keeps the live ones. places (b).
+        store.renew_run("b/1", now + 60_000, now).await.unwrap();
+        store.free_place(&holder, "b1").await.unwrap();
+        assert!(store.take_place(&holder, "b5", "b/1", 3, now).await.unwrap());
+        assert!(!store.take_place(&holder, "b6", "b/1", 3, now).await.unwrap(), "b's places were kept");
+    }
+}

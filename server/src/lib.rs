@@ -61,6 +61,8 @@ pub struct Running {
     /// This instance's name: its webhook claims (a restart under the same
     /// name takes them back at once, as it does its org leases).
     instance: String,
+    /// Cluster mode: this run's places against the caps, ended with it.
+    places: Option<Arc<crate::services::places::SharedPlaces>>,
 }
 
 impl Running {
@@ -83,6 +85,9 @@ impl Running {
         let served = self.serve.await;
         // Another instance delivers this one's webhook endpoints at once.
         webhooks::release(&self.store, &self.instance).await;
+        if let Some(places) = &self.places {
+            places.end().await;
+        }
         self.engine.stop().await;
         served??;
         Ok(())
@@ -177,14 +182,14 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let datasets = Arc::new(datasets::DatasetService::new(store.clone(), bus.clone(), config.data_dir.join("datasets")));
     let episodes_job = tokio::spawn(datasets.clone().make_episodes(recordings));
     // Cluster mode: caps on open sockets and running exports count every instance's.
-    let places_job = match &nats {
+    let (places, places_job) = match &nats {
         Some(_) => {
             let (places, keeper) = crate::services::places::SharedPlaces::start(store.clone(), run.clone()).await?;
             tabs.share_places(places.clone());
-            datasets.share_places(places);
-            Some(keeper)
+            datasets.share_places(places.clone());
+            (Some(places), Some(keeper))
         }
-        None => None,
+        None => (None, None),
     };
     let passwords = Arc::new(crate::services::PasswordChecker::new(crate::services::passwords::HASHING_THREADS, crate::services::passwords::WAITING_CHECKS));
     let accounts = Arc::new(Accounts::new(store.clone(), robots.clone(), throttle.clone(), passwords.clone(), tabs.clone(), cookie));
@@ -266,7 +271,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         None => None,
     };
     tracing::info!(%addr, database = store.backend_name(), "ClutchCall listening");
-    Ok(Running { addr, store, engine, sessions, metrics_addr, seeded_demo, empty, shutdown, serve, jobs, instance })
+    Ok(Running { addr, store, engine, sessions, metrics_addr, seeded_demo, empty, shutdown, serve, jobs, instance, places })
 }
 
 /// Forgets rate limits that have recovered (in memory, and in the

@@ -300,16 +300,25 @@ fn header(message: &async_nats::Message, name: &str) -> Option<String> {
 
 /// Returns once the NATS server has read everything `client` sent before
 /// (its subscriptions included), so a message published after this from
-/// any connection reaches them. `flush` is not enough: it returns once the
-/// bytes are in this machine's socket, which the server may not have read
-/// (a busy connection's backlog). A request nobody listens to is answered
-/// by the server itself ("no responders"), after the commands before it.
+/// any connection to that server reaches them (across a NATS cluster,
+/// interest reaches the other servers a moment later). `flush` is not
+/// enough: it returns once the bytes are in this machine's socket, which
+/// the server may not have read (a busy connection's backlog). A request
+/// nobody listens to is answered by the server itself ("no responders"),
+/// after the commands before it; a subscriber to every subject (`>`, a
+/// debugging tool) would keep it from answering: then this times out.
+/// Bounded by `SETTLED_WITHIN`: NATS away, the caller goes on, and the
+/// reconnect resyncs.
 pub async fn settled(client: &async_nats::Client) -> Result<(), async_nats::RequestError> {
-    match client.request(client.new_inbox(), bytes::Bytes::new()).await {
+    let ping = async_nats::Request::new().timeout(Some(SETTLED_WITHIN));
+    match client.send_request(client.new_inbox(), ping).await {
         Err(e) if e.kind() != async_nats::RequestErrorKind::NoResponders => Err(e),
         _ => Ok(()),
     }
 }
+
+/// How long `settled` waits for the server (sub-millisecond when it is there).
+const SETTLED_WITHIN: Duration = Duration::from_secs(1);
 
 /// Relays one subject to this instance's subscribers of its topic, until
 /// none is left.

@@ -255,8 +255,9 @@ impl ChannelLink {
     /// robot frames while a cockpit or a live view is here, actions while
     /// the robot is, copies of actions while a live view is (`here` says,
     /// each time it is asked, which sides are). A new subscription is live
-    /// on the server when this returns, so the report sent next cannot
-    /// bring frames before it.
+    /// on the server when this returns (unless NATS did not confirm it in
+    /// `NATS_WAIT`, logged), so the report sent next cannot bring frames
+    /// before it.
     pub async fn listen_for(&self, here: impl Fn() -> SidesHere, arrivals: Weak<dyn Arrivals>) {
         for direction in Direction::ALL {
             let wanted = || {
@@ -283,7 +284,9 @@ impl ChannelLink {
                         }
                     };
                     // Frames sent once the server has the subscription are heard.
-                    let _ = tokio::time::timeout(NATS_WAIT, crate::bus::nats::settled(client)).await;
+                    if !matches!(tokio::time::timeout(NATS_WAIT, crate::bus::nats::settled(client)).await, Ok(Ok(()))) {
+                        tracing::warn!(session = %self.session_id, "NATS did not confirm a subscription to this session's frames: the first may be lost");
+                    }
                     let task = OwnedTask::spawn(hear_frames(frames, self.session_id.clone(), direction, arrivals.clone()));
                     let mut slot = self.slot(direction).lock().expect("link lock");
                     // (Another join may have got there first, or the

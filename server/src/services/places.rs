@@ -7,25 +7,33 @@
 //! A place belongs to the run of the instance that took it. The run says
 //! it is alive every `RENEW_EVERY`; when it stops (killed, cut off from the
 //! database), its places stop counting `RUN_LASTS` after its last word, so
-//! a dead instance's sockets do not hold their holders' places for ever.
+//! a dead instance's sockets do not hold their holders' places for ever. A
+//! database that does not answer in time lets the socket or export through
+//! (logged), as the rate limits do: this instance's own count still holds.
 
 use crate::store::SharedStore;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 
 /// How long a run's places count after it last said it is alive.
 pub const RUN_LASTS: Duration = Duration::from_secs(10);
 const RENEW_EVERY: Duration = Duration::from_secs(3);
 /// When a lapsed run's rows are deleted (they stopped counting at once).
 const FORGOTTEN_AFTER: Duration = Duration::from_secs(3600);
+/// Takes running at once: a storm of reconnecting sockets must not hold
+/// the pool's connections from dispatch (each take is a transaction).
+const TAKERS: usize = 4;
+/// How long a socket waits for its place before it is let through.
+const TAKE_WITHIN: Duration = Duration::from_secs(2);
 
 /// This run's places in the database.
 pub struct SharedPlaces {
     store: SharedStore,
     run: String,
     next: AtomicU64,
+    takers: Arc<Semaphore>,
     /// To the keeper, which frees places in the background (`Drop` cannot wait).
     freed: mpsc::UnboundedSender<(String, String)>,
 }
@@ -37,10 +45,19 @@ pub struct Place {
     freed: mpsc::UnboundedSender<(String, String)>,
 }
 
+impl Place {
+    /// Never taken: nothing to free.
+    fn refused(mut self) {
+        self.place.clear();
+    }
+}
+
 impl Drop for Place {
     fn drop(&mut self) {
-        // (The keeper has stopped with the server: the run lapses instead.)
-        let _ = self.freed.send((std::mem::take(&mut self.holder), std::mem::take(&mut self.place)));
+        // (The keeper has stopped with the server: `end` lapsed the run.)
+        if !self.place.is_empty() {
+            let _ = self.freed.send((std::mem::take(&mut self.holder), std::mem::take(&mut self.place)));
+        }
     }
 }
 
@@ -56,48 +73,84 @@ impl SharedPlaces {
         renew(&store, &run).await?;
         let (freed, to_free) = mpsc::unbounded_channel();
         let keeper = tokio::spawn(keep(store.clone(), run.clone(), to_free));
-        Ok((Arc::new(SharedPlaces { store, run, next: AtomicU64::new(0), freed }), keeper))
+        Ok((Arc::new(SharedPlaces { store, run, next: AtomicU64::new(0), takers: Arc::new(Semaphore::new(TAKERS)), freed }), keeper))
     }
 
     /// One more place for `holder`, whose places across the cluster may
-    /// be `cap` at most. A database that does not answer lets it through
-    /// (logged; `None`), as the rate limits do: this instance's own count
-    /// still holds.
+    /// be `cap` at most; `None` when the database did not say in time.
     pub async fn take(&self, holder: &str, cap: usize) -> Result<Option<Place>, CapReached> {
-        let place = format!("{}#{}", self.run, self.next.fetch_add(1, Ordering::Relaxed));
-        match self.store.take_place(holder, &place, &self.run, cap as i64, crate::clock::now_ms()).await {
-            Ok(true) => Ok(Some(Place { holder: holder.to_string(), place, freed: self.freed.clone() })),
-            Ok(false) => Err(CapReached),
-            Err(e) => {
-                tracing::warn!(%holder, error = %e, "a cluster-wide cap could not be read: counted on this instance only");
+        let place = Place { holder: holder.to_string(), place: format!("{}#{}", self.run, self.next.fetch_add(1, Ordering::Relaxed)), freed: self.freed.clone() };
+        let (store, run, takers) = (self.store.clone(), self.run.clone(), self.takers.clone());
+        // On a task of its own: a caller that goes away (or stops waiting)
+        // mid-take leaves the place to that task, which frees it by
+        // dropping it, whether or not the insert committed.
+        let taking = tokio::spawn(async move {
+            let _turn = takers.acquire_owned().await;
+            match store.take_place(&place.holder, &place.place, &run, cap as i64).await {
+                Ok(true) => Ok(Some(place)),
+                Ok(false) => {
+                    place.refused();
+                    Err(CapReached)
+                }
+                Err(e) => {
+                    // Freed anyway (dropped here): the commit may have landed.
+                    tracing::warn!(holder = %place.holder, error = %e, "a cluster-wide cap could not be read: counted on this instance only");
+                    Ok(None)
+                }
+            }
+        });
+        match tokio::time::timeout(TAKE_WITHIN, taking).await {
+            Ok(Ok(taken)) => taken,
+            Ok(Err(_)) | Err(_) => {
+                tracing::warn!(%holder, "a cluster-wide cap did not answer in time: counted on this instance only");
                 Ok(None)
             }
+        }
+    }
+
+    /// This run ends (the server stops): its places stop counting now
+    /// rather than `RUN_LASTS` after its last renewal.
+    pub async fn end(&self) {
+        if let Err(e) = self.store.renew_run(&self.run, -1, FORGOTTEN_AFTER.as_millis() as i64).await {
+            tracing::warn!(error = %e, "this instance's cluster-wide places could not be ended: they lapse by themselves");
         }
     }
 }
 
 async fn renew(store: &SharedStore, run: &str) -> crate::store::StoreResult<()> {
-    let now = crate::clock::now_ms();
-    store.renew_run(run, now + RUN_LASTS.as_millis() as i64, now - FORGOTTEN_AFTER.as_millis() as i64).await
+    store.renew_run(run, RUN_LASTS.as_millis() as i64, FORGOTTEN_AFTER.as_millis() as i64).await
 }
 
+/// Renews the run and frees dropped places, side by side: a free that
+/// waits on the database never holds a renewal back. A free that failed
+/// is tried again with the next renewal.
 async fn keep(store: SharedStore, run: String, mut to_free: mpsc::UnboundedReceiver<(String, String)>) {
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + RENEW_EVERY, RENEW_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            freed = to_free.recv() => {
-                let Some((holder, place)) = freed else { return };
-                if let Err(e) = store.free_place(&holder, &place).await {
-                    // It lapses with this run, if not before.
-                    tracing::warn!(%holder, error = %e, "a cluster-wide place could not be freed");
-                }
+    let (retry, mut retries) = mpsc::unbounded_channel::<(String, String)>();
+    let renewing = async {
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + RENEW_EVERY, RENEW_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if let Err(e) = renew(&store, &run).await {
+                tracing::warn!(error = %e, "this instance could not renew its cluster-wide places: they stop counting if this lasts");
             }
-            _ = tick.tick() => {
-                if let Err(e) = renew(&store, &run).await {
-                    tracing::warn!(error = %e, "this instance could not renew its cluster-wide places: they stop counting if this lasts");
-                }
+            let failed: Vec<_> = std::iter::from_fn(|| retries.try_recv().ok()).collect();
+            for place in failed {
+                free(&store, place, &retry).await;
             }
         }
+    };
+    let freeing = async {
+        while let Some(place) = to_free.recv().await {
+            free(&store, place, &retry).await;
+        }
+    };
+    tokio::join!(renewing, freeing);
+}
+
+async fn free(store: &SharedStore, (holder, place): (String, String), retry: &mpsc::UnboundedSender<(String, String)>) {
+    if let Err(e) = store.free_place(&holder, &place).await {
+        tracing::warn!(%holder, error = %e, "a cluster-wide place could not be freed: tried again with the next renewal");
+        let _ = retry.send((holder, place));
     }
 }

@@ -453,7 +453,7 @@ impl StoreDb for SqliteStore {
 
 /// The database's clock in Unix ms: lease times never depend on an
 /// instance's own clock.
-const PG_NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+pub(super) const PG_NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 #[async_trait]
 impl StoreDb for PgStore {

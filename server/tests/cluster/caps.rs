@@ -77,34 +77,39 @@ async fn places_are_taken_under_the_cap_only_and_count_while_their_run_lives() {
     for db in [Db::Sqlite, Db::Postgres] {
         let Some(app) = TestApp::spawn(db).await else { continue };
         let store = app.running().store.clone();
-        let now = server::clock::now_ms();
         let holder = format!("export:{}", server::auth::new_token()[..10].to_lowercase());
         for run in ["a/1", "b/1"] {
-            store.renew_run(run, now + 60_000, 0).await.unwrap();
+            store.renew_run(run, 60_000, 3_600_000).await.unwrap();
         }
         // Twenty at once, from two runs, for three places.
         let asks = (0..20).map(|n| {
             let (store, holder) = (store.clone(), holder.clone());
-            async move { store.take_place(&holder, &format!("p{n}"), ["a/1", "b/1"][n % 2], 3, now).await.unwrap() }
+            async move { store.take_place(&holder, &format!("p{n}"), ["a/1", "b/1"][n % 2], 3).await.unwrap() }
         });
         let taken: Vec<bool> = futures::future::join_all(asks).await;
-        assert_eq!(taken.iter().filter(|t| **t).count(), 3, "{} backend: never past the cap", app.running().store.backend_name());
+        assert_eq!(taken.iter().filter(|t| **t).count(), 3, "{} backend: never past the cap", store.backend_name());
         for n in (0..20).filter(|n| taken[*n]) {
             store.free_place(&holder, &format!("p{n}")).await.unwrap();
         }
-        assert!(store.take_place(&holder, "a1", "a/1", 3, now).await.unwrap(), "freed places are free");
-        assert!(store.take_place(&holder, "a2", "a/1", 3, now).await.unwrap());
-        assert!(store.take_place(&holder, "b1", "b/1", 3, now).await.unwrap());
-        assert!(!store.take_place(&holder, "b2", "b/1", 3, now).await.unwrap());
+        assert!(store.take_place(&holder, "a1", "a/1", 3).await.unwrap(), "freed places are free");
+        assert!(store.take_place(&holder, "a2", "a/1", 3).await.unwrap());
+        assert!(store.take_place(&holder, "b1", "b/1", 3).await.unwrap());
+        assert!(!store.take_place(&holder, "b2", "b/1", 3).await.unwrap());
         // Run a stops saying it is alive: its two places stop counting.
-        store.renew_run("a/1", now - 1, 0).await.unwrap();
-        assert!(store.take_place(&holder, "b2", "b/1", 3, now).await.unwrap(), "a lapsed run's places are free");
-        assert!(store.take_place(&holder, "b3", "b/1", 3, now).await.unwrap());
-        assert!(!store.take_place(&holder, "b4", "b/1", 3, now).await.unwrap());
-        // Forgetting lapsed runs (a) keeps the live ones. places (b).
-        store.renew_run("b/1", now + 60_000, now).await.unwrap();
-        store.free_place(&holder, "b1").await.unwrap();
-        assert!(store.take_place(&holder, "b5", "b/1", 3, now).await.unwrap());
-        assert!(!store.take_place(&holder, "b6", "b/1", 3, now).await.unwrap(), "b's places were kept");
+        store.renew_run("a/1", -1, 3_600_000).await.unwrap();
+        assert!(store.take_place(&holder, "b2", "b/1", 3).await.unwrap(), "a lapsed run's places are free");
+        assert!(store.take_place(&holder, "b3", "b/1", 3).await.unwrap());
+        assert!(!store.take_place(&holder, "b4", "b/1", 3).await.unwrap());
+        // Forgetting lapsed runs deletes a's rows and keeps b's: a, alive
+        // again, holds nothing.
+        store.renew_run("b/1", 60_000, 0).await.unwrap();
+        store.renew_run("a/1", 60_000, 3_600_000).await.unwrap();
+        assert!(!store.take_place(&holder, "a3", "a/1", 3).await.unwrap(), "b's three places were kept");
+        for place in ["b1", "b2", "b3"] {
+            store.free_place(&holder, place).await.unwrap();
+        }
+        for place in ["a3", "a4", "a5"] {
+            assert!(store.take_place(&holder, place, "a/1", 3).await.unwrap(), "a's old places were forgotten");
+        }
     }
 }

@@ -5,9 +5,12 @@
 -- one row about eight times a call, through a trigger each (measured: nine
 -- index scans of `orgs` a call, for two thousand rows written a second).
 -- The org is checked once where it matters, on the session (sessions keep
--- their org, robot and operator keys), and these rows also name their
--- session, which is checked; only the batch writes them, for sessions of
--- the org it holds the lease of. Orgs are never deleted.
+-- their org, robot and operator keys); offers, activity events and
+-- dispatch records also name their session, which is checked, and are
+-- written only by the batch, for sessions of the org it holds the lease
+-- of. An event-log record takes its id from its org's counter row
+-- (`org_event_counters`, which keeps its org key), by the batch or by
+-- `log_event`, so its org exists. Orgs are never deleted.
 ALTER TABLE offers DROP CONSTRAINT offers_org_id_fkey;
 ALTER TABLE activity_events DROP CONSTRAINT activity_events_org_id_fkey;
 ALTER TABLE dispatch_records DROP CONSTRAINT dispatch_records_org_id_fkey;

@@ -320,6 +320,21 @@ pub async fn settled(client: &async_nats::Client) -> Result<(), async_nats::Requ
 /// How long `settled` waits for the server (sub-millisecond when it is there).
 const SETTLED_WITHIN: Duration = Duration::from_secs(1);
 
+/// Tries `settled` until NATS confirms the topic's subscription, then
+/// resyncs its subscribers (what came before may have missed them); ends
+/// with the bus.
+async fn resync_once_settled(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic) {
+    while bus.strong_count() > 0 {
+        if settled(&client).await.is_ok() {
+            if let Some(bus) = bus.upgrade() {
+                bus.local.resync(&topic);
+            }
+            return;
+        }
+        tokio::time::sleep(SETTLED_WITHIN).await;
+    }
+}
+
 /// Relays one subject to this instance's subscribers of its topic, until
 /// none is left.
 async fn relay(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic, subject: String) {
@@ -339,13 +354,16 @@ async fn relay(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic, sub
     };
     // Live once the server has it: whatever was published before could not
     // reach this instance, so its subscribers load their picture again.
-    // (Unconfirmed, NATS is away: the reconnect resyncs every topic.)
-    if let Err(e) = settled(&client).await {
-        tracing::warn!(%subject, error = %e, "NATS did not confirm a subscription");
-    }
+    // Unconfirmed (NATS away, or busy past `SETTLED_WITHIN`), the topic is
+    // live for now and resyncs again once NATS confirms it.
+    let confirmed = settled(&client).await.is_ok();
     if let Some(bus) = bus.upgrade() {
         bus.live.lock().expect("live lock").insert(topic.clone());
         bus.local.resync(&topic);
+    }
+    if !confirmed {
+        tracing::warn!(%subject, "NATS did not confirm a subscription in time: its topic resyncs once it does");
+        tokio::spawn(resync_once_settled(bus.clone(), client.clone(), topic.clone()));
     }
     let mut heard = Heard::default();
     let mut idle = tokio::time::interval(IDLE_CHECK);

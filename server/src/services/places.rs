@@ -84,8 +84,13 @@ impl SharedPlaces {
         // On a task of its own: a caller that goes away (or stops waiting)
         // mid-take leaves the place to that task, which frees it by
         // dropping it, whether or not the insert committed.
+        let deadline = tokio::time::Instant::now() + TAKE_WITHIN;
         let taking = tokio::spawn(async move {
-            let _turn = takers.acquire_owned().await;
+            // Its caller has given up by then: no take for nobody.
+            let Ok(_turn) = tokio::time::timeout_at(deadline, takers.acquire_owned()).await else {
+                place.refused();
+                return Ok(None);
+            };
             match store.take_place(&place.holder, &place.place, &run, cap as i64).await {
                 Ok(true) => Ok(Some(place)),
                 Ok(false) => {
@@ -93,8 +98,10 @@ impl SharedPlaces {
                     Err(CapReached)
                 }
                 Err(e) => {
-                    // Freed anyway (dropped here): the commit may have landed.
+                    // Nothing to free: the transaction did not commit (a
+                    // commit whose answer was lost counts until this run ends).
                     tracing::warn!(holder = %place.holder, error = %e, "a cluster-wide cap could not be read: counted on this instance only");
+                    place.refused();
                     Ok(None)
                 }
             }
@@ -123,9 +130,8 @@ async fn renew(store: &SharedStore, run: &str) -> crate::store::StoreResult<()> 
 
 /// Renews the run and frees dropped places, side by side: a free that
 /// waits on the database never holds a renewal back. A free that failed
-/// is tried again with the next renewal.
+/// is tried again `RENEW_EVERY` later. Ends when stopped (with the server).
 async fn keep(store: SharedStore, run: String, mut to_free: mpsc::UnboundedReceiver<(String, String)>) {
-    let (retry, mut retries) = mpsc::unbounded_channel::<(String, String)>();
     let renewing = async {
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + RENEW_EVERY, RENEW_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -134,23 +140,27 @@ async fn keep(store: SharedStore, run: String, mut to_free: mpsc::UnboundedRecei
             if let Err(e) = renew(&store, &run).await {
                 tracing::warn!(error = %e, "this instance could not renew its cluster-wide places: they stop counting if this lasts");
             }
-            let failed: Vec<_> = std::iter::from_fn(|| retries.try_recv().ok()).collect();
-            for place in failed {
-                free(&store, place, &retry).await;
-            }
         }
     };
     let freeing = async {
-        while let Some(place) = to_free.recv().await {
-            free(&store, place, &retry).await;
+        let mut unfreed: Vec<(String, String)> = Vec::new();
+        let mut retry = tokio::time::interval_at(tokio::time::Instant::now() + RENEW_EVERY, RENEW_EVERY);
+        retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let places = tokio::select! {
+                place = to_free.recv() => match place {
+                    Some(place) => vec![place],
+                    None => return,
+                },
+                _ = retry.tick(), if !unfreed.is_empty() => std::mem::take(&mut unfreed),
+            };
+            for (holder, place) in places {
+                if let Err(e) = store.free_place(&holder, &place).await {
+                    tracing::warn!(%holder, error = %e, "a cluster-wide place could not be freed: tried again shortly");
+                    unfreed.push((holder, place));
+                }
+            }
         }
     };
     tokio::join!(renewing, freeing);
-}
-
-async fn free(store: &SharedStore, (holder, place): (String, String), retry: &mpsc::UnboundedSender<(String, String)>) {
-    if let Err(e) = store.free_place(&holder, &place).await {
-        tracing::warn!(%holder, error = %e, "a cluster-wide place could not be freed: tried again with the next renewal");
-        let _ = retry.send((holder, place));
-    }
 }

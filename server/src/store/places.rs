@@ -38,9 +38,12 @@ macro_rules! place_store {
                     .bind(lasts_ms)
                     .execute(&self.pool)
                     .await?;
-                let lapsed = format!("SELECT run FROM place_runs WHERE until_ms < {now} - $1");
-                sqlx::query(&format!("DELETE FROM held_places WHERE run IN ({lapsed})")).bind(forgotten_after_ms).execute(&self.pool).await?;
-                sqlx::query(&format!("DELETE FROM place_runs WHERE run IN ({lapsed})")).bind(forgotten_after_ms).execute(&self.pool).await?;
+                // The runs first, then every place whose run is gone: one
+                // cut-off, so no place outlives its run's row.
+                let forgotten = sqlx::query(&format!("DELETE FROM place_runs WHERE until_ms < {now} - $1")).bind(forgotten_after_ms).execute(&self.pool).await?;
+                if forgotten.rows_affected() > 0 {
+                    sqlx::query("DELETE FROM held_places WHERE NOT EXISTS (SELECT 1 FROM place_runs r WHERE r.run = held_places.run)").execute(&self.pool).await?;
+                }
                 Ok(())
             }
 

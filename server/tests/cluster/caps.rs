@@ -78,38 +78,71 @@ async fn places_are_taken_under_the_cap_only_and_count_while_their_run_lives() {
         let Some(app) = TestApp::spawn(db).await else { continue };
         let store = app.running().store.clone();
         let holder = format!("export:{}", server::auth::new_token()[..10].to_lowercase());
-        for run in ["a/1", "b/1"] {
+        let (a, b) = (format!("a/{holder}"), format!("b/{holder}"));
+        for run in [&a, &b] {
             store.renew_run(run, 60_000, 3_600_000).await.unwrap();
         }
         // Twenty at once, from two runs, for three places.
         let asks = (0..20).map(|n| {
-            let (store, holder) = (store.clone(), holder.clone());
-            async move { store.take_place(&holder, &format!("p{n}"), ["a/1", "b/1"][n % 2], 3).await.unwrap() }
+            let (store, holder, run) = (store.clone(), holder.clone(), [&a, &b][n % 2].clone());
+            async move { store.take_place(&holder, &format!("p{n}"), &run, 3).await.unwrap() }
         });
         let taken: Vec<bool> = futures::future::join_all(asks).await;
         assert_eq!(taken.iter().filter(|t| **t).count(), 3, "{} backend: never past the cap", store.backend_name());
         for n in (0..20).filter(|n| taken[*n]) {
             store.free_place(&holder, &format!("p{n}")).await.unwrap();
         }
-        assert!(store.take_place(&holder, "a1", "a/1", 3).await.unwrap(), "freed places are free");
-        assert!(store.take_place(&holder, "a2", "a/1", 3).await.unwrap());
-        assert!(store.take_place(&holder, "b1", "b/1", 3).await.unwrap());
-        assert!(!store.take_place(&holder, "b2", "b/1", 3).await.unwrap());
+        assert!(store.take_place(&holder, "a1", &a, 3).await.unwrap(), "freed places are free");
+        assert!(store.take_place(&holder, "a2", &a, 3).await.unwrap());
+        assert!(store.take_place(&holder, "b1", &b, 3).await.unwrap());
+        assert!(!store.take_place(&holder, "b2", &b, 3).await.unwrap());
         // Run a stops saying it is alive: its two places stop counting.
-        store.renew_run("a/1", -1, 3_600_000).await.unwrap();
-        assert!(store.take_place(&holder, "b2", "b/1", 3).await.unwrap(), "a lapsed run's places are free");
-        assert!(store.take_place(&holder, "b3", "b/1", 3).await.unwrap());
-        assert!(!store.take_place(&holder, "b4", "b/1", 3).await.unwrap());
+        store.renew_run(&a, -1, 3_600_000).await.unwrap();
+        assert!(store.take_place(&holder, "b2", &b, 3).await.unwrap(), "a lapsed run's places are free");
+        assert!(store.take_place(&holder, "b3", &b, 3).await.unwrap());
+        assert!(!store.take_place(&holder, "b4", &b, 3).await.unwrap());
         // Forgetting lapsed runs deletes a's rows and keeps b's: a, alive
         // again, holds nothing.
-        store.renew_run("b/1", 60_000, 0).await.unwrap();
-        store.renew_run("a/1", 60_000, 3_600_000).await.unwrap();
-        assert!(!store.take_place(&holder, "a3", "a/1", 3).await.unwrap(), "b's three places were kept");
+        store.renew_run(&b, 60_000, 0).await.unwrap();
+        store.renew_run(&a, 60_000, 3_600_000).await.unwrap();
+        assert!(!store.take_place(&holder, "a3", &a, 3).await.unwrap(), "b's three places were kept");
         for place in ["b1", "b2", "b3"] {
             store.free_place(&holder, place).await.unwrap();
         }
         for place in ["a3", "a4", "a5"] {
-            assert!(store.take_place(&holder, place, "a/1", 3).await.unwrap(), "a's old places were forgotten");
+            assert!(store.take_place(&holder, place, &a, 3).await.unwrap(), "a's old places were forgotten");
         }
+    }
+}
+
+/// A place is freed when dropped, and a run that ends (its server stops)
+/// stops counting its places at once, not a lapse later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_place_is_freed_and_an_ended_runs_places_stop_counting_at_once() {
+    use server::services::places::{CapReached, SharedPlaces};
+    for db in [Db::Sqlite, Db::Postgres] {
+        let Some(app) = TestApp::spawn(db).await else { continue };
+        let store = app.running().store.clone();
+        let holder = format!("person:{}", server::auth::new_token()[..10].to_lowercase());
+        let (places, keeper) = SharedPlaces::start(store.clone(), format!("here/{holder}")).await.unwrap();
+        let held = places.take(&holder, 1).await.unwrap().expect("the database answered");
+        assert_eq!(places.take(&holder, 1).await.err(), Some(CapReached));
+        drop(held);
+        // Freed by the keeper, in the background.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let held = loop {
+            match places.take(&holder, 1).await {
+                Ok(place) => break place,
+                Err(CapReached) => assert!(Instant::now() < deadline, "a dropped place was never freed"),
+            }
+            tokio::task::yield_now().await;
+        };
+        let elsewhere = format!("elsewhere/{holder}");
+        store.renew_run(&elsewhere, 60_000, 3_600_000).await.unwrap();
+        assert!(!store.take_place(&holder, "x", &elsewhere, 1).await.unwrap(), "held here");
+        places.end().await;
+        assert!(store.take_place(&holder, "x", &elsewhere, 1).await.unwrap(), "an ended run's places count no more");
+        keeper.abort();
+        drop(held);
     }
 }

@@ -45,19 +45,10 @@ pub struct Place {
     freed: mpsc::UnboundedSender<(String, String)>,
 }
 
-impl Place {
-    /// Never taken: nothing to free.
-    fn refused(mut self) {
-        self.place.clear();
-    }
-}
-
 impl Drop for Place {
     fn drop(&mut self) {
         // (The keeper has stopped with the server: `end` lapsed the run.)
-        if !self.place.is_empty() {
-            let _ = self.freed.send((std::mem::take(&mut self.holder), std::mem::take(&mut self.place)));
-        }
+        let _ = self.freed.send((std::mem::take(&mut self.holder), std::mem::take(&mut self.place)));
     }
 }
 
@@ -79,34 +70,27 @@ impl SharedPlaces {
     /// One more place for `holder`, whose places across the cluster may
     /// be `cap` at most; `None` when the database did not say in time.
     pub async fn take(&self, holder: &str, cap: usize) -> Result<Option<Place>, CapReached> {
-        let place = Place { holder: holder.to_string(), place: format!("{}#{}", self.run, self.next.fetch_add(1, Ordering::Relaxed)), freed: self.freed.clone() };
-        let (store, run, takers) = (self.store.clone(), self.run.clone(), self.takers.clone());
-        // On a task of its own: a caller that goes away (or stops waiting)
-        // mid-take leaves the place to that task, which frees it by
-        // dropping it, whether or not the insert committed.
+        let place = format!("{}#{}", self.run, self.next.fetch_add(1, Ordering::Relaxed));
+        let (owner, store, run, takers, freed) = (holder.to_string(), self.store.clone(), self.run.clone(), self.takers.clone(), self.freed.clone());
+        // On a task of its own, which makes the `Place` once the insert has
+        // committed: a caller that goes away (or stops waiting) mid-take
+        // leaves it to that task, whose dropped answer frees it.
         let deadline = tokio::time::Instant::now() + TAKE_WITHIN;
         let taking = tokio::spawn(async move {
             // Its caller has given up by then: no take for nobody.
-            let Ok(_turn) = tokio::time::timeout_at(deadline, takers.acquire_owned()).await else {
-                place.refused();
-                return Ok(None);
-            };
-            match store.take_place(&place.holder, &place.place, &run, cap as i64).await {
-                Ok(true) => Ok(Some(place)),
-                Ok(false) => {
-                    place.refused();
-                    Err(CapReached)
-                }
+            let Ok(_turn) = tokio::time::timeout_at(deadline, takers.acquire_owned()).await else { return Ok(None) };
+            match store.take_place(&owner, &place, &run, cap as i64).await {
+                Ok(true) => Ok(Some(Place { holder: owner, place, freed })),
+                Ok(false) => Err(CapReached),
                 Err(e) => {
                     // Nothing to free: the transaction did not commit (a
                     // commit whose answer was lost counts until this run ends).
-                    tracing::warn!(holder = %place.holder, error = %e, "a cluster-wide cap could not be read: counted on this instance only");
-                    place.refused();
+                    tracing::warn!(holder = %owner, error = %e, "a cluster-wide cap could not be read: counted on this instance only");
                     Ok(None)
                 }
             }
         });
-        match tokio::time::timeout(TAKE_WITHIN, taking).await {
+        match tokio::time::timeout_at(deadline, taking).await {
             Ok(Ok(taken)) => taken,
             Ok(Err(_)) | Err(_) => {
                 tracing::warn!(%holder, "a cluster-wide cap did not answer in time: counted on this instance only");

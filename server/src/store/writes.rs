@@ -2,8 +2,9 @@
 //! (`journal::Write`), decided once for both backends. SQLite's batch
 //! writer (sqlite_writer.rs) prepares their text once on its own
 //! connection; PostgreSQL runs them by name inside one function call per
-//! batch (the function of migration postgres/0023_event_ids_per_batch.sql,
-//! which replaced 0019's and 0016's, holds the same texts).
+//! batch (the function of migration postgres/0027_event_log_in_one_statement.sql,
+//! which replaced 0023's, 0019's and 0016's, holds the same texts, and
+//! writes a batch's event log records with one statement).
 
 /// A statement's name (what PostgreSQL's batch function knows it by) and
 /// its text (`$N` placeholders).
@@ -180,16 +181,25 @@ fn open_session(s: &NewSession, queued_at: Option<i64>) -> Statement<'_> {
     )
 }
 
+/// A record of the org's event log a write makes: org, session, at, event.
+pub(super) type Logged<'a> = (&'a str, &'a str, i64, domain::event_log::LogEvent);
+
 /// The statements that apply a batch, in order: each write's, except that
 /// a call raised and queued at once (nobody could take it) is one INSERT.
 pub(super) fn batch(writes: &[Write]) -> Vec<Statement<'_>> {
+    let (mut out, log) = changes_then_log(writes);
+    out.extend(logged(&log));
+    out
+}
+
+/// A batch's statements other than its event log's, in order, and the
+/// records it logs, in the writes' order. The log is written last: the
+/// org's counter row is then locked only after every other row the batch
+/// touches, as in every other transaction that logs (store/event_log.rs),
+/// so no two of them wait on each other in a circle.
+fn changes_then_log(writes: &[Write]) -> (Vec<Statement<'_>>, Vec<Logged<'_>>) {
     let mut out = Vec::with_capacity(writes.len() + writes.len() / 2);
-    // The event log's statements come last, in the writes' order: the
-    // org's counter row is then locked only after every other row the
-    // batch touches, as in every other transaction that logs (store/
-    // event_log.rs), so no two of them wait on each other in a circle.
-    // One counter update takes the ids of all the batch's records.
-    let mut log: Vec<(&str, &str, i64, domain::event_log::LogEvent)> = Vec::new();
+    let mut log = Vec::new();
     let mut rest = writes.iter().peekable();
     while let Some(write) = rest.next() {
         if let (Write::OpenSession(s), Some(queue @ Write::Queue { session_id, at, .. })) = (write, rest.peek()) {
@@ -204,13 +214,12 @@ pub(super) fn batch(writes: &[Write]) -> Vec<Statement<'_>> {
         out.extend(statements(write));
         log.extend(write.logged());
     }
-    out.extend(logged(&log));
-    out
+    (out, log)
 }
 
 /// The statements that record a batch's records in the org's event log
 /// (one org per batch): one counter update for all, then each record.
-pub(super) fn logged(records: &[(&str, &str, i64, domain::event_log::LogEvent)]) -> Vec<Statement<'static>> {
+pub(super) fn logged(records: &[Logged<'_>]) -> Vec<Statement<'static>> {
     let Some((org_id, ..)) = records.first() else { return Vec::new() };
     let org: Value<'static> = org_id.to_string().into();
     let count = records.len() as i64;
@@ -299,10 +308,15 @@ pub(super) fn diverged(what: &str) -> StoreError {
     StoreError::Database(sqlx::Error::Protocol(format!("the database disagrees with the engine: {what}")))
 }
 
-/// The batch as PostgreSQL's batch function reads it (migrations 0016, 0019).
+/// The batch as PostgreSQL's batch function reads it (migration
+/// postgres/0027_event_log_in_one_statement.sql): a step per statement,
+/// each by its name with its values, then the event log's records as one
+/// step (`log_events`: the org, the count, the records), which the function
+/// writes with one statement, where SQLite runs `logged`'s one by one.
 pub(super) fn as_json(writes: &[Write]) -> String {
-    let steps: Vec<serde_json::Value> = batch(writes)
-        .into_iter()
+    let (changes, log) = changes_then_log(writes);
+    let mut steps: Vec<serde_json::Value> = changes
+        .iter()
         .map(|statement| {
             let values: Vec<serde_json::Value> = statement
                 .values
@@ -315,8 +329,24 @@ pub(super) fn as_json(writes: &[Write]) -> String {
             serde_json::json!({ "s": statement.sql.name, "v": values, "one": statement.changes_one })
         })
         .collect();
+    if let Some((org_id, ..)) = log.first() {
+        let count = log.len();
+        let records: Vec<serde_json::Value> = log
+            .iter()
+            .enumerate()
+            .map(|(i, (_, session_id, at, event))| {
+                // Its id: the count back from the counter's new last.
+                let later = count - 1 - i;
+                serde_json::json!({ "at": at, "kind": event.kind(), "session_id": session_id, "data": event.data().to_string(), "later": later })
+            })
+            .collect();
+        steps.push(serde_json::json!({ "s": LOG_EVENTS, "v": [org_id, count, records] }));
+    }
     serde_json::Value::Array(steps).to_string()
 }
+
+/// The batch function's step that writes a batch's event log records.
+const LOG_EVENTS: &str = "log_events";
 
 #[cfg(test)]
 mod tests {
@@ -370,11 +400,16 @@ mod tests {
         }
     }
 
-    /// PostgreSQL applies the statements by name (migration 0023): every
-    /// name here is a branch there, with as many values as the text binds.
+    /// The batch function as the latest migration that creates it.
+    const BATCH_FUNCTION: &str = include_str!("../../migrations/postgres/0027_event_log_in_one_statement.sql");
+
+    /// PostgreSQL applies the statements by name (migration 0027): every
+    /// name here is a branch there, with as many values as the text binds,
+    /// and so is the event log's one step.
     #[test]
     fn postgres_batch_function_knows_every_statement() {
-        let function = include_str!("../../migrations/postgres/0023_event_ids_per_batch.sql");
+        let function = BATCH_FUNCTION;
+        assert!(function.contains(&format!("WHEN '{LOG_EVENTS}' THEN")), "no branch for {LOG_EVENTS}");
         for sql in ALL {
             let branch = format!("WHEN '{}' THEN", sql.name);
             let start = function.find(&branch).unwrap_or_else(|| panic!("no branch for {}", sql.name));
@@ -390,18 +425,49 @@ mod tests {
         let json: serde_json::Value = serde_json::from_str(&as_json(&every_write()[2..])).unwrap();
         let names: Vec<&str> = json.as_array().unwrap().iter().map(|s| s["s"].as_str().unwrap()).collect();
         assert_eq!(names[..5], ["offer", "leave_queue", "close_offer", "start", "activity"]);
-        // The event log's statements come last (the counter row is locked
-        // after every other row, as in every transaction that logs).
-        let first_log = names.iter().position(|n| *n == "bump_events").unwrap();
-        assert!(names[first_log + 1..].iter().all(|n| *n == "log_event_at"), "one counter update, then the records: {names:?}");
-        let records = names.len() - first_log - 1;
-        assert_eq!(json[first_log]["v"][1], records as i64, "the counter moves by the batch's count");
-        assert_eq!(json[first_log + 1]["v"][5], records as i64 - 1, "the first record's id is the count back from the new last");
-        assert_eq!(json[names.len() - 1]["v"][5], 0, "the last record takes the new last");
+        // The event log's records come last, as one step (the counter row
+        // is locked after every other row, as in every transaction that logs).
+        assert_eq!(names.iter().filter(|n| **n == LOG_EVENTS).count(), 1, "{names:?}");
+        assert!(!names.contains(&"bump_events") && !names.contains(&"log_event_at"), "{names:?}");
+        let log = &json[names.len() - 1];
+        assert_eq!(log["s"], LOG_EVENTS);
+        assert_eq!(log["v"][0], "org");
+        let records = log["v"][2].as_array().unwrap();
+        let logged = every_write()[2..].iter().filter_map(Write::logged).count();
+        assert!(logged > 1);
+        assert_eq!(records.len(), logged);
+        assert_eq!(log["v"][1], logged as i64, "the counter moves by the batch's count");
+        assert_eq!(records[0]["later"], logged as i64 - 1, "the first record's id is the count back from the new last");
+        assert_eq!(records[logged - 1]["later"], 0, "the last record takes the new last");
+        assert_eq!(records[0]["kind"], "call.offered");
+        assert_eq!(records[0]["session_id"], "ses");
+        assert!(records[0]["data"].is_string(), "the record's data as its JSON text");
         assert_eq!(json[2]["one"], "no such open offer");
-        assert_eq!(json[first_log + 1]["v"][2], "call.offered");
         assert_eq!(json[1]["one"], serde_json::Value::Null);
         assert_eq!(json[0]["v"][4], 40);
+    }
+
+    /// What SQLite runs and what PostgreSQL is sent log the same records.
+    #[test]
+    fn both_backends_log_a_batchs_records_alike() {
+        let writes = every_write();
+        let json: serde_json::Value = serde_json::from_str(&as_json(&writes)).unwrap();
+        let sent: Vec<(String, String)> = json.as_array().unwrap().last().unwrap()["v"][2]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["kind"].as_str().unwrap().to_string(), r["data"].as_str().unwrap().to_string()))
+            .collect();
+        let run: Vec<(String, String)> = batch(&writes)
+            .into_iter()
+            .filter(|s| s.sql.name == LOG_EVENT.name)
+            .map(|s| match (&s.values[2], &s.values[4]) {
+                (Value::Text(Some(kind)), Value::Text(Some(data))) => (kind.to_string(), data.to_string()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(!run.is_empty());
+        assert_eq!(sent, run);
     }
 
     #[test]

@@ -119,6 +119,30 @@ async fn the_batch_function_never_plans_a_sequential_scan() {
     app.finish().await;
 }
 
+/// A session named by its id is read through its key, however its org's
+/// sessions are indexed (migration 0028): no index of sessions that leads
+/// with the org can serve a read that names no state and no time, and the
+/// plan a connection keeps for such a read (made once, often while the
+/// table is nearly empty) takes the primary key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_named_by_its_id_is_read_by_its_key() {
+    use sqlx::{Connection, Row};
+    let Some(app) = TestApp::spawn(Db::Postgres).await else { return };
+    let url = app.database_url();
+    let open_to_any_read = "SELECT COUNT(*) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
+                            WHERE i.indrelid = 'sessions'::regclass AND a.attname = 'org_id' AND i.indpred IS NULL";
+    assert_eq!(scalar(&url, open_to_any_read).await, 0, "an index of sessions led by the org alone");
+    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    for statement in ["SET plan_cache_mode = force_generic_plan", "PREPARE by_id(TEXT, TEXT) AS SELECT * FROM sessions WHERE org_id = $1 AND id = $2"] {
+        sqlx::query(statement).execute(&mut conn).await.unwrap();
+    }
+    let plan: String = sqlx::query("EXPLAIN EXECUTE by_id('org', 'session')").fetch_all(&mut conn).await.unwrap()
+        .iter().map(|row| row.get::<String, _>(0)).collect::<Vec<_>>().join("\n");
+    assert!(plan.contains("using sessions_pkey"), "{plan}");
+    conn.close().await.unwrap();
+    app.finish().await;
+}
+
 /// Real server processes on one scratch PostgreSQL database, in cluster
 /// mode when `nats` names a NATS server, named "first", "second", "third":
 /// the first starts first, seeds the demo and takes its orgs; the others

@@ -3,14 +3,16 @@
 -- read by org and id (`WHERE s.org_id = $1 AND s.id = $2`, after an
 -- accept, an end, a safety change) is planned once per connection, often
 -- while the table is nearly empty: then the org's index and the primary
--- key cost the same, and the planner took `sessions_by_org_lifecycle`,
--- walking every session the org ever had, and its dead versions, to find
+-- key cost the same, and the planner could take `sessions_by_org_lifecycle`,
+-- walking every session the org ever had, and their dead versions, to find
 -- one (measured: 500 index entries read a call half a minute into a run,
--- growing with the run, until an ANALYZE replans it).
+-- until an ANALYZE replanned it).
 --
 -- The org's sessions by state are needed for the open ones only (a desk's
 -- load, the live board, the queue): the index holds those alone, so a read
--- that does not name a state cannot take it.
+-- that names no state cannot take it. The batch's updates of one session
+-- do name its state and may still take it: they then walk the org's open
+-- sessions only (measured: 1.1 entries a call).
 DROP INDEX sessions_by_org_lifecycle;
 CREATE INDEX sessions_open_by_org ON sessions(org_id, lifecycle)
     WHERE lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED');
@@ -18,6 +20,7 @@ CREATE INDEX sessions_open_by_org ON sessions(org_id, lifecycle)
 -- The board's day (answer speed, answers within the RTT ceilings) reads the
 -- org's sessions raised since midnight; it walked the org's whole history.
 -- `raised_at` is never NULL: the predicate is there so that only a query
--- bounding `raised_at` can use the index, never a read by id.
+-- bounding `raised_at` can use the index, never a read by id (PostgreSQL
+-- 15, this project's, keeps such a predicate as written).
 CREATE INDEX sessions_by_org_day ON sessions(org_id, raised_at)
     WHERE raised_at IS NOT NULL;

@@ -238,9 +238,13 @@ macro_rules! booking_store {
             }
 
             async fn client_sessions(&self, org_id: &str, client_id: Option<&str>, limit: i64) -> StoreResult<Vec<SessionRow>> {
+                // Without a client: the org's calls through its day index
+                // (`raised_at` is never NULL; naming it so lets that partial
+                // index serve, migration postgres/0028, where PostgreSQL
+                // would otherwise read every org's sessions).
                 let filter = match client_id {
                     Some(_) => "s.client_id = $2",
-                    None => "s.client_id IS NULL AND $2 IS NULL",
+                    None => "s.client_id IS NULL AND $2 IS NULL AND s.raised_at IS NOT NULL",
                 };
                 Ok(sqlx::query_as(&format!(
                     "{} WHERE s.org_id = $1 AND {filter} AND s.started_at IS NOT NULL ORDER BY s.started_at DESC, s.id LIMIT $3",

@@ -447,26 +447,30 @@ mod tests {
         assert_eq!(json[0]["v"][4], 40);
     }
 
-    /// What SQLite runs and what PostgreSQL is sent log the same records.
+    /// What SQLite runs and what PostgreSQL is sent log the same records:
+    /// the same time, kind, session, data and place among the batch's ids.
     #[test]
     fn both_backends_log_a_batchs_records_alike() {
         let writes = every_write();
         let json: serde_json::Value = serde_json::from_str(&as_json(&writes)).unwrap();
-        let sent: Vec<(String, String)> = json.as_array().unwrap().last().unwrap()["v"][2]
+        let text = |v: &serde_json::Value| v.as_str().unwrap().to_string();
+        let sent: Vec<(i64, String, String, String, i64)> = json.as_array().unwrap().last().unwrap()["v"][2]
             .as_array()
             .unwrap()
             .iter()
-            .map(|r| (r["kind"].as_str().unwrap().to_string(), r["data"].as_str().unwrap().to_string()))
+            .map(|r| (r["at"].as_i64().unwrap(), text(&r["kind"]), text(&r["session_id"]), text(&r["data"]), r["later"].as_i64().unwrap()))
             .collect();
-        let run: Vec<(String, String)> = batch(&writes)
+        let run: Vec<(i64, String, String, String, i64)> = batch(&writes)
             .into_iter()
             .filter(|s| s.sql.name == LOG_EVENT.name)
-            .map(|s| match (&s.values[2], &s.values[4]) {
-                (Value::Text(Some(kind)), Value::Text(Some(data))) => (kind.to_string(), data.to_string()),
+            .map(|s| match &s.values[1..] {
+                [Value::Int(Some(at)), Value::Text(Some(kind)), Value::Text(Some(session)), Value::Text(Some(data)), Value::Int(Some(later))] => {
+                    (*at, kind.to_string(), session.to_string(), data.to_string(), *later)
+                }
                 other => panic!("{other:?}"),
             })
             .collect();
-        assert!(!run.is_empty());
+        assert!(run.len() > 1);
         assert_eq!(sent, run);
     }
 

@@ -238,13 +238,15 @@ macro_rules! booking_store {
             }
 
             async fn client_sessions(&self, org_id: &str, client_id: Option<&str>, limit: i64) -> StoreResult<Vec<SessionRow>> {
-                // Without a client: the org's calls through its day index
-                // (`raised_at` is never NULL; naming it so lets that partial
-                // index serve, migration postgres/0028, where PostgreSQL
-                // would otherwise read every org's sessions).
+                // Calls no client owns: `raised_at >= 0` is always true, and
+                // lets the org's day index (migration postgres/0028, partial
+                // on `raised_at IS NOT NULL`, which a comparison implies)
+                // walk the org's sessions, where PostgreSQL would otherwise
+                // read every org's. (A written `IS NOT NULL` would not do:
+                // PostgreSQL 18 drops it on a NOT NULL column.)
                 let filter = match client_id {
                     Some(_) => "s.client_id = $2",
-                    None => "s.client_id IS NULL AND $2 IS NULL AND s.raised_at IS NOT NULL",
+                    None => "s.client_id IS NULL AND $2 IS NULL AND s.raised_at >= 0",
                 };
                 Ok(sqlx::query_as(&format!(
                     "{} WHERE s.org_id = $1 AND {filter} AND s.started_at IS NOT NULL ORDER BY s.started_at DESC, s.id LIMIT $3",

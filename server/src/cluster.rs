@@ -94,9 +94,7 @@ pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, ro
     let lost = Arc::new(tokio::sync::Notify::new());
     // Revocations made before the subscription was live could not reach
     // it, and the token cache was loaded before: checked once now.
-    if let Err(e) = crate::bus::nats::settled(bus.client()).await {
-        tracing::warn!(error = %e, "NATS did not confirm the revocations subscription");
-    }
+    crate::bus::nats::confirm(bus.client(), "the revocations subscription").await;
     lost.notify_one();
     Ok(tokio::spawn(async move {
         // Ends with this task, however it ends (an abort included).
@@ -223,9 +221,7 @@ pub async fn reconcile(store: &SharedStore, tabs: &OpenTabs, robots: &RobotRegis
 /// others' is live (`hear_busy` reads it once the engine runs).
 pub async fn share_busy(bus: &Arc<NatsBus>, busy: &BusyOperators, offer_window_ms: i64) -> Result<async_nats::Subscriber, async_nats::SubscribeError> {
     let heard = bus.client().subscribe(bus.cluster_subject(BUSY)).await?;
-    if let Err(e) = crate::bus::nats::settled(bus.client()).await {
-        tracing::warn!(error = %e, "NATS did not confirm the busy operators' subscription");
-    }
+    crate::bus::nats::confirm(bus.client(), "the busy operators' subscription").await;
     let hold = std::time::Duration::from_millis((offer_window_ms + BUSY_MARGIN_MS).max(0) as u64);
     busy.reach_others(ToOthers::new(bus, BUSY), hold);
     Ok(heard)

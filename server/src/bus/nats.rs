@@ -317,6 +317,19 @@ pub async fn settled(client: &async_nats::Client) -> Result<(), async_nats::Requ
     }
 }
 
+/// `settled`, for a subscription its caller goes on with either way (NATS
+/// resends it on reconnect): says so when NATS did not confirm `what`.
+/// Whether it did.
+pub async fn confirm(client: &async_nats::Client, what: &str) -> bool {
+    match settled(client).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "NATS did not confirm {what}");
+            false
+        }
+    }
+}
+
 /// How long `settled` waits for the server (sub-millisecond when it is there).
 const SETTLED_WITHIN: Duration = Duration::from_secs(1);
 

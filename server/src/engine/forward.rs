@@ -134,10 +134,8 @@ impl Forwarding {
                 return None;
             }
         };
-        if let Err(e) = crate::bus::nats::settled(&client).await {
-            // Forwarders retry a request nobody answered; NATS resends the subscription when back.
-            tracing::warn!(org = %org_id, error = %e, "NATS did not confirm the forwarded requests' subscription");
-        }
+        // Unconfirmed: forwarders retry a request nobody answered.
+        crate::bus::nats::confirm(&client, &format!("org {org_id}'s forwarded requests' subscription")).await;
         Some(Listening::spawn(async move {
             while let Some(message) = requests.next().await {
                 let Some(reply_to) = message.reply.clone() else { continue };

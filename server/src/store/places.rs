@@ -2,7 +2,7 @@
 //! `services::places`): a row per place, owned by the instance run that
 //! took it, counted only while that run says it is alive.
 
-use super::sql::{PgStore, SqliteStore, PG_NOW_MS};
+use super::sql::{PgStore, SqliteStore, PG_NOW_MS, SQLITE_NOW_MS};
 use super::StoreResult;
 use async_trait::async_trait;
 
@@ -17,9 +17,6 @@ pub trait PlaceStore: Send + Sync {
     async fn take_place(&self, holder: &str, place: &str, run: &str, cap: i64) -> StoreResult<bool>;
     async fn free_place(&self, holder: &str, place: &str) -> StoreResult<()>;
 }
-
-/// SQLite's clock in Unix ms (PostgreSQL's: `PG_NOW_MS`, as the leases').
-const SQLITE_NOW_MS: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
 
 /// On PostgreSQL, one taker per holder at a time (a lock held until the
 /// commit), so the count sees every place taken before: two instances never

@@ -454,6 +454,8 @@ impl StoreDb for SqliteStore {
 /// The database's clock in Unix ms: lease times never depend on an
 /// instance's own clock.
 pub(super) const PG_NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+/// SQLite's, for what both stores time the same way (store/places.rs).
+pub(super) const SQLITE_NOW_MS: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
 
 #[async_trait]
 impl StoreDb for PgStore {

@@ -119,45 +119,6 @@ async fn the_batch_function_never_plans_a_sequential_scan() {
     app.finish().await;
 }
 
-/// The states every call writes are checked by domains, which PostgreSQL
-/// keeps compiled, not by table CHECKs, which it parses again for every
-/// statement that writes the table (migration 0029): no table a call
-/// writes has a CHECK, each state's column is its domain, and each domain
-/// takes every value the engine writes and refuses any other.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_states_a_call_writes_are_checked_by_domains_not_table_checks() {
-    use domain::dispatch::{OfferStatus, Outcome};
-    use domain::lifecycle::ActivityKind;
-    use domain::models::{LifecycleState, SafetyState};
-    use sqlx::Connection;
-    let Some(app) = TestApp::spawn(Db::Postgres).await else { return };
-    let url = app.database_url();
-    let hot = "('sessions', 'offers', 'activity_events', 'dispatch_records')";
-    let table_checks = format!("SELECT COUNT(*) FROM pg_constraint WHERE contype = 'c' AND conrelid::regclass::text IN {hot}");
-    assert_eq!(scalar(&url, &table_checks).await, 0, "a table CHECK on a table every call writes");
-    let offer_statuses: Vec<&str> = ["open"].into_iter().chain([OfferStatus::Accepted, OfferStatus::Declined, OfferStatus::Expired, OfferStatus::Withdrawn].map(OfferStatus::as_str)).collect();
-    let states: [(&str, &str, &str, Vec<&str>); 5] = [
-        ("sessions", "lifecycle", "session_lifecycle", LifecycleState::ALL.map(LifecycleState::as_str).to_vec()),
-        ("sessions", "safety_state", "session_safety_state", SafetyState::ALL.map(SafetyState::as_str).to_vec()),
-        ("offers", "status", "offer_status", offer_statuses),
-        ("activity_events", "kind", "activity_kind", ActivityKind::ALL.map(ActivityKind::as_str).to_vec()),
-        ("dispatch_records", "outcome", "dispatch_outcome", [Outcome::Offered, Outcome::Queued].map(Outcome::as_str).to_vec()),
-    ];
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-    for (table, column, domain, values) in states {
-        let typed = format!("SELECT COUNT(*) FROM information_schema.columns WHERE table_name = '{table}' AND column_name = '{column}' AND domain_name = '{domain}'");
-        assert_eq!(scalar(&url, &typed).await, 1, "{table}.{column} is a {domain}");
-        for value in values {
-            sqlx::query(&format!("SELECT $1::{domain}")).bind(value).execute(&mut conn).await.unwrap_or_else(|e| panic!("{domain} refused {value}: {e}"));
-        }
-        let refused = sqlx::query(&format!("SELECT $1::{domain}")).bind("NOT_A_STATE").execute(&mut conn).await.unwrap_err();
-        let code = refused.as_database_error().and_then(|e| e.code()).map(|code| code.to_string());
-        assert_eq!(code.as_deref(), Some("23514"), "{domain} takes a value outside its set: {refused}");
-    }
-    conn.close().await.unwrap();
-    app.finish().await;
-}
-
 /// A session named by its id is read through its key, however its org's
 /// sessions are indexed (migration 0028): no index of sessions that leads
 /// with the org can serve a read that names no state and no time, and the

@@ -13,6 +13,8 @@ mod floors;
 mod integrations;
 mod journal;
 mod limits;
+#[cfg(test)]
+mod migration_rules;
 mod places;
 mod people;
 mod rating;

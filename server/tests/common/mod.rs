@@ -188,6 +188,29 @@ pub async fn scalar(url: &str, sql: &str) -> i64 {
     }
 }
 
+/// The plan the test database makes for `sql` with two text parameters
+/// (`$1`, `$2`), one line per step: on PostgreSQL the generic plan a
+/// connection keeps, with sequential scans off (on tables this small one
+/// would be cheapest, so a scan means no index serves); on SQLite its
+/// query plan.
+#[allow(dead_code)]
+pub async fn plan(url: &str, sql: &str) -> String {
+    use sqlx::{Connection, Row};
+    if url.starts_with("postgres") {
+        let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+        for setting in ["SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off"] {
+            sqlx::query(setting).execute(&mut conn).await.unwrap();
+        }
+        sqlx::query(&format!("PREPARE planned(TEXT, TEXT) AS {sql}")).execute(&mut conn).await.unwrap();
+        let rows = sqlx::query("EXPLAIN EXECUTE planned('org', 'robot')").fetch_all(&mut conn).await.unwrap();
+        rows.iter().map(|row| row.get::<String, _>(0)).collect::<Vec<_>>().join("\n")
+    } else {
+        let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
+        let rows = sqlx::query(&format!("EXPLAIN QUERY PLAN {sql}")).bind("org").bind("robot").fetch_all(&mut conn).await.unwrap();
+        rows.iter().map(|row| row.get::<String, _>("detail")).collect::<Vec<_>>().join("\n")
+    }
+}
+
 /// Runs one statement against the test database (to stage a crash state).
 pub async fn execute(url: &str, sql: &str) {
     use sqlx::Connection;

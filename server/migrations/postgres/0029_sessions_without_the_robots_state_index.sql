@@ -1,0 +1,11 @@
+-- `sessions_by_robot` (robot, org, state) goes (issue "Engine v3"). No
+-- read uses it: every read of a robot's sessions asks for its open one
+-- (the call in progress, rule D09; a booking's live session), which
+-- `sessions_one_open_per_robot` holds, and no screen lists a robot's
+-- history by robot. Yet every version of a session wrote an entry in it
+-- (three a cycle: an update that changes the state is never HOT) and
+-- every statement that writes `sessions` opened it. Robots are retired,
+-- never deleted, so no foreign-key check from `robots` needs it either.
+-- Dropping an index changes no read's result, so instances of the build
+-- before go on (their plans are made again).
+DROP INDEX sessions_by_robot;

@@ -1,11 +1,19 @@
--- `sessions_by_robot` (robot, org, state) goes (issue "Engine v3"). No
--- read uses it: every read of a robot's sessions asks for its open one
--- (the call in progress, rule D09; a booking's live session), which
--- `sessions_one_open_per_robot` holds, and no screen lists a robot's
--- history by robot. Yet every version of a session wrote an entry in it
--- (three a cycle: an update that changes the state is never HOT) and
--- every statement that writes `sessions` opened it. Robots are retired,
--- never deleted, so no foreign-key check from `robots` needs it either.
--- Dropping an index changes no read's result, so instances of the build
--- before go on (their plans are made again).
-DROP INDEX sessions_by_robot;
+-- no-transaction
+-- `sessions_by_robot` (robot, org, state) goes (issue "Engine v3"): no read
+-- needs it. Every read of a robot's sessions asks for its open one (the
+-- call in progress, rule D09; a booking's live session), which
+-- `sessions_one_open_per_robot` holds (the reads could take either; the
+-- test dispatch::a_robots_call_in_progress_is_read_through_open_sessions_only
+-- checks they take an index of open sessions). Yet every version of a
+-- session wrote an entry in it (three a cycle: an update that changes the
+-- state is never HOT) and every statement that writes `sessions` opened
+-- it. Robots are retired, never deleted or re-keyed, so no foreign-key
+-- check from `robots` needs it either (deleting one would now read every
+-- session).
+--
+-- Outside a transaction and CONCURRENTLY: a plain DROP INDEX would hold
+-- `sessions` against every read and write of the instances still running
+-- (a rolling upgrade) while it waits for the upkeep's VACUUM or a long
+-- read. Dropping an index changes no read's result, so those instances'
+-- plans are made again.
+DROP INDEX CONCURRENTLY IF EXISTS sessions_by_robot;

@@ -129,38 +129,26 @@ async fn the_batch_function_never_plans_a_sequential_scan() {
 /// here as the store writes their conditions (store/board.rs, booking.rs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_named_by_its_id_is_read_by_its_key() {
-    use sqlx::{Connection, Row};
     let Some(app) = TestApp::spawn(Db::Postgres).await else { return };
     let url = app.database_url();
     let open_to_any_read = "SELECT COUNT(*) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
                             WHERE i.indrelid = 'sessions'::regclass AND a.attname = 'org_id' AND i.indpred IS NULL";
     assert_eq!(scalar(&url, open_to_any_read).await, 0, "an index of sessions led by the org alone");
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-    // Generic plans, as a connection keeps them; on a table this small a
-    // whole scan would be cheapest, so only where no index serves.
-    for setting in ["SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off"] {
-        sqlx::query(setting).execute(&mut conn).await.unwrap();
-    }
-    let reads = [
-        ("by_id(TEXT, TEXT)", "SELECT * FROM sessions WHERE org_id = $1 AND id = $2", "('org', 'session')", "sessions_pkey"),
+    let reads: [(&str, &[&str], &str); 4] = [
+        ("SELECT * FROM sessions WHERE org_id = $1 AND id = $2", &["org", "session"], "sessions_pkey"),
         // The board's day (store/board.rs answer_speed).
-        ("day(TEXT, BIGINT)", "SELECT COUNT(*) FROM sessions WHERE org_id = $1 AND raised_at >= $2", "('org', 0)", "sessions_by_org_day"),
+        ("SELECT COUNT(*) FROM sessions WHERE org_id = $1 AND raised_at >= $2", &["org", "0"], "sessions_by_org_day"),
         // The live board (store/board.rs live_sessions).
-        ("live(TEXT)", "SELECT * FROM sessions WHERE org_id = $1 AND lifecycle IN ('ACTIVE', 'PAUSED')", "('org')", "sessions_open_by_org"),
+        ("SELECT * FROM sessions WHERE org_id = $1 AND lifecycle IN ('ACTIVE', 'PAUSED')", &["org"], "sessions_open_by_org"),
         // A client's page, calls without a client (store/booking.rs client_sessions).
-        ("without_client(TEXT)",
-         "SELECT * FROM sessions WHERE org_id = $1 AND client_id IS NULL AND raised_at >= 0 AND started_at IS NOT NULL ORDER BY started_at DESC, id LIMIT 100",
-         "('org')", "sessions_by_org_day"),
+        ("SELECT * FROM sessions WHERE org_id = $1 AND client_id IS NULL AND raised_at >= 0 AND started_at IS NOT NULL ORDER BY started_at DESC, id LIMIT 100",
+         &["org"], "sessions_by_org_day"),
     ];
-    for (name, read, arguments, index) in reads {
-        sqlx::query(&format!("PREPARE {name} AS {read}")).execute(&mut conn).await.unwrap();
-        let call = name.split('(').next().unwrap();
-        let plan: String = sqlx::query(&format!("EXPLAIN EXECUTE {call}{arguments}")).fetch_all(&mut conn).await.unwrap()
-            .iter().map(|row| row.get::<String, _>(0)).collect::<Vec<_>>().join("\n");
+    for (read, arguments, index) in reads {
+        let plan = common::plan(&url, read, arguments).await;
         // (A whole scan, or a walk of an index not led by the org, reads every org's sessions.)
-        assert!(plan.contains(&format!(" {index} ")), "{call} should take {index}:\n{plan}");
+        assert!(plan.contains(&format!(" {index} ")), "{read} should take {index}:\n{plan}");
     }
-    conn.close().await.unwrap();
     app.finish().await;
 }
 

@@ -2,6 +2,7 @@
 //! edit, retire, rotate the token. Each change is written with its audit
 //! record (who, what, when, before → after) in one transaction.
 
+use super::dispatch::OPEN_SESSION_OF_ROBOT;
 use super::sql::StoreDb;
 use super::sql::{PgStore, SqliteStore};
 use super::{RobotRecord, StoreResult};
@@ -89,10 +90,8 @@ macro_rules! directory_store {
                 let Some(before) = sqlx::query_as::<_, RobotRecord>(&format!("{LIVE_ROBOT}{}", $lock)).bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await? else {
                     return Ok(RobotChange::NotFound);
                 };
-                let live: Option<String> = sqlx::query_scalar(
-                    "SELECT id FROM sessions WHERE org_id = $1 AND robot_id = $2 AND lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED')",
-                )
-                .bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await?;
+                let live: Option<String> =
+                    sqlx::query_scalar(OPEN_SESSION_OF_ROBOT).bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await?;
                 if let Some(session_id) = live {
                     return Ok(RobotChange::LiveSession(session_id));
                 }

@@ -97,6 +97,11 @@ pub(super) const SESSION_SELECT: &str = "SELECT s.id, s.org_id, s.robot_id, r.mo
 /// One session of an org by id: `$1` the org, `$2` the session.
 pub(super) static SESSION_BY_ID: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"));
 
+/// The robot's call in progress, if any (rule D09: one at most), by the
+/// index of open sessions (test `dispatch::a_robots_call_in_progress_is_read_through_open_sessions_only`).
+pub(super) const OPEN_SESSION_OF_ROBOT: &str =
+    "SELECT id FROM sessions WHERE org_id = $1 AND robot_id = $2 AND lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED')";
+
 const ROBOT_SELECT: &str = "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at FROM robots";
 
 macro_rules! dispatch_store {
@@ -115,10 +120,7 @@ macro_rules! dispatch_store {
             }
 
             async fn live_session_for_robot(&self, org_id: &str, robot_id: &str) -> StoreResult<Option<String>> {
-                Ok(sqlx::query_scalar(
-                    "SELECT id FROM sessions WHERE org_id = $1 AND robot_id = $2 AND lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED')",
-                )
-                .bind(org_id).bind(robot_id).fetch_optional(&self.pool).await?)
+                Ok(sqlx::query_scalar(OPEN_SESSION_OF_ROBOT).bind(org_id).bind(robot_id).fetch_optional(&self.pool).await?)
             }
 
             async fn org_ids(&self) -> StoreResult<Vec<String>> {

@@ -188,25 +188,31 @@ pub async fn scalar(url: &str, sql: &str) -> i64 {
     }
 }
 
-/// The plan the test database makes for `sql` with two text parameters
-/// (`$1`, `$2`), one line per step: on PostgreSQL the generic plan a
-/// connection keeps, with sequential scans off (on tables this small one
-/// would be cheapest, so a scan means no index serves); on SQLite its
-/// query plan.
+/// The plan the test database makes for `sql` given `arguments` (for
+/// `$1`, `$2`, …), one line per step: on PostgreSQL the generic plan a
+/// connection keeps (parameter types as PostgreSQL infers them), with
+/// sequential scans off (on tables this small one would be cheapest, so a
+/// scan means no index serves); on SQLite its query plan.
 #[allow(dead_code)]
-pub async fn plan(url: &str, sql: &str) -> String {
+pub async fn plan(url: &str, sql: &str, arguments: &[&str]) -> String {
     use sqlx::{Connection, Row};
     if url.starts_with("postgres") {
         let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-        for setting in ["SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off"] {
-            sqlx::query(setting).execute(&mut conn).await.unwrap();
+        let prepare = format!("PREPARE planned AS {sql}");
+        for statement in ["SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off", prepare.as_str()] {
+            sqlx::query(statement).execute(&mut conn).await.unwrap();
         }
-        sqlx::query(&format!("PREPARE planned(TEXT, TEXT) AS {sql}")).execute(&mut conn).await.unwrap();
-        let rows = sqlx::query("EXPLAIN EXECUTE planned('org', 'robot')").fetch_all(&mut conn).await.unwrap();
+        let listed: Vec<String> = arguments.iter().map(|argument| format!("'{argument}'")).collect();
+        let rows = sqlx::query(&format!("EXPLAIN EXECUTE planned({})", listed.join(", "))).fetch_all(&mut conn).await.unwrap();
         rows.iter().map(|row| row.get::<String, _>(0)).collect::<Vec<_>>().join("\n")
     } else {
         let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
-        let rows = sqlx::query(&format!("EXPLAIN QUERY PLAN {sql}")).bind("org").bind("robot").fetch_all(&mut conn).await.unwrap();
+        let text = format!("EXPLAIN QUERY PLAN {sql}");
+        let mut explain = sqlx::query(&text);
+        for argument in arguments {
+            explain = explain.bind(*argument);
+        }
+        let rows = explain.fetch_all(&mut conn).await.unwrap();
         rows.iter().map(|row| row.get::<String, _>("detail")).collect::<Vec<_>>().join("\n")
     }
 }

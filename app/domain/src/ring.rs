@@ -6,11 +6,15 @@ use crate::events::OrgEvent;
 use crate::models::Offer;
 use serde::{Deserialize, Serialize};
 
-/// A console tab heartbeats this often…
-pub const HEARTBEAT_MS: u32 = 5_000;
+/// A console tab heartbeats this often: twice within the TTL, so one late
+/// heartbeat never lapses a live tab. Not more often: each heartbeat wakes
+/// the server for its socket alone (~25 µs on a 2-core machine, so 50,000
+/// open tabs at 5 s cost a quarter of a core; BENCHMARKS.md "Idle consoles").
+pub const HEARTBEAT_MS: u32 = 10_000;
 /// …and its operator's presence lapses to `offline` this long after the
 /// last heartbeat of their last tab (lid closed, browser killed, cable out).
 pub const PRESENCE_TTL_MS: i64 = 20_000;
+const _: () = assert!(2 * HEARTBEAT_MS as i64 <= PRESENCE_TTL_MS, "a live tab heartbeats at least twice within the TTL");
 /// Wrap-up (`acw`) after a session, then `ready` again (configurable on the server).
 pub const DEFAULT_WRAP_UP_MS: i64 = 60_000;
 /// Reasons offered on the Ready screen besides free text.

@@ -79,3 +79,56 @@ test("an operator whose console code cannot be fetched is told calls cannot reac
   expect(errors).toEqual([]);
   await context.close();
 });
+
+// Chrome runs a hidden page's own timers once a minute after five minutes
+// hidden; a console waiting for calls in a background tab must still be
+// heard. Here the page's own setInterval never fires at all: the console's
+// heartbeats come from its worker's clock, the server does not close the
+// socket for silence after the presence TTL (20 s), and a call still rings.
+test("a console whose page timers are held back, as a hidden tab's are, stays ready past the presence TTL and is rung", async ({ browser, request, org }) => {
+  test.setTimeout(90_000);
+  const context = await signedIn(browser, org, org.people.jamal);
+  await context.addInitScript(() => { window.setInterval = (() => 0) as unknown as typeof window.setInterval; });
+  const page = await context.newPage();
+  let heartbeats = 0;
+  let closed = false;
+  page.on('websocket', (ws) => {
+    if (!new URL(ws.url()).pathname.endsWith('/ws')) return;
+    ws.on('framesent', (frame) => { if (String(frame.payload).includes('"heartbeat"')) heartbeats += 1; });
+    ws.on('close', () => { closed = true; });
+  });
+  await page.goto('/operator');
+  await hydrated(page);
+  await page.getByTestId('go-ready').click();
+  await expect(page.getByTestId('presence')).toHaveText('ready');
+  // One heartbeat on open, then one every 10 s: the fourth comes 30 s in,
+  // past the 20 s the server gives a silent console (unless it closed it).
+  await expect.poll(() => closed || heartbeats >= 4, { timeout: 60_000, intervals: [1_000] }).toBe(true);
+  expect(closed, 'the server closed the console for silence').toBe(false);
+  await expect(page.getByTestId('presence')).toHaveText('ready');
+  await raise(request, org, 'uw-weld-01');
+  await expect(page.getByTestId('offer')).toBeVisible();
+});
+
+// Where the worker cannot load (here its script is refused), the page's
+// own timer keeps the console heard.
+test("a console whose heartbeat worker cannot load heartbeats from the page", async ({ browser, org }) => {
+  test.setTimeout(60_000);
+  const context = await signedIn(browser, org, org.people.jamal);
+  let refused = 0;
+  await context.route('**/pkg/heartbeat_clock.js', (route) => { refused += 1; return route.abort(); });
+  const page = await context.newPage();
+  let heartbeats = 0;
+  let closed = false;
+  page.on('websocket', (ws) => {
+    if (!new URL(ws.url()).pathname.endsWith('/ws')) return;
+    ws.on('framesent', (frame) => { if (String(frame.payload).includes('"heartbeat"')) heartbeats += 1; });
+    ws.on('close', () => { closed = true; });
+  });
+  await page.goto('/operator');
+  await hydrated(page);
+  // One on open, then every 10 s from the page's timer.
+  await expect.poll(() => closed || heartbeats >= 3, { timeout: 45_000, intervals: [1_000] }).toBe(true);
+  expect(refused, 'the worker asked for its script').toBeGreaterThan(0);
+  expect(closed, 'the server closed the console for silence').toBe(false);
+});

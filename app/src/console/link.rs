@@ -34,6 +34,7 @@ struct Inner {
     reported_rtt: Cell<Option<u32>>,
     audio: RefCell<Option<AudioContext>>,
     timers: RefCell<Vec<Interval>>,
+    heartbeat: RefCell<Option<HeartbeatClock>>,
     ticks: Cell<u32>,
     /// The offer panel, mounted in the page's offer slot; dropping it
     /// unmounts the panel.
@@ -64,6 +65,7 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
         reported_rtt: Cell::new(None),
         audio: RefCell::new(None),
         timers: RefCell::new(Vec::new()),
+        heartbeat: RefCell::new(None),
         ticks: Cell::new(0),
         panel: RefCell::new(None),
     });
@@ -77,12 +79,13 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
     };
     let heartbeat = {
         let inner = Rc::downgrade(&inner);
-        Interval::new(HEARTBEAT_MS, move || {
+        HeartbeatClock::start(HEARTBEAT_MS, move || {
             if let Some(inner) = inner.upgrade() {
                 inner.send(&ConsoleMsg::Heartbeat);
             }
         })
     };
+    *inner.heartbeat.borrow_mut() = Some(heartbeat);
     let ping = {
         let inner = Rc::downgrade(&inner);
         Interval::new(PING_EVERY_MS, move || {
@@ -91,13 +94,63 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
             }
         })
     };
-    inner.timers.borrow_mut().extend([tick, heartbeat, ping]);
+    inner.timers.borrow_mut().extend([tick, ping]);
     inner.tick();
     *inner.panel.borrow_mut() = mount_offer_panel(console);
     // Backoff: 1, 2, 4, 8, 16, then every 30 s.
     let socket = Socket::open("/ws", false, crate::rules::MAX_RETRY_WAIT_S, Box::new(Ring(Rc::downgrade(&inner))));
     *inner.socket.borrow_mut() = Some(socket);
     Ok(LinkHandle { inner })
+}
+
+/// Where the site build puts `heartbeat_clock.js` (frontend/site).
+const HEARTBEAT_CLOCK_URL: &str = "/pkg/heartbeat_clock.js";
+
+/// The heartbeat's clock. A hidden tab's own timers are throttled (Chrome:
+/// to once a minute after five minutes hidden), so a console waiting in a
+/// background tab would fall silent, be closed by the server after the
+/// presence TTL and lapse to offline: no calls for an operator who is
+/// there. A dedicated worker's timers are not throttled that way
+/// (`heartbeat_clock.js`); the page's own timer stands in where the worker
+/// cannot start or load. Dropping the clock stops it.
+struct HeartbeatClock {
+    worker: Option<(web_sys::Worker, Closure<dyn FnMut()>, Closure<dyn FnMut()>)>,
+    fallback: Rc<RefCell<Option<Interval>>>,
+}
+
+impl HeartbeatClock {
+    fn start(every_ms: u32, beat: impl Fn() + 'static) -> Self {
+        let beat = Rc::new(beat);
+        let fallback: Rc<RefCell<Option<Interval>>> = Rc::default();
+        let page_timer = {
+            let (beat, fallback) = (beat.clone(), fallback.clone());
+            move || {
+                let beat = beat.clone();
+                fallback.borrow_mut().get_or_insert_with(|| Interval::new(every_ms, move || beat()));
+            }
+        };
+        let Ok(worker) = web_sys::Worker::new(HEARTBEAT_CLOCK_URL) else {
+            page_timer();
+            return Self { worker: None, fallback };
+        };
+        let on_tick = Closure::<dyn FnMut()>::new(move || beat());
+        let on_error = Closure::<dyn FnMut()>::new(page_timer);
+        worker.set_onmessage(Some(on_tick.as_ref().unchecked_ref()));
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        let _ = worker.post_message(&JsValue::from(every_ms));
+        Self { worker: Some((worker, on_tick, on_error)), fallback }
+    }
+}
+
+impl Drop for HeartbeatClock {
+    fn drop(&mut self) {
+        if let Some((worker, _, _)) = &self.worker {
+            worker.set_onmessage(None);
+            worker.set_onerror(None);
+            worker.terminate();
+        }
+        self.fallback.borrow_mut().take();
+    }
 }
 
 /// Mounts the offer panel in the page's offer slot (`OfferSlot`).
@@ -115,6 +168,7 @@ impl LinkHandle {
 
     pub fn stop(&self) {
         self.inner.timers.borrow_mut().clear();
+        self.inner.heartbeat.borrow_mut().take();
         self.inner.panel.borrow_mut().take();
         let socket = self.inner.socket.borrow_mut().take();
         if let Some(socket) = socket {

@@ -36,6 +36,10 @@ use std::time::Instant;
 /// The name the server gives the site's files (`LeptosOptions::output_name`,
 /// and `LEPTOS_OUTPUT_NAME` in `.cargo/config.toml`).
 pub const OUTPUT_NAME: &str = "clutchcall";
+/// The console's heartbeat worker (`app/src/console/link.rs` starts it
+/// from `/pkg/heartbeat_clock.js`).
+const HEARTBEAT_CLOCK_SOURCE: &str = "app/src/console/heartbeat_clock.js";
+const HEARTBEAT_CLOCK_FILE: &str = "heartbeat_clock.js";
 
 #[derive(Parser, Debug)]
 #[command(about = "Builds ClutchCall's site (target/site) and its server")]
@@ -99,6 +103,9 @@ fn run(args: &Args) -> Result<()> {
         say(started, "scripts minified");
     }
     std::fs::copy(root.join("style/main.css"), pkg.join(format!("{OUTPUT_NAME}.css"))).context("copying style/main.css")?;
+    // The console's heartbeat worker: under /pkg, whose files are answered
+    // as files (a revalidation gets its 304, not the app's not-found page).
+    std::fs::copy(root.join(HEARTBEAT_CLOCK_SOURCE), pkg.join(HEARTBEAT_CLOCK_FILE)).context("copying the heartbeat clock")?;
     copy_dir(&root.join("public"), &site)?;
     if args.release {
         compress::all(&site)?;

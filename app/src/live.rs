@@ -226,19 +226,21 @@ mod browser {
         };
         let watcher = Watcher { reloader, connected, relay };
         let socket = Socket::open(&format!("/ws?watch={}", watch.as_str()), false, crate::rules::MAX_RETRY_WAIT_S, Box::new(watcher));
-        // The server closes a socket silent for the presence TTL: ping.
-        let ping = {
+        // The server closes a socket silent for the presence TTL: heartbeat
+        // as a console does (nothing is answered).
+        let heartbeat = {
             let socket = socket.clone();
-            Interval::new(5_000, move || {
-                socket.send_text(r#"{"type":"ping","nonce":0}"#);
+            let beat = serde_json::to_string(&crate::ring::ConsoleMsg::Heartbeat).unwrap_or_default();
+            Interval::new(crate::ring::HEARTBEAT_MS, move || {
+                socket.send_text(&beat);
             })
         };
         // Browser-only state, held where the reactive owner can drop it.
-        let held = StoredValue::new_local(Some((tick, poll, ping, socket)));
+        let held = StoredValue::new_local(Some((tick, poll, heartbeat, socket)));
         on_cleanup(move || {
             held.update_value(|held| {
-                if let Some((tick, poll, ping, socket)) = held.take() {
-                    drop((tick, poll, ping));
+                if let Some((tick, poll, heartbeat, socket)) = held.take() {
+                    drop((tick, poll, heartbeat));
                     socket.stop();
                 }
             });

@@ -103,3 +103,25 @@ test('a distress call whose control code cannot be fetched is not raised, and th
   expect(errors).toEqual([]);
   await context.close();
 });
+
+// A live screen's push socket heartbeats as a console does: it is still
+// open past the 20 s the server gives a silent socket.
+test('the wallboard keeps its push socket open past the presence TTL', async ({ browser, org }) => {
+  test.setTimeout(60_000);
+  const context = await signedIn(browser, org, org.admin);
+  const page = await context.newPage();
+  let heartbeats = 0;
+  let closed = false;
+  page.on('websocket', (ws) => {
+    if (!ws.url().includes('watch=')) return;
+    ws.on('framesent', (frame) => { if (String(frame.payload).includes('"heartbeat"')) heartbeats += 1; });
+    ws.on('close', () => { closed = true; });
+  });
+  await page.goto('/ops/wallboard');
+  await hydrated(page);
+  await expect(page.getByTestId('live-status')).toContainText('live');
+  // One every 10 s: the third comes 30 s in, past the TTL.
+  await expect.poll(() => closed || heartbeats >= 3, { timeout: 45_000, intervals: [1_000] }).toBe(true);
+  expect(closed, 'the server closed the wallboard for silence').toBe(false);
+  await expect(page.getByTestId('live-status')).toContainText('live');
+});

@@ -226,13 +226,16 @@ mod browser {
         };
         let watcher = Watcher { reloader, connected, relay };
         let socket = Socket::open(&format!("/ws?watch={}", watch.as_str()), false, crate::rules::MAX_RETRY_WAIT_S, Box::new(watcher));
-        // The server closes a socket silent for the presence TTL: heartbeat
-        // as a console does (nothing is answered).
+        // The server closes a socket silent for the presence TTL: ping as
+        // often as a console heartbeats. The pong is traffic from the server
+        // on a quiet screen, which a proxy's idle timeout would otherwise
+        // cut. On the page's timer: a screen hidden for minutes is closed
+        // for silence and reloads when it reconnects (nobody's presence
+        // hangs on it, unlike a console's; see console/link.rs).
         let heartbeat = {
             let socket = socket.clone();
-            let beat = serde_json::to_string(&crate::ring::ConsoleMsg::Heartbeat).unwrap_or_default();
             Interval::new(crate::ring::HEARTBEAT_MS, move || {
-                socket.send_text(&beat);
+                socket.send_text(r#"{"type":"ping","nonce":0}"#);
             })
         };
         // Browser-only state, held where the reactive owner can drop it.

@@ -104,8 +104,8 @@ test('a distress call whose control code cannot be fetched is not raised, and th
   await context.close();
 });
 
-// A live screen's push socket heartbeats as a console does: it is still
-// open past the 20 s the server gives a silent socket.
+// A live screen's push socket pings as often as a console heartbeats: it
+// is still open past the 20 s the server gives a silent socket.
 test('the wallboard keeps its push socket open past the presence TTL', async ({ browser, org }) => {
   test.setTimeout(60_000);
   const context = await signedIn(browser, org, org.admin);
@@ -114,7 +114,7 @@ test('the wallboard keeps its push socket open past the presence TTL', async ({ 
   let closed = false;
   page.on('websocket', (ws) => {
     if (!ws.url().includes('watch=')) return;
-    ws.on('framesent', (frame) => { if (String(frame.payload).includes('"heartbeat"')) heartbeats += 1; });
+    ws.on('framesent', (frame) => { if (String(frame.payload).includes('"ping"')) heartbeats += 1; });
     ws.on('close', () => { closed = true; });
   });
   await page.goto('/ops/wallboard');

@@ -86,7 +86,7 @@ test("an operator whose console code cannot be fetched is told calls cannot reac
 // heartbeats come from its worker's clock, the server does not close the
 // socket for silence after the presence TTL (20 s), and a call still rings.
 test("a console whose page timers are held back, as a hidden tab's are, stays ready past the presence TTL and is rung", async ({ browser, request, org }) => {
-  test.setTimeout(90_000);
+  test.setTimeout(100_000);
   const context = await signedIn(browser, org, org.people.jamal);
   await context.addInitScript(() => { window.setInterval = (() => 0) as unknown as typeof window.setInterval; });
   const page = await context.newPage();
@@ -101,9 +101,10 @@ test("a console whose page timers are held back, as a hidden tab's are, stays re
   await hydrated(page);
   await page.getByTestId('go-ready').click();
   await expect(page.getByTestId('presence')).toHaveText('ready');
-  // One heartbeat on open, then one every 10 s: the fourth comes 30 s in,
-  // past the 20 s the server gives a silent console (unless it closed it).
-  await expect.poll(() => closed || heartbeats >= 4, { timeout: 60_000, intervals: [1_000] }).toBe(true);
+  // One heartbeat on open, then one every 10 s, every third an RTT probe
+  // instead: the fourth heartbeat comes 40 s in, past the 20 s the server
+  // gives a silent console (unless it closed it).
+  await expect.poll(() => closed || heartbeats >= 4, { timeout: 70_000, intervals: [1_000] }).toBe(true);
   expect(closed, 'the server closed the console for silence').toBe(false);
   await expect(page.getByTestId('presence')).toHaveText('ready');
   await raise(request, org, 'uw-weld-01');
@@ -111,9 +112,10 @@ test("a console whose page timers are held back, as a hidden tab's are, stays re
 });
 
 // Where the worker cannot load (here its script is refused), the page's
-// own timer keeps the console heard.
+// own timer keeps the console heard; the worker is tried again when the
+// socket next opens.
 test("a console whose heartbeat worker cannot load heartbeats from the page", async ({ browser, org }) => {
-  test.setTimeout(60_000);
+  test.setTimeout(90_000);
   const context = await signedIn(browser, org, org.people.jamal);
   let refused = 0;
   await context.route('**/pkg/heartbeat_clock.js', (route) => { refused += 1; return route.abort(); });
@@ -127,8 +129,44 @@ test("a console whose heartbeat worker cannot load heartbeats from the page", as
   });
   await page.goto('/operator');
   await hydrated(page);
-  // One on open, then every 10 s from the page's timer.
-  await expect.poll(() => closed || heartbeats >= 3, { timeout: 45_000, intervals: [1_000] }).toBe(true);
+  // One on open, then every 10 s from the page's timer (the third beat an
+  // RTT probe): the fourth heartbeat comes 40 s in, past the TTL.
+  await expect.poll(() => closed || heartbeats >= 4, { timeout: 70_000, intervals: [1_000] }).toBe(true);
   expect(refused, 'the worker asked for its script').toBeGreaterThan(0);
   expect(closed, 'the server closed the console for silence').toBe(false);
+});
+
+// One failed load does not leave the console on its page timer for good:
+// the worker is tried again when the socket next opens.
+test("a console whose heartbeat worker failed once tries it again when its socket reopens", async ({ browser, org }) => {
+  test.setTimeout(60_000);
+  const context = await signedIn(browser, org, org.people.jamal);
+  let asked = 0;
+  let refuse = true;
+  await context.route('**/pkg/heartbeat_clock.js', (route) => { asked += 1; return refuse ? route.abort() : route.continue(); });
+  // The page's sockets, kept where the test can close one (as a network
+  // drop would).
+  await context.addInitScript(() => {
+    const Native = window.WebSocket;
+    const open: WebSocket[] = [];
+    (window as unknown as { openSockets: WebSocket[] }).openSockets = open;
+    window.WebSocket = class extends Native {
+      constructor(url: string | URL, protocols?: string | string[]) { super(url, protocols); open.push(this); }
+    } as typeof WebSocket;
+  });
+  const page = await context.newPage();
+  let opened = 0;
+  page.on('websocket', (ws) => { if (new URL(ws.url()).pathname.endsWith('/ws')) opened += 1; });
+  await page.goto('/operator');
+  await hydrated(page);
+  await expect.poll(() => asked).toBeGreaterThan(0);
+  await expect(page.getByTestId('go-ready')).toBeEnabled();
+  expect(page.workers()).toHaveLength(0);
+  // The script can be had again, and the socket drops and reconnects.
+  refuse = false;
+  const [before, reopened] = [asked, opened];
+  await page.evaluate(() => (window as unknown as { openSockets: WebSocket[] }).openSockets.forEach((s) => s.close()));
+  await expect.poll(() => opened, { timeout: 30_000 }).toBeGreaterThan(reopened);
+  await expect.poll(() => asked, { timeout: 10_000 }).toBeGreaterThan(before);
+  await expect.poll(() => page.workers().length, { timeout: 10_000 }).toBe(1);
 });

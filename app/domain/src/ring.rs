@@ -6,10 +6,11 @@ use crate::events::OrgEvent;
 use crate::models::Offer;
 use serde::{Deserialize, Serialize};
 
-/// A console tab heartbeats this often: twice within the TTL, so one late
-/// heartbeat never lapses a live tab. Not more often: each heartbeat wakes
-/// the server for its socket alone (~25 µs on a 2-core machine, so 50,000
-/// open tabs at 5 s cost a quarter of a core; BENCHMARKS.md "Idle consoles").
+/// A console tab heartbeats this often: twice within the TTL, so a
+/// heartbeat up to 10 s late never has the server close a live tab for
+/// silence. Not more often: each heartbeat wakes the server for its socket
+/// alone (~16–23 µs on a 2-core machine, so 50,000 open tabs heartbeating
+/// every 5 s would cost ~17 % of a core; BENCHMARKS.md "Idle consoles").
 pub const HEARTBEAT_MS: u32 = 10_000;
 /// …and its operator's presence lapses to `offline` this long after the
 /// last heartbeat of their last tab (lid closed, browser killed, cable out).

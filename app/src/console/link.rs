@@ -13,7 +13,10 @@ use web_sys::AudioContext;
 
 const TICK_MS: u32 = 250;
 const RING_EVERY_TICKS: u32 = 6;
-const PING_EVERY_MS: u32 = 30_000;
+/// Every third heartbeat is an RTT probe instead (every 30 s): it keeps
+/// the tab heard as a heartbeat does, and its answer is traffic from the
+/// server that a quiet socket would otherwise not have.
+const PING_EVERY_BEATS: u32 = 3;
 
 pub struct LinkHandle {
     inner: Rc<Inner>,
@@ -77,30 +80,29 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
             }
         })
     };
-    let heartbeat = {
-        let inner = Rc::downgrade(&inner);
-        HeartbeatClock::start(HEARTBEAT_MS, move || {
-            if let Some(inner) = inner.upgrade() {
-                inner.send(&ConsoleMsg::Heartbeat);
-            }
-        })
-    };
-    *inner.heartbeat.borrow_mut() = Some(heartbeat);
-    let ping = {
-        let inner = Rc::downgrade(&inner);
-        Interval::new(PING_EVERY_MS, move || {
-            if let Some(inner) = inner.upgrade() {
-                inner.ping();
-            }
-        })
-    };
-    inner.timers.borrow_mut().extend([tick, ping]);
+    *inner.heartbeat.borrow_mut() = Some(heartbeat_clock(Rc::downgrade(&inner)));
+    inner.timers.borrow_mut().push(tick);
     inner.tick();
     *inner.panel.borrow_mut() = mount_offer_panel(console);
     // Backoff: 1, 2, 4, 8, 16, then every 30 s.
     let socket = Socket::open("/ws", false, crate::rules::MAX_RETRY_WAIT_S, Box::new(Ring(Rc::downgrade(&inner))));
     *inner.socket.borrow_mut() = Some(socket);
     Ok(LinkHandle { inner })
+}
+
+/// The console's heartbeats and RTT probes, on a `HeartbeatClock`.
+fn heartbeat_clock(inner: Weak<Inner>) -> HeartbeatClock {
+    let beats = Cell::new(0_u32);
+    HeartbeatClock::start(HEARTBEAT_MS, move || {
+        let Some(inner) = inner.upgrade() else { return };
+        let beat = beats.get().wrapping_add(1);
+        beats.set(beat);
+        if beat.is_multiple_of(PING_EVERY_BEATS) {
+            inner.ping();
+        } else {
+            inner.send(&ConsoleMsg::Heartbeat);
+        }
+    })
 }
 
 /// Where the site build puts `heartbeat_clock.js` (frontend/site).
@@ -112,7 +114,9 @@ const HEARTBEAT_CLOCK_URL: &str = "/pkg/heartbeat_clock.js";
 /// presence TTL and lapse to offline: no calls for an operator who is
 /// there. A dedicated worker's timers are not throttled that way
 /// (`heartbeat_clock.js`); the page's own timer stands in where the worker
-/// cannot start or load. Dropping the clock stops it.
+/// cannot be made or fails (its script did not load, or it threw), until
+/// the socket next opens and the worker is tried again (`Ring::opened`).
+/// Dropping the clock stops it.
 struct HeartbeatClock {
     worker: Option<(web_sys::Worker, Closure<dyn FnMut()>, Closure<dyn FnMut()>)>,
     fallback: Rc<RefCell<Option<Interval>>>,
@@ -134,11 +138,23 @@ impl HeartbeatClock {
             return Self { worker: None, fallback };
         };
         let on_tick = Closure::<dyn FnMut()>::new(move || beat());
-        let on_error = Closure::<dyn FnMut()>::new(page_timer);
+        let on_error = {
+            // A worker that failed is ended, so it never ticks beside the page's timer.
+            let failed = worker.clone();
+            Closure::<dyn FnMut()>::new(move || {
+                failed.terminate();
+                page_timer();
+            })
+        };
         worker.set_onmessage(Some(on_tick.as_ref().unchecked_ref()));
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         let _ = worker.post_message(&JsValue::from(every_ms));
         Self { worker: Some((worker, on_tick, on_error)), fallback }
+    }
+
+    /// Whether the page's timer stands in for the worker.
+    fn on_page_timer(&self) -> bool {
+        self.fallback.borrow().is_some()
     }
 }
 
@@ -200,6 +216,13 @@ impl Handler for Ring {
         if let Some(inner) = self.0.upgrade() {
             inner.console.link.set(Link::Open);
             inner.send(&ConsoleMsg::Heartbeat);
+            // A worker that failed (say its script's fetch met a deploy)
+            // is tried again with the socket, so one failure does not leave
+            // a hidden tab on throttled timers for the page's whole life.
+            let retry = inner.heartbeat.borrow().as_ref().is_some_and(HeartbeatClock::on_page_timer);
+            if retry {
+                *inner.heartbeat.borrow_mut() = Some(heartbeat_clock(self.0.clone()));
+            }
         }
     }
 

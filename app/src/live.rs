@@ -232,18 +232,18 @@ mod browser {
         // cut. On the page's timer: a screen hidden for minutes is closed
         // for silence and reloads when it reconnects (nobody's presence
         // hangs on it, unlike a console's; see console/link.rs).
-        let heartbeat = {
+        let ping = {
             let socket = socket.clone();
             Interval::new(crate::ring::HEARTBEAT_MS, move || {
                 socket.send_text(r#"{"type":"ping","nonce":0}"#);
             })
         };
         // Browser-only state, held where the reactive owner can drop it.
-        let held = StoredValue::new_local(Some((tick, poll, heartbeat, socket)));
+        let held = StoredValue::new_local(Some((tick, poll, ping, socket)));
         on_cleanup(move || {
             held.update_value(|held| {
-                if let Some((tick, poll, heartbeat, socket)) = held.take() {
-                    drop((tick, poll, heartbeat));
+                if let Some((tick, poll, ping, socket)) = held.take() {
+                    drop((tick, poll, ping));
                     socket.stop();
                 }
             });

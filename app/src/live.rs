@@ -229,9 +229,10 @@ mod browser {
         // The server closes a socket silent for the presence TTL: ping as
         // often as a console heartbeats. The pong is traffic from the server
         // on a quiet screen, which a proxy's idle timeout would otherwise
-        // cut. On the page's timer: a screen hidden for minutes is closed
-        // for silence and reloads when it reconnects (nobody's presence
-        // hangs on it, unlike a console's; see console/link.rs).
+        // cut. On the page's timer: a screen hidden five minutes or more
+        // is closed for silence and reconnects and reloads about once a
+        // minute (nobody's presence hangs on it, unlike a console's; see
+        // console/link.rs).
         let ping = {
             let socket = socket.clone();
             Interval::new(crate::ring::HEARTBEAT_MS, move || {

@@ -110,18 +110,18 @@ test('the wallboard keeps its push socket open past the presence TTL', async ({ 
   test.setTimeout(60_000);
   const context = await signedIn(browser, org, org.admin);
   const page = await context.newPage();
-  let heartbeats = 0;
+  let pings = 0;
   let closed = false;
   page.on('websocket', (ws) => {
     if (!ws.url().includes('watch=')) return;
-    ws.on('framesent', (frame) => { if (String(frame.payload).includes('"ping"')) heartbeats += 1; });
+    ws.on('framesent', (frame) => { if (String(frame.payload).includes('"ping"')) pings += 1; });
     ws.on('close', () => { closed = true; });
   });
   await page.goto('/ops/wallboard');
   await hydrated(page);
   await expect(page.getByTestId('live-status')).toContainText('live');
   // One every 10 s: the third comes 30 s in, past the TTL.
-  await expect.poll(() => closed || heartbeats >= 3, { timeout: 45_000, intervals: [1_000] }).toBe(true);
+  await expect.poll(() => closed || pings >= 3, { timeout: 45_000, intervals: [1_000] }).toBe(true);
   expect(closed, 'the server closed the wallboard for silence').toBe(false);
   await expect(page.getByTestId('live-status')).toContainText('live');
 });

@@ -137,7 +137,8 @@ test("a console whose heartbeat worker cannot load heartbeats from the page", as
 });
 
 // One failed load does not leave the console on its page timer for good:
-// the worker is tried again when the socket next opens.
+// the worker is tried again when the socket next opens (and 30 s after it
+// failed, below).
 test("a console whose heartbeat worker failed once tries it again when its socket reopens", async ({ browser, org }) => {
   test.setTimeout(60_000);
   const context = await signedIn(browser, org, org.people.jamal);
@@ -161,7 +162,9 @@ test("a console whose heartbeat worker failed once tries it again when its socke
   await hydrated(page);
   await expect.poll(() => asked).toBeGreaterThan(0);
   await expect(page.getByTestId('go-ready')).toBeEnabled();
-  expect(page.workers()).toHaveLength(0);
+  await expect.poll(() => page.workers().length).toBe(0);
+  // Settled: no refused fetch still on its way (each is counted as it starts).
+  await expect.poll(async () => { const seen = asked; await page.waitForTimeout(1_000); return asked === seen; }).toBe(true);
   // The script can be had again, and the socket drops and reconnects.
   refuse = false;
   const [before, reopened] = [asked, opened];
@@ -169,4 +172,28 @@ test("a console whose heartbeat worker failed once tries it again when its socke
   await expect.poll(() => opened, { timeout: 30_000 }).toBeGreaterThan(reopened);
   await expect.poll(() => asked, { timeout: 10_000 }).toBeGreaterThan(before);
   await expect.poll(() => page.workers().length, { timeout: 10_000 }).toBe(1);
+});
+
+test("a console whose heartbeat worker failed tries it again 30 s later without waiting for its socket", async ({ browser, org }) => {
+  test.setTimeout(90_000);
+  const context = await signedIn(browser, org, org.people.jamal);
+  // Refused for the first 10 s: the load, and the retry when the socket
+  // first opens should the failure come before it. Only the timer's retry
+  // comes later.
+  const refuseUntil = Date.now() + 10_000;
+  let [refused, served] = [0, 0];
+  await context.route('**/pkg/heartbeat_clock.js', (route) => {
+    if (Date.now() < refuseUntil) { refused += 1; return route.abort(); }
+    served += 1;
+    return route.continue();
+  });
+  const page = await context.newPage();
+  let opened = 0;
+  page.on('websocket', (ws) => { if (new URL(ws.url()).pathname.endsWith('/ws')) opened += 1; });
+  await page.goto('/operator');
+  await hydrated(page);
+  await expect.poll(() => refused).toBeGreaterThan(0);
+  await expect.poll(() => served, { timeout: 50_000, intervals: [1_000] }).toBeGreaterThan(0);
+  await expect.poll(() => page.workers().length, { timeout: 10_000 }).toBe(1);
+  expect(opened, 'the socket never reopened').toBe(1);
 });

@@ -7,7 +7,7 @@ use crate::models::Offer;
 use serde::{Deserialize, Serialize};
 
 /// A console tab heartbeats this often: twice within the TTL, so a
-/// heartbeat up to 10 s late never has the server close a live tab for
+/// heartbeat less than 10 s late never has the server close a live tab for
 /// silence. Not more often: each heartbeat wakes the server for its socket
 /// alone (~16–23 µs on a 2-core machine, so 50,000 open tabs heartbeating
 /// every 5 s would cost ~17 % of a core; BENCHMARKS.md "Idle consoles").

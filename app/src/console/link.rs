@@ -3,7 +3,7 @@
 use super::{Console, Link};
 use crate::ring::{cockpit_path, ConsoleMsg, OfferEnd, RingMsg, HEARTBEAT_MS};
 use crate::socket::{AfterClose, Handler, Socket};
-use gloo_timers::callback::Interval;
+use gloo_timers::callback::{Interval, Timeout};
 use leptos::prelude::*;
 use leptos::wasm_split::wasm_split;
 use std::cell::{Cell, RefCell};
@@ -90,11 +90,17 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
     Ok(LinkHandle { inner })
 }
 
-/// The console's heartbeats and RTT probes, on a `HeartbeatClock`.
+/// The console's heartbeats and RTT probes, on a `HeartbeatClock`. When
+/// its worker fails, the worker is tried again `WORKER_RETRY_MS` later (and
+/// whenever the socket opens, `Ring::opened`): the page's timer that stands
+/// in is throttled once the tab has been hidden five minutes, so waiting for
+/// a reconnect would wait for the server to close the socket and lapse the
+/// operator first.
 fn heartbeat_clock(inner: Weak<Inner>) -> HeartbeatClock {
     let beats = Cell::new(0_u32);
-    HeartbeatClock::start(HEARTBEAT_MS, move || {
-        let Some(inner) = inner.upgrade() else { return };
+    let beater = inner.clone();
+    let beat = move || {
+        let Some(inner) = beater.upgrade() else { return };
         let beat = beats.get().wrapping_add(1);
         beats.set(beat);
         if beat.is_multiple_of(PING_EVERY_BEATS) {
@@ -102,7 +108,29 @@ fn heartbeat_clock(inner: Weak<Inner>) -> HeartbeatClock {
         } else {
             inner.send(&ConsoleMsg::Heartbeat);
         }
-    })
+    };
+    let failed = move || {
+        let inner = inner.clone();
+        // Held by the clock that failed: dropped (cancelled) with it.
+        Timeout::new(WORKER_RETRY_MS, move || retry_worker(&inner))
+    };
+    HeartbeatClock::start(HEARTBEAT_MS, beat, failed)
+}
+
+/// How long after its worker failed the heartbeat clock tries it again.
+const WORKER_RETRY_MS: u32 = 30_000;
+
+/// Gives the console a new clock (a new worker) if its clock stands on the
+/// page's timer.
+fn retry_worker(inner: &Weak<Inner>) {
+    let Some(strong) = inner.upgrade() else { return };
+    let retry = strong.heartbeat.borrow().as_ref().is_some_and(HeartbeatClock::on_page_timer);
+    if retry {
+        // Built before the old clock is dropped; none of its callbacks runs meanwhile.
+        let clock = heartbeat_clock(inner.clone());
+        let old = strong.heartbeat.borrow_mut().replace(clock);
+        drop(old);
+    }
 }
 
 /// Where the site build puts `heartbeat_clock.js` (frontend/site).
@@ -114,23 +142,23 @@ const HEARTBEAT_CLOCK_URL: &str = "/pkg/heartbeat_clock.js";
 /// presence TTL and lapse to offline: no calls for an operator who is
 /// there. A dedicated worker's timers are not throttled that way
 /// (`heartbeat_clock.js`); the page's own timer stands in where the worker
-/// cannot be made or fails (its script did not load, or it threw), until
-/// the socket next opens and the worker is tried again (`Ring::opened`).
-/// Dropping the clock stops it.
+/// cannot be made or fails (its script did not load, or it threw); then
+/// `failed` is called once, and what it answers (a retry's timer) is held
+/// until the clock is dropped. Dropping the clock stops it.
 struct HeartbeatClock {
     worker: Option<(web_sys::Worker, Closure<dyn FnMut()>, Closure<dyn FnMut()>)>,
-    fallback: Rc<RefCell<Option<Interval>>>,
+    fallback: Rc<RefCell<Option<(Interval, Timeout)>>>,
 }
 
 impl HeartbeatClock {
-    fn start(every_ms: u32, beat: impl Fn() + 'static) -> Self {
+    fn start(every_ms: u32, beat: impl Fn() + 'static, failed: impl Fn() -> Timeout + 'static) -> Self {
         let beat = Rc::new(beat);
-        let fallback: Rc<RefCell<Option<Interval>>> = Rc::default();
+        let fallback: Rc<RefCell<Option<(Interval, Timeout)>>> = Rc::default();
         let page_timer = {
             let (beat, fallback) = (beat.clone(), fallback.clone());
             move || {
                 let beat = beat.clone();
-                fallback.borrow_mut().get_or_insert_with(|| Interval::new(every_ms, move || beat()));
+                fallback.borrow_mut().get_or_insert_with(|| (Interval::new(every_ms, move || beat()), failed()));
             }
         };
         let Ok(worker) = web_sys::Worker::new(HEARTBEAT_CLOCK_URL) else {
@@ -140,9 +168,9 @@ impl HeartbeatClock {
         let on_tick = Closure::<dyn FnMut()>::new(move || beat());
         let on_error = {
             // A worker that failed is ended, so it never ticks beside the page's timer.
-            let failed = worker.clone();
+            let broken = worker.clone();
             Closure::<dyn FnMut()>::new(move || {
-                failed.terminate();
+                broken.terminate();
                 page_timer();
             })
         };
@@ -217,12 +245,8 @@ impl Handler for Ring {
             inner.console.link.set(Link::Open);
             inner.send(&ConsoleMsg::Heartbeat);
             // A worker that failed (say its script's fetch met a deploy)
-            // is tried again with the socket, so one failure does not leave
-            // a hidden tab on throttled timers for the page's whole life.
-            let retry = inner.heartbeat.borrow().as_ref().is_some_and(HeartbeatClock::on_page_timer);
-            if retry {
-                *inner.heartbeat.borrow_mut() = Some(heartbeat_clock(self.0.clone()));
-            }
+            // is tried again with the socket as well as on its timer.
+            retry_worker(&self.0);
         }
     }
 

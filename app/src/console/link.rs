@@ -130,6 +130,10 @@ fn retry_worker(inner: &Weak<Inner>) {
         let clock = heartbeat_clock(inner.clone());
         let old = strong.heartbeat.borrow_mut().replace(clock);
         drop(old);
+        // The new clock's first beat is a whole interval away, and the old
+        // one's last may have been nearly that long ago: a beat now keeps
+        // the gap the server sees under two intervals (its TTL).
+        strong.send(&ConsoleMsg::Heartbeat);
     }
 }
 

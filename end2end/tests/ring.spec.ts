@@ -1,3 +1,4 @@
+import { Page } from '@playwright/test';
 import { expect, hydrated, panicsOf, raise, readyOperator, signedIn, signIn, test } from './helpers';
 
 // In the test's own org, Jamal (Austin, palletize + welding) is the only
@@ -80,6 +81,19 @@ test("an operator whose console code cannot be fetched is told calls cannot reac
   await context.close();
 });
 
+/** What the page's ring sockets (`/ws`) do, counted as it happens: sockets
+ * opened, heartbeats sent, and whether one closed. */
+function consoleSockets(page: Page): { opened: number; heartbeats: number; closed: boolean } {
+  const seen = { opened: 0, heartbeats: 0, closed: false };
+  page.on('websocket', (ws) => {
+    if (!new URL(ws.url()).pathname.endsWith('/ws')) return;
+    seen.opened += 1;
+    ws.on('framesent', (frame) => { if (String(frame.payload).includes('"heartbeat"')) seen.heartbeats += 1; });
+    ws.on('close', () => { seen.closed = true; });
+  });
+  return seen;
+}
+
 // Chrome runs a hidden page's own timers once a minute after five minutes
 // hidden; a console waiting for calls in a background tab must still be
 // heard. Here the page's own setInterval never fires at all: the console's
@@ -90,13 +104,7 @@ test("a console whose page timers are held back, as a hidden tab's are, stays re
   const context = await signedIn(browser, org, org.people.jamal);
   await context.addInitScript(() => { window.setInterval = (() => 0) as unknown as typeof window.setInterval; });
   const page = await context.newPage();
-  let heartbeats = 0;
-  let closed = false;
-  page.on('websocket', (ws) => {
-    if (!new URL(ws.url()).pathname.endsWith('/ws')) return;
-    ws.on('framesent', (frame) => { if (String(frame.payload).includes('"heartbeat"')) heartbeats += 1; });
-    ws.on('close', () => { closed = true; });
-  });
+  const ring = consoleSockets(page);
   await page.goto('/operator');
   await hydrated(page);
   await page.getByTestId('go-ready').click();
@@ -104,8 +112,8 @@ test("a console whose page timers are held back, as a hidden tab's are, stays re
   // One heartbeat on open, then one every 10 s, every third an RTT probe
   // instead: the fourth heartbeat comes 40 s in, past the 20 s the server
   // gives a silent console (unless it closed it).
-  await expect.poll(() => closed || heartbeats >= 4, { timeout: 70_000, intervals: [1_000] }).toBe(true);
-  expect(closed, 'the server closed the console for silence').toBe(false);
+  await expect.poll(() => ring.closed || ring.heartbeats >= 4, { timeout: 70_000, intervals: [1_000] }).toBe(true);
+  expect(ring.closed, 'the server closed the console for silence').toBe(false);
   await expect(page.getByTestId('presence')).toHaveText('ready');
   await raise(request, org, 'uw-weld-01');
   await expect(page.getByTestId('offer')).toBeVisible();
@@ -120,21 +128,15 @@ test("a console whose heartbeat worker cannot load heartbeats from the page", as
   let refused = 0;
   await context.route('**/pkg/heartbeat_clock.js', (route) => { refused += 1; return route.abort(); });
   const page = await context.newPage();
-  let heartbeats = 0;
-  let closed = false;
-  page.on('websocket', (ws) => {
-    if (!new URL(ws.url()).pathname.endsWith('/ws')) return;
-    ws.on('framesent', (frame) => { if (String(frame.payload).includes('"heartbeat"')) heartbeats += 1; });
-    ws.on('close', () => { closed = true; });
-  });
+  const ring = consoleSockets(page);
   await page.goto('/operator');
   await hydrated(page);
   const opened = Date.now();
   // Heartbeats every 10 s from the page's timer (one more each time the
   // worker is tried again), until past the TTL since the page opened.
-  await expect.poll(() => closed || (heartbeats >= 4 && Date.now() - opened > 25_000), { timeout: 70_000, intervals: [1_000] }).toBe(true);
+  await expect.poll(() => ring.closed || (ring.heartbeats >= 4 && Date.now() - opened > 25_000), { timeout: 70_000, intervals: [1_000] }).toBe(true);
   expect(refused, 'the worker asked for its script').toBeGreaterThan(0);
-  expect(closed, 'the server closed the console for silence').toBe(false);
+  expect(ring.closed, 'the server closed the console for silence').toBe(false);
 });
 
 // One failed load does not leave the console on its page timer for good:
@@ -157,8 +159,7 @@ test("a console whose heartbeat worker failed once tries it again when its socke
     } as typeof WebSocket;
   });
   const page = await context.newPage();
-  let opened = 0;
-  page.on('websocket', (ws) => { if (new URL(ws.url()).pathname.endsWith('/ws')) opened += 1; });
+  const ring = consoleSockets(page);
   await page.goto('/operator');
   await hydrated(page);
   await expect.poll(() => asked).toBeGreaterThan(0);
@@ -168,9 +169,9 @@ test("a console whose heartbeat worker failed once tries it again when its socke
   await expect.poll(async () => { const seen = asked; await page.waitForTimeout(1_000); return asked === seen; }).toBe(true);
   // The script can be had again, and the socket drops and reconnects.
   refuse = false;
-  const [before, reopened] = [asked, opened];
+  const [before, reopened] = [asked, ring.opened];
   await page.evaluate(() => (window as unknown as { openSockets: WebSocket[] }).openSockets.forEach((s) => s.close()));
-  await expect.poll(() => opened, { timeout: 30_000 }).toBeGreaterThan(reopened);
+  await expect.poll(() => ring.opened, { timeout: 30_000 }).toBeGreaterThan(reopened);
   await expect.poll(() => asked, { timeout: 10_000 }).toBeGreaterThan(before);
   await expect.poll(() => page.workers().length, { timeout: 10_000 }).toBe(1);
 });
@@ -189,12 +190,11 @@ test("a console whose heartbeat worker failed tries it again 30 s later without 
     return route.continue();
   });
   const page = await context.newPage();
-  let opened = 0;
-  page.on('websocket', (ws) => { if (new URL(ws.url()).pathname.endsWith('/ws')) opened += 1; });
+  const ring = consoleSockets(page);
   await page.goto('/operator');
   await hydrated(page);
   await expect.poll(() => refused).toBeGreaterThan(0);
   await expect.poll(() => served, { timeout: 50_000, intervals: [1_000] }).toBeGreaterThan(0);
   await expect.poll(() => page.workers().length, { timeout: 10_000 }).toBe(1);
-  expect(opened, 'the socket never reopened').toBe(1);
+  expect(ring.opened, 'the socket never reopened').toBe(1);
 });

@@ -198,3 +198,77 @@ test("a console whose heartbeat worker failed tries it again 30 s later without 
   await expect.poll(() => page.workers().length, { timeout: 10_000 }).toBe(1);
   expect(ring.opened, 'the socket never reopened').toBe(1);
 });
+
+// A fetch of the worker's script that hangs fires no error: the console
+// gives the worker up when its first tick is overdue, and the page's own
+// timer keeps it heard.
+test("a console whose heartbeat worker's script never arrives heartbeats from the page", async ({ browser, org }) => {
+  test.setTimeout(90_000);
+  const context = await signedIn(browser, org, org.people.jamal);
+  let held = 0;
+  // Neither answered nor refused: the fetch stays pending.
+  await context.route('**/pkg/heartbeat_clock.js', () => { held += 1; });
+  const page = await context.newPage();
+  const ring = consoleSockets(page);
+  await page.goto('/operator');
+  await hydrated(page);
+  const opened = Date.now();
+  // One heartbeat on open, one when the worker is given up (15 s), then
+  // the page's every 10 s, until past the TTL since the page opened.
+  await expect.poll(() => ring.closed || (ring.heartbeats >= 3 && Date.now() - opened > 25_000), { timeout: 70_000, intervals: [1_000] }).toBe(true);
+  expect(held, 'the worker asked for its script').toBeGreaterThan(0);
+  expect(ring.closed, 'the server closed the console for silence').toBe(false);
+});
+
+// A hidden tab's own timers are throttled, so the ring's repeats are
+// scheduled on the audio clock when the offer arrives, and silenced when it
+// closes. Here the page's setInterval never fires, and every tone the page
+// schedules is recorded with when it starts and when it is to stop.
+test("a ringing console whose page timers are held back rings until the offer closes, then falls silent", async ({ browser, request, org }) => {
+  test.setTimeout(60_000);
+  const context = await signedIn(browser, org, org.people.jamal);
+  await context.addInitScript(() => {
+    window.setInterval = (() => 0) as unknown as typeof window.setInterval;
+    type Tone = { startAt: number; stopAt: number | null };
+    const seen = window as unknown as { tones: Tone[]; audio?: BaseAudioContext };
+    seen.tones = [];
+    const { start, stop } = OscillatorNode.prototype;
+    const tones = new WeakMap<OscillatorNode, Tone>();
+    OscillatorNode.prototype.start = function (this: OscillatorNode, when?: number) {
+      seen.audio = this.context;
+      const tone = { startAt: Math.max(when ?? 0, this.context.currentTime), stopAt: null };
+      tones.set(this, tone);
+      seen.tones.push(tone);
+      start.call(this, when);
+    };
+    // The last call to stop() is the one that holds.
+    OscillatorNode.prototype.stop = function (this: OscillatorNode, when?: number) {
+      const tone = tones.get(this);
+      if (tone) tone.stopAt = Math.max(when ?? 0, this.context.currentTime);
+      stop.call(this, when);
+    };
+  });
+  const page = await context.newPage();
+  await page.goto('/operator');
+  await hydrated(page);
+  await page.getByTestId('go-ready').click(); // the click unlocks audio
+  await expect(page.getByTestId('presence')).toHaveText('ready');
+  await raise(request, org, 'uw-weld-01');
+  await expect(page.getByTestId('offer')).toBeVisible();
+  type Tone = { startAt: number; stopAt: number | null };
+  const tones = () => page.evaluate(() => (window as unknown as { tones: Tone[] }).tones.map((t) => ({ ...t })));
+  // Two tones a ring, a ring every 1.5 s for the offer's 30 s.
+  await expect.poll(async () => (await tones()).length).toBeGreaterThanOrEqual(2 * 15);
+  const scheduled = await tones();
+  const span = Math.max(...scheduled.map((t) => t.startAt)) - Math.min(...scheduled.map((t) => t.startAt));
+  expect(span, 'seconds from the first ring to the last').toBeGreaterThan(20);
+  await page.keyboard.press('Escape'); // declined: the offer closes
+  await expect(page.getByTestId('offer')).toHaveCount(0);
+  // Nothing still to sound half a second from now.
+  await expect.poll(() => page.evaluate(() => {
+    const seen = window as unknown as { tones: Tone[]; audio: BaseAudioContext };
+    const soon = seen.audio.currentTime + 0.5;
+    return seen.tones.filter((t) => t.stopAt === null || t.stopAt > soon).length;
+  })).toBe(0);
+  await context.close();
+});

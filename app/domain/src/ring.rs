@@ -152,6 +152,79 @@ pub fn valid_aux_reason(reason: &str) -> Option<String> {
     (!reason.is_empty() && reason.chars().count() <= MAX_AUX_REASON_CHARS).then(|| reason.to_string())
 }
 
+/// A ringing offer rings this often (a two-tone ring) until it expires.
+pub const RING_EVERY_MS: i64 = 1_500;
+/// At most this many rings are scheduled for one offer (ten minutes'
+/// worth); its notification stays for longer windows.
+pub const MAX_RINGS: i64 = 400;
+
+/// How many rings an offer still open until `expires_at_ms` gets from
+/// `now_ms`: one now, then one every `RING_EVERY_MS` before it expires. The
+/// browser schedules them all at once on the audio clock, which a hidden
+/// tab's timer throttling does not slow, and silences them when the offer
+/// closes.
+pub fn rings_left(now_ms: i64, expires_at_ms: i64) -> u32 {
+    let open_ms = (expires_at_ms - now_ms).max(0);
+    ((open_ms + RING_EVERY_MS - 1) / RING_EVERY_MS).min(MAX_RINGS) as u32
+}
+
+/// The last this many RTT samples count; the least of them is reported.
+pub const RTT_SAMPLES: usize = 5;
+/// A (re)connected console probes this many times back to back before its
+/// probes fall back to every third heartbeat.
+pub const RTT_PROBES_ON_CONNECT: usize = 3;
+
+/// A console's round-trip time to the server, which it reports for each
+/// PoP (`ConsoleMsg::Rtt`) and the ACD routes by. Each probe's nonce is its
+/// send time (µs, browser clock), and its pong is timed from that, so probes
+/// that cross (a pong arriving after a newer probe went out) are each timed
+/// right rather than from the newer one, which would under-report. The
+/// least of the last `RTT_SAMPLES` is reported, only when it changes: a
+/// busy tab can slow a sample, never speed it up. A new connection starts
+/// afresh (it may be another network), as the server forgets a closed
+/// tab's RTT.
+#[derive(Debug, Default)]
+pub struct RttProbe {
+    samples: Vec<u32>,
+    reported: Option<u32>,
+}
+
+/// What a pong means for the console: an RTT to report, and whether to
+/// probe again at once.
+#[derive(Debug, PartialEq, Eq)]
+pub struct PongSeen {
+    pub report: Option<u32>,
+    pub probe_again: bool,
+}
+
+impl RttProbe {
+    /// The nonce of a probe sent at `now_ms` (browser clock, ms).
+    pub fn nonce(now_ms: f64) -> u64 {
+        (now_ms * 1_000.0) as u64
+    }
+
+    /// The socket (re)connected: earlier samples no longer count.
+    pub fn connected(&mut self) {
+        *self = Self::default();
+    }
+
+    /// A pong for the probe `nonce`, seen at `now_ms`.
+    pub fn pong(&mut self, nonce: u64, now_ms: f64) -> PongSeen {
+        // A nonce from the future is none of this tab's probes.
+        let Some(rtt_us) = Self::nonce(now_ms).checked_sub(nonce) else {
+            return PongSeen { report: None, probe_again: false };
+        };
+        let rtt = u32::try_from((rtt_us + 500) / 1_000).unwrap_or(u32::MAX);
+        self.samples.push(rtt);
+        let stale = self.samples.len().saturating_sub(RTT_SAMPLES);
+        self.samples.drain(..stale);
+        let best = self.samples.iter().copied().min().unwrap_or(rtt);
+        let report = (self.reported != Some(best)).then_some(best);
+        self.reported = Some(best);
+        PongSeen { report, probe_again: self.samples.len() < RTT_PROBES_ON_CONNECT }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,5 +253,60 @@ mod tests {
         assert_eq!(valid_aux_reason("  break "), Some("break".into()));
         assert_eq!(valid_aux_reason("   "), None);
         assert_eq!(valid_aux_reason(&"x".repeat(65)), None);
+    }
+
+    #[test]
+    fn an_offer_rings_every_interval_until_it_expires() {
+        assert_eq!(rings_left(0, 30_000), 20, "at 0, 1.5, … 28.5 s");
+        assert_eq!(rings_left(0, 30_001), 21);
+        assert_eq!(rings_left(0, 1), 1, "one ring while it is open at all");
+        assert_eq!(rings_left(30_000, 30_000), 0);
+        assert_eq!(rings_left(31_000, 30_000), 0, "expired");
+        assert_eq!(rings_left(0, i64::MAX / 2), MAX_RINGS as u32);
+    }
+
+    #[test]
+    fn probes_that_cross_are_each_timed_from_their_own_nonce() {
+        let mut probe = RttProbe::default();
+        let (first, second) = (RttProbe::nonce(1_000.0), RttProbe::nonce(1_100.0));
+        // The first probe's pong arrives after the second probe went out.
+        assert_eq!(probe.pong(first, 1_400.0), PongSeen { report: Some(400), probe_again: true });
+        assert_eq!(probe.pong(second, 1_450.0), PongSeen { report: Some(350), probe_again: true });
+    }
+
+    #[test]
+    fn the_least_of_the_last_samples_is_reported_when_it_changes() {
+        let mut probe = RttProbe::default();
+        let mut at = 0.0;
+        let mut pong = |rtt: f64| {
+            at += 10_000.0;
+            probe.pong(RttProbe::nonce(at), at + rtt)
+        };
+        assert_eq!(pong(120.0).report, Some(120));
+        assert_eq!(pong(150.0).report, None, "a slower sample does not raise it");
+        let third = pong(130.0);
+        assert_eq!(third, PongSeen { report: None, probe_again: false }, "three samples: back to the heartbeat's pace");
+        assert_eq!(pong(1.4).report, Some(1), "to the nearest millisecond");
+        for _ in 0..RTT_SAMPLES - 1 {
+            assert_eq!(pong(200.0).report, None);
+        }
+        assert_eq!(pong(200.0).report, Some(200), "the 1 ms sample is now older than the last five");
+    }
+
+    #[test]
+    fn a_new_connection_forgets_earlier_samples_and_probes_again() {
+        let mut probe = RttProbe::default();
+        for at in [0.0, 1_000.0, 2_000.0] {
+            probe.pong(RttProbe::nonce(at), at + 20.0);
+        }
+        probe.connected();
+        assert_eq!(probe.pong(RttProbe::nonce(5_000.0), 5_200.0), PongSeen { report: Some(200), probe_again: true });
+    }
+
+    #[test]
+    fn a_pong_from_the_future_is_not_a_sample() {
+        let mut probe = RttProbe::default();
+        assert_eq!(probe.pong(RttProbe::nonce(2_000.0), 1_000.0), PongSeen { report: None, probe_again: false });
+        assert_eq!(probe.pong(RttProbe::nonce(2_000.0), 2_050.0).report, Some(50));
     }
 }

@@ -1,7 +1,7 @@
 //! The browser end of the ring channel.
 
 use super::{Console, Link};
-use crate::ring::{cockpit_path, ConsoleMsg, OfferEnd, RingMsg, HEARTBEAT_MS};
+use crate::ring::{cockpit_path, rings_left, ConsoleMsg, OfferEnd, RingMsg, RttProbe, HEARTBEAT_MS, RING_EVERY_MS};
 use crate::socket::{AfterClose, Handler, Socket};
 use gloo_timers::callback::{Interval, Timeout};
 use leptos::prelude::*;
@@ -9,10 +9,9 @@ use leptos::wasm_split::wasm_split;
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
-use web_sys::AudioContext;
+use web_sys::{AudioContext, OscillatorNode};
 
 const TICK_MS: u32 = 250;
-const RING_EVERY_TICKS: u32 = 6;
 /// Every third heartbeat is an RTT probe instead (every 30 s): it keeps
 /// the tab heard as a heartbeat does, and its answer is traffic from the
 /// server that a quiet socket would otherwise not have.
@@ -30,15 +29,12 @@ struct Inner {
     /// server clock − browser clock, ms.
     skew_ms: Cell<i64>,
     pops: RefCell<Vec<String>>,
-    ping_sent_at: Cell<f64>,
-    /// The last few measured RTTs; the minimum is reported (a probe
-    /// can only be slowed by the tab being busy, never sped up).
-    rtt_samples: RefCell<Vec<u32>>,
-    reported_rtt: Cell<Option<u32>>,
+    rtt: RefCell<RttProbe>,
     audio: RefCell<Option<AudioContext>>,
+    /// The rings scheduled for the offer shown, if any.
+    ringing: RefCell<Option<Ringing>>,
     timers: RefCell<Vec<Interval>>,
     heartbeat: RefCell<Option<HeartbeatClock>>,
-    ticks: Cell<u32>,
     /// The offer panel, mounted in the page's offer slot; dropping it
     /// unmounts the panel.
     panel: RefCell<Option<Box<dyn std::any::Any>>>,
@@ -63,13 +59,11 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
         socket: RefCell::new(None),
         skew_ms: Cell::new(0),
         pops: RefCell::new(Vec::new()),
-        ping_sent_at: Cell::new(0.0),
-        rtt_samples: RefCell::new(Vec::new()),
-        reported_rtt: Cell::new(None),
+        rtt: RefCell::default(),
         audio: RefCell::new(None),
+        ringing: RefCell::new(None),
         timers: RefCell::new(Vec::new()),
         heartbeat: RefCell::new(None),
-        ticks: Cell::new(0),
         panel: RefCell::new(None),
     });
     let tick = {
@@ -146,13 +140,30 @@ const HEARTBEAT_CLOCK_URL: &str = "/pkg/heartbeat_clock.js";
 /// presence TTL and lapse to offline: no calls for an operator who is
 /// there. A dedicated worker's timers are not throttled that way
 /// (`heartbeat_clock.js`); the page's own timer stands in where the worker
-/// cannot be made or fails (its script did not load, or it threw); then
-/// `failed` is called once, and what it answers (a retry's timer) is held
-/// until the clock is dropped. Dropping the clock stops it.
+/// cannot be made or fails (its script did not load, it threw, or it has
+/// not ticked `FIRST_TICK_GRACE_MS` after its first tick was due: a fetch
+/// of its script that hangs fires no error); then `failed` is called once,
+/// and what it answers (a retry's timer) is held until the clock is
+/// dropped. Dropping the clock stops it.
 struct HeartbeatClock {
-    worker: Option<(web_sys::Worker, Closure<dyn FnMut()>, Closure<dyn FnMut()>)>,
+    worker: Option<ClockWorker>,
     fallback: Rc<RefCell<Option<(Interval, Timeout)>>>,
 }
+
+/// The clock's worker with its callbacks and its first tick's watchdog,
+/// which live as long as it does.
+struct ClockWorker {
+    worker: web_sys::Worker,
+    _on_tick: Closure<dyn FnMut()>,
+    _on_error: Closure<dyn FnMut()>,
+    _watchdog: Timeout,
+}
+
+/// How long past its first tick's time a worker that has not ticked is
+/// given up (the page's timer stands in, beating at once): with the
+/// heartbeat the socket sent on opening, the server hears the console
+/// again well within its TTL.
+const FIRST_TICK_GRACE_MS: u32 = 5_000;
 
 impl HeartbeatClock {
     fn start(every_ms: u32, beat: impl Fn() + 'static, failed: impl Fn() -> Timeout + 'static) -> Self {
@@ -169,19 +180,41 @@ impl HeartbeatClock {
             page_timer();
             return Self { worker: None, fallback };
         };
-        let on_tick = Closure::<dyn FnMut()>::new(move || beat());
-        let on_error = {
-            // A worker that failed is ended, so it never ticks beside the page's timer.
+        // A worker that failed is ended, so it never ticks beside the page's timer.
+        let fail_over = {
             let broken = worker.clone();
-            Closure::<dyn FnMut()>::new(move || {
+            Rc::new(move || {
                 broken.terminate();
                 page_timer();
+            })
+        };
+        let ticked = Rc::new(Cell::new(false));
+        let on_tick = {
+            let (ticked, beat) = (ticked.clone(), beat.clone());
+            Closure::<dyn FnMut()>::new(move || {
+                ticked.set(true);
+                beat();
+            })
+        };
+        let on_error = {
+            let fail_over = fail_over.clone();
+            Closure::<dyn FnMut()>::new(move || fail_over())
+        };
+        let watchdog = {
+            let fallback = fallback.clone();
+            Timeout::new(every_ms + FIRST_TICK_GRACE_MS, move || {
+                if !ticked.get() && fallback.borrow().is_none() {
+                    // The last beat was when the clock started (the socket's
+                    // or a retry's), more than an interval ago.
+                    beat();
+                    fail_over();
+                }
             })
         };
         worker.set_onmessage(Some(on_tick.as_ref().unchecked_ref()));
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         let _ = worker.post_message(&JsValue::from(every_ms));
-        Self { worker: Some((worker, on_tick, on_error)), fallback }
+        Self { worker: Some(ClockWorker { worker, _on_tick: on_tick, _on_error: on_error, _watchdog: watchdog }), fallback }
     }
 
     /// Whether the page's timer stands in for the worker.
@@ -192,12 +225,26 @@ impl HeartbeatClock {
 
 impl Drop for HeartbeatClock {
     fn drop(&mut self) {
-        if let Some((worker, _, _)) = &self.worker {
+        if let Some(ClockWorker { worker, .. }) = &self.worker {
             worker.set_onmessage(None);
             worker.set_onerror(None);
             worker.terminate();
         }
         self.fallback.borrow_mut().take();
+    }
+}
+
+/// The rings scheduled for one offer; dropping them silences the rest.
+struct Ringing {
+    session_id: String,
+    tones: Vec<OscillatorNode>,
+}
+
+impl Drop for Ringing {
+    fn drop(&mut self) {
+        for tone in &self.tones {
+            let _ = tone.stop();
+        }
     }
 }
 
@@ -217,6 +264,7 @@ impl LinkHandle {
     pub fn stop(&self) {
         self.inner.timers.borrow_mut().clear();
         self.inner.heartbeat.borrow_mut().take();
+        self.inner.ringing.borrow_mut().take();
         self.inner.panel.borrow_mut().take();
         let socket = self.inner.socket.borrow_mut().take();
         if let Some(socket) = socket {
@@ -227,6 +275,7 @@ impl LinkHandle {
     pub fn unlock_alerts(&self) {
         if self.inner.audio.borrow().is_none() {
             *self.inner.audio.borrow_mut() = AudioContext::new().ok();
+            self.inner.ring_for_offer();
         }
         if web_sys::Notification::permission() == web_sys::NotificationPermission::Default {
             let _ = web_sys::Notification::request_permission();
@@ -285,36 +334,47 @@ impl Inner {
         }
     }
 
+    /// An RTT probe, its nonce the time it was sent (`RttProbe`).
     fn ping(&self) {
-        self.ping_sent_at.set(js_sys_now());
-        self.send(&ConsoleMsg::Ping { nonce: self.ping_sent_at.get() as u64 });
+        self.send(&ConsoleMsg::Ping { nonce: RttProbe::nonce(js_sys_now()) });
     }
 
     fn tick(&self) {
         let now = browser_now() + self.skew_ms.get();
         self.console.now_ms.set(now);
-        let ticks = self.ticks.get().wrapping_add(1);
-        self.ticks.set(ticks);
-        if ticks.is_multiple_of(RING_EVERY_TICKS) && self.console.offer.with_untracked(Option::is_some) {
-            self.ring();
-        }
     }
 
-    /// A two-tone ring through Web Audio, once the Ready click unlocked it.
-    fn ring(&self) {
-        let audio = self.audio.borrow();
-        let Some(ctx) = audio.as_ref() else { return };
-        let start = ctx.current_time();
-        for (i, freq) in [880.0_f32, 660.0].into_iter().enumerate() {
-            let (Ok(osc), Ok(gain)) = (ctx.create_oscillator(), ctx.create_gain()) else { return };
-            osc.frequency().set_value(freq);
-            gain.gain().set_value(0.15);
-            let _ = osc.connect_with_audio_node(&gain);
-            let _ = gain.connect_with_audio_node(&ctx.destination());
-            let at = start + i as f64 * 0.22;
-            let _ = osc.start_with_when(at);
-            let _ = osc.stop_with_when(at + 0.2);
+    /// Rings for the offer shown, once the Ready click unlocked audio:
+    /// every ring until it expires (`rings_left`), scheduled at once on the
+    /// audio clock, which keeps time in a hidden tab whose own timers are
+    /// throttled; silenced when the offer closes or another replaces it.
+    fn ring_for_offer(&self) {
+        let offer = self.console.offer.get_untracked();
+        let ringing = self.ringing.borrow().as_ref().map(|r| r.session_id.clone());
+        if ringing.is_some() && ringing == offer.as_ref().map(|o| o.session_id.clone()) {
+            return;
         }
+        let silenced = self.ringing.borrow_mut().take();
+        drop(silenced);
+        let (Some(offer), Some(ctx)) = (offer, self.audio.borrow().clone()) else { return };
+        let rings = rings_left(browser_now() + self.skew_ms.get(), offer.expires_at);
+        let start = ctx.current_time();
+        let mut tones = Vec::new();
+        for ring in 0..rings {
+            let at = start + f64::from(ring) * RING_EVERY_MS as f64 / 1_000.0;
+            for (i, freq) in [880.0_f32, 660.0].into_iter().enumerate() {
+                let (Ok(osc), Ok(gain)) = (ctx.create_oscillator(), ctx.create_gain()) else { break };
+                osc.frequency().set_value(freq);
+                gain.gain().set_value(0.15);
+                let _ = osc.connect_with_audio_node(&gain);
+                let _ = gain.connect_with_audio_node(&ctx.destination());
+                let at = at + i as f64 * 0.22;
+                let _ = osc.start_with_when(at);
+                let _ = osc.stop_with_when(at + 0.2);
+                tones.push(osc);
+            }
+        }
+        *self.ringing.borrow_mut() = Some(Ringing { session_id: offer.session_id, tones });
     }
 
     fn notify(&self, title: &str, body: &str) {
@@ -327,6 +387,12 @@ impl Inner {
     }
 
     fn apply(&self, msg: RingMsg) {
+        self.apply_msg(msg);
+        // Every change of the offer shown comes through here.
+        self.ring_for_offer();
+    }
+
+    fn apply_msg(&self, msg: RingMsg) {
         let console = self.console;
         console.last_update_ms.set(Some(browser_now() + self.skew_ms.get()));
         match msg {
@@ -339,7 +405,7 @@ impl Inner {
                 }
                 console.offer.set(offer);
                 *self.pops.borrow_mut() = pops;
-                self.reported_rtt.set(None);
+                self.rtt.borrow_mut().connected();
                 self.ping();
             }
             RingMsg::Presence { presence } => console.presence.set(Some(presence)),
@@ -351,7 +417,6 @@ impl Inner {
                 self.notify(&title, &format!("{} · {} ms", offer.site, offer.rtt_ms));
                 console.notice.set(None);
                 console.offer.set(Some(offer));
-                self.ring();
             }
             RingMsg::OfferClosed { session_id, how } => {
                 let current = console.offer.get_untracked();
@@ -372,21 +437,13 @@ impl Inner {
                 console.offer.set(None);
                 (self.navigate)(&cockpit_path(&session_id));
             }
-            RingMsg::Pong { .. } => {
-                let rtt = (js_sys_now() - self.ping_sent_at.get()).max(0.0).round() as u32;
-                let best = {
-                    let mut samples = self.rtt_samples.borrow_mut();
-                    samples.push(rtt);
-                    let keep = samples.len().saturating_sub(5);
-                    samples.drain(..keep);
-                    samples.iter().copied().min().unwrap_or(rtt)
-                };
-                // Probe a few times after (re)connecting, then every 30 s.
-                if self.rtt_samples.borrow().len() < 3 {
+            RingMsg::Pong { nonce } => {
+                let seen = self.rtt.borrow_mut().pong(nonce, js_sys_now());
+                // Probe a few times after (re)connecting, then every third heartbeat.
+                if seen.probe_again {
                     self.ping();
                 }
-                if self.reported_rtt.get() != Some(best) {
-                    self.reported_rtt.set(Some(best));
+                if let Some(best) = seen.report {
                     // One socket reaches every PoP of this deployment: the
                     // same measurement stands for each (the ACD floors it).
                     for pop in self.pops.borrow().iter() {

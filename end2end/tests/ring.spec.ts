@@ -1,4 +1,4 @@
-import { Page } from '@playwright/test';
+import { BrowserContext, Page } from '@playwright/test';
 import { expect, hydrated, panicsOf, raise, readyOperator, signedIn, signIn, test } from './helpers';
 
 // In the test's own org, Jamal (Austin, palletize + welding) is the only
@@ -220,16 +220,14 @@ test("a console whose heartbeat worker's script never arrives heartbeats from th
   expect(ring.closed, 'the server closed the console for silence').toBe(false);
 });
 
-// A hidden tab's own timers are throttled, so the ring's repeats are
-// scheduled on the audio clock when the offer arrives, and silenced when it
-// closes. Here the page's setInterval never fires, and every tone the page
-// schedules is recorded with when it starts and when it is to stop.
-test("a ringing console whose page timers are held back rings until the offer closes, then falls silent", async ({ browser, request, org }) => {
-  test.setTimeout(60_000);
-  const context = await signedIn(browser, org, org.people.jamal);
+/** A tone the page scheduled: when it starts and when it is to stop
+ * (null: never told), in the audio clock's seconds. */
+type Tone = { startAt: number; stopAt: number | null };
+
+/** Records every tone the context's pages schedule (`window.tones`) and the
+ * audio context they play on (`window.audio`). */
+async function recordTones(context: BrowserContext): Promise<void> {
   await context.addInitScript(() => {
-    window.setInterval = (() => 0) as unknown as typeof window.setInterval;
-    type Tone = { startAt: number; stopAt: number | null };
     const seen = window as unknown as { tones: Tone[]; audio?: BaseAudioContext };
     seen.tones = [];
     const { start, stop } = OscillatorNode.prototype;
@@ -248,6 +246,18 @@ test("a ringing console whose page timers are held back rings until the offer cl
       stop.call(this, when);
     };
   });
+}
+
+const tonesOf = (page: Page) => page.evaluate(() => (window as unknown as { tones: Tone[] }).tones.map((t) => ({ ...t })));
+
+// A hidden tab's own timers are throttled, so the ring's repeats are
+// scheduled on the audio clock when the offer arrives, and silenced when it
+// closes. Here the page's setInterval never fires.
+test("a ringing console whose page timers are held back rings until the offer closes, then falls silent", async ({ browser, request, org }) => {
+  test.setTimeout(60_000);
+  const context = await signedIn(browser, org, org.people.jamal);
+  await context.addInitScript(() => { window.setInterval = (() => 0) as unknown as typeof window.setInterval; });
+  await recordTones(context);
   const page = await context.newPage();
   await page.goto('/operator');
   await hydrated(page);
@@ -255,13 +265,14 @@ test("a ringing console whose page timers are held back rings until the offer cl
   await expect(page.getByTestId('presence')).toHaveText('ready');
   await raise(request, org, 'uw-weld-01');
   await expect(page.getByTestId('offer')).toBeVisible();
-  type Tone = { startAt: number; stopAt: number | null };
-  const tones = () => page.evaluate(() => (window as unknown as { tones: Tone[] }).tones.map((t) => ({ ...t })));
   // Two tones a ring, a ring every 1.5 s for the offer's 30 s.
-  await expect.poll(async () => (await tones()).length).toBeGreaterThanOrEqual(2 * 15);
-  const scheduled = await tones();
+  await expect.poll(async () => (await tonesOf(page)).length).toBeGreaterThanOrEqual(2 * 15);
+  const scheduled = await tonesOf(page);
   const span = Math.max(...scheduled.map((t) => t.startAt)) - Math.min(...scheduled.map((t) => t.startAt));
   expect(span, 'seconds from the first ring to the last').toBeGreaterThan(20);
+  // The last ring's second tone starts 0.22 s after it; the clock's skew
+  // is a few milliseconds either way.
+  expect(span, 'none past the offer\'s expiry').toBeLessThan(30.5);
   await page.keyboard.press('Escape'); // declined: the offer closes
   await expect(page.getByTestId('offer')).toHaveCount(0);
   // Nothing still to sound half a second from now.
@@ -270,5 +281,27 @@ test("a ringing console whose page timers are held back rings until the offer cl
     const soon = seen.audio.currentTime + 0.5;
     return seen.tones.filter((t) => t.stopAt === null || t.stopAt > soon).length;
   })).toBe(0);
+  await context.close();
+});
+
+// Audio starts only from a person's gesture. A console tab reloaded while
+// its operator is ready has no Ready click to give: any click unlocks it.
+test("a console reloaded while ready rings aloud once the operator clicks anywhere on the page", async ({ browser, request, org }) => {
+  test.setTimeout(60_000);
+  const context = await signedIn(browser, org, org.people.jamal);
+  await recordTones(context);
+  const page = await context.newPage();
+  await page.goto('/operator');
+  await hydrated(page);
+  await page.getByTestId('go-ready').click();
+  await expect(page.getByTestId('presence')).toHaveText('ready');
+  await page.reload();
+  await hydrated(page);
+  await expect(page.getByTestId('presence')).toHaveText('ready');
+  await expect(page.getByTestId('link-state')).toHaveText('');
+  await page.getByRole('heading').first().click();
+  await raise(request, org, 'uw-weld-01');
+  await expect(page.getByTestId('offer')).toBeVisible();
+  await expect.poll(async () => (await tonesOf(page)).length).toBeGreaterThanOrEqual(2);
   await context.close();
 });

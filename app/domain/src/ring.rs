@@ -164,8 +164,8 @@ pub const MAX_RINGS: i64 = 400;
 /// tab's timer throttling does not slow, and silences them when the offer
 /// closes.
 pub fn rings_left(now_ms: i64, expires_at_ms: i64) -> u32 {
-    let open_ms = (expires_at_ms - now_ms).max(0);
-    ((open_ms + RING_EVERY_MS - 1) / RING_EVERY_MS).min(MAX_RINGS) as u32
+    let open_ms = expires_at_ms.saturating_sub(now_ms).clamp(0, MAX_RINGS * RING_EVERY_MS);
+    ((open_ms + RING_EVERY_MS - 1) / RING_EVERY_MS) as u32
 }
 
 /// The last this many RTT samples count; the least of them is reported.
@@ -178,11 +178,12 @@ pub const RTT_PROBES_ON_CONNECT: usize = 3;
 /// PoP (`ConsoleMsg::Rtt`) and the ACD routes by. Each probe's nonce is its
 /// send time (µs, browser clock), and its pong is timed from that, so probes
 /// that cross (a pong arriving after a newer probe went out) are each timed
-/// right rather than from the newer one, which would under-report. The
-/// least of the last `RTT_SAMPLES` is reported, only when it changes: a
-/// busy tab can slow a sample, never speed it up. A new connection starts
-/// afresh (it may be another network), as the server forgets a closed
-/// tab's RTT.
+/// right rather than from the newer one, which would under-report; a
+/// sample is rounded up to the millisecond, never down. The least of the
+/// last `RTT_SAMPLES` is reported, only when it changes: a busy tab can
+/// slow a sample, never speed it up. Each `Welcome` starts afresh: a new
+/// connection may be another network, and a dispatcher that (re)loaded the
+/// operator wants a report.
 #[derive(Debug, Default)]
 pub struct RttProbe {
     samples: Vec<u32>,
@@ -203,7 +204,8 @@ impl RttProbe {
         (now_ms * 1_000.0) as u64
     }
 
-    /// The socket (re)connected: earlier samples no longer count.
+    /// A `Welcome` came (a new connection, or the server's truth again):
+    /// earlier samples no longer count, and the next pong is reported.
     pub fn connected(&mut self) {
         *self = Self::default();
     }
@@ -214,7 +216,7 @@ impl RttProbe {
         let Some(rtt_us) = Self::nonce(now_ms).checked_sub(nonce) else {
             return PongSeen { report: None, probe_again: false };
         };
-        let rtt = u32::try_from((rtt_us + 500) / 1_000).unwrap_or(u32::MAX);
+        let rtt = u32::try_from(rtt_us.div_ceil(1_000)).unwrap_or(u32::MAX);
         self.samples.push(rtt);
         let stale = self.samples.len().saturating_sub(RTT_SAMPLES);
         self.samples.drain(..stale);
@@ -262,7 +264,9 @@ mod tests {
         assert_eq!(rings_left(0, 1), 1, "one ring while it is open at all");
         assert_eq!(rings_left(30_000, 30_000), 0);
         assert_eq!(rings_left(31_000, 30_000), 0, "expired");
-        assert_eq!(rings_left(0, i64::MAX / 2), MAX_RINGS as u32);
+        assert_eq!(rings_left(0, i64::MAX), MAX_RINGS as u32);
+        assert_eq!(rings_left(i64::MIN, i64::MAX), MAX_RINGS as u32);
+        assert_eq!(rings_left(i64::MAX, i64::MIN), 0);
     }
 
     #[test]
@@ -286,7 +290,7 @@ mod tests {
         assert_eq!(pong(150.0).report, None, "a slower sample does not raise it");
         let third = pong(130.0);
         assert_eq!(third, PongSeen { report: None, probe_again: false }, "three samples: back to the heartbeat's pace");
-        assert_eq!(pong(1.4).report, Some(1), "to the nearest millisecond");
+        assert_eq!(pong(0.4).report, Some(1), "rounded up: never below what it measured");
         for _ in 0..RTT_SAMPLES - 1 {
             assert_eq!(pong(200.0).report, None);
         }

@@ -31,6 +31,10 @@ struct Inner {
     pops: RefCell<Vec<String>>,
     rtt: RefCell<RttProbe>,
     audio: RefCell<Option<AudioContext>>,
+    /// Audio starts only from a person's gesture: the Ready click unlocks
+    /// it, and so does any click or key on the page (a tab reloaded while
+    /// ready or ringing has no Ready click to give).
+    gestures: RefCell<Vec<WindowListenerHandle>>,
     /// The rings scheduled for the offer shown, if any.
     ringing: RefCell<Option<Ringing>>,
     timers: RefCell<Vec<Interval>>,
@@ -61,6 +65,7 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
         pops: RefCell::new(Vec::new()),
         rtt: RefCell::default(),
         audio: RefCell::new(None),
+        gestures: RefCell::new(Vec::new()),
         ringing: RefCell::new(None),
         timers: RefCell::new(Vec::new()),
         heartbeat: RefCell::new(None),
@@ -75,6 +80,10 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
         })
     };
     *inner.heartbeat.borrow_mut() = Some(heartbeat_clock(Rc::downgrade(&inner)));
+    *inner.gestures.borrow_mut() = vec![
+        window_event_listener(leptos::ev::pointerdown, unlock_audio_on(Rc::downgrade(&inner))),
+        window_event_listener(leptos::ev::keydown, unlock_audio_on(Rc::downgrade(&inner))),
+    ];
     inner.timers.borrow_mut().push(tick);
     inner.tick();
     *inner.panel.borrow_mut() = mount_offer_panel(console);
@@ -82,6 +91,15 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
     let socket = Socket::open("/ws", false, crate::rules::MAX_RETRY_WAIT_S, Box::new(Ring(Rc::downgrade(&inner))));
     *inner.socket.borrow_mut() = Some(socket);
     Ok(LinkHandle { inner })
+}
+
+/// A gesture's listener that unlocks the console's audio.
+fn unlock_audio_on<E>(inner: Weak<Inner>) -> impl Fn(E) + 'static {
+    move |_| {
+        if let Some(inner) = inner.upgrade() {
+            inner.unlock_audio();
+        }
+    }
 }
 
 /// The console's heartbeats and RTT probes, on a `HeartbeatClock`. When
@@ -140,11 +158,13 @@ const HEARTBEAT_CLOCK_URL: &str = "/pkg/heartbeat_clock.js";
 /// presence TTL and lapse to offline: no calls for an operator who is
 /// there. A dedicated worker's timers are not throttled that way
 /// (`heartbeat_clock.js`); the page's own timer stands in where the worker
-/// cannot be made or fails (its script did not load, it threw, or it has
-/// not ticked `FIRST_TICK_GRACE_MS` after its first tick was due: a fetch
-/// of its script that hangs fires no error); then `failed` is called once,
-/// and what it answers (a retry's timer) is held until the clock is
-/// dropped. Dropping the clock stops it.
+/// cannot be made or fails (its script did not load, or it threw); then
+/// `failed` is called once, and what it answers (a retry's timer) is held
+/// until the clock is dropped. A worker that has not ticked
+/// `FIRST_TICK_GRACE_MS` after an interval (a fetch of its script that
+/// hangs fires no error) has the page's timer stand in the same way, but
+/// is not ended: should it tick after all (its script was only slow), it
+/// takes over again. Dropping the clock stops it.
 struct HeartbeatClock {
     worker: Option<ClockWorker>,
     fallback: Rc<RefCell<Option<(Interval, Timeout)>>>,
@@ -159,10 +179,10 @@ struct ClockWorker {
     _watchdog: Timeout,
 }
 
-/// How long past its first tick's time a worker that has not ticked is
-/// given up (the page's timer stands in, beating at once): with the
-/// heartbeat the socket sent on opening, the server hears the console
-/// again well within its TTL.
+/// How long past an interval from its start a worker that has not ticked
+/// has the page's timer stand in (beating at once): with the heartbeat the
+/// socket sent on opening, the server hears the console again well within
+/// its TTL.
 const FIRST_TICK_GRACE_MS: u32 = 5_000;
 
 impl HeartbeatClock {
@@ -180,25 +200,26 @@ impl HeartbeatClock {
             page_timer();
             return Self { worker: None, fallback };
         };
-        // A worker that failed is ended, so it never ticks beside the page's timer.
-        let fail_over = {
-            let broken = worker.clone();
-            Rc::new(move || {
-                broken.terminate();
-                page_timer();
-            })
-        };
+        let page_timer = Rc::new(page_timer);
         let ticked = Rc::new(Cell::new(false));
         let on_tick = {
-            let (ticked, beat) = (ticked.clone(), beat.clone());
+            let (ticked, beat, fallback) = (ticked.clone(), beat.clone(), fallback.clone());
             Closure::<dyn FnMut()>::new(move || {
                 ticked.set(true);
+                // A slow worker's first tick: the page's timer (and its
+                // retry) stood in since the watchdog, and stop now.
+                let stood_in = fallback.borrow_mut().take();
+                drop(stood_in);
                 beat();
             })
         };
         let on_error = {
-            let fail_over = fail_over.clone();
-            Closure::<dyn FnMut()>::new(move || fail_over())
+            // A worker that failed is ended, so it never ticks beside the page's timer.
+            let (broken, page_timer) = (worker.clone(), page_timer.clone());
+            Closure::<dyn FnMut()>::new(move || {
+                broken.terminate();
+                page_timer();
+            })
         };
         let watchdog = {
             let fallback = fallback.clone();
@@ -207,7 +228,7 @@ impl HeartbeatClock {
                     // The last beat was when the clock started (the socket's
                     // or a retry's), more than an interval ago.
                     beat();
-                    fail_over();
+                    page_timer();
                 }
             })
         };
@@ -234,9 +255,10 @@ impl Drop for HeartbeatClock {
     }
 }
 
-/// The rings scheduled for one offer; dropping them silences the rest.
+/// The rings scheduled for one offer (its session and expiry); dropping
+/// them silences the rest.
 struct Ringing {
-    session_id: String,
+    offer: (String, i64),
     tones: Vec<OscillatorNode>,
 }
 
@@ -265,6 +287,9 @@ impl LinkHandle {
         self.inner.timers.borrow_mut().clear();
         self.inner.heartbeat.borrow_mut().take();
         self.inner.ringing.borrow_mut().take();
+        for gesture in self.inner.gestures.borrow_mut().drain(..) {
+            gesture.remove();
+        }
         self.inner.panel.borrow_mut().take();
         let socket = self.inner.socket.borrow_mut().take();
         if let Some(socket) = socket {
@@ -273,10 +298,7 @@ impl LinkHandle {
     }
 
     pub fn unlock_alerts(&self) {
-        if self.inner.audio.borrow().is_none() {
-            *self.inner.audio.borrow_mut() = AudioContext::new().ok();
-            self.inner.ring_for_offer();
-        }
+        self.inner.unlock_audio();
         if web_sys::Notification::permission() == web_sys::NotificationPermission::Default {
             let _ = web_sys::Notification::request_permission();
         }
@@ -334,6 +356,16 @@ impl Inner {
         }
     }
 
+    /// Makes the audio context (called from a person's gesture), and rings
+    /// for an offer already shown.
+    fn unlock_audio(&self) {
+        if self.audio.borrow().is_none() {
+            let audio = AudioContext::new().ok();
+            *self.audio.borrow_mut() = audio;
+            self.ring_for_offer();
+        }
+    }
+
     /// An RTT probe, its nonce the time it was sent (`RttProbe`).
     fn ping(&self) {
         self.send(&ConsoleMsg::Ping { nonce: RttProbe::nonce(js_sys_now()) });
@@ -349,14 +381,18 @@ impl Inner {
     /// audio clock, which keeps time in a hidden tab whose own timers are
     /// throttled; silenced when the offer closes or another replaces it.
     fn ring_for_offer(&self) {
-        let offer = self.console.offer.get_untracked();
-        let ringing = self.ringing.borrow().as_ref().map(|r| r.session_id.clone());
-        if ringing.is_some() && ringing == offer.as_ref().map(|o| o.session_id.clone()) {
+        // The same session offered again (say its first offer expired
+        // while this tab was away) rings again: it has a new expiry.
+        let same = self.console.offer.with_untracked(|offer| match (offer, self.ringing.borrow().as_ref()) {
+            (Some(offer), Some(ringing)) => ringing.offer.0 == offer.session_id && ringing.offer.1 == offer.expires_at,
+            _ => false,
+        });
+        if same {
             return;
         }
         let silenced = self.ringing.borrow_mut().take();
         drop(silenced);
-        let (Some(offer), Some(ctx)) = (offer, self.audio.borrow().clone()) else { return };
+        let (Some(offer), Some(ctx)) = (self.console.offer.get_untracked(), self.audio.borrow().clone()) else { return };
         let rings = rings_left(browser_now() + self.skew_ms.get(), offer.expires_at);
         let start = ctx.current_time();
         let mut tones = Vec::new();
@@ -374,7 +410,7 @@ impl Inner {
                 tones.push(osc);
             }
         }
-        *self.ringing.borrow_mut() = Some(Ringing { session_id: offer.session_id, tones });
+        *self.ringing.borrow_mut() = Some(Ringing { offer: (offer.session_id, offer.expires_at), tones });
     }
 
     fn notify(&self, title: &str, body: &str) {

@@ -303,5 +303,6 @@ test("a console reloaded while ready rings aloud once the operator clicks anywhe
   await raise(request, org, 'uw-weld-01');
   await expect(page.getByTestId('offer')).toBeVisible();
   await expect.poll(async () => (await tonesOf(page)).length).toBeGreaterThanOrEqual(2);
+  await expect.poll(() => page.evaluate(() => (window as unknown as { audio: BaseAudioContext }).audio.state)).toBe('running');
   await context.close();
 });

@@ -32,8 +32,8 @@ struct Inner {
     rtt: RefCell<RttProbe>,
     audio: RefCell<Option<AudioContext>>,
     /// Audio starts only from a person's gesture: the Ready click unlocks
-    /// it, and so does any click or key on the page (a tab reloaded while
-    /// ready or ringing has no Ready click to give).
+    /// it, and so does any click, tap or key on the page (a tab reloaded
+    /// while ready or ringing has no Ready click to give).
     gestures: RefCell<Vec<WindowListenerHandle>>,
     /// The rings scheduled for the offer shown, if any.
     ringing: RefCell<Option<Ringing>>,
@@ -82,6 +82,7 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
     *inner.heartbeat.borrow_mut() = Some(heartbeat_clock(Rc::downgrade(&inner)));
     *inner.gestures.borrow_mut() = vec![
         window_event_listener(leptos::ev::pointerdown, unlock_audio_on(Rc::downgrade(&inner))),
+        window_event_listener(leptos::ev::pointerup, unlock_audio_on(Rc::downgrade(&inner))),
         window_event_listener(leptos::ev::keydown, unlock_audio_on(Rc::downgrade(&inner))),
     ];
     inner.timers.borrow_mut().push(tick);
@@ -159,12 +160,13 @@ const HEARTBEAT_CLOCK_URL: &str = "/pkg/heartbeat_clock.js";
 /// there. A dedicated worker's timers are not throttled that way
 /// (`heartbeat_clock.js`); the page's own timer stands in where the worker
 /// cannot be made or fails (its script did not load, or it threw); then
-/// `failed` is called once, and what it answers (a retry's timer) is held
-/// until the clock is dropped. A worker that has not ticked
+/// `failed` is called, and what it answers (a retry's timer) is held while
+/// the page's timer stands in. A worker that has not ticked
 /// `FIRST_TICK_GRACE_MS` after an interval (a fetch of its script that
 /// hangs fires no error) has the page's timer stand in the same way, but
 /// is not ended: should it tick after all (its script was only slow), it
-/// takes over again. Dropping the clock stops it.
+/// takes over again, and the page's timer and its retry stop. Dropping the
+/// clock stops it.
 struct HeartbeatClock {
     worker: Option<ClockWorker>,
     fallback: Rc<RefCell<Option<(Interval, Timeout)>>>,
@@ -297,8 +299,11 @@ impl LinkHandle {
         }
     }
 
+    /// Asks for notification permission. (Audio is unlocked by the same
+    /// gesture through the link's own listeners, `Inner::gestures`: kept
+    /// there, the ring's code stays in the link's chunk instead of the
+    /// main module every screen loads.)
     pub fn unlock_alerts(&self) {
-        self.inner.unlock_audio();
         if web_sys::Notification::permission() == web_sys::NotificationPermission::Default {
             let _ = web_sys::Notification::request_permission();
         }
@@ -357,11 +362,22 @@ impl Inner {
     }
 
     /// Makes the audio context (called from a person's gesture), and rings
-    /// for an offer already shown.
+    /// for an offer already shown. A context made on a gesture the browser
+    /// does not count as the person's (a touch's pointerdown, Escape)
+    /// starts suspended, and what is scheduled on it waits: a later gesture
+    /// (the touch's pointerup) resumes it.
     fn unlock_audio(&self) {
-        if self.audio.borrow().is_none() {
+        let made = self.audio.borrow().is_none();
+        if made {
             let audio = AudioContext::new().ok();
             *self.audio.borrow_mut() = audio;
+        }
+        if let Some(audio) = self.audio.borrow().as_ref() {
+            if audio.state() != web_sys::AudioContextState::Running {
+                let _ = audio.resume();
+            }
+        }
+        if made {
             self.ring_for_offer();
         }
     }

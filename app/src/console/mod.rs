@@ -80,8 +80,9 @@ impl Console {
         let _ = msg;
     }
 
-    /// Called from the Ready click (a user gesture): allows the audible
-    /// ring and asks for notification permission.
+    /// Called from the Ready click (a user gesture): asks for notification
+    /// permission. (The same gesture unlocks the audible ring, through the
+    /// link's listeners for any click or key.)
     pub fn unlock_alerts(&self) {
         #[cfg(feature = "hydrate")]
         self.link_handle.with_value(|h| {

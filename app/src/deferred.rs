@@ -1,7 +1,8 @@
 //! Panels whose code the browser fetches after the page is interactive.
 //!
 //! A screen's secondary panels (a session's timeline, activity, dispatch
-//! decisions, chat and rating; the cockpit's and client's side panels) are
+//! decisions, chat and rating; the cockpit's and client's side panels; the
+//! wallboard's relay, safety and link-health panels) are
 //! rendered in the browser from a lazily loaded chunk once the page has
 //! hydrated, instead of being hydrated with it: their view code and their
 //! data's decoders are not in the way of the first input (issue "wallboard",

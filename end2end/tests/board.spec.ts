@@ -12,7 +12,7 @@ async function acceptOffer(page: Page, robot: string): Promise<string> {
   return page.url().split('/cockpit/')[1];
 }
 
-test('the overview raises a call that rings the operator; the wallboard puts a protective stop on top live, and flags a silent robot', async ({ browser, request, org }) => {
+test('W12 W15 W16: the overview raises a call that rings the operator; the wallboard puts a protective stop on top live, flags a silent robot, and shows its relay and link panels with no action that clears a stop', async ({ browser, request, org }) => {
   test.setTimeout(120_000);
   const robot = (id: string) => org.robots[id].id;
   const priya = await readyOperator(browser, org, org.people.priya);
@@ -56,6 +56,18 @@ test('the overview raises a call that rings the operator; the wallboard puts a p
   await expect(card(first)).toHaveAttribute('data-state', 'ARMED');
   await expect(card(second)).toHaveAttribute('data-state', 'ARMED');
   await expect(admin.getByTestId('chip-PROTECTIVE_STOP')).toContainText('PROTECTIVE_STOP');
+  // The panels below the cards, built once the page is interactive. W15: a
+  // relay row for each attached session, neither of which has a relay
+  // channel, so neither says flowing. W16: the org's paths with their floor
+  // and note. W12: nothing on the board clears a stop.
+  for (const id of ['uk-insp-01', 'ue-insp-01']) {
+    await expect(admin.getByTestId(`relay-${robot(id)}`).getByTestId('relay-health')).toHaveText(/^(starting|stalled)$/);
+  }
+  const manchester = admin.getByTestId('link-health').locator('tr', { hasText: 'Manchester → UK (London)' });
+  await expect(manchester).toContainText('177 ms');
+  await expect(manchester).toContainText('Shortest glass reach');
+  await expect(admin.getByRole('button', { name: /clear/i })).toHaveCount(0);
+  await expect(admin.getByRole('link', { name: /clear/i })).toHaveCount(0);
   await admin.evaluate(() => ((window as any).__noReload = true));
 
   const stop = await request.post(`/v1/sessions/${second}/telemetry`, {

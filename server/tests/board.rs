@@ -130,9 +130,10 @@ async fn metrics_are_served_on_their_own_address_in_prometheus_format() {
 
 // The wallboard as the server renders it (SSR, before any script runs):
 // every field of a card, its link, the chips at 0, the alarm styling and
-// hint, the registry chip, the relay panel's empty state, link health, and
-// no action that could clear a stop.
-both_backends!(w01_w02_w05_w07_w11_w12_w14_w15_w16_the_wallboard_renders_every_field_read_only, |app: TestApp| async move {
+// hint, the registry chip, and no action that could clear a stop. The
+// panels below the cards are built in the browser (end2end board.spec.ts
+// checks them, W12 included).
+both_backends!(w01_w02_w05_w07_w11_w12_w14_the_wallboard_renders_every_field_read_only, |app: TestApp| async move {
     let admin = browser();
     sign_in(&admin, &app, ADMIN).await;
     let session = attach(&app, "u-tom", "uk-pick-01").await;
@@ -163,12 +164,11 @@ both_backends!(w01_w02_w05_w07_w11_w12_w14_w15_w16_the_wallboard_renders_every_f
     let attached = &html[html.find("data-testid=\"attached\"").expect("W03: the header count")..];
     let attached: String = attached[attached.find('>').unwrap() + 1..attached.find("</span>").unwrap()].chars().filter(char::is_ascii_digit).collect();
     assert_eq!(attached, "1", "W03: N attached is the number of live sessions");
-    // W15: the held session has no relay channel: its row never says flowing.
-    let relay = &html[html.find("data-testid=\"relay\"").expect("W15: the relay panel lists the attached session")..];
-    let health = &relay[relay.find("data-testid=\"relay-health\"").expect("its relay health")..];
-    let health = &health[health.find('>').unwrap() + 1..health.find("</span>").unwrap()];
-    assert!(health == "starting" || health == "stalled", "W15: no frames is not flowing: {health}");
-    assert!(html.contains("Manchester → UK (London)") && html.contains("Shortest glass reach"), "W16");
+    // The relay (W15), safety (W13) and link health (W16) panels are built
+    // in the browser once the page is interactive: the server sends their
+    // placeholder (their rendering is checked in end2end/tests/board.spec.ts
+    // and relay.spec.ts).
+    assert!(html.contains("Loading the relay, safety events and link health…"), "the panels' placeholder");
     let lower = html.to_lowercase();
     assert!(!lower.contains(">clear<") && !lower.contains("clear stop") && !lower.contains("name=\"clear"), "W12: no clear action");
     app.finish().await;

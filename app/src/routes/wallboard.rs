@@ -7,12 +7,14 @@ use crate::board::{
     velocity_tone, BoardFilter, OpsBoard, CHIP_STATES,
 };
 use crate::components::ErrorNotice;
+use crate::deferred::{Deferred, PanelBuilt};
 use crate::live::{use_live_board, LiveBoard};
 use crate::models::{SafetyState, SessionRecord};
 use crate::relay::{overflow_note, relay_health, RelayHealth, RelayStat};
-use crate::routes::waiting::CeilingNowView;
+use crate::routes::waiting::{live_clock, CeilingNowView};
 use crate::rules::{fixed, format_age, utc_clock};
 use leptos::prelude::*;
+use leptos::wasm_split::wasm_split;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_query_map};
 use std::sync::Arc;
@@ -42,6 +44,13 @@ pub fn Wallboard() -> impl IntoView {
                     }
                 })}
             </Transition>
+            // The panels below the cards load their code once the page is
+            // interactive (crate::deferred): the wallboard was over the wasm
+            // budget with them hydrated with the rest (BENCHMARKS.md, the
+            // wasm's ninth pass). Outside the board, which a reload replaces
+            // whole: they are built once and a reload updates them in place
+            // (a scrolled safety feed stays where it is).
+            <Deferred placeholder="Loading the relay, safety events and link health…" view=move || board_panels(live)/>
         </div>
     }
 }
@@ -56,10 +65,7 @@ fn Board(board: OpsBoard, live: LiveBoard, filter: Memo<BoardFilter>) -> impl In
     let counts = state_counts(&board.live);
     let attached = cards.len();
     let as_of = board.as_of_ms;
-    let now = move || {
-        let n = live.now_ms.get();
-        if n == 0 { as_of } else { n }
-    };
+    let now = live_clock(live, as_of);
     let shown = move || cards.iter().filter(|s| filter.get().matches(s)).cloned().collect::<Vec<_>>();
     let statuses = board.clone();
     // One root element: a reload replaces it whole.
@@ -96,11 +102,6 @@ fn Board(board: OpsBoard, live: LiveBoard, filter: Memo<BoardFilter>) -> impl In
                 }
             }}
         </section>
-        <div class="board-panels">
-            <RelayPanel board=board.clone() live now/>
-            <SafetyFeed board=board.clone()/>
-            <LinkHealth board/>
-        </div>
         </div>
     }
 }
@@ -138,6 +139,31 @@ fn Waiting(board: Arc<OpsBoard>, now: impl Fn() -> i64 + Send + Sync + Copy + 's
             }}
         </section>
     }
+}
+
+/// The panels below the cards: the relay (W15), the safety events (W13)
+/// and link health (W16), of the board as last loaded (a board that failed
+/// to load says so above them).
+#[wasm_split(board_panels, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn board_panels(live: LiveBoard) -> PanelBuilt {
+    // Read as it stands, not awaited: the board has loaded by the time the
+    // page is interactive, a reload keeps the last board until the next one
+    // lands, and a Transition here would bring its code back into the
+    // screen's own chunk.
+    let panels = move || {
+        live.data.get().and_then(Result::ok).map(|board| {
+            let board = Arc::new(board);
+            let now = live_clock(live, board.as_of_ms);
+            view! {
+                <div class="board-panels">
+                    <RelayPanel board=board.clone() live now/>
+                    <SafetyFeed board=board.clone()/>
+                    <LinkHealth board/>
+                </div>
+            }
+        })
+    };
+    Ok(panels.into_any())
 }
 
 /// When the data was last updated, and whether push is connected.

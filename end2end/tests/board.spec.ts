@@ -59,15 +59,13 @@ test('W12 W15 W16: the overview raises a call that rings the operator; the wallb
   // The panels below the cards, built once the page is interactive. W15: a
   // relay row for each attached session, neither of which has a relay
   // channel, so neither says flowing. W16: the org's paths with their floor
-  // and note. W12: nothing on the board clears a stop.
+  // and note.
   for (const id of ['uk-insp-01', 'ue-insp-01']) {
     await expect(admin.getByTestId(`relay-${robot(id)}`).getByTestId('relay-health')).toHaveText(/^(starting|stalled)$/);
   }
   const manchester = admin.getByTestId('link-health').locator('tr', { hasText: 'Manchester → UK (London)' });
   await expect(manchester).toContainText('177 ms');
   await expect(manchester).toContainText('Shortest glass reach');
-  await expect(admin.getByRole('button', { name: /clear/i })).toHaveCount(0);
-  await expect(admin.getByRole('link', { name: /clear/i })).toHaveCount(0);
   await admin.evaluate(() => ((window as any).__noReload = true));
 
   const stop = await request.post(`/v1/sessions/${second}/telemetry`, {
@@ -79,6 +77,10 @@ test('W12 W15 W16: the overview raises a call that rings the operator; the wallb
   await expect(admin.getByTestId('card').first()).toHaveAttribute('data-session', second, { timeout: 20_000 });
   await expect(card(second)).toHaveClass(/alarm/);
   await expect(card(second)).toContainText('latched, awaiting clear');
+  // W12: with a stop latched and the panels in, nothing on the board clears it.
+  await expect(admin.getByTestId('link-health')).toBeVisible();
+  await expect(admin.getByRole('button', { name: /clear/i })).toHaveCount(0);
+  await expect(admin.getByRole('link', { name: /clear/i })).toHaveCount(0);
   await expect(admin.getByTestId('safety-feed')).toContainText('protective stop');
   expect(await admin.evaluate(() => (window as any).__noReload)).toBe(true);
   await admin.screenshot({ path: 'test-results/wallboard.png' });

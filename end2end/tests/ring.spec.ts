@@ -1,4 +1,4 @@
-import { BrowserContext, Page } from '@playwright/test';
+import { BrowserContext, Page, Route } from '@playwright/test';
 import { expect, hydrated, panicsOf, raise, readyOperator, signedIn, signIn, test } from './helpers';
 
 // In the test's own org, Jamal (Austin, palletize + welding) is the only
@@ -81,6 +81,12 @@ test("an operator whose console code cannot be fetched is told calls cannot reac
   await context.close();
 });
 
+/** The page's own `setInterval` never fires, as a hidden tab's timers are
+ * held back (Chrome: once a minute after five minutes hidden). */
+async function holdPageTimers(context: BrowserContext): Promise<void> {
+  await context.addInitScript(() => { window.setInterval = (() => 0) as unknown as typeof window.setInterval; });
+}
+
 /** What the page's ring sockets (`/ws`) do, counted as it happens: sockets
  * opened, heartbeats sent, and whether one closed. */
 function consoleSockets(page: Page): { opened: number; heartbeats: number; closed: boolean } {
@@ -102,7 +108,7 @@ function consoleSockets(page: Page): { opened: number; heartbeats: number; close
 test("a console whose page timers are held back, as a hidden tab's are, stays ready past the presence TTL and is rung", async ({ browser, request, org }) => {
   test.setTimeout(100_000);
   const context = await signedIn(browser, org, org.people.jamal);
-  await context.addInitScript(() => { window.setInterval = (() => 0) as unknown as typeof window.setInterval; });
+  await holdPageTimers(context);
   const page = await context.newPage();
   const ring = consoleSockets(page);
   await page.goto('/operator');
@@ -199,9 +205,9 @@ test("a console whose heartbeat worker failed tries it again 30 s later without 
   expect(ring.opened, 'the socket never reopened').toBe(1);
 });
 
-// A fetch of the worker's script that hangs fires no error: the console
-// gives the worker up when its first tick is overdue, and the page's own
-// timer keeps it heard.
+// A fetch of the worker's script that hangs fires no error: when the
+// worker's first tick is overdue the page's own timer stands in and keeps
+// the console heard.
 test("a console whose heartbeat worker's script never arrives heartbeats from the page", async ({ browser, org }) => {
   test.setTimeout(90_000);
   const context = await signedIn(browser, org, org.people.jamal);
@@ -213,11 +219,39 @@ test("a console whose heartbeat worker's script never arrives heartbeats from th
   await page.goto('/operator');
   await hydrated(page);
   const opened = Date.now();
-  // One heartbeat on open, one when the worker is given up (15 s), then
-  // the page's every 10 s, until past the TTL since the page opened.
+  // One heartbeat on open, one when the page's timer stands in (15 s),
+  // then the page's every 10 s, until past the TTL since the page opened.
   await expect.poll(() => ring.closed || (ring.heartbeats >= 3 && Date.now() - opened > 25_000), { timeout: 70_000, intervals: [1_000] }).toBe(true);
   expect(held, 'the worker asked for its script').toBeGreaterThan(0);
   expect(ring.closed, 'the server closed the console for silence').toBe(false);
+  await context.close();
+});
+
+// A worker whose script was only slow is not ended when the page's timer
+// stands in: once it ticks it keeps the console heard. Here the page's own
+// setInterval never fires, so after the stand-in's first beat (15 s) only
+// the worker's ticks can keep the socket open.
+test("a console whose heartbeat worker's script comes late is heard by the worker once it ticks", async ({ browser, org }) => {
+  test.setTimeout(120_000);
+  const context = await signedIn(browser, org, org.people.jamal);
+  await holdPageTimers(context);
+  const held: Route[] = [];
+  await context.route('**/pkg/heartbeat_clock.js', (route) => { held.push(route); });
+  const page = await context.newPage();
+  const ring = consoleSockets(page);
+  await page.goto('/operator');
+  await hydrated(page);
+  await expect.poll(() => held.length).toBeGreaterThan(0);
+  // Past the stand-in's beat (15 s), then the script arrives.
+  await expect.poll(() => ring.closed || ring.heartbeats >= 2, { timeout: 30_000, intervals: [1_000] }).toBe(true);
+  const [late, before] = [Date.now(), ring.heartbeats];
+  await Promise.all(held.splice(0).map((route) => route.continue()));
+  // Ticks every 10 s from the worker, well past the TTL.
+  await expect.poll(() => ring.closed || Date.now() - late > 45_000, { timeout: 70_000, intervals: [1_000] }).toBe(true);
+  expect(ring.closed, 'the server closed the console for silence').toBe(false);
+  // Every third tick is an RTT probe instead.
+  expect(ring.heartbeats - before, 'heartbeats after the script came').toBeGreaterThanOrEqual(2);
+  await context.close();
 });
 
 /** A tone the page scheduled: when it starts and when it is to stop
@@ -256,7 +290,7 @@ const tonesOf = (page: Page) => page.evaluate(() => (window as unknown as { tone
 test("a ringing console whose page timers are held back rings until the offer closes, then falls silent", async ({ browser, request, org }) => {
   test.setTimeout(60_000);
   const context = await signedIn(browser, org, org.people.jamal);
-  await context.addInitScript(() => { window.setInterval = (() => 0) as unknown as typeof window.setInterval; });
+  await holdPageTimers(context);
   await recordTones(context);
   const page = await context.newPage();
   await page.goto('/operator');

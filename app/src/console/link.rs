@@ -292,6 +292,11 @@ impl LinkHandle {
         for gesture in self.inner.gestures.borrow_mut().drain(..) {
             gesture.remove();
         }
+        // A context left open keeps the browser's audio thread running.
+        let audio = self.inner.audio.borrow_mut().take();
+        if let Some(audio) = audio {
+            let _ = audio.close();
+        }
         self.inner.panel.borrow_mut().take();
         let socket = self.inner.socket.borrow_mut().take();
         if let Some(socket) = socket {
@@ -392,7 +397,7 @@ impl Inner {
         self.console.now_ms.set(now);
     }
 
-    /// Rings for the offer shown, once the Ready click unlocked audio:
+    /// Rings for the offer shown, once a gesture unlocked audio:
     /// every ring until it expires (`rings_left`), scheduled at once on the
     /// audio clock, which keeps time in a hidden tab whose own timers are
     /// throttled; silenced when the offer closes or another replaces it.

@@ -48,8 +48,8 @@ pub fn Wallboard() -> impl IntoView {
             // interactive (crate::deferred): the wallboard was over the wasm
             // budget with them hydrated with the rest (BENCHMARKS.md, the
             // wasm's ninth pass). Outside the board, which a reload replaces
-            // whole: they are built once and a reload updates them in place
-            // (a scrolled safety feed stays where it is).
+            // whole: a reload updates them in place rather than building
+            // them anew (a scrolled safety feed stays where it is).
             <Deferred placeholder="Loading the relay, safety events and link health…" view=move || board_panels(live)/>
         </div>
     }
@@ -146,10 +146,9 @@ fn Waiting(board: Arc<OpsBoard>, now: impl Fn() -> i64 + Send + Sync + Copy + 's
 /// to load says so above them).
 #[wasm_split(board_panels, wasm_split_path = ::leptos::wasm_split, fallible)]
 fn board_panels(live: LiveBoard) -> PanelBuilt {
-    // Read as it stands, not awaited: the board has loaded by the time the
-    // page is interactive, a reload keeps the last board until the next one
-    // lands, and a Transition here would bring its code back into the
-    // screen's own chunk.
+    // Read as it stands, not awaited: a reload keeps the last board until
+    // the next one lands, and a board still loading (after a link from
+    // another screen) shows the panels once it has.
     let panels = move || {
         live.data.get().and_then(Result::ok).map(|board| {
             let board = Arc::new(board);

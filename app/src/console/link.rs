@@ -19,6 +19,11 @@ const PING_EVERY_BEATS: u32 = 3;
 
 pub struct LinkHandle {
     inner: Rc<Inner>,
+    /// `Inner::stop`, handed over by `start` and called through this
+    /// pointer: its code (closing the audio context, the listeners, the
+    /// socket) then stays in the link's chunk instead of the main module
+    /// every screen loads (BENCHMARKS.md, the wasm's tenth pass).
+    stop: fn(&Inner),
 }
 
 struct Inner {
@@ -91,7 +96,7 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
     // Backoff: 1, 2, 4, 8, 16, then every 30 s.
     let socket = Socket::open("/ws", false, crate::rules::MAX_RETRY_WAIT_S, Box::new(Ring(Rc::downgrade(&inner))));
     *inner.socket.borrow_mut() = Some(socket);
-    Ok(LinkHandle { inner })
+    Ok(LinkHandle { inner, stop: Inner::stop })
 }
 
 /// A gesture's listener that unlocks the console's audio.
@@ -286,22 +291,7 @@ impl LinkHandle {
     }
 
     pub fn stop(&self) {
-        self.inner.timers.borrow_mut().clear();
-        self.inner.heartbeat.borrow_mut().take();
-        self.inner.ringing.borrow_mut().take();
-        for gesture in self.inner.gestures.borrow_mut().drain(..) {
-            gesture.remove();
-        }
-        // A context left open keeps the browser's audio thread running.
-        let audio = self.inner.audio.borrow_mut().take();
-        if let Some(audio) = audio {
-            let _ = audio.close();
-        }
-        self.inner.panel.borrow_mut().take();
-        let socket = self.inner.socket.borrow_mut().take();
-        if let Some(socket) = socket {
-            socket.stop();
-        }
+        (self.stop)(&self.inner);
     }
 
     /// Asks for notification permission. (Audio is unlocked by the same
@@ -356,6 +346,27 @@ impl Handler for Ring {
 }
 
 impl Inner {
+    /// Ends the link: its timers, rings, listeners, audio, offer panel and
+    /// socket.
+    fn stop(&self) {
+        self.timers.borrow_mut().clear();
+        self.heartbeat.borrow_mut().take();
+        self.ringing.borrow_mut().take();
+        for gesture in self.gestures.borrow_mut().drain(..) {
+            gesture.remove();
+        }
+        // A context left open keeps the browser's audio thread running.
+        let audio = self.audio.borrow_mut().take();
+        if let Some(audio) = audio {
+            let _ = audio.close();
+        }
+        self.panel.borrow_mut().take();
+        let socket = self.socket.borrow_mut().take();
+        if let Some(socket) = socket {
+            socket.stop();
+        }
+    }
+
     /// Sends `msg` if the socket is open (dropped otherwise: the server's
     /// state is re-sent on reconnect).
     fn send(&self, msg: &ConsoleMsg) {

@@ -53,3 +53,13 @@ cargo run --quiet -p clutchcall-site
 step "browser tests: Playwright in Chromium"
 cd end2end
 CLUTCHCALL_BIN="$TARGET_DIR/debug/server" CLUTCHCALL_SIM_BIN="$TARGET_DIR/debug/clutchcall-sim" npx playwright test
+
+# Sizes do not depend on the machine, so the budget is checked here rather
+# than only when someone remembers to run the benchmark: it was broken once
+# for four days unseen (BENCHMARKS.md, the wasm's ninth pass). The release
+# site is served by the debug server built above (the bytes a screen
+# fetches are the same whichever build serves them: the tenth pass).
+step "the wasm budget: what each screen loads before it is interactive, release site (BENCHMARKS.md)"
+cd "$ROOT"
+cargo run --quiet -p clutchcall-site -- --release --no-server
+BENCH_NO_BUILD=1 BENCH_SERVER="$TARGET_DIR/debug/server" bash scripts/bench-wasm.sh

@@ -4,7 +4,7 @@ import { expect, hydrated, panicsOf, raise, readyOperator, signedIn, signIn, tes
 // In the test's own org, Jamal (Austin, palletize + welding) is the only
 // one ready when uw-weld-01 calls; the call is raised with the robot's own
 // token, as an edge agent would.
-test('two tabs of one operator both ring; accept in one opens the cockpit and stops the other', async ({ browser, request, org }) => {
+test('A12: two tabs of one operator both ring; accept in one opens the cockpit and stops the other', async ({ browser, request, org }) => {
   // Two tabs sign in and hydrate: under CI's load that alone has taken 20 s.
   test.setTimeout(60_000);
   const context = await browser.newContext();
@@ -105,7 +105,7 @@ function consoleSockets(page: Page): { opened: number; heartbeats: number; close
 // heard. Here the page's own setInterval never fires at all: the console's
 // heartbeats come from its worker's clock, the server does not close the
 // socket for silence after the presence TTL (20 s), and a call still rings.
-test("a console whose page timers are held back, as a hidden tab's are, stays ready past the presence TTL and is rung", async ({ browser, request, org }) => {
+test("A12: a console whose page timers are held back, as a hidden tab's are, stays ready past the presence TTL and is rung", async ({ browser, request, org }) => {
   test.setTimeout(100_000);
   const context = await signedIn(browser, org, org.people.jamal);
   await holdPageTimers(context);
@@ -292,7 +292,7 @@ const tonesOf = (page: Page) => page.evaluate(() => (window as unknown as { tone
 // A hidden tab's own timers are throttled, so the ring's repeats are
 // scheduled on the audio clock when the offer arrives, and silenced when it
 // closes. Here the page's setInterval never fires.
-test("a ringing console whose page timers are held back rings until the offer closes, then falls silent", async ({ browser, request, org }) => {
+test("A12: a ringing console whose page timers are held back rings until the offer closes, then falls silent", async ({ browser, request, org }) => {
   test.setTimeout(60_000);
   const context = await signedIn(browser, org, org.people.jamal);
   await holdPageTimers(context);
@@ -325,7 +325,7 @@ test("a ringing console whose page timers are held back rings until the offer cl
 
 // Audio starts only from a person's gesture. A console tab reloaded while
 // its operator is ready has no Ready click to give: any click unlocks it.
-test("a console reloaded while ready rings aloud once the operator clicks anywhere on the page", async ({ browser, request, org }) => {
+test("A12: a console reloaded while ready rings aloud once the operator clicks anywhere on the page", async ({ browser, request, org }) => {
   test.setTimeout(60_000);
   const context = await signedIn(browser, org, org.people.jamal);
   await recordTones(context);

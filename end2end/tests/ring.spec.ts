@@ -345,3 +345,32 @@ test("A12: a console reloaded while ready rings aloud once the operator clicks a
   await expect.poll(() => page.evaluate(() => (window as unknown as { audio: BaseAudioContext }).audio.state)).toBe('running');
   await context.close();
 });
+
+// A gesture that answers the offer does not ring for it first: in a tab
+// reloaded while ringing (no gesture has unlocked its audio yet), Enter or
+// a click on Accept accepts at once, without a ring sounding until the
+// answer lands.
+for (const answer of ['Enter', 'a click on Accept'] as const) {
+  test(`A12: a console reloaded while ringing accepts with ${answer} without ringing first`, async ({ browser, request, org }) => {
+    test.setTimeout(60_000);
+    const context = await signedIn(browser, org, org.people.jamal);
+    await recordTones(context);
+    const page = await context.newPage();
+    await page.goto('/operator');
+    await hydrated(page);
+    await page.getByTestId('go-ready').click();
+    await expect(page.getByTestId('presence')).toHaveText('ready');
+    const sessionId = await raise(request, org, 'uw-weld-01');
+    await expect(page.getByTestId('offer')).toBeVisible();
+    await page.reload();
+    await hydrated(page);
+    await expect(page.getByTestId('offer')).toBeVisible();
+    expect(await tonesOf(page), 'no gesture yet since the reload').toHaveLength(0);
+    if (answer === 'Enter') await page.keyboard.press('Enter');
+    else await page.getByRole('button', { name: /^Accept/ }).click();
+    await expect(page).toHaveURL(new RegExp(`/cockpit/${sessionId}$`));
+    await expect(page.getByTestId('cockpit-lifecycle')).toHaveText('ACTIVE');
+    expect(await tonesOf(page), 'tones scheduled by the answering gesture').toHaveLength(0);
+    await context.close();
+  });
+}

@@ -86,9 +86,9 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
     };
     *inner.heartbeat.borrow_mut() = Some(heartbeat_clock(Rc::downgrade(&inner)));
     *inner.gestures.borrow_mut() = vec![
-        window_event_listener(leptos::ev::pointerdown, unlock_audio_on(Rc::downgrade(&inner))),
-        window_event_listener(leptos::ev::pointerup, unlock_audio_on(Rc::downgrade(&inner))),
-        window_event_listener(leptos::ev::keydown, unlock_audio_on(Rc::downgrade(&inner))),
+        window_event_listener(leptos::ev::pointerdown, unlock_audio_on(Rc::downgrade(&inner), on_offer_panel)),
+        window_event_listener(leptos::ev::pointerup, unlock_audio_on(Rc::downgrade(&inner), on_offer_panel)),
+        window_event_listener(leptos::ev::keydown, unlock_audio_on(Rc::downgrade(&inner), answers_by_key)),
     ];
     inner.timers.borrow_mut().push(tick);
     inner.tick();
@@ -99,13 +99,27 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
     Ok(LinkHandle { inner, stop: Inner::stop })
 }
 
-/// A gesture's listener that unlocks the console's audio.
-fn unlock_audio_on<E>(inner: Weak<Inner>) -> impl Fn(E) + 'static {
-    move |_| {
+/// A gesture's listener that unlocks the console's audio. A gesture that
+/// answers the offer shown (`answers`) unlocks it without ringing for that
+/// offer first: in a tab reloaded while ringing, Enter or a click on Accept
+/// would otherwise sound a ring for the moment until the answer lands.
+fn unlock_audio_on<E: 'static>(inner: Weak<Inner>, answers: fn(&E) -> bool) -> impl Fn(E) + 'static {
+    move |event| {
         if let Some(inner) = inner.upgrade() {
-            inner.unlock_audio();
+            inner.unlock_audio(!answers(&event));
         }
     }
+}
+
+/// A click or tap on the offer panel's Accept or Decline.
+fn on_offer_panel(event: &web_sys::PointerEvent) -> bool {
+    let target = event.target().and_then(|target| target.dyn_into::<web_sys::Element>().ok());
+    target.is_some_and(|element| element.closest("#offer-slot button").ok().flatten().is_some())
+}
+
+/// The offer panel's keys: Enter accepts, Escape declines (`OfferPanel`).
+fn answers_by_key(event: &web_sys::KeyboardEvent) -> bool {
+    matches!(event.key().as_str(), "Enter" | "Escape")
 }
 
 /// The console's heartbeats and RTT probes, on a `HeartbeatClock`. When
@@ -382,7 +396,9 @@ impl Inner {
     /// does not count as the person's (a touch's pointerdown, Escape)
     /// starts suspended, and what is scheduled on it waits: a later gesture
     /// (the touch's pointerup) resumes it.
-    fn unlock_audio(&self) {
+    /// Makes (or resumes) the audio context on a person's gesture, and
+    /// rings for the offer shown if it was just made and `ring`.
+    fn unlock_audio(&self, ring: bool) {
         let made = self.audio.borrow().is_none();
         if made {
             let audio = AudioContext::new().ok();
@@ -393,7 +409,7 @@ impl Inner {
                 let _ = audio.resume();
             }
         }
-        if made {
+        if made && ring {
             self.ring_for_offer();
         }
     }

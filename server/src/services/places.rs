@@ -83,9 +83,13 @@ impl SharedPlaces {
                 Ok(true) => Ok(Some(Place { holder: owner, place, freed })),
                 Ok(false) => Err(CapReached),
                 Err(e) => {
-                    // Nothing to free: the transaction did not commit (a
-                    // commit whose answer was lost counts until this run ends).
+                    // Most likely the insert did not commit; but a commit
+                    // whose answer was lost (the connection cut after it)
+                    // holds a place nobody has until this run ends. So it
+                    // is freed as a dropped place is: deleting a place that
+                    // is not there changes nothing.
                     tracing::warn!(holder = %owner, error = %e, "a cluster-wide cap could not be read: counted on this instance only");
+                    let _ = freed.send((owner, place));
                     Ok(None)
                 }
             }

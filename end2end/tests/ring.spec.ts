@@ -1,5 +1,5 @@
-import { BrowserContext, Page, Route } from '@playwright/test';
-import { expect, hydrated, panicsOf, raise, readyOperator, signedIn, signIn, test } from './helpers';
+import { Browser, BrowserContext, Page, Route } from '@playwright/test';
+import { expect, hydrated, panicsOf, raise, readyOperator, signedIn, signIn, test, TestOrg } from './helpers';
 
 // In the test's own org, Jamal (Austin, palletize + welding) is the only
 // one ready when uw-weld-01 calls; the call is raised with the robot's own
@@ -289,19 +289,27 @@ async function recordTones(context: BrowserContext): Promise<void> {
 
 const tonesOf = (page: Page) => page.evaluate(() => (window as unknown as { tones: Tone[] }).tones.map((t) => ({ ...t })));
 
+/** Jamal's console, ready, in a context that records the tones its pages
+ * schedule (and, with `holdTimers`, whose pages' own timers never fire).
+ * The Ready click is a gesture: it unlocks the page's audio. */
+async function readyRecordingTones(browser: Browser, org: TestOrg, holdTimers = false): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await signedIn(browser, org, org.people.jamal);
+  if (holdTimers) await holdPageTimers(context);
+  await recordTones(context);
+  const page = await context.newPage();
+  await page.goto('/operator');
+  await hydrated(page);
+  await page.getByTestId('go-ready').click();
+  await expect(page.getByTestId('presence')).toHaveText('ready');
+  return { context, page };
+}
+
 // A hidden tab's own timers are throttled, so the ring's repeats are
 // scheduled on the audio clock when the offer arrives, and silenced when it
 // closes. Here the page's setInterval never fires.
 test("A12: a ringing console whose page timers are held back rings until the offer closes, then falls silent", async ({ browser, request, org }) => {
   test.setTimeout(60_000);
-  const context = await signedIn(browser, org, org.people.jamal);
-  await holdPageTimers(context);
-  await recordTones(context);
-  const page = await context.newPage();
-  await page.goto('/operator');
-  await hydrated(page);
-  await page.getByTestId('go-ready').click(); // the click unlocks audio
-  await expect(page.getByTestId('presence')).toHaveText('ready');
+  const { context, page } = await readyRecordingTones(browser, org, true);
   await raise(request, org, 'uw-weld-01');
   await expect(page.getByTestId('offer')).toBeVisible();
   // Two tones a ring, a ring every 1.5 s for the offer's 30 s.
@@ -327,13 +335,7 @@ test("A12: a ringing console whose page timers are held back rings until the off
 // its operator is ready has no Ready click to give: any click unlocks it.
 test("A12: a console reloaded while ready rings aloud once the operator clicks anywhere on the page", async ({ browser, request, org }) => {
   test.setTimeout(60_000);
-  const context = await signedIn(browser, org, org.people.jamal);
-  await recordTones(context);
-  const page = await context.newPage();
-  await page.goto('/operator');
-  await hydrated(page);
-  await page.getByTestId('go-ready').click();
-  await expect(page.getByTestId('presence')).toHaveText('ready');
+  const { context, page } = await readyRecordingTones(browser, org);
   await page.reload();
   await hydrated(page);
   await expect(page.getByTestId('presence')).toHaveText('ready');
@@ -353,13 +355,7 @@ test("A12: a console reloaded while ready rings aloud once the operator clicks a
 for (const answer of ['Enter', 'a click on Accept'] as const) {
   test(`A12: a console reloaded while ringing accepts with ${answer} without ringing first`, async ({ browser, request, org }) => {
     test.setTimeout(60_000);
-    const context = await signedIn(browser, org, org.people.jamal);
-    await recordTones(context);
-    const page = await context.newPage();
-    await page.goto('/operator');
-    await hydrated(page);
-    await page.getByTestId('go-ready').click();
-    await expect(page.getByTestId('presence')).toHaveText('ready');
+    const { context, page } = await readyRecordingTones(browser, org);
     const sessionId = await raise(request, org, 'uw-weld-01');
     await expect(page.getByTestId('offer')).toBeVisible();
     await page.reload();

@@ -348,25 +348,65 @@ test("A12: a console reloaded while ready rings aloud once the operator clicks a
   await context.close();
 });
 
+/** Jamal's console, ready and then reloaded: no gesture has unlocked the
+ * page's audio since (an offer shown now is silent until one does). */
+async function reloadedReady(browser: Browser, org: TestOrg): Promise<{ context: BrowserContext; page: Page }> {
+  const { context, page } = await readyRecordingTones(browser, org);
+  await page.reload();
+  await hydrated(page);
+  await expect(page.getByTestId('presence')).toHaveText('ready');
+  await expect(page.getByTestId('link-state')).toHaveText('');
+  return { context, page };
+}
+
 // A gesture that answers the offer does not ring for it first: in a tab
-// reloaded while ringing (no gesture has unlocked its audio yet), Enter or
-// a click on Accept accepts at once, without a ring sounding until the
-// answer lands.
+// whose audio no gesture has unlocked yet (reloaded), Enter or a click on
+// Accept accepts at once, without a ring sounding until the answer lands.
 for (const answer of ['Enter', 'a click on Accept'] as const) {
-  test(`A12: a console reloaded while ringing accepts with ${answer} without ringing first`, async ({ browser, request, org }) => {
+  test(`A12: a reloaded console rung before any gesture accepts with ${answer} without ringing first`, async ({ browser, request, org }) => {
     test.setTimeout(60_000);
-    const { context, page } = await readyRecordingTones(browser, org);
+    const { context, page } = await reloadedReady(browser, org);
     const sessionId = await raise(request, org, 'uw-weld-01');
     await expect(page.getByTestId('offer')).toBeVisible();
-    await page.reload();
-    await hydrated(page);
-    await expect(page.getByTestId('offer')).toBeVisible();
     expect(await tonesOf(page), 'no gesture yet since the reload').toHaveLength(0);
+    // The cockpit opens in the same document (its tones are still counted).
+    await page.evaluate(() => { (window as unknown as { sameDocument: boolean }).sameDocument = true; });
     if (answer === 'Enter') await page.keyboard.press('Enter');
     else await page.getByRole('button', { name: /^Accept/ }).click();
     await expect(page).toHaveURL(new RegExp(`/cockpit/${sessionId}$`));
     await expect(page.getByTestId('cockpit-lifecycle')).toHaveText('ACTIVE');
+    expect(await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument), 'the same document').toBe(true);
     expect(await tonesOf(page), 'tones scheduled by the answering gesture').toHaveLength(0);
     await context.close();
   });
 }
+
+// Any other gesture rings for the offer shown.
+test("A12: a reloaded console rung before any gesture rings once the operator clicks elsewhere on the page", async ({ browser, request, org }) => {
+  test.setTimeout(60_000);
+  const { context, page } = await reloadedReady(browser, org);
+  await raise(request, org, 'uw-weld-01');
+  await expect(page.getByTestId('offer')).toBeVisible();
+  expect(await tonesOf(page), 'no gesture yet since the reload').toHaveLength(0);
+  await page.getByTestId('presence').click();
+  await expect.poll(async () => (await tonesOf(page)).length).toBeGreaterThanOrEqual(2);
+  await expect(page.getByTestId('offer')).toBeVisible();
+  await context.close();
+});
+
+// A gesture that looked like an answer and was not (a press on Accept
+// dragged off it before the release: no click) does not leave the offer
+// silent: the release elsewhere rings for it.
+test("A12: a reloaded console rung before any gesture rings once a press on Accept is dragged off it", async ({ browser, request, org }) => {
+  test.setTimeout(60_000);
+  const { context, page } = await reloadedReady(browser, org);
+  await raise(request, org, 'uw-weld-01');
+  await expect(page.getByTestId('offer')).toBeVisible();
+  await page.getByRole('button', { name: /^Accept/ }).hover();
+  await page.mouse.down();
+  await page.getByTestId('presence').hover();
+  await page.mouse.up();
+  await expect.poll(async () => (await tonesOf(page)).length).toBeGreaterThanOrEqual(2);
+  await expect(page.getByTestId('offer')).toBeVisible();
+  await context.close();
+});

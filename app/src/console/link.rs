@@ -391,13 +391,15 @@ impl Inner {
         }
     }
 
-    /// Makes the audio context (called from a person's gesture), and rings
-    /// for an offer already shown. A context made on a gesture the browser
-    /// does not count as the person's (a touch's pointerdown, Escape)
-    /// starts suspended, and what is scheduled on it waits: a later gesture
-    /// (the touch's pointerup) resumes it.
-    /// Makes (or resumes) the audio context on a person's gesture, and
-    /// rings for the offer shown if it was just made and `ring`.
+    /// Makes the audio context on a person's gesture, or resumes it, and
+    /// (`ring`: the gesture does not answer the offer) rings for an offer
+    /// already shown unless it rings already. A context made on a gesture
+    /// the browser does not count as the person's (a touch's pointerdown,
+    /// Escape) starts suspended, and what is scheduled on it waits: a later
+    /// gesture (the touch's pointerup) resumes it. Any later gesture that
+    /// does not answer rings too: one that looked like an answer and was
+    /// not (a press on Accept dragged off it, an Enter dropped while the
+    /// socket reconnects) must not leave the offer silent.
     fn unlock_audio(&self, ring: bool) {
         let made = self.audio.borrow().is_none();
         if made {
@@ -409,7 +411,7 @@ impl Inner {
                 let _ = audio.resume();
             }
         }
-        if made && ring {
+        if ring {
             self.ring_for_offer();
         }
     }

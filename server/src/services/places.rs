@@ -83,13 +83,10 @@ impl SharedPlaces {
                 Ok(true) => Ok(Some(Place { holder: owner, place, freed })),
                 Ok(false) => Err(CapReached),
                 Err(e) => {
-                    // Most likely the insert did not commit; but a commit
-                    // whose answer was lost (the connection cut after it)
-                    // holds a place nobody has until this run ends. So it
-                    // is freed as a dropped place is: deleting a place that
-                    // is not there changes nothing.
+                    // Nothing to free: the transaction did not commit, or
+                    // its commit's answer was lost and the store took the
+                    // place back (`PlaceStore::take_place`).
                     tracing::warn!(holder = %owner, error = %e, "a cluster-wide cap could not be read: counted on this instance only");
-                    let _ = freed.send((owner, place));
                     Ok(None)
                 }
             }

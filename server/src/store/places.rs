@@ -13,7 +13,9 @@ pub trait PlaceStore: Send + Sync {
     /// ago. Times are the database's clock, never an instance's own.
     async fn renew_run(&self, run: &str, lasts_ms: i64, forgotten_after_ms: i64) -> StoreResult<()>;
     /// Takes `place` for `holder` on behalf of `run`, unless `holder`
-    /// already has `cap` places held by runs alive now: whether taken.
+    /// already has `cap` places held by runs alive now: whether taken. On
+    /// an error nothing is held (a commit whose answer was lost is taken
+    /// back, as far as the database lets it).
     async fn take_place(&self, holder: &str, place: &str, run: &str, cap: i64) -> StoreResult<bool>;
     async fn free_place(&self, holder: &str, place: &str) -> StoreResult<()>;
 }
@@ -23,6 +25,8 @@ pub trait PlaceStore: Send + Sync {
 /// both take the last one. SQLite runs the insert under its one writer's
 /// lock, which does the same.
 const ONE_TAKER_AT_A_TIME: &str = "SELECT pg_advisory_xact_lock(hashtext('held_places'), hashtext($1))";
+
+const FREE_PLACE: &str = "DELETE FROM held_places WHERE holder = $1 AND place = $2";
 
 macro_rules! place_store {
     ($store:ident, $now:expr, $lock:expr) => {
@@ -56,12 +60,21 @@ macro_rules! place_store {
                     sqlx::query(lock).bind(holder).execute(&mut *tx).await?;
                 }
                 let taken = sqlx::query(&take).bind(holder).bind(place).bind(run).bind(cap).execute(&mut *tx).await?;
-                tx.commit().await?;
+                if let Err(e) = tx.commit().await {
+                    // A commit whose answer was lost (the connection cut
+                    // after COMMIT) may have landed, and its place would
+                    // count against the holder until this run ends: taken
+                    // back. (A failure before the commit wrote nothing.)
+                    if let Err(undo) = self.free_place(holder, place).await {
+                        tracing::warn!(%holder, error = %undo, "a place whose commit went unanswered could not be taken back: it counts until this instance stops");
+                    }
+                    return Err(e.into());
+                }
                 Ok(taken.rows_affected() == 1)
             }
 
             async fn free_place(&self, holder: &str, place: &str) -> StoreResult<()> {
-                sqlx::query("DELETE FROM held_places WHERE holder = $1 AND place = $2").bind(holder).bind(place).execute(&self.pool).await?;
+                sqlx::query(FREE_PLACE).bind(holder).bind(place).execute(&self.pool).await?;
                 Ok(())
             }
         }

@@ -59,6 +59,8 @@ CLUTCHCALL_BIN="$TARGET_DIR/debug/server" CLUTCHCALL_SIM_BIN="$TARGET_DIR/debug/
 # for four days unseen (BENCHMARKS.md, the wasm's ninth pass). The release
 # site is served by the debug server built above (the bytes a screen
 # fetches are the same whichever build serves them: the tenth pass).
+# It leaves the release site in target/site: to run the browser tests
+# alone afterwards, build the debug site again (`cargo run -p clutchcall-site`).
 step "the wasm budget: what each screen loads before it is interactive, release site (BENCHMARKS.md)"
 cd "$ROOT"
 cargo run --quiet -p clutchcall-site -- --release --no-server

@@ -398,8 +398,10 @@ impl Inner {
     /// Escape) starts suspended, and what is scheduled on it waits: a later
     /// gesture (the touch's pointerup) resumes it. Any later gesture that
     /// does not answer rings too: one that looked like an answer and was
-    /// not (a press on Accept dragged off it, an Enter dropped while the
-    /// socket reconnects) must not leave the offer silent.
+    /// not (a mouse press on Accept dragged off it, an Enter dropped while
+    /// the socket reconnects) must not leave the offer silent. (A touch
+    /// dragged off Accept still ends on it: the browser keeps a touch's
+    /// events on the element it began on.)
     fn unlock_audio(&self, ring: bool) {
         let made = self.audio.borrow().is_none();
         if made {

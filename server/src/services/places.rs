@@ -11,7 +11,7 @@
 //! database that does not answer in time lets the socket or export through
 //! (logged), as the rate limits do: this instance's own count still holds.
 
-use crate::store::SharedStore;
+use crate::store::{SharedStore, StoreError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -82,6 +82,14 @@ impl SharedPlaces {
             match store.take_place(&owner, &place, &run, cap as i64).await {
                 Ok(true) => Ok(Some(Place { holder: owner, place, freed })),
                 Ok(false) => Err(CapReached),
+                Err(StoreError::PlaceUnsure(why)) => {
+                    // Its commit went unanswered and the store could not
+                    // take it back: the keeper frees it, as a dropped place,
+                    // retrying until the database answers.
+                    tracing::warn!(holder = %owner, error = %why, "a cluster-wide place may be held after a failed take: freeing it");
+                    let _ = freed.send((owner, place));
+                    Ok(None)
+                }
                 Err(e) => {
                     // Nothing to free: the transaction did not commit, or
                     // its commit's answer was lost and the store took the

@@ -62,6 +62,10 @@ pub enum StoreError {
     /// SQLite's batch writer (its own connection, outside sqlx) failed.
     #[error("database error: {0}")]
     Writer(String),
+    /// A cluster-wide place's take whose COMMIT went unanswered, and whose
+    /// take-back failed too: the place may be held (`PlaceStore::take_place`).
+    #[error("database error: {0}")]
+    PlaceUnsure(String),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

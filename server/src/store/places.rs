@@ -3,7 +3,7 @@
 //! took it, counted only while that run says it is alive.
 
 use super::sql::{PgStore, SqliteStore, PG_NOW_MS, SQLITE_NOW_MS};
-use super::StoreResult;
+use super::{StoreError, StoreResult};
 use async_trait::async_trait;
 
 #[async_trait]
@@ -14,8 +14,9 @@ pub trait PlaceStore: Send + Sync {
     async fn renew_run(&self, run: &str, lasts_ms: i64, forgotten_after_ms: i64) -> StoreResult<()>;
     /// Takes `place` for `holder` on behalf of `run`, unless `holder`
     /// already has `cap` places held by runs alive now: whether taken. On
-    /// an error nothing is held (a commit whose answer was lost is taken
-    /// back, as far as the database lets it).
+    /// an error nothing is held: a commit whose answer was lost is taken
+    /// back, and `StoreError::PlaceUnsure` says the take-back failed too
+    /// (the caller frees it later, as a dropped place).
     async fn take_place(&self, holder: &str, place: &str, run: &str, cap: i64) -> StoreResult<bool>;
     async fn free_place(&self, holder: &str, place: &str) -> StoreResult<()>;
 }
@@ -27,9 +28,29 @@ pub trait PlaceStore: Send + Sync {
 const ONE_TAKER_AT_A_TIME: &str = "SELECT pg_advisory_xact_lock(hashtext('held_places'), hashtext($1))";
 
 const FREE_PLACE: &str = "DELETE FROM held_places WHERE holder = $1 AND place = $2";
+/// How long a take whose COMMIT went unanswered waits to take its place
+/// back (the lock may wait on a connection the database has not yet seen
+/// go); past it, the caller frees the place later.
+const TAKE_BACK_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 macro_rules! place_store {
     ($store:ident, $now:expr, $lock:expr) => {
+        impl $store {
+            /// Deletes a place whose take's COMMIT went unanswered. On
+            /// PostgreSQL it first waits for the holder's lock, which that
+            /// take's transaction holds until it ends: a COMMIT still under
+            /// way lands before the delete looks.
+            async fn take_back(&self, holder: &str, place: &str) -> StoreResult<()> {
+                let mut tx = self.pool.begin().await?;
+                if let Some(lock) = $lock {
+                    sqlx::query(lock).bind(holder).execute(&mut *tx).await?;
+                }
+                sqlx::query(FREE_PLACE).bind(holder).bind(place).execute(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+        }
+
         #[async_trait]
         impl PlaceStore for $store {
             async fn renew_run(&self, run: &str, lasts_ms: i64, forgotten_after_ms: i64) -> StoreResult<()> {
@@ -65,10 +86,11 @@ macro_rules! place_store {
                     // after COMMIT) may have landed, and its place would
                     // count against the holder until this run ends: taken
                     // back. (A failure before the commit wrote nothing.)
-                    if let Err(undo) = self.free_place(holder, place).await {
-                        tracing::warn!(%holder, error = %undo, "a place whose commit went unanswered could not be taken back: it counts until this instance stops");
-                    }
-                    return Err(e.into());
+                    return match tokio::time::timeout(TAKE_BACK_WITHIN, self.take_back(holder, place)).await {
+                        Ok(Ok(())) => Err(e.into()),
+                        Ok(Err(undo)) => Err(StoreError::PlaceUnsure(format!("{e}; taking the place back: {undo}"))),
+                        Err(_) => Err(StoreError::PlaceUnsure(format!("{e}; taking the place back took over {TAKE_BACK_WITHIN:?}"))),
+                    };
                 }
                 Ok(taken.rows_affected() == 1)
             }

@@ -117,9 +117,9 @@ fn on_offer_panel(event: &web_sys::PointerEvent) -> bool {
     target.is_some_and(|element| element.closest("#offer-slot button").ok().flatten().is_some())
 }
 
-/// The offer panel's keys: Enter accepts, Escape declines (`OfferPanel`).
+/// The offer panel's keys (`OfferKey`).
 fn answers_by_key(event: &web_sys::KeyboardEvent) -> bool {
-    matches!(event.key().as_str(), "Enter" | "Escape")
+    super::OfferKey::of(&event.key()).is_some()
 }
 
 /// The console's heartbeats and RTT probes, on a `HeartbeatClock`. When

@@ -200,23 +200,38 @@ pub fn OfferSlot() -> impl IntoView {
     view! { <div id="offer-slot" class="offer-slot"></div> }
 }
 
-/// The ringing offer. Enter accepts, Escape declines.
+/// What a key does to the offer shown (the offer panel's keys, and what
+/// the link's gesture listener counts as answering it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OfferKey {
+    /// Enter.
+    Accept,
+    /// Escape.
+    Decline,
+}
+
+impl OfferKey {
+    pub fn of(key: &str) -> Option<OfferKey> {
+        match key {
+            "Enter" => Some(OfferKey::Accept),
+            "Escape" => Some(OfferKey::Decline),
+            _ => None,
+        }
+    }
+}
+
+/// The ringing offer. Enter accepts, Escape declines (`OfferKey`).
 #[component]
 pub fn OfferPanel(console: Console) -> impl IntoView {
     let _keys = window_event_listener(leptos::ev::keydown, move |ev| {
         if console.offer.get_untracked().is_none() {
             return;
         }
-        match ev.key().as_str() {
-            "Enter" => {
-                ev.prevent_default();
-                console.accept();
-            }
-            "Escape" => {
-                ev.prevent_default();
-                console.decline();
-            }
-            _ => {}
+        let Some(key) = OfferKey::of(&ev.key()) else { return };
+        ev.prevent_default();
+        match key {
+            OfferKey::Accept => console.accept(),
+            OfferKey::Decline => console.decline(),
         }
     });
     move || {

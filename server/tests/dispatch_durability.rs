@@ -247,20 +247,32 @@ both_backends_with!(d11_a_batch_decided_while_the_one_before_commits_fails_with_
         })
     };
 
+    // PostgreSQL's dispatcher decides the second raise while the first
+    // commits, on top of it. SQLite's commits on the dispatch thread
+    // (engine/thread.rs), which the first commit holds: the second waits in
+    // the channel, and is decided once the first has failed, on the desk
+    // reloaded from the database.
+    let pipelined = url.starts_with("postgres");
     let lock = WriteLock::take(&url).await;
     let first = raise(refused.clone(), refused_token);
     until_uncommitted(&org, 1).await; // its batch waits behind the lock
     let second = raise(other.clone(), other_token.clone());
-    until_uncommitted(&org, 2).await; // decided on top of it, held
+    if pipelined {
+        until_uncommitted(&org, 2).await; // decided on top of it, held
+    }
     assert!(!first.is_finished() && !second.is_finished(), "nothing is answered before its commit");
     lock.release().await;
 
     assert_eq!(first.await.unwrap(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(second.await.unwrap(), StatusCode::SERVICE_UNAVAILABLE, "decided on top of a failed batch: it failed with it");
     let sessions = format!("SELECT COUNT(*) FROM sessions WHERE robot_id IN ('{refused}', '{other}')");
-    assert_eq!(scalar(&url, &sessions).await, 0);
-    // The desk was reloaded from the database: the robot raises again.
-    assert_eq!(raise(other.clone(), other_token).await.unwrap(), StatusCode::ACCEPTED);
+    if pipelined {
+        assert_eq!(second.await.unwrap(), StatusCode::SERVICE_UNAVAILABLE, "decided on top of a failed batch: it failed with it");
+        assert_eq!(scalar(&url, &sessions).await, 0);
+        // The desk was reloaded from the database: the robot raises again.
+        assert_eq!(raise(other.clone(), other_token).await.unwrap(), StatusCode::ACCEPTED);
+    } else {
+        assert_eq!(second.await.unwrap(), StatusCode::ACCEPTED, "decided after the failed batch, on the desk as the database has it");
+    }
     assert_eq!(scalar(&url, &sessions).await, 1);
     app.finish().await;
 });

@@ -28,6 +28,7 @@ mod load;
 pub mod ready;
 mod request;
 mod steering;
+mod thread;
 pub mod timers;
 mod types;
 
@@ -89,6 +90,8 @@ pub struct Engine {
     stopping: std::sync::atomic::AtomicBool,
     /// Looks for orgs made since the start (`NEW_ORGS_EVERY`).
     watcher: Mutex<Option<JoinHandle<()>>>,
+    /// Where the dispatchers run, when not on tokio's workers (thread.rs).
+    thread: Option<thread::DispatchThread>,
 }
 
 /// How often an instance looks for orgs it runs no dispatcher for (made
@@ -115,8 +118,12 @@ impl Engine {
     ) -> Result<Arc<Engine>, EngineError> {
         let orgs = store.org_ids().await?;
         let owner = owner.to_string();
+        let thread = match store.commits_on_caller() {
+            true => Some(thread::DispatchThread::start().map_err(|e| crate::store::StoreError::Writer(format!("could not start the dispatch thread: {e}")))?),
+            false => None,
+        };
         let shared = Shared { store, bus, clock, settings, busy, owner, desks: Arc::default(), forwarding };
-        let engine = Arc::new(Engine { shared, tasks: Mutex::default(), stopping: Default::default(), watcher: Mutex::default() });
+        let engine = Arc::new(Engine { shared, tasks: Mutex::default(), stopping: Default::default(), watcher: Mutex::default(), thread });
         let started: Vec<oneshot::Receiver<()>> = orgs.iter().filter_map(|org_id| engine.spawn_desk(org_id)).collect();
         for loaded in started {
             let _ = loaded.await;
@@ -164,7 +171,7 @@ impl Engine {
         }
         let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
         let (started, loaded) = oneshot::channel();
-        let task = tokio::spawn(dispatcher::run(self.shared.clone(), org_id.to_string(), rx, started));
+        let task = thread::spawn(self.thread.as_ref(), dispatcher::run(self.shared.clone(), org_id.to_string(), rx, started));
         self.tasks.lock().expect("tasks lock").push(task);
         desks.insert(org_id.to_string(), tx);
         Some(loaded)
@@ -465,5 +472,38 @@ impl Engine {
             task.abort();
         }
         self.shared.desks.lock().expect("desks lock").clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewOrg, NewRobot, Seed};
+
+    /// On SQLite, whose writer commits on the calling thread, the engine
+    /// runs its dispatchers on a thread of their own (thread.rs), so a
+    /// batch holds no tokio worker; and they dispatch from there: a raise
+    /// is committed before it is answered.
+    #[tokio::test]
+    async fn on_sqlite_the_dispatchers_run_on_their_own_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::connect(&format!("sqlite://{}", dir.path().join("clutchcall.db").display())).await.unwrap();
+        let robot = NewRobot {
+            id: "r-1".into(), org_id: "org".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
+            req_cert: "pick-place · tier-1".into(), token_hash: "hash-1".into(),
+        };
+        store.seed(&Seed { orgs: vec![NewOrg { id: "org".into(), name: "Org".into() }], robots: vec![robot], ..Seed::default() }).await.unwrap();
+        assert!(store.commits_on_caller());
+        let settings = Settings {
+            offer_window_ms: OFFER_WINDOW_MS, wrap_up_ms: 0, presence_ttl_ms: 20_000, cooloff_ms: DEFAULT_COOLOFF_MS,
+            pending_timeout_ms: DEFAULT_PENDING_TIMEOUT_MS, inactivity: domain::inactivity::InactivityPolicy::default(), session_ms: 1_800_000,
+        };
+        let engine = Engine::start(store.clone(), crate::bus::InProcessBus::new(), Clock::system(), settings, "test/1", None, Arc::default()).await.unwrap();
+        assert!(engine.thread.is_some(), "SQLite's dispatchers run on the dispatch thread");
+
+        let robot = store.robot_by_token_hash("hash-1").await.unwrap().expect("seeded");
+        engine.raise_call(&robot).await.unwrap();
+        assert!(store.live_session_for_robot("org", "r-1").await.unwrap().is_some(), "the raise was committed before it was answered");
+        engine.stop().await;
     }
 }

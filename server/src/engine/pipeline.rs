@@ -46,7 +46,9 @@ impl Decided {
     }
 
     /// Sends the decisions to the database (on a task of its own, so the
-    /// commit starts now, not when the dispatcher next waits). Call it only
+    /// commit starts now, not when the dispatcher next waits; on the
+    /// dispatch thread, where SQLite commits on the caller's thread, as
+    /// soon as the dispatcher waits: thread.rs). Call it only
     /// with nothing else in flight: a batch without writes is then committed
     /// at once, since all it could have seen is committed by now.
     pub fn commit(mut self, shared: &Shared, lease: &Lease) -> Committing {

@@ -51,6 +51,10 @@ pub trait DispatchStore: Send + Sync {
     /// store that does not (PostgreSQL) answers none, and its caller reads
     /// them after the commit.
     async fn commit_reading(&self, lease: &Lease, writes: Vec<Write>, read_back: Vec<String>) -> StoreResult<Vec<SessionRow>>;
+    /// Whether a commit runs on the calling thread, holding it for the
+    /// whole batch (SQLite's writer), rather than awaiting the database:
+    /// the engine then runs its dispatchers on a thread of their own.
+    fn commits_on_caller(&self) -> bool;
 
     async fn open_offers(&self) -> StoreResult<Vec<OpenOfferRow>>;
     async fn session(&self, org_id: &str, session_id: &str) -> StoreResult<Option<SessionRow>>;
@@ -185,6 +189,10 @@ macro_rules! dispatch_store {
                 self.commit_batch(lease, writes, read_back).await
             }
 
+            fn commits_on_caller(&self) -> bool {
+                Self::COMMITS_ON_CALLER
+            }
+
             async fn open_offers(&self) -> StoreResult<Vec<OpenOfferRow>> {
                 Ok(sqlx::query_as(
                     "SELECT org_id, session_id, operator_id, rtt_ms, offered_at, expires_at FROM offers \
@@ -273,16 +281,19 @@ dispatch_store!(SqliteStore);
 dispatch_store!(PgStore);
 
 impl SqliteStore {
-    /// One hop to the batch writer's thread, which applies the whole batch
-    /// and reads back the lease's org's sessions asked for (sqlite_writer.rs).
-    /// One process holds every org of an SQLite file: there is no epoch to
-    /// check.
+    const COMMITS_ON_CALLER: bool = true;
+
+    /// The batch writer applies the whole batch on this thread and reads
+    /// back the lease's org's sessions asked for (sqlite_writer.rs). One
+    /// process holds every org of an SQLite file: there is no epoch to check.
     async fn commit_batch(&self, lease: &Lease, writes: Vec<Write>, read_back: Vec<String>) -> StoreResult<Vec<SessionRow>> {
-        self.writer.commit(writes, &lease.org_id, read_back).await
+        self.writer.commit(&writes, &lease.org_id, &read_back)
     }
 }
 
 impl PgStore {
+    const COMMITS_ON_CALLER: bool = false;
+
     /// One round trip: the batch's statements go, in order and as JSON, to
     /// the function of migration 0016, which checks the lease and applies
     /// them in the call's own transaction.

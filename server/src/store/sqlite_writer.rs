@@ -1,9 +1,11 @@
-//! SQLite's batch writer. One thread owns a write connection and applies a
-//! whole batch (`BEGIN IMMEDIATE … COMMIT`, statements prepared once and
-//! cached) for one hop from the dispatcher and one answer back. Through
-//! sqlx every statement would be a round trip to its connection's worker
-//! thread: two thread hops each, ~17 a cycle, which is where most of a
-//! cycle's time went (BENCHMARKS.md, Engine v3).
+//! SQLite's batch writer. One write connection applies a whole batch
+//! (`BEGIN IMMEDIATE … COMMIT`, statements prepared once and cached) on the
+//! thread that commits it: the engine's dispatch thread (engine/thread.rs),
+//! so a batch costs no hop to another thread and back. Through sqlx every
+//! statement would be a round trip to its connection's worker thread: two
+//! thread hops each, ~17 a cycle, which is where most of a cycle's time
+//! went (BENCHMARKS.md, Engine v3); a writer thread of its own still cost
+//! two hops a batch (the thirteenth part).
 //!
 //! A batch may name sessions to read back: their rows, as the batch left
 //! them, are read in its transaction after its writes (this connection has
@@ -33,9 +35,8 @@ use super::{StoreError, StoreResult};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::oneshot;
 
 /// How often the checkpointer copies the WAL into the database file.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
@@ -45,7 +46,8 @@ const RESTART_FRAMES: i64 = 2_000;
 const RESTART_WAITS_AT_MOST: Duration = Duration::from_millis(50);
 
 pub(super) struct Writer {
-    jobs: mpsc::Sender<Job>,
+    /// Taken by one batch at a time (the dispatch thread's: uncontended).
+    connection: Mutex<Connection>,
     /// Dropped with the writer: the checkpointer's thread then ends.
     _checkpoints: mpsc::Sender<()>,
     /// WAL rewinds the checkpointer completed (the rewind test reads it;
@@ -54,23 +56,14 @@ pub(super) struct Writer {
     rewinds: Arc<AtomicU64>,
 }
 
-struct Job {
-    writes: Vec<Write>,
-    /// The org and the sessions whose rows the batch answers with.
-    org_id: String,
-    read_back: Vec<String>,
-    done: oneshot::Sender<StoreResult<Vec<SessionRow>>>,
-}
-
 impl Writer {
     /// Opens the write connection on `path` (already created and migrated)
-    /// and starts its thread, which ends when the writer is dropped.
+    /// and starts the checkpointer's thread, which ends when the writer is
+    /// dropped.
     pub fn open(path: &Path) -> StoreResult<Writer> {
         let connection = connect(path)?;
         connection.pragma_update(None, "foreign_keys", "ON").map_err(embedded)?;
         connection.set_prepared_statement_cache_capacity(32);
-        let (jobs, incoming) = mpsc::channel();
-        thread("sqlite-writer", move || serve(connection, incoming))?;
         let checkpointer = connect(path)?;
         // A RESTART holds new writers back while it waits for readers: a
         // reader slower than this (an export) makes it give up until the
@@ -80,7 +73,7 @@ impl Writer {
         let rewinds = Arc::new(AtomicU64::new(0));
         let counted = rewinds.clone();
         thread("sqlite-checkpointer", move || checkpoint(checkpointer, stop, counted))?;
-        Ok(Writer { jobs, _checkpoints: checkpoints, rewinds })
+        Ok(Writer { connection: Mutex::new(connection), _checkpoints: checkpoints, rewinds })
     }
 
     /// How many times the checkpointer has rewound the WAL.
@@ -89,15 +82,18 @@ impl Writer {
         self.rewinds.load(Ordering::Relaxed)
     }
 
-    /// Applies `writes` in one transaction; the whole batch or nothing.
-    /// Answers with the rows of `org_id`'s sessions named in `read_back`,
-    /// read in the same transaction after the writes (on this connection
-    /// the pages are in its cache; a pool reader would read them again).
-    pub async fn commit(&self, writes: Vec<Write>, org_id: &str, read_back: Vec<String>) -> StoreResult<Vec<SessionRow>> {
-        let (done, answer) = oneshot::channel();
-        let stopped = || StoreError::Writer("the writer thread has stopped".into());
-        self.jobs.send(Job { writes, org_id: org_id.to_string(), read_back, done }).map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
+    /// Applies `writes` in one transaction, on this thread; the whole batch
+    /// or nothing. Answers with the rows of `org_id`'s sessions named in
+    /// `read_back`, read in the same transaction after the writes (on this
+    /// connection the pages are in its cache; a pool reader would read them
+    /// again). A batch that panics is rolled back (its transaction is
+    /// dropped) and refused; every later batch goes on.
+    pub fn commit(&self, writes: &[Write], org_id: &str, read_back: &[String]) -> StoreResult<Vec<SessionRow>> {
+        // A panic in an earlier batch leaves the lock poisoned, and the
+        // connection as that batch's rollback left it: usable.
+        let mut connection = self.connection.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| apply_all(&mut connection, writes, org_id, read_back)));
+        applied.unwrap_or_else(|_| Err(StoreError::Writer("the batch writer panicked on this batch".into())))
     }
 }
 
@@ -154,19 +150,10 @@ fn checkpoint(connection: Connection, stop: mpsc::Receiver<()>, rewinds: Arc<Ato
     }
 }
 
-fn serve(mut connection: Connection, jobs: mpsc::Receiver<Job>) {
-    while let Ok(job) = jobs.recv() {
-        // A batch that panics is rolled back (its transaction is dropped)
-        // and refused; the thread, and every later batch, goes on.
-        let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| apply_all(&mut connection, &job)));
-        let _ = job.done.send(applied.unwrap_or_else(|_| Err(StoreError::Writer("the batch writer panicked on this batch".into()))));
-    }
-}
-
-fn apply_all(connection: &mut Connection, job: &Job) -> StoreResult<Vec<SessionRow>> {
+fn apply_all(connection: &mut Connection, writes: &[Write], org_id: &str, read_back: &[String]) -> StoreResult<Vec<SessionRow>> {
     // Dropped without commit on an error: rolled back.
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(embedded)?;
-    for statement in batch(&job.writes) {
+    for statement in batch(writes) {
         let mut prepared = tx.prepare_cached(statement.sql.text).map_err(embedded)?;
         bind(&mut prepared, &statement.values)?;
         let changed = prepared.raw_execute().map_err(embedded)?;
@@ -177,7 +164,7 @@ fn apply_all(connection: &mut Connection, job: &Job) -> StoreResult<Vec<SessionR
         }
     }
     // A read that fails costs the batch nothing: its callers read after it.
-    let rows = read_back(&tx, &job.org_id, &job.read_back).unwrap_or_else(|e| {
+    let rows = self::read_back(&tx, org_id, read_back).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "a batch's sessions could not be read back; its callers read them after it");
         Vec::new()
     });

@@ -146,3 +146,121 @@ async fn a_dropped_place_is_freed_and_an_ended_runs_places_stop_counting_at_once
         drop(held);
     }
 }
+
+/// A take whose COMMIT landed but whose answer was lost (the connection cut
+/// once the database had committed) is taken back by the store at once: the
+/// place never counts against its holder. Without the take-back it would
+/// count for as long as the run lives (a person's socket cap one lower).
+/// PostgreSQL, through a proxy that cuts the connection after a COMMIT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_take_whose_commit_answer_was_lost_is_taken_back() {
+    let Some((url, database)) = common::scratch_pg_database().await else { return };
+    let proxy = CutAfterCommit::start(&url).await;
+    let store = server::store::connect(&proxy.url).await.unwrap();
+    let holder = format!("person:{}", server::auth::new_token()[..10].to_lowercase());
+    let run = format!("here/{holder}");
+    store.renew_run(&run, 60_000, 3_600_000).await.unwrap();
+    let held = format!("SELECT COUNT(*) FROM held_places WHERE holder = '{holder}'");
+
+    proxy.arm();
+    let taken = store.take_place(&holder, "lost", &run, 2).await;
+    assert!(taken.is_err(), "the COMMIT's answer never came: {taken:?}");
+    assert!(proxy.has_cut(), "the proxy cut a connection after its COMMIT was answered");
+    assert_eq!(common::scalar(&url, &held).await, 0, "the committed place was taken back");
+
+    // The holder's cap is whole: both places can be taken.
+    assert!(store.take_place(&holder, "one", &run, 2).await.unwrap());
+    assert!(store.take_place(&holder, "two", &run, 2).await.unwrap());
+    assert!(!store.take_place(&holder, "three", &run, 2).await.unwrap());
+    drop(store);
+    common::drop_pg_database(&database).await;
+}
+
+/// A TCP proxy in front of PostgreSQL that, once armed, lets one
+/// connection's `COMMIT` (a simple query, as sqlx sends it) through, waits
+/// for the database's answer (so the commit has happened) and, instead of
+/// passing it on, closes that connection both ways.
+struct CutAfterCommit {
+    /// The database's URL through the proxy (without TLS, so the proxy
+    /// sees the queries).
+    url: String,
+    armed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// `Q`, the length (4 + "COMMIT\0"), the query.
+const COMMIT_QUERY: &[u8] = b"Q\0\0\0\x0bCOMMIT\0";
+
+impl CutAfterCommit {
+    async fn start(url: &str) -> CutAfterCommit {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (scheme_and_user, rest) = url.split_once('@').expect("user@host in the URL");
+        let (server, database) = rest.split_once('/').expect("a database in the URL");
+        let server = server.to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let proxied = format!("{scheme_and_user}@{}/{database}?sslmode=disable", listener.local_addr().unwrap());
+        let (armed, cut) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (arm, cutting) = (armed.clone(), cut.clone());
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let database = tokio::net::TcpStream::connect(&server).await.unwrap();
+                let (arm, cutting) = (arm.clone(), cutting.clone());
+                tokio::spawn(async move {
+                    let (mut client_in, mut client_out) = client.into_split();
+                    let (mut db_in, mut db_out) = database.into_split();
+                    // Set before the armed COMMIT goes out: whatever the
+                    // database sends after it is that COMMIT's answer.
+                    let commit_out = Arc::new(AtomicBool::new(false));
+                    let going = commit_out.clone();
+                    // Client → database, watching for an armed COMMIT.
+                    let upstream = tokio::spawn(async move {
+                        let mut buf = vec![0u8; 16 * 1024];
+                        loop {
+                            let n = match client_in.read(&mut buf).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => n,
+                            };
+                            let commit = buf[..n].windows(COMMIT_QUERY.len()).any(|w| w == COMMIT_QUERY);
+                            if commit && arm.swap(false, Ordering::SeqCst) {
+                                going.store(true, Ordering::SeqCst);
+                            }
+                            if db_out.write_all(&buf[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    });
+                    // Database → client, until the armed COMMIT's answer.
+                    let mut buf = vec![0u8; 16 * 1024];
+                    loop {
+                        let n = match db_in.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        if commit_out.load(Ordering::SeqCst) {
+                            // The database answered the COMMIT: it happened. Lost here.
+                            cutting.store(true, Ordering::SeqCst);
+                            break;
+                        }
+                        if client_out.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                    upstream.abort();
+                    // Dropping both halves of both sockets closes them.
+                });
+            }
+        });
+        CutAfterCommit { url: proxied, armed, cut }
+    }
+
+    /// The next COMMIT through the proxy is cut after it is answered.
+    fn arm(&self) {
+        self.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn has_cut(&self) -> bool {
+        self.cut.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}

@@ -1,4 +1,4 @@
-import { Browser, BrowserContext, Page, Route } from '@playwright/test';
+import { Browser, BrowserContext, Locator, Page, Route } from '@playwright/test';
 import { expect, hydrated, panicsOf, raise, readyOperator, signedIn, signIn, test, TestOrg } from './helpers';
 
 // In the test's own org, Jamal (Austin, palletize + welding) is the only
@@ -359,10 +359,22 @@ async function reloadedReady(browser: Browser, org: TestOrg): Promise<{ context:
   return { context, page };
 }
 
+// Touches on the page, as a touch screen's (Chromium's DevTools protocol).
+async function touchscreen(page: Page) {
+  const touch = await page.context().newCDPSession(page);
+  await touch.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 1 });
+  return touch;
+}
+
+async function middleOf(element: Locator): Promise<{ x: number; y: number }> {
+  const { x, y, width, height } = (await element.boundingBox())!;
+  return { x: x + width / 2, y: y + height / 2 };
+}
+
 // A gesture that answers the offer does not ring for it first: in a tab
 // whose audio no gesture has unlocked yet (reloaded), Enter or a click on
 // Accept accepts at once, without a ring sounding until the answer lands.
-for (const answer of ['Enter', 'a click on Accept'] as const) {
+for (const answer of ['Enter', 'a click on Accept', 'a tap on Accept'] as const) {
   test(`A12: a reloaded console rung before any gesture accepts with ${answer} without ringing first`, async ({ browser, request, org }) => {
     test.setTimeout(60_000);
     const { context, page } = await reloadedReady(browser, org);
@@ -372,7 +384,13 @@ for (const answer of ['Enter', 'a click on Accept'] as const) {
     // The cockpit opens in the same document (its tones are still counted).
     await page.evaluate(() => { (window as unknown as { sameDocument: boolean }).sameDocument = true; });
     if (answer === 'Enter') await page.keyboard.press('Enter');
-    else await page.getByRole('button', { name: /^Accept/ }).click();
+    else if (answer === 'a click on Accept') await page.getByRole('button', { name: /^Accept/ }).click();
+    else {
+      const touch = await touchscreen(page);
+      const accept = await middleOf(page.getByRole('button', { name: /^Accept/ }));
+      await touch.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [accept] });
+      await touch.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+    }
     await expect(page).toHaveURL(new RegExp(`/cockpit/${sessionId}$`));
     await expect(page.getByTestId('cockpit-lifecycle')).toHaveText('ACTIVE');
     expect(await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument), 'the same document').toBe(true);
@@ -382,9 +400,17 @@ for (const answer of ['Enter', 'a click on Accept'] as const) {
 }
 
 // Any other gesture rings for the offer shown, and so does one that
-// looked like an answer and was not (a press on Accept dragged off it
-// before the release: no click), rather than leave the offer silent.
-for (const gesture of ['a click elsewhere on the page', 'a press on Accept dragged off it'] as const) {
+// looked like an answer and was not (a press or a touch on Accept dragged
+// off it before the release: no click), rather than leave the offer silent.
+// A touch's pointer events stay on the element it began on, wherever it
+// goes, or end in a pointercancel when the browser takes it for a scroll.
+const gestures = [
+  'a click elsewhere on the page',
+  'a press on Accept dragged off it',
+  'a touch on Accept dragged off it',
+  'a touch on Accept dragged off it where the page does not scroll',
+] as const;
+for (const gesture of gestures) {
   test(`A12: a reloaded console rung before any gesture rings after ${gesture}`, async ({ browser, request, org }) => {
     test.setTimeout(60_000);
     const { context, page } = await reloadedReady(browser, org);
@@ -393,11 +419,19 @@ for (const gesture of ['a click elsewhere on the page', 'a press on Accept dragg
     expect(await tonesOf(page), 'no gesture yet since the reload').toHaveLength(0);
     if (gesture === 'a click elsewhere on the page') {
       await page.getByTestId('presence').click();
-    } else {
+    } else if (gesture === 'a press on Accept dragged off it') {
       await page.getByRole('button', { name: /^Accept/ }).hover();
       await page.mouse.down();
       await page.getByTestId('presence').hover();
       await page.mouse.up();
+    } else {
+      // Not scrolling, the browser ends the touch with a pointerup on Accept.
+      if (gesture.endsWith('does not scroll')) await page.addStyleTag({ content: '* { touch-action: none; }' });
+      const touch = await touchscreen(page);
+      const [accept, presence] = [await middleOf(page.getByRole('button', { name: /^Accept/ })), await middleOf(page.getByTestId('presence'))];
+      await touch.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [accept] });
+      await touch.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [presence] });
+      await touch.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
     }
     await expect.poll(async () => (await tonesOf(page)).length).toBeGreaterThanOrEqual(2);
     await expect(page.getByTestId('offer')).toBeVisible();

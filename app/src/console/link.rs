@@ -88,6 +88,8 @@ pub fn start(console: Console, navigate: Box<dyn Fn(&str)>) -> Result<LinkHandle
     *inner.gestures.borrow_mut() = vec![
         window_event_listener(leptos::ev::pointerdown, unlock_audio_on(Rc::downgrade(&inner), on_offer_panel)),
         window_event_listener(leptos::ev::pointerup, unlock_audio_on(Rc::downgrade(&inner), on_offer_panel)),
+        // A touch the browser took for a scroll ends here, answering nothing.
+        window_event_listener(leptos::ev::pointercancel, unlock_audio_on(Rc::downgrade(&inner), |_| false)),
         window_event_listener(leptos::ev::keydown, unlock_audio_on(Rc::downgrade(&inner), answers_by_key)),
     ];
     inner.timers.borrow_mut().push(tick);
@@ -111,10 +113,14 @@ fn unlock_audio_on<E: 'static>(inner: Weak<Inner>, answers: fn(&E) -> bool) -> i
     }
 }
 
-/// A click or tap on the offer panel's Accept or Decline.
+/// A press or release on the offer panel's Accept or Decline: judged by
+/// what is under the pointer, not by the event's target, which for a touch
+/// stays the element the touch began on (dragged off Accept, it answers
+/// nothing and must ring).
 fn on_offer_panel(event: &web_sys::PointerEvent) -> bool {
-    let target = event.target().and_then(|target| target.dyn_into::<web_sys::Element>().ok());
-    target.is_some_and(|element| element.closest("#offer-slot button").ok().flatten().is_some())
+    let document = web_sys::window().and_then(|window| window.document());
+    let under = document.and_then(|document| document.element_from_point(event.client_x() as f32, event.client_y() as f32));
+    under.is_some_and(|element| element.closest("#offer-slot button").ok().flatten().is_some())
 }
 
 /// The offer panel's keys (`OfferKey`).
@@ -398,10 +404,9 @@ impl Inner {
     /// Escape) starts suspended, and what is scheduled on it waits: a later
     /// gesture (the touch's pointerup) resumes it. Any later gesture that
     /// does not answer rings too: one that looked like an answer and was
-    /// not (a mouse press on Accept dragged off it, an Enter dropped while
-    /// the socket reconnects) must not leave the offer silent. (A touch
-    /// dragged off Accept still ends on it: the browser keeps a touch's
-    /// events on the element it began on.)
+    /// not (a press on Accept dragged off it, a touch taken for a scroll, an
+    /// Enter dropped while the socket reconnects) must not leave the offer
+    /// silent.
     fn unlock_audio(&self, ring: bool) {
         let made = self.audio.borrow().is_none();
         if made {

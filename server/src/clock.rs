@@ -1,8 +1,10 @@
 //! Time as Unix milliseconds, the unit every stored time uses.
 //!
 //! The engine takes a `Clock` rather than reading the system time, and its
-//! timers sleep on tokio's clock: a test that pauses tokio's time moves the
-//! engine's "now" and its deadlines together, without sleeping.
+//! timers sleep on tokio's clock: a test that pauses tokio's time moves a
+//! clock's "now" and its deadlines together, without sleeping. (SQLite's
+//! dispatchers run on a runtime of their own, `engine/thread.rs`, whose
+//! time a test's pause does not stop.)
 
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;

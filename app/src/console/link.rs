@@ -113,14 +113,21 @@ fn unlock_audio_on<E: 'static>(inner: Weak<Inner>, answers: fn(&E) -> bool) -> i
     }
 }
 
-/// A press or release on the offer panel's Accept or Decline: judged by
-/// what is under the pointer, not by the event's target, which for a touch
-/// stays the element the touch began on (dragged off Accept, it answers
-/// nothing and must ring).
+/// How far outside a button a touch may end and still click it (about
+/// the browser's touch slop): such a tap answers.
+const TAP_SLOP_PX: f64 = 16.0;
+
+/// A press or release on the offer panel's Accept or Decline, where it
+/// happens: a touch's events keep the element it began on as their target,
+/// so a touch dragged off Accept (which answers nothing, and must ring) is
+/// told by where it ends, within `TAP_SLOP_PX` of the button or not.
 fn on_offer_panel(event: &web_sys::PointerEvent) -> bool {
-    let document = web_sys::window().and_then(|window| window.document());
-    let under = document.and_then(|document| document.element_from_point(event.client_x() as f32, event.client_y() as f32));
-    under.is_some_and(|element| element.closest("#offer-slot button").ok().flatten().is_some())
+    let target = event.target().and_then(|target| target.dyn_into::<web_sys::Element>().ok());
+    let button = target.and_then(|element| element.closest("#offer-slot button").ok().flatten());
+    button.is_some_and(|button| {
+        let (r, x, y) = (button.get_bounding_client_rect(), event.client_x() as f64, event.client_y() as f64);
+        (r.left() - TAP_SLOP_PX..=r.right() + TAP_SLOP_PX).contains(&x) && (r.top() - TAP_SLOP_PX..=r.bottom() + TAP_SLOP_PX).contains(&y)
+    })
 }
 
 /// The offer panel's keys (`OfferKey`).

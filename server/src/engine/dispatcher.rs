@@ -2,8 +2,10 @@
 //! batches from its channel, applies them in memory, commits the batch's
 //! writes in one transaction, and only then answers the requests and
 //! publishes the events (group commit; rule D11). The next batch is decided
-//! while one commits (`pipeline.rs`). Timers come from the desk's deadline
-//! queue. Nothing awaits I/O in the middle of a decision.
+//! while one commits (`pipeline.rs`), where the commit awaits the database
+//! (PostgreSQL; SQLite's holds the dispatch thread: `thread.rs`). Timers
+//! come from the desk's deadline queue. Nothing awaits I/O in the middle of
+//! a decision.
 
 use super::calls::CallingRobot;
 use super::desk::Desk;
@@ -401,7 +403,7 @@ async fn close(shared: &Shared, lease: &Lease, committing: Option<Committing>, d
 
 /// Dispatches the loaded org while `lease` holds it. Commands are decided
 /// as they come (at most `MAX_BATCH` waiting for one commit), while the
-/// batch before them commits (`pipeline.rs`).
+/// batch before them commits (`pipeline.rs`; on SQLite, once it has).
 async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::Receiver<Command>) -> Stop {
     let mut commands: Vec<Command> = Vec::with_capacity(MAX_BATCH);
     let mut decided = Decided::default();

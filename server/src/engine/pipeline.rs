@@ -3,7 +3,8 @@
 //! batch commits keeps the database busy instead of waiting for the desk
 //! (and the desk for the database); nothing is answered or published before
 //! its own batch is committed, and a batch decided on top of one that failed
-//! fails with it (rule D11).
+//! fails with it (rule D11). (On SQLite the commit runs on the dispatch
+//! thread, `thread.rs`: what comes meanwhile is decided once it is done.)
 
 use super::desk::{Desk, Effects};
 use super::types::EngineError;

@@ -5,6 +5,12 @@
 //! request), and holds no tokio worker that serves sockets while it runs.
 //! A store that awaits its database (PostgreSQL) keeps them on tokio's
 //! workers.
+//!
+//! The price: a commit that waits for SQLite's write lock (behind a write
+//! through the pool, up to its busy timeout) holds every org's dispatcher,
+//! timers and reads included, where before only answers waited for it. On
+//! SQLite, a request that comes while a batch commits is decided after it
+//! (the pipeline of `pipeline.rs` runs on PostgreSQL only).
 
 use std::future::Future;
 use tokio::runtime::{Builder, Handle};

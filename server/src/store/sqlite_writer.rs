@@ -89,8 +89,8 @@ impl Writer {
     /// again). A batch that panics is rolled back (its transaction is
     /// dropped) and refused; every later batch goes on.
     pub fn commit(&self, writes: &[Write], org_id: &str, read_back: &[String]) -> StoreResult<Vec<SessionRow>> {
-        // A panic in an earlier batch leaves the lock poisoned, and the
-        // connection as that batch's rollback left it: usable.
+        // The lock is never poisoned (a batch's panic is caught inside it);
+        // were it, the connection is as a rollback left it: usable.
         let mut connection = self.connection.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| apply_all(&mut connection, writes, org_id, read_back)));
         applied.unwrap_or_else(|_| Err(StoreError::Writer("the batch writer panicked on this batch".into())))

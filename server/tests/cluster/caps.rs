@@ -196,16 +196,17 @@ impl CutAfterCommit {
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::sync::Arc;
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let (scheme_and_user, rest) = url.split_once('@').expect("user@host in the URL");
-        let (server, database) = rest.split_once('/').expect("a database in the URL");
-        let server = server.to_string();
+        let options: sqlx::postgres::PgConnectOptions = url.parse().expect("a PostgreSQL URL");
+        let server = format!("{}:{}", options.get_host(), options.get_port());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let proxied = format!("{scheme_and_user}@{}/{database}?sslmode=disable", listener.local_addr().unwrap());
+        let database = options.get_database().expect("a database in the URL");
+        let proxied = format!("postgres://{}@{}/{database}?sslmode=disable", options.get_username(), listener.local_addr().unwrap());
         let (armed, cut) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
         let (arm, cutting) = (armed.clone(), cut.clone());
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                let database = tokio::net::TcpStream::connect(&server).await.unwrap();
+                // (Not there: the client's connection fails, and says so.)
+                let Ok(database) = tokio::net::TcpStream::connect(&server).await else { continue };
                 let (arm, cutting) = (arm.clone(), cutting.clone());
                 tokio::spawn(async move {
                     let (mut client_in, mut client_out) = client.into_split();

@@ -478,7 +478,6 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{NewOrg, NewRobot, Seed};
 
     /// On SQLite, whose writer commits on the calling thread, the engine
     /// runs its dispatchers on a thread of their own (thread.rs), so a
@@ -487,12 +486,7 @@ mod tests {
     #[tokio::test]
     async fn on_sqlite_the_dispatchers_run_on_their_own_thread() {
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::connect(&format!("sqlite://{}", dir.path().join("clutchcall.db").display())).await.unwrap();
-        let robot = NewRobot {
-            id: "r-1".into(), org_id: "org".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
-            req_cert: "pick-place · tier-1".into(), token_hash: "hash-1".into(),
-        };
-        store.seed(&Seed { orgs: vec![NewOrg { id: "org".into(), name: "Org".into() }], robots: vec![robot], ..Seed::default() }).await.unwrap();
+        let store = crate::store::sqlite_with_a_robot(dir.path()).await;
         assert!(store.commits_on_caller());
         let settings = Settings {
             offer_window_ms: OFFER_WINDOW_MS, wrap_up_ms: 0, presence_ttl_ms: 20_000, cooloff_ms: DEFAULT_COOLOFF_MS,

@@ -250,3 +250,16 @@ pub async fn connect(url: &str) -> StoreResult<SharedStore> {
         Err(StoreError::Url(format!("unsupported scheme {scheme:?}: expected postgres://… or sqlite://…")))
     }
 }
+
+/// For unit tests: an SQLite store in `dir` holding the org `org` and its
+/// robot `r-1` (a UR5e for pick-place at Leeds, token hash `hash-1`).
+#[cfg(test)]
+pub(crate) async fn sqlite_with_a_robot(dir: &std::path::Path) -> SharedStore {
+    let store = connect(&format!("sqlite://{}", dir.join("clutchcall.db").display())).await.unwrap();
+    let robot = NewRobot {
+        id: "r-1".into(), org_id: "org".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
+        req_cert: "pick-place · tier-1".into(), token_hash: "hash-1".into(),
+    };
+    store.seed(&Seed { orgs: vec![NewOrg { id: "org".into(), name: "Org".into() }], robots: vec![robot], ..Seed::default() }).await.unwrap();
+    store
+}

@@ -254,12 +254,7 @@ mod tests {
     async fn a_batch_reads_back_the_sessions_it_changed_as_it_left_them() {
         use domain::models::LifecycleState;
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::connect(&format!("sqlite://{}", dir.path().join("clutchcall.db").display())).await.unwrap();
-        let robot = NewRobot {
-            id: "r-1".into(), org_id: "org".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
-            req_cert: "pick-place · tier-1".into(), token_hash: "hash-1".into(),
-        };
-        store.seed(&Seed { orgs: vec![NewOrg { id: "org".into(), name: "Org".into() }], robots: vec![robot], ..Seed::default() }).await.unwrap();
+        let store = crate::store::sqlite_with_a_robot(dir.path()).await;
         let lease = Lease { org_id: "org".into(), epoch: 1 };
         let read = vec!["ses-1".to_string(), "ses-none".to_string()];
         let opened = store.commit_reading(&lease, vec![call(1)], read.clone()).await.unwrap();

@@ -335,11 +335,7 @@ test("A12: a ringing console whose page timers are held back rings until the off
 // its operator is ready has no Ready click to give: any click unlocks it.
 test("A12: a console reloaded while ready rings aloud once the operator clicks anywhere on the page", async ({ browser, request, org }) => {
   test.setTimeout(60_000);
-  const { context, page } = await readyRecordingTones(browser, org);
-  await page.reload();
-  await hydrated(page);
-  await expect(page.getByTestId('presence')).toHaveText('ready');
-  await expect(page.getByTestId('link-state')).toHaveText('');
+  const { context, page } = await reloadedReady(browser, org);
   await page.getByRole('heading').first().click();
   await raise(request, org, 'uw-weld-01');
   await expect(page.getByTestId('offer')).toBeVisible();

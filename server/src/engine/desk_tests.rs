@@ -13,7 +13,8 @@ use domain::events::{Event, OperatorEvent};
 use domain::models::{LifecycleState, LinkFloor, PresenceState, Role};
 use std::sync::Arc;
 
-const SETTINGS: Settings = Settings { offer_window_ms: 30_000, wrap_up_ms: 60_000, presence_ttl_ms: 20_000, cooloff_ms: 60_000, pending_timeout_ms: 900_000, inactivity: InactivityPolicy { check_ms: 30_000, warning_after_ms: 120_000, stop_after_warning_ms: 60_000 }, session_ms: 1_800_000 };
+/// Engine timings for the desk's tests and the engine's (mod.rs).
+pub(super) const SETTINGS: Settings = Settings { offer_window_ms: 30_000, wrap_up_ms: 60_000, presence_ttl_ms: 20_000, cooloff_ms: 60_000, pending_timeout_ms: 900_000, inactivity: InactivityPolicy { check_ms: 30_000, warning_after_ms: 120_000, stop_after_warning_ms: 60_000 }, session_ms: 1_800_000 };
 
 fn operator(id: &str, region: &str, certs: &[&str]) -> OperatorRecord {
     OperatorRecord {

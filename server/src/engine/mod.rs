@@ -488,10 +488,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::sqlite_with_a_robot(dir.path()).await;
         assert!(store.commits_on_caller());
-        let settings = Settings {
-            offer_window_ms: OFFER_WINDOW_MS, wrap_up_ms: 0, presence_ttl_ms: 20_000, cooloff_ms: DEFAULT_COOLOFF_MS,
-            pending_timeout_ms: DEFAULT_PENDING_TIMEOUT_MS, inactivity: domain::inactivity::InactivityPolicy::default(), session_ms: 1_800_000,
-        };
+        let settings = super::desk_tests::SETTINGS;
         let engine = Engine::start(store.clone(), crate::bus::InProcessBus::new(), Clock::system(), settings, "test/1", None, Arc::default()).await.unwrap();
         assert!(engine.thread.is_some(), "SQLite's dispatchers run on the dispatch thread");
 

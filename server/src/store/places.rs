@@ -36,15 +36,22 @@ const TAKE_BACK_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
 macro_rules! place_store {
     ($store:ident, $now:expr, $lock:expr) => {
         impl $store {
+            /// A transaction holding the holder's lock (PostgreSQL;
+            /// `ONE_TAKER_AT_A_TIME`) until it ends.
+            async fn as_the_holders_taker(&self, holder: &str) -> StoreResult<sqlx::Transaction<'static, <$store as super::sql::StoreDb>::Db>> {
+                let mut tx = self.pool.begin().await?;
+                if let Some(lock) = $lock {
+                    sqlx::query(lock).bind(holder).execute(&mut *tx).await?;
+                }
+                Ok(tx)
+            }
+
             /// Deletes a place whose take's COMMIT went unanswered. On
             /// PostgreSQL it first waits for the holder's lock, which that
             /// take's transaction holds until it ends: a COMMIT still under
             /// way lands before the delete looks.
             async fn take_back(&self, holder: &str, place: &str) -> StoreResult<()> {
-                let mut tx = self.pool.begin().await?;
-                if let Some(lock) = $lock {
-                    sqlx::query(lock).bind(holder).execute(&mut *tx).await?;
-                }
+                let mut tx = self.as_the_holders_taker(holder).await?;
                 sqlx::query(FREE_PLACE).bind(holder).bind(place).execute(&mut *tx).await?;
                 tx.commit().await?;
                 Ok(())
@@ -76,10 +83,7 @@ macro_rules! place_store {
                      SELECT $1, $2, $3 WHERE (SELECT COUNT(*) FROM held_places h JOIN place_runs r ON r.run = h.run \
                                               WHERE h.holder = $1 AND r.until_ms > {now}) < $4"
                 );
-                let mut tx = self.pool.begin().await?;
-                if let Some(lock) = $lock {
-                    sqlx::query(lock).bind(holder).execute(&mut *tx).await?;
-                }
+                let mut tx = self.as_the_holders_taker(holder).await?;
                 let taken = sqlx::query(&take).bind(holder).bind(place).bind(run).bind(cap).execute(&mut *tx).await?;
                 if let Err(e) = tx.commit().await {
                     // A commit whose answer was lost (the connection cut

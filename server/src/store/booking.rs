@@ -145,10 +145,11 @@ macro_rules! booking_store {
                     "SELECT COUNT(*) FROM bookings WHERE org_id = $1 AND client_id = $2 AND starts_at >= $3 AND starts_at < $4 AND cancelled_at IS NULL",
                 )
                 .bind(&b.org_id).bind(&b.client_id).bind(month.0).bind(month.1).fetch_one(&mut *tx).await?;
-                let live_session: Option<(String, i64)> = sqlx::query_as(
-                    "SELECT id, planned_end_at FROM sessions WHERE org_id = $1 AND robot_id = $2 \
-                     AND lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED') AND planned_end_at IS NOT NULL",
-                )
+                let live_session: Option<(String, i64)> = sqlx::query_as(concat!(
+                    "SELECT id, planned_end_at FROM sessions WHERE org_id = $1 AND robot_id = $2 AND ",
+                    open_lifecycle!(),
+                    " AND planned_end_at IS NOT NULL",
+                ))
                 .bind(&b.org_id).bind(&b.robot_id).fetch_optional(&mut *tx).await?;
                 let seen = BookingsSeen {
                     robot: robot.into_iter().map(BookingRow::booking).collect(),

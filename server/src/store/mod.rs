@@ -2,6 +2,18 @@
 //! default) and PostgreSQL (scale-out) over the same SQL text; each backend
 //! keeps its own migrations under `server/migrations/<backend>/`.
 
+/// A session that is open (rule D09: PENDING, ACTIVE or PAUSED), as SQL
+/// says it: not in one of the two closed states. SQLite evaluates an `IN`
+/// list of three values or more by building a temporary b-tree of it each
+/// time a statement runs; two are compared one by one. Rule D09's index of
+/// open sessions (migrations sqlite/0022, postgres/0030–0032) is written so
+/// too: a read must repeat its condition for SQLite to take it.
+macro_rules! open_lifecycle {
+    () => {
+        "lifecycle NOT IN ('COMPLETED', 'CANCELLED')"
+    };
+}
+
 mod board;
 mod booking;
 mod chat;

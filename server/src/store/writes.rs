@@ -47,10 +47,14 @@ pub(super) const START: Sql = Sql {
            started_at = $4, queued_at = NULL, planned_end_at = $7 WHERE org_id = $5 AND id = $6 AND lifecycle = 'PENDING'",
 };
 
+/// (PostgreSQL's batch function says "open" as the list of open states:
+/// the same sessions, `open_lifecycle!` says why SQLite's text does not.)
 pub(super) const END: Sql = Sql {
     name: "end",
-    text: "UPDATE sessions SET lifecycle = $1, ended_at = $2, end_reason = $3, queued_at = NULL \
-           WHERE org_id = $4 AND id = $5 AND lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED')",
+    text: concat!(
+        "UPDATE sessions SET lifecycle = $1, ended_at = $2, end_reason = $3, queued_at = NULL WHERE org_id = $4 AND id = $5 AND ",
+        open_lifecycle!()
+    ),
 };
 
 pub(super) const STEER: Sql = Sql {

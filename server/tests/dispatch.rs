@@ -355,7 +355,7 @@ both_backends!(a_robot_with_a_call_in_progress_cannot_raise_another, |app: TestA
 // (live_session_for_robot) and directory.rs (retiring a robot) read it, and
 // as booking.rs reads a booked robot's live session. It is read by robot
 // on both backends, through rule D09's index, whose condition the
-// reads repeat ("not closed", migrations sqlite 0022 and postgres 0030–0032;
+// reads repeat ("not closed", migrations sqlite 0022 and postgres 0030;
 // PostgreSQL's generic plan, made on an empty table, took the org's open
 // sessions while both said "open" as a list, which "not closed" does not
 // imply).

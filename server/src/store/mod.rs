@@ -6,7 +6,7 @@
 /// says it: not in one of the two closed states. SQLite evaluates an `IN`
 /// list of three values or more by building a temporary b-tree of it each
 /// time a statement runs; two are compared one by one. Rule D09's index of
-/// open sessions (migrations sqlite/0022, postgres/0030–0032) is written so
+/// open sessions (migrations sqlite/0022, postgres/0030) is written so
 /// too: a read must repeat its condition for SQLite to take it.
 macro_rules! open_lifecycle {
     () => {

@@ -3,8 +3,9 @@
 //! writer (sqlite_writer.rs) prepares their text once on its own
 //! connection; PostgreSQL runs them by name inside one function call per
 //! batch (the function of migration postgres/0027_event_log_in_one_statement.sql,
-//! which replaced 0023's, 0019's and 0016's, holds the same texts, and
-//! writes a batch's event log records with one statement).
+//! which replaced 0023's, 0019's and 0016's, holds the same statements,
+//! `END`'s condition written as a list, and writes a batch's event log
+//! records with one statement).
 
 /// A statement's name (what PostgreSQL's batch function knows it by) and
 /// its text (`$N` placeholders).

@@ -9,7 +9,7 @@
 -- v3 fourteenth part). `NOT IN` the two closed states holds the same
 -- sessions (the CHECK allows five states; `lifecycle` is NOT NULL) and
 -- costs two comparisons. The reads of a robot's open session say it the
--- same way (`open_lifecycle!`, store/mod.rs), or SQLite would not take this
+-- same way (`open_lifecycle_read!`, store/mod.rs), or SQLite would not take this
 -- index for them. Replaced in the migration's transaction: the uniqueness
 -- never lapses.
 DROP INDEX sessions_one_open_per_robot;

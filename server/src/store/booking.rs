@@ -147,7 +147,7 @@ macro_rules! booking_store {
                 .bind(&b.org_id).bind(&b.client_id).bind(month.0).bind(month.1).fetch_one(&mut *tx).await?;
                 let live_session: Option<(String, i64)> = sqlx::query_as(concat!(
                     "SELECT id, planned_end_at FROM sessions WHERE org_id = $1 AND robot_id = $2 AND ",
-                    open_lifecycle!(),
+                    open_lifecycle_read!(),
                     " AND planned_end_at IS NOT NULL",
                 ))
                 .bind(&b.org_id).bind(&b.robot_id).fetch_optional(&mut *tx).await?;

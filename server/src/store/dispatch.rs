@@ -103,7 +103,7 @@ pub(super) static SESSION_BY_ID: std::sync::LazyLock<String> = std::sync::LazyLo
 
 /// The robot's call in progress, if any (rule D09: one at most), by the
 /// index of open sessions (test `dispatch::a_robots_call_in_progress_is_read_through_open_sessions_only`).
-pub(super) const OPEN_SESSION_OF_ROBOT: &str = concat!("SELECT id FROM sessions WHERE org_id = $1 AND robot_id = $2 AND ", open_lifecycle!());
+pub(super) const OPEN_SESSION_OF_ROBOT: &str = concat!("SELECT id FROM sessions WHERE org_id = $1 AND robot_id = $2 AND ", open_lifecycle_read!());
 
 const ROBOT_SELECT: &str = "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at FROM robots";
 

@@ -2,15 +2,28 @@
 //! default) and PostgreSQL (scale-out) over the same SQL text; each backend
 //! keeps its own migrations under `server/migrations/<backend>/`.
 
-/// A session that is open (rule D09: PENDING, ACTIVE or PAUSED), as SQL
+/// A session that is open (rule D09: PENDING, ACTIVE or PAUSED), as SQLite
 /// says it: not in one of the two closed states. SQLite evaluates an `IN`
 /// list of three values or more by building a temporary b-tree of it each
-/// time a statement runs; two are compared one by one. Rule D09's index of
-/// open sessions (migrations sqlite/0022, postgres/0030) is written so
-/// too: a read must repeat its condition for SQLite to take it.
+/// time a statement runs; two are compared one by one. Its index of open
+/// sessions says it so (migration sqlite/0022), and a read must repeat that
+/// condition for SQLite to take the index.
 macro_rules! open_lifecycle {
     () => {
         "lifecycle NOT IN ('COMPLETED', 'CANCELLED')"
+    };
+}
+
+/// A read of open sessions, in both spellings: PostgreSQL's index of open
+/// sessions is written as the list of open states (postgres/0017) and
+/// serves a read whose condition implies its own, SQLite's as
+/// `open_lifecycle!` (0022) and serves a read that repeats it. (PostgreSQL's
+/// index stays a list: written "not closed", a read of the org's live
+/// sessions, `IN ('ACTIVE', 'PAUSED')`, implies it too, and a plan made on
+/// an empty table took it for that read, walking every org's open sessions.)
+macro_rules! open_lifecycle_read {
+    () => {
+        concat!("lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED') AND ", open_lifecycle!())
     };
 }
 

@@ -49,7 +49,7 @@ pub(super) const START: Sql = Sql {
 };
 
 /// (PostgreSQL's batch function says "open" as the list of open states:
-/// the same sessions, `open_lifecycle!` says why SQLite's text does not.)
+/// the same sessions; `open_lifecycle!` says why SQLite's text does not.)
 pub(super) const END: Sql = Sql {
     name: "end",
     text: concat!(

@@ -270,14 +270,36 @@ mod tests {
         assert!(store.commit_reading(&elsewhere, Vec::new(), vec!["ses-1".into()]).await.unwrap().is_empty(), "another org's");
     }
 
+    /// A batch one of whose writes the database refuses writes nothing, and
+    /// the next batch commits: the refused one's transaction was ended.
+    #[tokio::test]
+    async fn a_refused_batch_writes_nothing_and_the_next_commits() {
+        use domain::models::LifecycleState;
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::sqlite_with_a_robot(dir.path()).await;
+        let lease = Lease { org_id: "org".into(), epoch: 1 };
+        let end_of_none = Write::End {
+            org_id: "org".into(), session_id: "ses-none".into(), to: LifecycleState::Cancelled, reason: "withdrawn".into(), attached: None, at: 5,
+        };
+        let refused = store.commit_reading(&lease, vec![call(1), end_of_none], vec!["ses-1".into()]).await;
+        assert!(refused.is_err(), "the end of a session that is not there diverges");
+        assert_eq!(store.session("org", "ses-1").await.unwrap(), None, "nothing of the refused batch");
+        let opened = store.commit_reading(&lease, vec![call(1)], vec!["ses-1".into()]).await.unwrap();
+        assert_eq!(opened.len(), 1, "the next batch commits");
+        assert_eq!(Some(opened[0].clone()), store.session("org", "ses-1").await.unwrap(), "and a pool reader sees it");
+    }
+
     /// "Open" is written as "not closed", and the closed states are the
-    /// domain's terminal ones: were a state added, the SQL would count it
-    /// as open only if the domain does.
+    /// domain's terminal ones, the open ones its open ones: were a state
+    /// added, the SQL would count it as open only if the domain does.
     #[test]
     fn open_sessions_are_those_not_in_a_terminal_state() {
         use domain::models::LifecycleState;
         let closed: Vec<String> = LifecycleState::ALL.iter().filter(|s| s.is_terminal()).map(|s| format!("'{}'", s.as_str())).collect();
         assert_eq!(open_lifecycle!(), format!("lifecycle NOT IN ({})", closed.join(", ")));
+        // The reads also name the open states as a list (PostgreSQL's index).
+        let open: Vec<String> = LifecycleState::ALL.iter().filter(|s| s.is_open()).map(|s| format!("'{}'", s.as_str())).collect();
+        assert_eq!(open_lifecycle_read!(), format!("lifecycle IN ({}) AND {}", open.join(", "), open_lifecycle!()));
     }
 
     /// SQLite evaluates an `IN` list of three values or more by building a

@@ -139,7 +139,7 @@ async fn a_session_named_by_its_id_is_read_by_its_key() {
         // The board's day (store/board.rs answer_speed).
         ("SELECT COUNT(*) FROM sessions WHERE org_id = $1 AND raised_at >= $2", &["org", "0"], "sessions_by_org_day"),
         // The live board (store/board.rs live_sessions).
-        ("SELECT * FROM sessions WHERE org_id = $1 AND lifecycle IN ('ACTIVE', 'PAUSED')", &["org"], "sessions_open_by_org"),
+        ("SELECT * FROM sessions WHERE org_id = $1 AND lifecycle IN ('ACTIVE', 'PAUSED') AND lifecycle NOT IN ('COMPLETED', 'CANCELLED')", &["org"], "sessions_open_by_org"),
         // A client's page, calls without a client (store/booking.rs client_sessions).
         ("SELECT * FROM sessions WHERE org_id = $1 AND client_id IS NULL AND raised_at >= 0 AND started_at IS NOT NULL ORDER BY started_at DESC, id LIMIT 100",
          &["org"], "sessions_by_org_day"),

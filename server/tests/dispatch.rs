@@ -370,3 +370,51 @@ both_backends!(a_robots_call_in_progress_is_read_through_open_sessions_only, |ap
     }
     app.finish().await;
 });
+
+// The desk's load (D11) and the board read the org's open sessions through
+// an index of open sessions only, never the org's history: on SQLite rule
+// D09's, which they name by repeating its condition (migration sqlite/0023
+// dropped the org's index by state, `offers_by_org_status` and the queue's,
+// which cost the cycle's batches a page each); on PostgreSQL the org's open
+// sessions (postgres/0028). The reads are written here as store/dispatch.rs
+// (org_snapshot) and store/board.rs (live_sessions, queue_depths) write them.
+both_backends!(the_desk_and_the_board_read_open_sessions_only, |app: TestApp| async move {
+    let open = "s.lifecycle NOT IN ('COMPLETED', 'CANCELLED')";
+    let pending = format!(
+        "SELECT s.id FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id \
+         WHERE s.org_id = $1 AND s.lifecycle = 'PENDING' AND {open} ORDER BY s.raised_at, s.id"
+    );
+    let answered = format!(
+        "SELECT o.session_id, o.operator_id, o.answered_at FROM sessions s JOIN offers o ON o.session_id = s.id \
+         WHERE s.org_id = $1 AND s.lifecycle = 'PENDING' AND {open} AND o.org_id = $1 AND o.status IN ('declined', 'expired') AND o.answered_at IS NOT NULL"
+    );
+    let live = format!(
+        "SELECT s.id FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id \
+         WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED') AND {open} ORDER BY s.started_at, s.id"
+    );
+    let queue = "SELECT skill, COUNT(*) AS waiting, MIN(raised_at) AS oldest_raised_at FROM sessions \
+                 WHERE org_id = $1 AND lifecycle = 'PENDING' AND lifecycle NOT IN ('COMPLETED', 'CANCELLED') AND queued_at IS NOT NULL GROUP BY skill ORDER BY skill";
+    let open_offers = "SELECT org_id, session_id FROM offers WHERE org_id = $1 AND status = 'open'";
+    let sqlite = app.database_url().starts_with("sqlite");
+    // PostgreSQL's generic plan, made on an empty table, may walk rule
+    // D09's index (every org's open sessions) instead of the org's, and
+    // keeps its index of queued calls.
+    let open_sessions = |plan: &str| {
+        plan.contains("sessions_one_open_per_robot") || (!sqlite && (plan.contains("sessions_open_by_org") || plan.contains("sessions_queue")))
+    };
+    let reads = [(pending.as_str(), true), (answered.as_str(), true), (live.as_str(), true), (queue, true), (open_offers, false)];
+    for (read, of_sessions) in reads {
+        let plan = common::plan(&app.database_url(), read, &["org"]).await;
+        if of_sessions {
+            assert!(open_sessions(&plan), "{read} should walk open sessions only:\n{plan}");
+        } else {
+            assert!(plan.contains("offers_one_open_per_"), "{read} should walk open offers only:\n{plan}");
+        }
+        if sqlite && read == answered {
+            assert!(plan.contains("offers_by_session"), "{read}\n{plan}");
+        }
+        // SQLite: no table walked whole ("SCAN s", without an index).
+        assert!(!plan.lines().any(|line| line.starts_with("SCAN ") && !line.contains(" USING ")), "{read}\n{plan}");
+    }
+    app.finish().await;
+});

@@ -76,7 +76,9 @@ macro_rules! board_store {
         #[async_trait]
         impl BoardStore for $store {
             async fn live_sessions(&self, org_id: &str) -> StoreResult<Vec<SessionRow>> {
-                Ok(sqlx::query_as(&format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED') ORDER BY s.started_at, s.id"))
+                // Open sessions, said as rule D09's index says them (sqlite/0023).
+                let live = concat!(" WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED') AND s.", open_lifecycle!(), " ORDER BY s.started_at, s.id");
+                Ok(sqlx::query_as(&format!("{SESSION_SELECT}{live}"))
                     .bind(org_id).fetch_all(&self.pool).await?)
             }
 
@@ -89,10 +91,12 @@ macro_rules! board_store {
             }
 
             async fn queue_depths(&self, org_id: &str) -> StoreResult<Vec<QueueDepthRow>> {
-                Ok(sqlx::query_as(
+                Ok(sqlx::query_as(concat!(
                     "SELECT skill, COUNT(*) AS waiting, MIN(raised_at) AS oldest_raised_at FROM sessions \
-                     WHERE org_id = $1 AND lifecycle = 'PENDING' AND queued_at IS NOT NULL GROUP BY skill ORDER BY skill",
-                )
+                     WHERE org_id = $1 AND lifecycle = 'PENDING' AND ",
+                    open_lifecycle!(),
+                    " AND queued_at IS NOT NULL GROUP BY skill ORDER BY skill",
+                ))
                 .bind(org_id).fetch_all(&self.pool).await?)
             }
 

@@ -132,28 +132,37 @@ macro_rules! dispatch_store {
 
             async fn org_snapshot(&self, org_id: &str) -> StoreResult<OrgSnapshot> {
                 let operators = super::Store::operators(self, org_id).await?;
-                let pending = sqlx::query_as(
+                // The reads of open sessions say "open" as rule D09's index
+                // does, and walk it (sqlite/0023).
+                let pending = sqlx::query_as(concat!(
                     "SELECT s.id AS session_id, s.robot_id, r.model AS robot_model, r.site, s.skill, s.pop, s.raised_at, s.queued_at, \
                      s.client_id, s.booking_id, s.planned_end_at \
                      FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id \
-                     WHERE s.org_id = $1 AND s.lifecycle = 'PENDING' ORDER BY s.raised_at, s.id",
-                )
+                     WHERE s.org_id = $1 AND s.lifecycle = 'PENDING' AND s.",
+                    open_lifecycle!(),
+                    " ORDER BY s.raised_at, s.id",
+                ))
                 .bind(org_id).fetch_all(&self.pool).await?;
                 let open_offers = sqlx::query_as(
                     "SELECT org_id, session_id, operator_id, rtt_ms, offered_at, expires_at FROM offers \
                      WHERE org_id = $1 AND status = 'open'",
                 )
                 .bind(org_id).fetch_all(&self.pool).await?;
-                let answered = sqlx::query_as(
-                    "SELECT o.session_id, o.operator_id, o.answered_at FROM offers o JOIN sessions s ON s.id = o.session_id \
-                     WHERE o.org_id = $1 AND s.lifecycle = 'PENDING' AND o.status IN ('declined', 'expired') AND o.answered_at IS NOT NULL",
-                )
+                // (An offer is of its session's org: the org is named on the
+                // session, whose open ones are indexed.)
+                let answered = sqlx::query_as(concat!(
+                    "SELECT o.session_id, o.operator_id, o.answered_at FROM sessions s JOIN offers o ON o.session_id = s.id \
+                     WHERE s.org_id = $1 AND s.lifecycle = 'PENDING' AND s.",
+                    open_lifecycle!(),
+                    " AND o.org_id = $1 AND o.status IN ('declined', 'expired') AND o.answered_at IS NOT NULL",
+                ))
                 .bind(org_id).fetch_all(&self.pool).await?;
-                let live = sqlx::query_as(
+                let live = sqlx::query_as(concat!(
                     "SELECT s.id AS session_id, s.robot_id, r.model AS robot_model, r.site, s.skill, s.pop, s.operator_id, s.lifecycle, s.planned_end_at, s.booking_id \
                      FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id \
-                     WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED')",
-                )
+                     WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED') AND s.",
+                    open_lifecycle!(),
+                ))
                 .bind(org_id).fetch_all(&self.pool).await?;
                 let held_elsewhere = sqlx::query_as(
                     "SELECT o.operator_id, o.org_id, o.expires_at FROM offers o \

@@ -71,14 +71,32 @@ pub trait BoardStore: Send + Sync {
     async fn record_audit(&self, org_id: &str, entry: &AuditEntry) -> StoreResult<()>;
 }
 
+// The board's reads of open sessions say "open" as rule D09's index does
+// (`open_lifecycle!`), and walk it: SQLite has no other index of sessions
+// by state (sqlite/0023; test
+// `dispatch::tests::the_desk_and_the_board_read_open_sessions_only`).
+
+/// The org's calls in progress, by their start.
+pub(super) static LIVE_BOARD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        concat!("{} WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED') AND s.", open_lifecycle!(), " ORDER BY s.started_at, s.id"),
+        SESSION_SELECT
+    )
+});
+
+/// Queued calls per skill.
+pub(super) const QUEUE_DEPTHS: &str = concat!(
+    "SELECT skill, COUNT(*) AS waiting, MIN(raised_at) AS oldest_raised_at FROM sessions WHERE org_id = $1 AND lifecycle = 'PENDING' AND ",
+    open_lifecycle!(),
+    " AND queued_at IS NOT NULL GROUP BY skill ORDER BY skill",
+);
+
 macro_rules! board_store {
     ($store:ident) => {
         #[async_trait]
         impl BoardStore for $store {
             async fn live_sessions(&self, org_id: &str) -> StoreResult<Vec<SessionRow>> {
-                // Open sessions, said as rule D09's index says them (sqlite/0023).
-                let live = concat!(" WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED') AND s.", open_lifecycle!(), " ORDER BY s.started_at, s.id");
-                Ok(sqlx::query_as(&format!("{SESSION_SELECT}{live}"))
+                Ok(sqlx::query_as(LIVE_BOARD.as_str())
                     .bind(org_id).fetch_all(&self.pool).await?)
             }
 
@@ -91,12 +109,7 @@ macro_rules! board_store {
             }
 
             async fn queue_depths(&self, org_id: &str) -> StoreResult<Vec<QueueDepthRow>> {
-                Ok(sqlx::query_as(concat!(
-                    "SELECT skill, COUNT(*) AS waiting, MIN(raised_at) AS oldest_raised_at FROM sessions \
-                     WHERE org_id = $1 AND lifecycle = 'PENDING' AND ",
-                    open_lifecycle!(),
-                    " AND queued_at IS NOT NULL GROUP BY skill ORDER BY skill",
-                ))
+                Ok(sqlx::query_as(QUEUE_DEPTHS)
                 .bind(org_id).fetch_all(&self.pool).await?)
             }
 

@@ -354,16 +354,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let _store = crate::store::sqlite_with_a_robot(dir.path()).await;
         let connection = rusqlite::Connection::open(dir.path().join("clutchcall.db")).unwrap();
-        let plan = |sql: &str| -> Vec<String> {
-            let mut explain = connection.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-            // Unbound: a plan does not depend on the values.
-            let mut rows = explain.raw_query();
-            let mut details = Vec::new();
-            while let Some(row) = rows.next().unwrap() {
-                details.push(row.get::<_, String>("detail").unwrap());
-            }
-            details
-        };
+        let plan = |sql: &str| crate::store::explained(&connection, &format!("EXPLAIN QUERY PLAN {sql}"), "detail");
         let by_open_sessions = |line: &String| {
             line.starts_with("SEARCH ") && line.contains(" USING INDEX sessions_one_open_per_robot (org_id=?")
         };

@@ -276,6 +276,20 @@ pub async fn connect(url: &str) -> StoreResult<SharedStore> {
     }
 }
 
+/// For unit tests: one column (`opcode`, `detail`) of each row of SQLite's
+/// `EXPLAIN` or `EXPLAIN QUERY PLAN` (`explain`), run unbound: a program or
+/// a plan does not depend on the values bound.
+#[cfg(test)]
+pub(crate) fn explained(connection: &rusqlite::Connection, explain: &str, column: &str) -> Vec<String> {
+    let mut statement = connection.prepare(explain).unwrap();
+    let mut rows = statement.raw_query();
+    let mut values = Vec::new();
+    while let Some(row) = rows.next().unwrap() {
+        values.push(row.get::<_, String>(column).unwrap());
+    }
+    values
+}
+
 /// For unit tests: an SQLite store in `dir` holding the org `org` and its
 /// robot `r-1` (a UR5e for pick-place at Leeds, token hash `hash-1`).
 #[cfg(test)]

@@ -323,13 +323,8 @@ mod tests {
             _ => 0,
         };
         for sql in super::super::writes::ALL {
-            let mut explain = connection.prepare(&format!("EXPLAIN {}", sql.text)).unwrap();
-            // Unbound parameters are NULL: EXPLAIN only compiles the statement.
-            let mut rows = explain.raw_query();
-            let mut built = 0;
-            while let Some(row) = rows.next().unwrap() {
-                built += usize::from(row.get::<_, String>(1).unwrap() == "OpenEphemeral");
-            }
+            let program = crate::store::explained(&connection, &format!("EXPLAIN {}", sql.text), "opcode");
+            let built = program.iter().filter(|opcode| *opcode == "OpenEphemeral").count();
             assert_eq!(built, checks(sql.name), "{}: {}", sql.name, sql.text);
         }
     }

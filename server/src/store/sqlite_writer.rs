@@ -361,17 +361,18 @@ mod tests {
     /// checkpoint never reaches the WAL's end, so the WAL is never started
     /// over (it grew by ~100 KB a call) unless the checkpointer waits for
     /// the readers (RESTART). Batches come while two readers read, until
-    /// the checkpointer has rewound the WAL twice, or they run out (1,920:
+    /// the checkpointer has rewound the WAL twice, or they run out (3,840:
     /// in a CI run, with the other unit tests on both cores, 640 batches
-    /// once saw only one rewind).
+    /// once saw only one rewind, and 1,920 once did after sqlite/0023 left
+    /// a batch fewer pages to write).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_wal_is_rewound_under_steady_reads() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("clutchcall.db");
         let url = format!("sqlite://{}", file.display());
         let store = crate::store::sql::SqliteStore::connect(&url).await.unwrap();
-        // A robot per call (one open session each): 1,920 batches of 25.
-        let robots = (0..48_000).map(|i| NewRobot {
+        // A robot per call (one open session each): 3,840 batches of 25.
+        let robots = (0..96_000).map(|i| NewRobot {
             id: format!("r-{i}"), org_id: "org".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
             req_cert: "pick-place · tier-1".into(), token_hash: format!("hash-{i}"),
         });
@@ -390,7 +391,7 @@ mod tests {
             })
             .collect();
         let lease = Lease { org_id: "org".into(), epoch: 1 };
-        for batch in 0..1_920 {
+        for batch in 0..3_840 {
             if store.writer.rewinds() >= 2 {
                 break;
             }

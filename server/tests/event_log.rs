@@ -166,3 +166,31 @@ both_backends_with!(
     app.finish().await;
 }
 );
+
+// Retention walks each org's log from its oldest record by the key, a step
+// of records at a time (no index by `at`, sqlite/0024): more records past
+// the retention than a step all go, and the walk ends at the first step
+// with none past it.
+both_backends_with!(
+    retention_walks_a_long_log_a_step_at_a_time,
+    |c: &mut server::config::Config| c.event_retention_days = u32::MAX,
+    |app: TestApp| async move {
+    let url = app.database_url();
+    // 12,001 records past the retention (more than two steps of 5,000),
+    // then one within it.
+    common::execute(
+        &url,
+        "INSERT INTO org_events (org_id, id, at, kind, data) \
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12001) \
+         SELECT 'org-harbor', 2000000 + i, 100, 'robot.offline', '{}' FROM n",
+    )
+    .await;
+    common::execute(&url, "INSERT INTO org_events (org_id, id, at, kind, data) VALUES ('org-harbor', 3000000, 900, 'robot.offline', '{}')").await;
+    let pruned = app.running().store.prune_events(500).await.unwrap();
+    assert!(pruned >= 12_001, "{pruned}");
+    assert_eq!(common::scalar(&url, "SELECT COUNT(*) FROM org_events WHERE org_id = 'org-harbor' AND id > 2000000").await, 1);
+    assert_eq!(common::scalar(&url, "SELECT MIN(id) FROM org_events WHERE org_id = 'org-harbor' AND id > 2000000").await, 3_000_000);
+    assert_eq!(app.running().store.prune_events(500).await.unwrap(), 0, "nothing more past the retention");
+    app.finish().await;
+}
+);

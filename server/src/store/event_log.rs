@@ -88,7 +88,7 @@ pub struct Logged<'a> {
     pub event: LogEvent,
 }
 
-/// Records one pruning statement deletes.
+/// Records a step of pruning reads (and at most deletes) of one org.
 const PRUNE_STEP: i64 = 5_000;
 
 macro_rules! event_log_store {
@@ -131,26 +131,25 @@ macro_rules! event_log_store {
             }
 
             async fn prune_events(&self, before: i64) -> StoreResult<u64> {
-                // Per org up to its newest record past the retention, by id:
-                // a record committed a moment out of `at` order is not left
-                // as a hole the 410 rule (the oldest id kept) cannot see.
-                // The cuts are found through the `at` index among the old
-                // records only; each org's are deleted by its key, a step
-                // at a time, so no statement holds the writer long.
-                let cuts: Vec<(String, i64)> = sqlx::query_as("SELECT org_id, MAX(id) FROM org_events WHERE at < $1 GROUP BY org_id")
-                    .bind(before).fetch_all(&self.pool).await?;
+                // Each org's log is walked from its oldest record by its
+                // key, a step of records at a time: up to the newest record
+                // of the step past the retention, by id, so a record
+                // committed a moment out of `at` order is not left as a
+                // hole the 410 rule (the oldest id kept) cannot see. Ids
+                // follow the commits, so a step with nothing past the
+                // retention ends the org's walk. No index by `at` is kept
+                // for this: every record would write it (sqlite/0024).
+                let orgs: Vec<String> = sqlx::query_scalar("SELECT id FROM orgs").fetch_all(&self.pool).await?;
                 let mut pruned = 0;
-                for (org_id, cut) in cuts {
+                for org_id in orgs {
                     loop {
-                        let step = sqlx::query(
-                            "DELETE FROM org_events WHERE org_id = $1 AND id IN \
-                             (SELECT id FROM org_events WHERE org_id = $1 AND id <= $2 ORDER BY id LIMIT $3)",
+                        let cut: Option<i64> = sqlx::query_scalar(
+                            "SELECT MAX(id) FROM (SELECT id, at FROM org_events WHERE org_id = $1 ORDER BY id LIMIT $2) oldest WHERE at < $3",
                         )
-                        .bind(&org_id).bind(cut).bind(PRUNE_STEP).execute(&self.pool).await?.rows_affected();
-                        pruned += step;
-                        if step < PRUNE_STEP as u64 {
-                            break;
-                        }
+                        .bind(&org_id).bind(PRUNE_STEP).bind(before).fetch_one(&self.pool).await?;
+                        let Some(cut) = cut else { break };
+                        pruned += sqlx::query("DELETE FROM org_events WHERE org_id = $1 AND id <= $2")
+                            .bind(&org_id).bind(cut).execute(&self.pool).await?.rows_affected();
                     }
                 }
                 sqlx::query("DELETE FROM webhook_deliveries WHERE at < $1").bind(before).execute(&self.pool).await?;

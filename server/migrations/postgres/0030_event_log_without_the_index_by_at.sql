@@ -1,0 +1,11 @@
+-- no-transaction
+-- `org_events_by_at` goes (issue "Engine v3"): retention walks each org's
+-- log from its oldest record by the key (store/event_log.rs,
+-- `prune_events`), as SQLite's does since sqlite/0024, and no other read
+-- takes it. Every record of the log wrote an entry in it.
+--
+-- Outside a transaction and CONCURRENTLY, as postgres/0029: instances of
+-- the build before still running (a rolling upgrade) are not held up, and
+-- their pruning, which read through it, reads the table instead until
+-- they are replaced.
+DROP INDEX CONCURRENTLY IF EXISTS org_events_by_at;

@@ -65,8 +65,12 @@ pub trait EventLogStore: Send + Sync {
     async fn event_bounds(&self, org_id: &str) -> StoreResult<(Option<i64>, i64)>;
     /// The last id the org's log ever gave (0: none).
     async fn last_event_id(&self, org_id: &str) -> StoreResult<i64>;
-    /// Deletes every org's records older than `before` (retention), and
-    /// webhook attempts as old; how many records.
+    /// Deletes each org's records older than `before` (retention), and
+    /// webhook attempts as old; how many records. Each org's log is walked
+    /// from its oldest record by id, a step of records at a time, up to the
+    /// step's newest record older than `before`; a step with none ends the
+    /// walk. (So an old record behind a whole step of newer ones, its `at`
+    /// out of the ids' order by more than a step, waits for a later run.)
     async fn prune_events(&self, before: i64) -> StoreResult<u64>;
     /// Logs `robot.offline` if the robot's last heartbeat (any instance's)
     /// is `timeout_ms` old at `now` and this silence is not logged yet;
@@ -90,6 +94,11 @@ pub struct Logged<'a> {
 
 /// Records a step of pruning reads (and at most deletes) of one org.
 const PRUNE_STEP: i64 = 5_000;
+/// A step's cut: the newest of the org's oldest `$2` records older than
+/// `$3`, by its key.
+const PRUNE_CUT: &str = "SELECT MAX(id) FROM (SELECT id, at FROM org_events WHERE org_id = $1 ORDER BY id LIMIT $2) oldest WHERE at < $3";
+/// A step: the org's records up to the cut, by its key.
+const PRUNE_TO_CUT: &str = "DELETE FROM org_events WHERE org_id = $1 AND id <= $2";
 
 macro_rules! event_log_store {
     ($store:ident) => {
@@ -143,12 +152,10 @@ macro_rules! event_log_store {
                 let mut pruned = 0;
                 for org_id in orgs {
                     loop {
-                        let cut: Option<i64> = sqlx::query_scalar(
-                            "SELECT MAX(id) FROM (SELECT id, at FROM org_events WHERE org_id = $1 ORDER BY id LIMIT $2) oldest WHERE at < $3",
-                        )
-                        .bind(&org_id).bind(PRUNE_STEP).bind(before).fetch_one(&self.pool).await?;
+                        let cut: Option<i64> =
+                            sqlx::query_scalar(PRUNE_CUT).bind(&org_id).bind(PRUNE_STEP).bind(before).fetch_one(&self.pool).await?;
                         let Some(cut) = cut else { break };
-                        pruned += sqlx::query("DELETE FROM org_events WHERE org_id = $1 AND id <= $2")
+                        pruned += sqlx::query(PRUNE_TO_CUT)
                             .bind(&org_id).bind(cut).execute(&self.pool).await?.rows_affected();
                     }
                 }
@@ -173,3 +180,21 @@ macro_rules! event_log_store {
 
 event_log_store!(SqliteStore);
 event_log_store!(PgStore);
+
+#[cfg(test)]
+mod tests {
+    /// Retention reads and deletes each org's oldest records by the key
+    /// (SQLite keeps no index by `at`, sqlite/0024): a step never reads
+    /// the whole log.
+    #[tokio::test]
+    async fn a_step_of_retention_searches_the_orgs_oldest_records_by_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let _store = crate::store::sqlite_with_a_robot(dir.path()).await;
+        let connection = rusqlite::Connection::open(dir.path().join("clutchcall.db")).unwrap();
+        for sql in [super::PRUNE_CUT, super::PRUNE_TO_CUT] {
+            let plan = crate::store::explained(&connection, &format!("EXPLAIN QUERY PLAN {sql}"), "detail");
+            assert!(plan.iter().any(|step| step.starts_with("SEARCH org_events USING PRIMARY KEY (org_id=?")), "{sql}: {plan:?}");
+            assert!(!plan.iter().any(|step| step.starts_with("SCAN org_events") || step.contains("TEMP B-TREE")), "{sql}: {plan:?}");
+        }
+    }
+}

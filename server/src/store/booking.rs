@@ -239,25 +239,50 @@ macro_rules! booking_store {
             }
 
             async fn client_sessions(&self, org_id: &str, client_id: Option<&str>, limit: i64) -> StoreResult<Vec<SessionRow>> {
-                // Calls no client owns: `raised_at >= 0` is always true, and
-                // lets the org's day index (migration postgres/0028, partial
-                // on `raised_at IS NOT NULL`, which a comparison implies)
-                // walk the org's sessions, where PostgreSQL would otherwise
-                // read every org's. (A written `IS NOT NULL` would not do:
-                // PostgreSQL 18 drops it on a NOT NULL column.)
-                let filter = match client_id {
-                    Some(_) => "s.client_id = $2",
-                    None => "s.client_id IS NULL AND $2 IS NULL AND s.raised_at >= 0",
-                };
-                Ok(sqlx::query_as(&format!(
-                    "{} WHERE s.org_id = $1 AND {filter} AND s.started_at IS NOT NULL ORDER BY s.started_at DESC, s.id LIMIT $3",
-                    super::dispatch::SESSION_SELECT
-                ))
-                .bind(org_id).bind(client_id).bind(limit).fetch_all(&self.pool).await?)
+                Ok(sqlx::query_as(&client_sessions_read(client_id.is_some()))
+                    .bind(org_id).bind(client_id).bind(limit).fetch_all(&self.pool).await?)
             }
         }
     };
 }
 
+/// A client's sessions (`$2`), or with none the calls no client owns (`$2`
+/// NULL), newest start first, at most `$3`.
+fn client_sessions_read(with_client: bool) -> String {
+    // Calls no client owns: `raised_at >= 0` is always true, and lets the
+    // org's day index (migration postgres/0028, partial on `raised_at IS
+    // NOT NULL`, which a comparison implies) walk the org's sessions, where
+    // PostgreSQL would otherwise read every org's. (A written `IS NOT NULL`
+    // would not do: PostgreSQL 18 drops it on a NOT NULL column.) Neither
+    // backend's client index holds them (sqlite/0025).
+    let filter = if with_client { "s.client_id = $2" } else { "s.client_id IS NULL AND $2 IS NULL AND s.raised_at >= 0" };
+    format!(
+        "{} WHERE s.org_id = $1 AND {filter} AND s.started_at IS NOT NULL ORDER BY s.started_at DESC, s.id LIMIT $3",
+        super::dispatch::SESSION_SELECT
+    )
+}
+
 booking_store!(SqliteStore);
 booking_store!(PgStore);
+
+#[cfg(test)]
+mod tests {
+    /// A client's sessions are searched in the client index, which holds
+    /// only sessions with a client (sqlite/0025): a read with a client
+    /// still takes it, and the calls no client owns are read through the
+    /// org's day index, never a whole scan. (PostgreSQL: tests/cluster.rs, `a_session_named_by_its_id_is_read_by_its_key`.)
+    #[tokio::test]
+    async fn a_clients_sessions_are_searched_by_the_client() {
+        let dir = tempfile::tempdir().unwrap();
+        let _store = crate::store::sqlite_with_a_robot(dir.path()).await;
+        let connection = rusqlite::Connection::open(dir.path().join("clutchcall.db")).unwrap();
+        let plan = |with_client| crate::store::explained(&connection, &format!("EXPLAIN QUERY PLAN {}", super::client_sessions_read(with_client)), "detail");
+        let with_client = plan(true);
+        assert!(with_client.iter().any(|line| line.starts_with("SEARCH s USING INDEX sessions_by_client (org_id=? AND client_id=?)")), "{with_client:#?}");
+        let without = plan(false);
+        assert!(without.iter().any(|line| line.starts_with("SEARCH s USING INDEX sessions_by_org_day (org_id=?")), "{without:#?}");
+        for plan in [with_client, without] {
+            assert!(!plan.iter().any(|line| line.starts_with("SCAN s")), "{plan:#?}");
+        }
+    }
+}

@@ -3,7 +3,7 @@
 -- third of the dispatch thread (BENCHMARKS.md, Engine v3 fifteenth part).
 -- Counted in the WAL of a full-cycle run (seventeenth part), a batch
 -- wrote 17.5 pages, of them:
--- - 1.2 for the event log's key (`org_id`, `id`), kept beside its rows:
+-- - 1.3 for the event log's key (`org_id`, `id`), kept beside its rows:
 --   the log becomes a table WITHOUT ROWID, its rows stored in its key's
 --   order, one b-tree instead of two. Its rows are small (a record's data
 --   is a few dozen bytes), as such a table wants;

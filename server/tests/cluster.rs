@@ -124,9 +124,10 @@ async fn the_batch_function_never_plans_a_sequential_scan() {
 /// with the org can serve a read that names no state and no time, and the
 /// plan a connection keeps for such a read (made once, often while the
 /// table is nearly empty) takes the primary key. The board's day, the live
-/// board and a client's page of calls without a client take the indexes
-/// made for them (none reads every org's sessions). The reads are written
-/// here as the store writes their conditions (store/board.rs, booking.rs).
+/// board and a client's page, with a client or of calls without one, take
+/// the indexes made for them (none reads every org's sessions). The reads
+/// are written here as the store writes their conditions (store/board.rs,
+/// booking.rs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_named_by_its_id_is_read_by_its_key() {
     let Some(app) = TestApp::spawn(Db::Postgres).await else { return };
@@ -134,7 +135,7 @@ async fn a_session_named_by_its_id_is_read_by_its_key() {
     let open_to_any_read = "SELECT COUNT(*) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
                             WHERE i.indrelid = 'sessions'::regclass AND a.attname = 'org_id' AND i.indpred IS NULL";
     assert_eq!(scalar(&url, open_to_any_read).await, 0, "an index of sessions led by the org alone");
-    let reads: [(&str, &[&str], &str); 4] = [
+    let reads: [(&str, &[&str], &str); 5] = [
         ("SELECT * FROM sessions WHERE org_id = $1 AND id = $2", &["org", "session"], "sessions_pkey"),
         // The board's day (store/board.rs answer_speed).
         ("SELECT COUNT(*) FROM sessions WHERE org_id = $1 AND raised_at >= $2", &["org", "0"], "sessions_by_org_day"),
@@ -143,6 +144,9 @@ async fn a_session_named_by_its_id_is_read_by_its_key() {
         // A client's page, calls without a client (store/booking.rs client_sessions).
         ("SELECT * FROM sessions WHERE org_id = $1 AND client_id IS NULL AND raised_at >= 0 AND started_at IS NOT NULL ORDER BY started_at DESC, id LIMIT 100",
          &["org"], "sessions_by_org_day"),
+        // A client's page (store/booking.rs client_sessions): the client index, of clients' sessions only.
+        ("SELECT * FROM sessions WHERE org_id = $1 AND client_id = $2 AND started_at IS NOT NULL ORDER BY started_at DESC, id LIMIT 100",
+         &["org", "client"], "sessions_by_client"),
     ];
     for (read, arguments, index) in reads {
         let plan = common::plan(&url, read, arguments).await;

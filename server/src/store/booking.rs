@@ -250,11 +250,11 @@ macro_rules! booking_store {
 /// NULL), newest start first, at most `$3`.
 fn client_sessions_read(with_client: bool) -> String {
     // Calls no client owns: `raised_at >= 0` is always true, and lets the
-    // org's day index (migration postgres/0028, partial on `raised_at IS
-    // NOT NULL`, which a comparison implies) walk the org's sessions, where
-    // PostgreSQL would otherwise read every org's. (A written `IS NOT NULL`
-    // would not do: PostgreSQL 18 drops it on a NOT NULL column.) Neither
-    // backend's client index holds them (sqlite/0025).
+    // org's day index (migrations postgres/0028 and sqlite/0020, partial on
+    // `raised_at IS NOT NULL`, which a comparison implies) walk the org's
+    // sessions, where PostgreSQL would otherwise read every org's. (A
+    // written `IS NOT NULL` would not do: PostgreSQL 18 drops it on a NOT
+    // NULL column.) Neither backend's client index holds them (sqlite/0025).
     let filter = if with_client { "s.client_id = $2" } else { "s.client_id IS NULL AND $2 IS NULL AND s.raised_at >= 0" };
     format!(
         "{} WHERE s.org_id = $1 AND {filter} AND s.started_at IS NOT NULL ORDER BY s.started_at DESC, s.id LIMIT $3",
@@ -267,12 +267,12 @@ booking_store!(PgStore);
 
 #[cfg(test)]
 mod tests {
-    /// A client's sessions are searched in the client index, which holds
-    /// only sessions with a client (sqlite/0025): a read with a client
-    /// still takes it, and the calls no client owns are read through the
-    /// org's day index, never a whole scan. (PostgreSQL: tests/cluster.rs, `a_session_named_by_its_id_is_read_by_its_key`.)
+    /// The client index holds only sessions with a client (sqlite/0025):
+    /// a client's page still searches it, and the page of calls no client
+    /// owns reads the org's day index, never a whole scan. (PostgreSQL:
+    /// tests/cluster.rs, `a_session_named_by_its_id_is_read_by_its_key`.)
     #[tokio::test]
-    async fn a_clients_sessions_are_searched_by_the_client() {
+    async fn a_clients_page_takes_the_client_index_and_the_page_without_one_the_day_index() {
         let dir = tempfile::tempdir().unwrap();
         let _store = crate::store::sqlite_with_a_robot(dir.path()).await;
         let connection = rusqlite::Connection::open(dir.path().join("clutchcall.db")).unwrap();

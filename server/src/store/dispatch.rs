@@ -345,7 +345,7 @@ mod tests {
 
     /// The desk's load and the board read the org's open sessions through
     /// rule D09's index, searched by the org, never the org's history (as
-    /// `sessions_by_client` would give, or a whole scan): SQLite keeps no
+    /// the org's day index would give, or a whole scan): SQLite keeps no
     /// other index of sessions by state (sqlite/0023) and takes a partial
     /// index only for a read that repeats its condition. The open offers
     /// walk the index of open offers. (PostgreSQL: `tests/dispatch.rs`.)

@@ -123,7 +123,7 @@ const TAP_SLOP_PX: f64 = 16.0;
 /// told by where it ends, within `TAP_SLOP_PX` of the button or not.
 fn on_offer_panel(event: &web_sys::PointerEvent) -> bool {
     let target = event.target().and_then(|target| target.dyn_into::<web_sys::Element>().ok());
-    let button = target.and_then(|element| element.closest("#offer-slot button").ok().flatten());
+    let button = target.and_then(|element| element.closest(concat!("#", super::offer_slot!(), " button")).ok().flatten());
     button.is_some_and(|button| {
         let (r, x, y) = (button.get_bounding_client_rect(), event.client_x() as f64, event.client_y() as f64);
         (r.left() - TAP_SLOP_PX..=r.right() + TAP_SLOP_PX).contains(&x) && (r.top() - TAP_SLOP_PX..=r.bottom() + TAP_SLOP_PX).contains(&y)
@@ -306,7 +306,7 @@ impl Drop for Ringing {
 
 /// Mounts the offer panel in the page's offer slot (`OfferSlot`).
 fn mount_offer_panel(console: Console) -> Option<Box<dyn std::any::Any>> {
-    let slot = web_sys::window()?.document()?.get_element_by_id("offer-slot")?;
+    let slot = web_sys::window()?.document()?.get_element_by_id(super::offer_slot!())?;
     let slot = slot.dyn_into::<web_sys::HtmlElement>().ok()?;
     let panel = leptos::mount::mount_to(slot, move || view! { <super::OfferPanel console/> });
     Some(Box::new(panel))

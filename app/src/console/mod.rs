@@ -192,12 +192,24 @@ pub fn ConsoleLink() -> impl IntoView {
     }
 }
 
+/// The offer slot's element id, a literal (the link's gesture listener
+/// builds a selector of it with `concat!`): where the link mounts the
+/// panel and where the listener looks for the panel's buttons.
+macro_rules! offer_slot {
+    () => {
+        "offer-slot"
+    };
+}
+// (Only the browser's link names it from outside this file.)
+#[cfg_attr(not(feature = "hydrate"), allow(unused_imports))]
+pub(crate) use offer_slot;
+
 /// Where the offer panel goes: over whatever page the operator is on. The
 /// console's link mounts the panel here when it starts, so the panel's code
 /// is in the link's chunk with the rest of what only operators need.
 #[component]
 pub fn OfferSlot() -> impl IntoView {
-    view! { <div id="offer-slot" class="offer-slot"></div> }
+    view! { <div id={offer_slot!()} class="offer-slot"></div> }
 }
 
 /// What a key does to the offer shown (the offer panel's keys, and what

@@ -273,9 +273,7 @@ mod tests {
     /// tests/cluster.rs, `a_session_named_by_its_id_is_read_by_its_key`.)
     #[tokio::test]
     async fn a_clients_page_takes_the_client_index_and_the_page_without_one_the_day_index() {
-        let dir = tempfile::tempdir().unwrap();
-        let _store = crate::store::sqlite_with_a_robot(dir.path()).await;
-        let connection = rusqlite::Connection::open(dir.path().join("clutchcall.db")).unwrap();
+        let (_dir, _store, connection) = crate::store::sqlite_to_explain().await;
         let plan = |with_client| crate::store::explained(&connection, &format!("EXPLAIN QUERY PLAN {}", super::client_sessions_read(with_client)), "detail");
         let with_client = plan(true);
         assert!(with_client.iter().any(|line| line.starts_with("SEARCH s USING INDEX sessions_by_client (org_id=? AND client_id=?)")), "{with_client:#?}");

@@ -351,9 +351,7 @@ mod tests {
     /// walk the index of open offers. (PostgreSQL: `tests/dispatch.rs`.)
     #[tokio::test]
     async fn the_desk_and_the_board_read_open_sessions_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let _store = crate::store::sqlite_with_a_robot(dir.path()).await;
-        let connection = rusqlite::Connection::open(dir.path().join("clutchcall.db")).unwrap();
+        let (_dir, _store, connection) = crate::store::sqlite_to_explain().await;
         let plan = |sql: &str| crate::store::explained(&connection, &format!("EXPLAIN QUERY PLAN {sql}"), "detail");
         let by_open_sessions = |line: &String| {
             line.starts_with("SEARCH ") && line.contains(" USING INDEX sessions_one_open_per_robot (org_id=?")

@@ -188,9 +188,7 @@ mod tests {
     /// the whole log.
     #[tokio::test]
     async fn a_step_of_retention_searches_the_orgs_oldest_records_by_the_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let _store = crate::store::sqlite_with_a_robot(dir.path()).await;
-        let connection = rusqlite::Connection::open(dir.path().join("clutchcall.db")).unwrap();
+        let (_dir, _store, connection) = crate::store::sqlite_to_explain().await;
         for sql in [super::PRUNE_CUT, super::PRUNE_TO_CUT] {
             let plan = crate::store::explained(&connection, &format!("EXPLAIN QUERY PLAN {sql}"), "detail");
             assert!(plan.iter().any(|step| step.starts_with("SEARCH org_events USING PRIMARY KEY (org_id=?")), "{sql}: {plan:?}");

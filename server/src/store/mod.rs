@@ -290,6 +290,19 @@ pub(crate) fn explained(connection: &rusqlite::Connection, explain: &str, column
     values
 }
 
+/// For unit tests: a migrated SQLite store (`sqlite_with_a_robot`) in a
+/// temporary directory, and a connection of the test's own to its file,
+/// foreign keys on as the store's are, to read SQLite's programs and plans
+/// (`explained`). Keep the directory and the store while reading.
+#[cfg(test)]
+pub(crate) async fn sqlite_to_explain() -> (tempfile::TempDir, SharedStore, rusqlite::Connection) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = sqlite_with_a_robot(dir.path()).await;
+    let connection = rusqlite::Connection::open(dir.path().join("clutchcall.db")).unwrap();
+    connection.pragma_update(None, "foreign_keys", "ON").unwrap();
+    (dir, store, connection)
+}
+
 /// For unit tests: an SQLite store in `dir` holding the org `org` and its
 /// robot `r-1` (a UR5e for pick-place at Leeds, token hash `hash-1`).
 #[cfg(test)]

@@ -311,10 +311,7 @@ mod tests {
     /// checked with `=` and OR since sqlite/0024.)
     #[tokio::test]
     async fn the_batch_statements_build_no_temporary_tables_but_their_checks() {
-        let dir = tempfile::tempdir().unwrap();
-        let _store = crate::store::sqlite_with_a_robot(dir.path()).await;
-        let connection = rusqlite::Connection::open(dir.path().join("clutchcall.db")).unwrap();
-        connection.pragma_update(None, "foreign_keys", "ON").unwrap();
+        let (_dir, _store, connection) = crate::store::sqlite_to_explain().await;
         // A new session's lifecycle and safety_state; a change of state's
         // lifecycle; a new or answered offer's status. (A dispatch record's
         // outcome lists two values.)
@@ -338,10 +335,7 @@ mod tests {
     /// `sqlite_sequence`.)
     #[tokio::test]
     async fn the_batch_statements_write_only_the_b_trees_reads_need() {
-        let dir = tempfile::tempdir().unwrap();
-        let _store = crate::store::sqlite_with_a_robot(dir.path()).await;
-        let connection = rusqlite::Connection::open(dir.path().join("clutchcall.db")).unwrap();
-        connection.pragma_update(None, "foreign_keys", "ON").unwrap();
+        let (_dir, _store, connection) = crate::store::sqlite_to_explain().await;
         let b_trees: std::collections::HashMap<i64, String> = connection
             .prepare("SELECT rootpage, name FROM sqlite_schema WHERE rootpage > 0").unwrap()
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?))).unwrap()

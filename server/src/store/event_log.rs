@@ -145,9 +145,10 @@ macro_rules! event_log_store {
                 // of the step past the retention, by id, so a record
                 // committed a moment out of `at` order is not left as a
                 // hole the 410 rule (the oldest id kept) cannot see. Ids
-                // follow the commits, so a step with nothing past the
-                // retention ends the org's walk. No index by `at` is kept
-                // for this: every record would write it (sqlite/0024).
+                // follow the commits and `at` nearly does, so a step with
+                // nothing past the retention ends the org's walk (the
+                // trait says what that may leave). No index by `at` is
+                // kept for this: every record would write it (sqlite/0024).
                 let orgs: Vec<String> = sqlx::query_scalar("SELECT id FROM orgs").fetch_all(&self.pool).await?;
                 let mut pruned = 0;
                 for org_id in orgs {

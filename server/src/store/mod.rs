@@ -276,16 +276,20 @@ pub async fn connect(url: &str) -> StoreResult<SharedStore> {
     }
 }
 
-/// For unit tests: one column (`opcode`, `detail`) of each row of SQLite's
-/// `EXPLAIN` or `EXPLAIN QUERY PLAN` (`explain`), run unbound: a program or
-/// a plan does not depend on the values bound.
+/// For unit tests: one column (`opcode`, `p2`, `detail`) of each row of
+/// SQLite's `EXPLAIN` or `EXPLAIN QUERY PLAN` (`explain`), as text, run
+/// unbound: a program or a plan does not depend on the values bound.
 #[cfg(test)]
 pub(crate) fn explained(connection: &rusqlite::Connection, explain: &str, column: &str) -> Vec<String> {
+    use rusqlite::types::ValueRef;
     let mut statement = connection.prepare(explain).unwrap();
     let mut rows = statement.raw_query();
     let mut values = Vec::new();
     while let Some(row) = rows.next().unwrap() {
-        values.push(row.get::<_, String>(column).unwrap());
+        values.push(match row.get_ref(column).unwrap() {
+            ValueRef::Integer(number) => number.to_string(),
+            value => value.as_str().unwrap().to_string(),
+        });
     }
     values
 }

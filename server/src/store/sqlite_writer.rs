@@ -338,19 +338,17 @@ mod tests {
     #[tokio::test]
     async fn the_batch_statements_write_only_the_b_trees_reads_need() {
         let (_dir, _store, connection) = crate::store::sqlite_to_explain().await;
-        let b_trees: std::collections::HashMap<i64, String> = connection
+        let b_trees: std::collections::HashMap<String, String> = connection
             .prepare("SELECT rootpage, name FROM sqlite_schema WHERE rootpage > 0").unwrap()
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?))).unwrap()
+            .query_map([], |row| Ok((row.get::<_, i64>(0)?.to_string(), row.get(1)?))).unwrap()
             .map(Result::unwrap).collect();
+        // An `OpenWrite`'s p2 is the root page of the b-tree it opens.
         let written = |sql: &str| {
-            let mut statement = connection.prepare(&format!("EXPLAIN {sql}")).unwrap();
-            let mut rows = statement.raw_query();
-            let mut names = std::collections::BTreeSet::new();
-            while let Some(row) = rows.next().unwrap() {
-                if row.get::<_, String>("opcode").unwrap() == "OpenWrite" {
-                    names.insert(b_trees[&row.get::<_, i64>("p2").unwrap()].clone());
-                }
-            }
+            let explain = format!("EXPLAIN {sql}");
+            let opcodes = crate::store::explained(&connection, &explain, "opcode");
+            let roots = crate::store::explained(&connection, &explain, "p2");
+            let names: std::collections::BTreeSet<&str> =
+                opcodes.iter().zip(&roots).filter(|(opcode, _)| *opcode == "OpenWrite").map(|(_, root)| b_trees[root].as_str()).collect();
             names.into_iter().collect::<Vec<_>>().join(" ")
         };
         let actual: Vec<(&str, String)> = super::super::writes::ALL.iter().map(|sql| (sql.name, written(sql.text))).collect();

@@ -171,7 +171,7 @@ macro_rules! event_log_store {
                 sqlx::query(super::writes::BUMP_EVENTS.text).bind(record.org_id).bind(1i64).execute(&mut **tx).await?;
                 sqlx::query(INSERT)
                     .bind(record.org_id).bind(record.at).bind(record.event.kind()).bind(record.session_id).bind(record.robot_id)
-                    .bind(record.event.data().to_string())
+                    .bind(record.event.data())
                     .execute(&mut **tx).await?;
                 Ok(())
             }

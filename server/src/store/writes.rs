@@ -233,7 +233,7 @@ pub(super) fn logged(records: &[Logged<'_>]) -> Vec<Statement<'static>> {
         let after = count - 1 - i as i64;
         steps.push(run(
             &LOG_EVENT,
-            vec![org.clone(), (*at).into(), event.kind().into(), session_id.to_string().into(), event.data().to_string().into(), after.into()],
+            vec![org.clone(), (*at).into(), event.kind().into(), session_id.to_string().into(), event.data().into(), after.into()],
         ));
     }
     steps
@@ -342,7 +342,7 @@ pub(super) fn as_json(writes: &[Write]) -> String {
             .map(|(i, (_, session_id, at, event))| {
                 // Its id: the count back from the counter's new last.
                 let later = count - 1 - i;
-                serde_json::json!({ "at": at, "kind": event.kind(), "session_id": session_id, "data": event.data().to_string(), "later": later })
+                serde_json::json!({ "at": at, "kind": event.kind(), "session_id": session_id, "data": event.data(), "later": later })
             })
             .collect();
         steps.push(serde_json::json!({ "s": LOG_EVENTS, "v": [org_id, count, records] }));

@@ -2,7 +2,7 @@
 //! the call (what prompted it, where it put the call) and who it considered,
 //! with their RTT and verdict.
 
-use crate::dispatch::{verdict_name, DispatchDecision};
+use crate::dispatch::DispatchDecision;
 use crate::rules::utc_clock;
 use leptos::prelude::*;
 
@@ -35,7 +35,7 @@ pub fn DispatchHistory(decisions: Vec<DispatchDecision>) -> impl IntoView {
                                     <tr>
                                         <td>{c.name.clone()}</td>
                                         <td>{c.rtt_ms.map_or("—".to_string(), |r| format!("{r} ms"))}</td>
-                                        <td>{verdict_name(c.verdict).replace('_', " ")}{c.state.map(|s| format!(" ({})", s.as_str()))}</td>
+                                        <td>{c.verdict.as_str().replace('_', " ")}{c.state.map(|s| format!(" ({})", s.as_str()))}</td>
                                     </tr>
                                 }).collect_view()}
                             </tbody>

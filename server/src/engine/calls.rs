@@ -6,7 +6,7 @@ use super::inactivity::LiveRobot;
 use super::timers::Timer;
 use super::types::{CallOutcome, EngineError, MatchedOperator};
 use crate::store::{DispatchRecord, NewOffer, NewSession, Write};
-use domain::dispatch::{Candidate, CandidateSummary, OfferStatus, Outcome, Trigger, Verdict};
+use domain::dispatch::{CandidateRef, CandidateSummaryRef, OfferStatus, Outcome, Trigger, Verdict};
 use domain::events::{Event, OperatorEvent, OrgEvent, Topic};
 use domain::lifecycle::transition;
 use domain::models::{LifecycleState, Offer};
@@ -136,25 +136,25 @@ impl Desk {
         let candidates = claim
             .looked
             .iter()
-            .map(|l| Candidate {
-                operator_id: l.operator_id.clone(),
-                name: self.operators.get(&l.operator_id).map(|op| op.presence.name.clone()).unwrap_or_default(),
+            .map(|l| CandidateRef {
+                operator_id: l.operator_id,
+                name: self.operators.get(l.operator_id).map_or("", |op| op.presence.name.as_str()),
                 rtt_ms: Some(l.rtt_ms),
                 verdict: l.verdict,
-                state: None,
             })
             .collect();
-        let summary = CandidateSummary { candidates, omitted: claim.omitted, ceiling_ms: ceiling };
+        let summary = CandidateSummaryRef { candidates, omitted: claim.omitted, ceiling_ms: ceiling };
+        let chosen = claim.chosen.map(|(id, rtt)| (id.to_string(), rtt));
         let record = DispatchRecord {
             at: now,
             trigger,
             pool_source: claim.source,
             outcome,
-            operator_id: claim.chosen.as_ref().map(|(id, _)| id.clone()),
-            rtt_ms: claim.chosen.as_ref().map(|(_, rtt)| *rtt),
+            operator_id: chosen.as_ref().map(|(id, _)| id.clone()),
+            rtt_ms: chosen.as_ref().map(|(_, rtt)| *rtt),
             candidates: serde_json::to_string(&summary).unwrap_or_else(|_| "{}".into()),
         };
-        let Some((operator_id, rtt_ms)) = claim.chosen else {
+        let Some((operator_id, rtt_ms)) = chosen else {
             let (skill, raised_at) = (call.skill.clone(), call.raised_at);
             let was_queued = call.queued;
             if !was_queued {

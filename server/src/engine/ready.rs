@@ -46,24 +46,26 @@ pub struct ReadyIndex {
     per_skill: HashMap<(Tier, String), usize>,
 }
 
-/// One operator the walk looked at.
+/// One operator the walk looked at (borrowed from the index: a claim is
+/// read, recorded and dropped within one decision).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Looked {
-    pub operator_id: String,
+pub struct Looked<'a> {
+    pub operator_id: &'a str,
     pub rtt_ms: u32,
     pub verdict: Verdict,
 }
 
 /// What a claim found.
 #[derive(Debug, PartialEq)]
-pub struct Claim {
+pub struct Claim<'a> {
     pub source: PoolSource,
-    pub chosen: Option<(String, u32)>,
+    pub chosen: Option<(&'a str, u32)>,
     /// The chosen operator and those around them, in rank order, at most
     /// `RECORDED_CANDIDATES`.
-    pub looked: Vec<Looked>,
-    /// Verdict counts of the operators of the pool not in `looked`.
-    pub omitted: BTreeMap<String, usize>,
+    pub looked: Vec<Looked<'a>>,
+    /// Verdict counts of the operators of the pool not in `looked`, by
+    /// the verdict's stored name.
+    pub omitted: BTreeMap<&'static str, usize>,
 }
 
 impl ReadyIndex {
@@ -141,12 +143,12 @@ impl ReadyIndex {
     /// indexed operator cannot take this call (busy elsewhere, in cool-off
     /// for it); `others` is how many known operators are outside the index
     /// altogether (for the record's counts).
-    pub fn claim(&self, pop: &str, skill: &str, ceiling: Option<u32>, others: usize, mut skip: impl FnMut(&str) -> Option<Verdict>) -> Claim {
+    pub fn claim(&self, pop: &str, skill: &str, ceiling: Option<u32>, others: usize, mut skip: impl FnMut(&str) -> Option<Verdict>) -> Claim<'_> {
         let (source, tier) = self.pool();
         let set = self.sets.get(&(tier, skill.to_string(), pop.to_string()));
-        let mut looked = Vec::new();
+        let mut looked = Vec::with_capacity(domain::dispatch::RECORDED_CANDIDATES);
         let mut chosen = None;
-        let mut omitted: BTreeMap<String, usize> = BTreeMap::new();
+        let mut omitted: BTreeMap<&'static str, usize> = BTreeMap::new();
         let (mut walked, mut beyond) = (0, false);
         for (rtt, _, id) in set.into_iter().flatten() {
             // Ranked by RTT: from the first operator above the ceiling on,
@@ -160,15 +162,15 @@ impl ReadyIndex {
                 _ if beyond => Verdict::AboveRttCeiling,
                 Some(v) => v,
                 None if chosen.is_none() => {
-                    chosen = Some((id.clone(), *rtt));
+                    chosen = Some((id.as_str(), *rtt));
                     Verdict::Chosen
                 }
                 None => Verdict::Outranked,
             };
             if looked.len() < domain::dispatch::RECORDED_CANDIDATES {
-                looked.push(Looked { operator_id: id.clone(), rtt_ms: *rtt, verdict });
+                looked.push(Looked { operator_id: id, rtt_ms: *rtt, verdict });
             } else {
-                *omitted.entry(verdict_name(verdict)).or_default() += 1;
+                *omitted.entry(verdict.as_str()).or_default() += 1;
             }
         }
         let ranked = set.map_or(0, BTreeSet::len);
@@ -183,7 +185,7 @@ impl ReadyIndex {
         let certified = self.per_skill.get(&(tier, skill.to_string())).copied().unwrap_or(0);
         let mut count = |verdict: Verdict, n: usize| {
             if n > 0 {
-                *omitted.entry(verdict_name(verdict)).or_default() += n;
+                *omitted.entry(verdict.as_str()).or_default() += n;
             }
         };
         count(Verdict::AboveRttCeiling, unwalked_above);
@@ -193,10 +195,6 @@ impl ReadyIndex {
         count(Verdict::NotInPool, others + self.placed.len() - in_tier);
         Claim { source, chosen, looked, omitted }
     }
-}
-
-fn verdict_name(verdict: Verdict) -> String {
-    serde_json::to_value(verdict).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -299,7 +297,7 @@ mod tests {
                             None
                         }
                     });
-                    assert_eq!(claim.chosen, oracle, "seed {seed}, {skill} at {pop}");
+                    assert_eq!(claim.chosen.map(|(id, rtt)| (id.to_string(), rtt)), oracle, "seed {seed}, {skill} at {pop}");
                     if !pool.is_empty() {
                         assert_eq!(claim.source, source, "seed {seed}");
                     }
@@ -329,7 +327,7 @@ mod tests {
         index.upsert(entry(Tier::Live, 1), &floors);
         index.upsert(entry(Tier::Roster, 2), &floors);
         assert_eq!(index.pool().1, Tier::Roster, "no one is live any more");
-        assert_eq!(index.claim("us-east", "welding", None, 0, |_| None).chosen, Some(("a".to_string(), 100)));
+        assert_eq!(index.claim("us-east", "welding", None, 0, |_| None).chosen, Some(("a", 100)));
         index.remove("a");
         assert!(index.sets.is_empty() && !index.serves_skill("welding"));
     }

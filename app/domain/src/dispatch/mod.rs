@@ -195,6 +195,34 @@ pub enum Verdict {
     AboveRttCeiling,
 }
 
+impl Verdict {
+    pub const ALL: [Verdict; 8] = [
+        Verdict::Chosen,
+        Verdict::Outranked,
+        Verdict::Uncertified,
+        Verdict::Busy,
+        Verdict::NoRtt,
+        Verdict::AlreadyOffered,
+        Verdict::NotInPool,
+        Verdict::AboveRttCeiling,
+    ];
+
+    /// Its name as stored (`chosen`, `above_rtt_ceiling`, …): the dispatch
+    /// record's counts are keyed by it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Chosen => "chosen",
+            Verdict::Outranked => "outranked",
+            Verdict::Uncertified => "uncertified",
+            Verdict::Busy => "busy",
+            Verdict::NoRtt => "no_rtt",
+            Verdict::AlreadyOffered => "already_offered",
+            Verdict::NotInPool => "not_in_pool",
+            Verdict::AboveRttCeiling => "above_rtt_ceiling",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Candidate {
@@ -283,6 +311,13 @@ pub fn claim_lowest_rtt<'a>(pop: &str, skill: &str, pool: &'a [Presence], floors
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_verdicts_stored_name_is_its_serialised_name() {
+        for verdict in super::Verdict::ALL {
+            assert_eq!(serde_json::to_value(verdict).unwrap(), verdict.as_str());
+        }
+    }
+
     #[test]
     fn an_rtt_below_the_minimum_counts_only_where_a_floor_bounds_it() {
         assert!(!plausible_rtt(0, None), "0 ms with no floor would win every call");

@@ -2,7 +2,7 @@
 //! the call, the offer's end, and who it considered (kept in the dispatch
 //! record, shown on the session detail).
 
-use super::{Candidate, PoolSource, Verdict};
+use super::{Candidate, PoolSource};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -99,6 +99,30 @@ pub struct CandidateSummary {
     pub ceiling_ms: Option<u32>,
 }
 
+/// A `CandidateSummary` as it is written, from borrowed parts: the engine
+/// writes one with every decision, and need not copy twenty ids and names
+/// to do so. The same JSON (a test compares the two byte for byte).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateSummaryRef<'a> {
+    pub candidates: Vec<CandidateRef<'a>>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub omitted: BTreeMap<&'static str, usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ceiling_ms: Option<u32>,
+}
+
+/// A ranked candidate (`Candidate` without `state`, which only the
+/// not-in-pool have, and the index holds only operators in the pool).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateRef<'a> {
+    pub operator_id: &'a str,
+    pub name: &'a str,
+    pub rtt_ms: Option<u32>,
+    pub verdict: super::Verdict,
+}
+
 /// One dispatch decision of a call, as the session detail shows it: what
 /// prompted it, where it put the call, and who was considered with their
 /// RTT and verdict.
@@ -113,16 +137,42 @@ pub struct DispatchDecision {
     pub considered: CandidateSummary,
 }
 
-/// A verdict's name as stored (`chosen`, `outranked`, …).
-pub fn verdict_name(verdict: Verdict) -> String {
-    serde_json::to_value(verdict).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-}
-
 pub fn summarise(mut ranked: Vec<Candidate>) -> CandidateSummary {
     let rest = if ranked.len() > RECORDED_CANDIDATES { ranked.split_off(RECORDED_CANDIDATES) } else { Vec::new() };
     let mut omitted = BTreeMap::new();
     for c in rest {
-        *omitted.entry(verdict_name(c.verdict)).or_insert(0) += 1;
+        *omitted.entry(c.verdict.as_str().to_string()).or_insert(0) += 1;
     }
     CandidateSummary { candidates: ranked, omitted, ceiling_ms: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::Verdict;
+
+    #[test]
+    fn a_summary_written_from_borrowed_parts_is_the_summarys_own_json() {
+        let owned = CandidateSummary {
+            candidates: vec![
+                Candidate { operator_id: "op-1".into(), name: "Ada \"A\"".into(), rtt_ms: Some(40), verdict: Verdict::Chosen, state: None },
+                Candidate { operator_id: "op-2".into(), name: "Grace".into(), rtt_ms: Some(55), verdict: Verdict::Busy, state: None },
+            ],
+            omitted: BTreeMap::from([("outranked".to_string(), 3), ("no_rtt".to_string(), 1)]),
+            ceiling_ms: Some(120),
+        };
+        let borrowed = CandidateSummaryRef {
+            candidates: owned
+                .candidates
+                .iter()
+                .map(|c| CandidateRef { operator_id: &c.operator_id, name: &c.name, rtt_ms: c.rtt_ms, verdict: c.verdict })
+                .collect(),
+            omitted: BTreeMap::from([(Verdict::Outranked.as_str(), 3), (Verdict::NoRtt.as_str(), 1)]),
+            ceiling_ms: Some(120),
+        };
+        assert_eq!(serde_json::to_string(&borrowed).unwrap(), serde_json::to_string(&owned).unwrap());
+        let bare = CandidateSummaryRef { candidates: Vec::new(), omitted: BTreeMap::new(), ceiling_ms: None };
+        let empty = CandidateSummary { candidates: Vec::new(), omitted: BTreeMap::new(), ceiling_ms: None };
+        assert_eq!(serde_json::to_string(&bare).unwrap(), serde_json::to_string(&empty).unwrap());
+    }
 }

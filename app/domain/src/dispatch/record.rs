@@ -2,7 +2,7 @@
 //! the call, the offer's end, and who it considered (kept in the dispatch
 //! record, shown on the session detail).
 
-use super::{Candidate, PoolSource};
+use super::{Candidate, PoolSource, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -120,7 +120,7 @@ pub struct CandidateRef<'a> {
     pub operator_id: &'a str,
     pub name: &'a str,
     pub rtt_ms: Option<u32>,
-    pub verdict: super::Verdict,
+    pub verdict: Verdict,
 }
 
 /// One dispatch decision of a call, as the session detail shows it: what
@@ -149,7 +149,6 @@ pub fn summarise(mut ranked: Vec<Candidate>) -> CandidateSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::Verdict;
 
     #[test]
     fn a_summary_written_from_borrowed_parts_is_the_summarys_own_json() {

@@ -160,6 +160,16 @@ impl Desk {
         std::mem::take(&mut self.fx)
     }
 
+    /// Moves what the decisions left into `into`, keeping the desk's
+    /// buffers (and their capacity) for the next decisions: a batch's
+    /// effects then cost one allocation each, not a chain of growths.
+    pub fn move_effects_into(&mut self, into: &mut Effects) {
+        into.writes.append(&mut self.fx.writes);
+        into.events.append(&mut self.fx.events);
+        into.pokes.append(&mut self.fx.pokes);
+        into.freed.append(&mut self.fx.freed);
+    }
+
     /// Claims the operator for an offer of this org (rule D10); false when
     /// another org's offer holds them.
     pub(super) fn claim_operator(&self, operator_id: &str) -> bool {

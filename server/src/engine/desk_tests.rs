@@ -186,6 +186,31 @@ fn effects_close_offers_before_reoffering_and_tell_the_operator() {
     assert!(desk.timers.due(i64::MAX).iter().any(|t| matches!(t, Timer::CoolOff { operator_id, .. } if operator_id == "carla")));
 }
 
+/// Effects moved out of the desk follow those already held (a batch held
+/// while another commits gathers several rounds of decisions, in order),
+/// and the desk starts the next round empty.
+#[test]
+fn effects_moved_out_follow_those_held_before_and_leave_the_desk_empty() {
+    let mut desk = desk(&[]);
+    let mut held = crate::engine::desk::Effects::default();
+    let first = session_of(&desk.raise(&robot("r1", "us-east", "welding"), 1).unwrap());
+    desk.move_effects_into(&mut held);
+    let second = session_of(&desk.raise(&robot("r2", "us-east", "welding"), 2).unwrap());
+    desk.move_effects_into(&mut held);
+    let opened: Vec<&str> = held
+        .writes
+        .iter()
+        .filter_map(|w| match w {
+            Write::OpenSession(session) => Some(session.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(opened, [first.as_str(), second.as_str()]);
+    assert!(!held.events.is_empty());
+    let left = desk.take_effects();
+    assert!(left.writes.is_empty() && left.events.is_empty() && left.pokes.is_empty() && left.freed.is_empty());
+}
+
 #[test]
 fn a_pending_call_nobody_takes_is_cancelled_by_the_platform_after_the_pending_timeout() {
     let mut desk = desk(&[]);

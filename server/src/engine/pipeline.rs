@@ -29,11 +29,7 @@ pub(super) struct Decided {
 impl Decided {
     /// Takes what the desk's last decisions left to write and publish.
     pub fn take_from(&mut self, desk: &mut Desk) {
-        let fx = desk.take_effects();
-        self.fx.writes.extend(fx.writes);
-        self.fx.events.extend(fx.events);
-        self.fx.pokes.extend(fx.pokes);
-        self.fx.freed.extend(fx.freed);
+        desk.move_effects_into(&mut self.fx);
     }
 
     /// Requests decided and held for the commit.

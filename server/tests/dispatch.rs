@@ -357,16 +357,19 @@ both_backends!(a_robot_with_a_call_in_progress_cannot_raise_another, |app: TestA
 // session by robot (rule D09's index, "not closed" since migration 0022,
 // whose condition the reads repeat: `open_lifecycle_read!`); PostgreSQL's
 // generic plan, made on an empty table, may take the org's open sessions
-// instead (both hold open sessions only, never a robot's history).
+// instead (both hold open sessions only, never a robot's history). The
+// reads planned are the store's own texts (`store::open_reads`).
 both_backends!(a_robots_call_in_progress_is_read_through_open_sessions_only, |app: TestApp| async move {
-    let open = "SELECT id FROM sessions WHERE org_id = $1 AND robot_id = $2 \
-                AND lifecycle IN ('PENDING', 'ACTIVE', 'PAUSED') AND lifecycle NOT IN ('COMPLETED', 'CANCELLED')";
-    let booked = format!("{open} AND planned_end_at IS NOT NULL");
+    use server::store::open_reads::{BOOKED_SESSION_OF_ROBOT, OPEN_SESSION_OF_ROBOT};
     let sqlite = app.database_url().starts_with("sqlite");
-    for read in [open, booked.as_str()] {
+    for read in [OPEN_SESSION_OF_ROBOT, BOOKED_SESSION_OF_ROBOT] {
         let plan = common::plan(&app.database_url(), read, &["org", "robot"]).await;
-        let by_robot = plan.contains("sessions_one_open_per_robot");
-        assert!(by_robot || (!sqlite && plan.contains("sessions_open_by_org")), "{read}\n{plan}");
+        if sqlite {
+            let by_robot = plan.lines().any(|line| line.starts_with("SEARCH ") && line.contains("USING INDEX sessions_one_open_per_robot (org_id=? AND robot_id=?)"));
+            assert!(by_robot && !plan.lines().any(|line| line.starts_with("SCAN ")), "{read}\n{plan}");
+        } else {
+            assert!(plan.contains(" sessions_one_open_per_robot ") || plan.contains(" sessions_open_by_org "), "{read}\n{plan}");
+        }
     }
     app.finish().await;
 });
@@ -376,27 +379,12 @@ both_backends!(a_robots_call_in_progress_is_read_through_open_sessions_only, |ap
 // D09's, which they name by repeating its condition (migration sqlite/0023
 // dropped the org's index by state, `offers_by_org_status` and the queue's,
 // which cost the cycle's batches a page each); on PostgreSQL the org's open
-// sessions (postgres/0028). The reads are written here with the
-// conditions store/dispatch.rs (org_snapshot) and store/board.rs
-// (live_sessions, queue_depths) give them; the store's own texts are
-// planned on SQLite by `store::dispatch::tests::the_desk_and_the_board_read_open_sessions_only`.
+// sessions (postgres/0028). The reads planned are the store's own texts
+// (`store::open_reads`: store/dispatch.rs's org snapshot, store/board.rs's
+// live sessions and queue depths).
 both_backends!(the_desk_and_the_board_read_open_sessions_only, |app: TestApp| async move {
-    let open = "s.lifecycle NOT IN ('COMPLETED', 'CANCELLED')";
-    let pending = format!(
-        "SELECT s.id FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id \
-         WHERE s.org_id = $1 AND s.lifecycle = 'PENDING' AND {open} ORDER BY s.raised_at, s.id"
-    );
-    let answered = format!(
-        "SELECT o.session_id, o.operator_id, o.answered_at FROM sessions s JOIN offers o ON o.session_id = s.id \
-         WHERE s.org_id = $1 AND s.lifecycle = 'PENDING' AND {open} AND o.org_id = $1 AND o.status IN ('declined', 'expired') AND o.answered_at IS NOT NULL"
-    );
-    let live = format!(
-        "SELECT s.id FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id \
-         WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED') AND {open} ORDER BY s.started_at, s.id"
-    );
-    let queue = "SELECT skill, COUNT(*) AS waiting, MIN(raised_at) AS oldest_raised_at FROM sessions \
-                 WHERE org_id = $1 AND lifecycle = 'PENDING' AND lifecycle NOT IN ('COMPLETED', 'CANCELLED') AND queued_at IS NOT NULL GROUP BY skill ORDER BY skill";
-    let open_offers = "SELECT org_id, session_id FROM offers WHERE org_id = $1 AND status = 'open'";
+    use server::store::open_reads::{ANSWERED_OF_ORG, LIVE_BOARD, LIVE_OF_ORG, OPEN_OFFERS_OF_ORG, PENDING_OF_ORG, QUEUE_DEPTHS};
+    let (answered, open_offers) = (ANSWERED_OF_ORG, OPEN_OFFERS_OF_ORG);
     let sqlite = app.database_url().starts_with("sqlite");
     // SQLite searches rule D09's index by the org. PostgreSQL's generic
     // plan, made on an empty table, may walk rule D09's index (every org's
@@ -404,11 +392,12 @@ both_backends!(the_desk_and_the_board_read_open_sessions_only, |app: TestApp| as
     // of queued calls.
     let open_sessions: &[&str] = &["sessions_one_open_per_robot", "sessions_open_by_org"];
     let queued: &[&str] = &["sessions_one_open_per_robot", "sessions_open_by_org", "sessions_queue"];
-    let reads: [(&str, &[&str]); 5] = [
-        (pending.as_str(), open_sessions),
-        (answered.as_str(), open_sessions),
-        (live.as_str(), open_sessions),
-        (queue, queued),
+    let reads: [(&str, &[&str]); 6] = [
+        (PENDING_OF_ORG, open_sessions),
+        (answered, open_sessions),
+        (LIVE_OF_ORG, open_sessions),
+        (LIVE_BOARD.as_str(), open_sessions),
+        (QUEUE_DEPTHS, queued),
         (open_offers, &["offers_one_open_per_operator", "offers_one_open_per_session"]),
     ];
     for (read, indexes) in reads {

@@ -74,10 +74,10 @@ pub trait BoardStore: Send + Sync {
 // The board's reads of open sessions say "open" as rule D09's index does
 // (`open_lifecycle!`), and walk it: SQLite has no other index of sessions
 // by state (sqlite/0023; test
-// `dispatch::tests::the_desk_and_the_board_read_open_sessions_only`).
+// `tests/dispatch.rs`, `the_desk_and_the_board_read_open_sessions_only`).
 
 /// The org's calls in progress, by their start.
-pub(super) static LIVE_BOARD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+pub static LIVE_BOARD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         concat!("{} WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED') AND s.", open_lifecycle!(), " ORDER BY s.started_at, s.id"),
         SESSION_SELECT
@@ -85,7 +85,7 @@ pub(super) static LIVE_BOARD: std::sync::LazyLock<String> = std::sync::LazyLock:
 });
 
 /// Queued calls per skill.
-pub(super) const QUEUE_DEPTHS: &str = concat!(
+pub const QUEUE_DEPTHS: &str = concat!(
     "SELECT skill, COUNT(*) AS waiting, MIN(raised_at) AS oldest_raised_at FROM sessions WHERE org_id = $1 AND lifecycle = 'PENDING' AND ",
     open_lifecycle!(),
     " AND queued_at IS NOT NULL GROUP BY skill ORDER BY skill",

@@ -145,11 +145,7 @@ macro_rules! booking_store {
                     "SELECT COUNT(*) FROM bookings WHERE org_id = $1 AND client_id = $2 AND starts_at >= $3 AND starts_at < $4 AND cancelled_at IS NULL",
                 )
                 .bind(&b.org_id).bind(&b.client_id).bind(month.0).bind(month.1).fetch_one(&mut *tx).await?;
-                let live_session: Option<(String, i64)> = sqlx::query_as(concat!(
-                    "SELECT id, planned_end_at FROM sessions WHERE org_id = $1 AND robot_id = $2 AND ",
-                    open_lifecycle_read!(),
-                    " AND planned_end_at IS NOT NULL",
-                ))
+                let live_session: Option<(String, i64)> = sqlx::query_as(BOOKED_SESSION_OF_ROBOT)
                 .bind(&b.org_id).bind(&b.robot_id).fetch_optional(&mut *tx).await?;
                 let seen = BookingsSeen {
                     robot: robot.into_iter().map(BookingRow::booking).collect(),
@@ -245,6 +241,12 @@ macro_rules! booking_store {
         }
     };
 }
+
+/// The robot's call in progress if it is booked (has a planned end), by
+/// the index of open sessions (test `tests/dispatch.rs`,
+/// `a_robots_call_in_progress_is_read_through_open_sessions_only`).
+pub const BOOKED_SESSION_OF_ROBOT: &str =
+    concat!("SELECT id, planned_end_at FROM sessions WHERE org_id = $1 AND robot_id = $2 AND ", open_lifecycle_read!(), " AND planned_end_at IS NOT NULL");
 
 /// A client's sessions (`$2`), or with none the calls no client owns (`$2`
 /// NULL), newest start first, at most `$3`.

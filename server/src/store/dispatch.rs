@@ -102,16 +102,17 @@ pub(super) const SESSION_SELECT: &str = "SELECT s.id, s.org_id, s.robot_id, r.mo
 pub(super) static SESSION_BY_ID: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"));
 
 /// The robot's call in progress, if any (rule D09: one at most), by the
-/// index of open sessions (test `dispatch::a_robots_call_in_progress_is_read_through_open_sessions_only`).
-pub(super) const OPEN_SESSION_OF_ROBOT: &str = concat!("SELECT id FROM sessions WHERE org_id = $1 AND robot_id = $2 AND ", open_lifecycle_read!());
+/// index of open sessions (test `tests/dispatch.rs`, `a_robots_call_in_progress_is_read_through_open_sessions_only`).
+pub const OPEN_SESSION_OF_ROBOT: &str = concat!("SELECT id FROM sessions WHERE org_id = $1 AND robot_id = $2 AND ", open_lifecycle_read!());
 
 // A desk's load (rule D11). The reads of open sessions say "open" as rule
 // D09's index does (`open_lifecycle!`), and walk it: SQLite has no other
 // index of sessions by state (sqlite/0023; test
-// `tests::the_desk_and_the_board_read_open_sessions_only`).
+// `tests/dispatch.rs`, `the_desk_and_the_board_read_open_sessions_only`,
+// on both backends).
 
 /// The org's calls waiting for an operator, oldest first.
-pub(super) const PENDING_OF_ORG: &str = concat!(
+pub const PENDING_OF_ORG: &str = concat!(
     "SELECT s.id AS session_id, s.robot_id, r.model AS robot_model, r.site, s.skill, s.pop, s.raised_at, s.queued_at, \
      s.client_id, s.booking_id, s.planned_end_at \
      FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id \
@@ -122,13 +123,13 @@ pub(super) const PENDING_OF_ORG: &str = concat!(
 
 /// The org's open offers, through the index of open offers (of every org,
 /// at most one an operator).
-pub(super) const OPEN_OFFERS_OF_ORG: &str =
+pub const OPEN_OFFERS_OF_ORG: &str =
     "SELECT org_id, session_id, operator_id, rtt_ms, offered_at, expires_at FROM offers WHERE org_id = $1 AND status = 'open'";
 
 /// The answers (declined, expired) to the org's waiting calls. An offer is
 /// of its session's org: the org is named on the session, whose open ones
 /// are indexed.
-pub(super) const ANSWERED_OF_ORG: &str = concat!(
+pub const ANSWERED_OF_ORG: &str = concat!(
     "SELECT o.session_id, o.operator_id, o.answered_at FROM sessions s JOIN offers o ON o.session_id = s.id \
      WHERE s.org_id = $1 AND s.lifecycle = 'PENDING' AND s.",
     open_lifecycle!(),
@@ -136,7 +137,7 @@ pub(super) const ANSWERED_OF_ORG: &str = concat!(
 );
 
 /// The org's calls in progress.
-pub(super) const LIVE_OF_ORG: &str = concat!(
+pub const LIVE_OF_ORG: &str = concat!(
     "SELECT s.id AS session_id, s.robot_id, r.model AS robot_model, r.site, s.skill, s.pop, s.operator_id, s.lifecycle, s.planned_end_at, s.booking_id \
      FROM sessions s JOIN robots r ON r.org_id = s.org_id AND r.id = s.robot_id \
      WHERE s.org_id = $1 AND s.lifecycle IN ('ACTIVE', 'PAUSED') AND s.",
@@ -335,34 +336,5 @@ impl PgStore {
             Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("CC001") => Err(super::StoreError::Fenced),
             Err(e) => Err(e.into()),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::board::{LIVE_BOARD, QUEUE_DEPTHS};
-    use super::{ANSWERED_OF_ORG, LIVE_OF_ORG, OPEN_OFFERS_OF_ORG, OPEN_SESSION_OF_ROBOT, PENDING_OF_ORG};
-
-    /// The desk's load and the board read the org's open sessions through
-    /// rule D09's index, searched by the org, never the org's history (as
-    /// the org's day index would give, or a whole scan): SQLite keeps no
-    /// other index of sessions by state (sqlite/0023) and takes a partial
-    /// index only for a read that repeats its condition. The open offers
-    /// walk the index of open offers. (PostgreSQL: `tests/dispatch.rs`.)
-    #[tokio::test]
-    async fn the_desk_and_the_board_read_open_sessions_only() {
-        let (_dir, _store, connection) = crate::store::sqlite_to_explain().await;
-        let plan = |sql: &str| crate::store::explained(&connection, &format!("EXPLAIN QUERY PLAN {sql}"), "detail");
-        let by_open_sessions = |line: &String| {
-            line.starts_with("SEARCH ") && line.contains(" USING INDEX sessions_one_open_per_robot (org_id=?")
-        };
-        for read in [PENDING_OF_ORG, ANSWERED_OF_ORG, LIVE_OF_ORG, LIVE_BOARD.as_str(), QUEUE_DEPTHS, OPEN_SESSION_OF_ROBOT] {
-            let plan = plan(read);
-            assert!(plan.iter().any(by_open_sessions), "{read}\n{plan:#?}");
-            assert!(!plan.iter().any(|line| line.starts_with("SCAN ")), "nothing walked whole: {read}\n{plan:#?}");
-        }
-        assert!(plan(ANSWERED_OF_ORG).iter().any(|line| line.starts_with("SEARCH o USING INDEX offers_by_session (session_id=?)")));
-        let offers = plan(OPEN_OFFERS_OF_ORG);
-        assert!(offers.len() == 1 && offers[0].contains(" USING INDEX offers_one_open_per_"), "{offers:#?}");
     }
 }

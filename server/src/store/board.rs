@@ -84,6 +84,16 @@ pub static LIVE_BOARD: std::sync::LazyLock<String> = std::sync::LazyLock::new(||
     )
 });
 
+/// The org's answer speed since `$2` (`$3` the end reason of calls nobody
+/// took, `$4` the prompt-answer threshold), by the org's day index.
+pub const ANSWER_SPEED: &str = "SELECT \
+       CAST(SUM(CASE WHEN started_at IS NOT NULL THEN 1 ELSE 0 END) AS BIGINT) AS answered, \
+       CAST(SUM(CASE WHEN started_at IS NOT NULL THEN started_at - raised_at ELSE 0 END) AS BIGINT) AS answer_ms_total, \
+       CAST(SUM(CASE WHEN started_at IS NOT NULL AND started_at - raised_at <= $4 THEN 1 ELSE 0 END) AS BIGINT) AS within_20s, \
+       CAST(SUM(CASE WHEN started_at IS NULL AND lifecycle = 'CANCELLED' AND COALESCE(end_reason, '') <> $3 THEN 1 ELSE 0 END) AS BIGINT) AS withdrawn, \
+       CAST(SUM(CASE WHEN started_at IS NULL AND lifecycle = 'CANCELLED' AND end_reason = $3 THEN 1 ELSE 0 END) AS BIGINT) AS abandoned \
+     FROM sessions WHERE org_id = $1 AND raised_at >= $2";
+
 /// Queued calls per skill.
 pub const QUEUE_DEPTHS: &str = concat!(
     "SELECT skill, COUNT(*) AS waiting, MIN(raised_at) AS oldest_raised_at FROM sessions WHERE org_id = $1 AND lifecycle = 'PENDING' AND ",
@@ -114,15 +124,7 @@ macro_rules! board_store {
             }
 
             async fn answer_speed(&self, org_id: &str, since: i64) -> StoreResult<AnswerSpeedRow> {
-                Ok(sqlx::query_as(
-                    "SELECT \
-                       CAST(SUM(CASE WHEN started_at IS NOT NULL THEN 1 ELSE 0 END) AS BIGINT) AS answered, \
-                       CAST(SUM(CASE WHEN started_at IS NOT NULL THEN started_at - raised_at ELSE 0 END) AS BIGINT) AS answer_ms_total, \
-                       CAST(SUM(CASE WHEN started_at IS NOT NULL AND started_at - raised_at <= $4 THEN 1 ELSE 0 END) AS BIGINT) AS within_20s, \
-                       CAST(SUM(CASE WHEN started_at IS NULL AND lifecycle = 'CANCELLED' AND COALESCE(end_reason, '') <> $3 THEN 1 ELSE 0 END) AS BIGINT) AS withdrawn, \
-                       CAST(SUM(CASE WHEN started_at IS NULL AND lifecycle = 'CANCELLED' AND end_reason = $3 THEN 1 ELSE 0 END) AS BIGINT) AS abandoned \
-                     FROM sessions WHERE org_id = $1 AND raised_at >= $2",
-                )
+                Ok(sqlx::query_as(ANSWER_SPEED)
                 // The prompt-answer threshold is the board's rule, bound here, not written in the SQL.
                 .bind(org_id).bind(since).bind(domain::lifecycle::NOBODY_TOOK_IT).bind(domain::board::PROMPT_ANSWER_MS)
                 .fetch_one(&self.pool).await?)

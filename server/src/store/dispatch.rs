@@ -99,7 +99,7 @@ pub(super) const SESSION_SELECT: &str = "SELECT s.id, s.org_id, s.robot_id, r.mo
      LEFT JOIN users c ON c.id = s.client_id";
 
 /// One session of an org by id: `$1` the org, `$2` the session.
-pub(super) static SESSION_BY_ID: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"));
+pub static SESSION_BY_ID: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| format!("{SESSION_SELECT} WHERE s.org_id = $1 AND s.id = $2"));
 
 /// The robot's call in progress, if any (rule D09: one at most), by the
 /// index of open sessions (test `tests/dispatch.rs`, `a_robots_call_in_progress_is_read_through_open_sessions_only`).

@@ -68,13 +68,13 @@ pub use journal::{
 };
 pub use sql::{PgStore, SqliteStore};
 
-/// The reads of open sessions and offers whose plans the integration tests
-/// check on both backends (`tests/dispatch.rs`): the store's own texts, so
-/// a test cannot plan a copy the store no longer runs.
-pub mod open_reads {
-    pub use super::board::{LIVE_BOARD, QUEUE_DEPTHS};
+/// The reads whose plans the integration tests check (`tests/dispatch.rs`
+/// on both backends, `tests/cluster.rs` on PostgreSQL): the store's own
+/// texts, so a test cannot plan a copy the store no longer runs.
+pub mod planned_reads {
+    pub use super::board::{ANSWER_SPEED, LIVE_BOARD, QUEUE_DEPTHS};
     pub use super::booking::BOOKED_SESSION_OF_ROBOT;
-    pub use super::dispatch::{ANSWERED_OF_ORG, LIVE_OF_ORG, OPEN_OFFERS_OF_ORG, OPEN_SESSION_OF_ROBOT, PENDING_OF_ORG};
+    pub use super::dispatch::{ANSWERED_OF_ORG, LIVE_OF_ORG, OPEN_OFFERS_OF_ORG, OPEN_SESSION_OF_ROBOT, PENDING_OF_ORG, SESSION_BY_ID};
 }
 
 use domain::models::{LinkFloor, Role};

@@ -6,6 +6,7 @@ use super::sql::{PgStore, SqliteStore};
 use super::StoreResult;
 use domain::event_log::{self as log, LogEvent};
 use async_trait::async_trait;
+use std::sync::LazyLock;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct BookingRow {
@@ -235,7 +236,7 @@ macro_rules! booking_store {
             }
 
             async fn client_sessions(&self, org_id: &str, client_id: Option<&str>, limit: i64) -> StoreResult<Vec<SessionRow>> {
-                Ok(sqlx::query_as(&client_sessions_read(client_id.is_some()))
+                Ok(sqlx::query_as(client_sessions_read(client_id.is_some()))
                     .bind(org_id).bind(client_id).bind(limit).fetch_all(&self.pool).await?)
             }
         }
@@ -249,15 +250,21 @@ pub const BOOKED_SESSION_OF_ROBOT: &str =
     concat!("SELECT id, planned_end_at FROM sessions WHERE org_id = $1 AND robot_id = $2 AND ", open_lifecycle_read!(), " AND planned_end_at IS NOT NULL");
 
 /// A client's sessions (`$2`), or with none the calls no client owns (`$2`
-/// NULL), newest start first, at most `$3`.
-fn client_sessions_read(with_client: bool) -> String {
+/// NULL), newest start first, at most `$3`. Each text is made once.
+fn client_sessions_read(with_client: bool) -> &'static str {
+    static WITH_CLIENT: LazyLock<String> = LazyLock::new(|| client_sessions_text("s.client_id = $2"));
     // Calls no client owns: `raised_at >= 0` is always true, and lets the
     // org's day index (migrations postgres/0028 and sqlite/0020, partial on
     // `raised_at IS NOT NULL`, which a comparison implies) walk the org's
     // sessions, where PostgreSQL would otherwise read every org's. (A
     // written `IS NOT NULL` would not do: PostgreSQL 18 drops it on a NOT
     // NULL column.) Neither backend's client index holds them (sqlite/0025).
-    let filter = if with_client { "s.client_id = $2" } else { "s.client_id IS NULL AND $2 IS NULL AND s.raised_at >= 0" };
+    static WITHOUT_CLIENT: LazyLock<String> =
+        LazyLock::new(|| client_sessions_text("s.client_id IS NULL AND $2 IS NULL AND s.raised_at >= 0"));
+    if with_client { &WITH_CLIENT } else { &WITHOUT_CLIENT }
+}
+
+fn client_sessions_text(filter: &str) -> String {
     format!(
         "{} WHERE s.org_id = $1 AND {filter} AND s.started_at IS NOT NULL ORDER BY s.started_at DESC, s.id LIMIT $3",
         super::dispatch::SESSION_SELECT

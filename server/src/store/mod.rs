@@ -46,6 +46,8 @@ mod rating;
 mod safety;
 mod sql;
 mod sqlite_writer;
+#[cfg(test)]
+mod sqlite_rebuild_tests;
 mod writes;
 
 pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};

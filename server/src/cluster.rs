@@ -143,7 +143,7 @@ pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, ro
                 lost.notify_one();
             }
             match serde_json::from_slice::<Revocation>(&message.payload) {
-                Ok(Revocation::RobotToken { org_id, robot_id }) => robots.revoked_elsewhere(&org_id, &robot_id),
+                Ok(Revocation::RobotToken { org_id, robot_id, secret }) => robots.revoked_elsewhere(&org_id, &robot_id, secret.as_deref()),
                 Ok(revocation) => {
                     tabs.revoked_elsewhere(&revocation);
                 }

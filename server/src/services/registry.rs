@@ -73,13 +73,13 @@ impl Robots {
     }
 
     /// Remembers a robot read from the store at `epoch`, unless a token
-    /// was revoked since (the read may be stale); false then.
+    /// was revoked since (the read may be stale) or the robot has another
+    /// token cached; false then.
     fn remember_read_at(&mut self, epoch: u64, robot: RobotRecord, token_hash: String) -> bool {
         if self.epoch != epoch {
             return false;
         }
-        self.remember(robot, token_hash);
-        true
+        self.remember(robot, token_hash)
     }
 
     fn remember_all(&mut self, read: Vec<(RobotRecord, String)>) {
@@ -88,10 +88,23 @@ impl Robots {
         }
     }
 
-    fn remember(&mut self, robot: RobotRecord, token_hash: String) {
+    /// Remembers the robot's token, unless another token of the robot is
+    /// cached: the store holds one, so one of the two was read before a
+    /// rotation (made elsewhere, its revocation not heard here yet, or
+    /// lost). Which one cannot be told here, so neither is kept, and the
+    /// next lookup of either reads the store; false then. (Kept, the old
+    /// token went on working here until the revocation came, and that,
+    /// naming only the robot, then forgot the new one instead.)
+    fn remember(&mut self, robot: RobotRecord, token_hash: String) -> bool {
+        let key = (robot.org_id.clone(), robot.id.clone());
+        if let Some(cached) = self.by_id.get(&key).filter(|cached| **cached != token_hash).cloned() {
+            self.forget_token(&cached);
+            return false;
+        }
         self.pops.entry(robot.org_id.clone()).or_default().insert(robot.pop.clone());
-        self.by_id.insert((robot.org_id.clone(), robot.id.clone()), token_hash.clone());
+        self.by_id.insert(key, token_hash.clone());
         self.by_token.insert(token_hash, robot);
+        true
     }
 }
 
@@ -298,14 +311,13 @@ impl RobotRegistry {
         let hash = crate::auth::token_hash(&token);
         match self.store.rotate_robot_token(org_id, robot_id, &hash, actor, now_ms()).await? {
             RobotChange::Done(robot, entry) => {
-                self.tabs.tell_others(&super::tabs::Revocation::RobotToken { org_id: org_id.to_string(), robot_id: robot_id.to_string() });
-                let old = {
+                let old = self.cached_token(org_id, robot_id);
+                self.tell_others_token_ended(org_id, robot_id, old.clone());
+                {
                     let mut robots = self.robots.write().expect("robots lock");
-                    let old = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned();
                     let heartbeat = robots.revoke(org_id, robot_id).and_then(|r| r.last_heartbeat_at);
                     robots.remember(RobotRecord { last_heartbeat_at: heartbeat, ..robot }, hash);
-                    old
-                };
+                }
                 self.publish_audit(org_id, entry);
                 // Sockets opened with the old token close now.
                 if let Some(old) = old {
@@ -319,8 +331,19 @@ impl RobotRegistry {
 
     /// Forgets the robot's token (revoked for good); its hash, if known.
     fn forget_token(&self, org_id: &str, robot_id: &str) -> Option<String> {
-        self.tabs.tell_others(&super::tabs::Revocation::RobotToken { org_id: org_id.to_string(), robot_id: robot_id.to_string() });
+        self.tell_others_token_ended(org_id, robot_id, self.cached_token(org_id, robot_id));
         self.forget_here(org_id, robot_id)
+    }
+
+    /// The hash of the robot's token cached here, if any.
+    fn cached_token(&self, org_id: &str, robot_id: &str) -> Option<String> {
+        self.robots.read().expect("robots lock").by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned()
+    }
+
+    /// Tells the other instances the robot's token ended (`secret`: its
+    /// hash, when cached here), so their caches forget it.
+    fn tell_others_token_ended(&self, org_id: &str, robot_id: &str, secret: Option<String>) {
+        self.tabs.tell_others(&super::tabs::Revocation::RobotToken { org_id: org_id.to_string(), robot_id: robot_id.to_string(), secret });
     }
 
     /// Forgets the robot's cached token in this process; the hash it had.
@@ -365,11 +388,20 @@ impl RobotRegistry {
     }
 
     /// Another instance rotated the robot's token or retired the robot:
-    /// the token cached here is forgotten (the next request reads the
-    /// store), and sockets opened with it here close.
-    pub fn revoked_elsewhere(&self, org_id: &str, robot_id: &str) {
-        if let Some(old) = self.forget_here(org_id, robot_id) {
-            self.tabs.revoked_elsewhere(&super::tabs::Revocation::CredentialEnded { secret: old });
+    /// the token that ended (`secret`, its hash, when the other instance
+    /// had it; else whichever this one caches) is forgotten here (the next
+    /// request reads the store), and sockets opened with it here close. A
+    /// newer token cached here meanwhile stays.
+    pub fn revoked_elsewhere(&self, org_id: &str, robot_id: &str, secret: Option<&str>) {
+        let ended = match secret {
+            Some(secret) => {
+                self.robots.write().expect("robots lock").forget_token(secret);
+                Some(secret.to_string())
+            }
+            None => self.forget_here(org_id, robot_id),
+        };
+        if let Some(ended) = ended {
+            self.tabs.revoked_elsewhere(&super::tabs::Revocation::CredentialEnded { secret: ended });
         }
     }
 
@@ -446,5 +478,44 @@ mod tests {
         // Revoking forgets it.
         robots.revoke("o", "r1");
         assert!(!robots.by_token.contains_key("new-hash"));
+    }
+
+    /// The token was rotated on another instance and the robot presents
+    /// its new one here before the revocation arrives: the old one must
+    /// not go on working here, and the revocation, when it comes, ends the
+    /// old one, not the new.
+    #[test]
+    fn a_robot_never_has_two_tokens_cached_and_a_revocation_forgets_the_one_that_ended() {
+        let mut robots = Robots::default();
+        assert!(robots.remember(robot("r1"), "old-hash".into()));
+        // The new token read from the store: neither is kept.
+        let read_at = robots.epoch;
+        assert!(!robots.remember_read_at(read_at, robot("r1"), "new-hash".into()), "two tokens of one robot");
+        assert!(robots.by_token.is_empty(), "the old token is looked up in the store again (and is not there)");
+        // The next lookup of the new one reads the store again, and keeps it.
+        let read_at = robots.epoch;
+        assert!(robots.remember_read_at(read_at, robot("r1"), "new-hash".into()));
+        // A stale read of the old one (begun before the rotation) keeps neither.
+        let read_at = robots.epoch;
+        assert!(!robots.remember_read_at(read_at, robot("r1"), "old-hash".into()));
+        assert!(robots.by_token.is_empty() && robots.by_id.is_empty());
+        // The revocation names the old token: the new one, cached again, stays.
+        let read_at = robots.epoch;
+        assert!(robots.remember_read_at(read_at, robot("r1"), "new-hash".into()));
+        robots.forget_token("old-hash");
+        assert_eq!(robots.by_token.get("new-hash").map(|r| r.id.as_str()), Some("r1"));
+        assert_eq!(robots.by_id.get(&("o".to_string(), "r1".to_string())).map(String::as_str), Some("new-hash"));
+    }
+
+    /// An instance of the build before sends a robot's revocation without
+    /// the ended token's hash; this build's carries it.
+    #[test]
+    fn a_robot_token_revocation_reads_with_or_without_the_ended_hash() {
+        use crate::services::tabs::Revocation;
+        let before: Revocation = serde_json::from_str(r#"{"kind":"robot_token","org_id":"o","robot_id":"r1"}"#).unwrap();
+        assert!(matches!(before, Revocation::RobotToken { secret: None, .. }));
+        let now = Revocation::RobotToken { org_id: "o".into(), robot_id: "r1".into(), secret: Some("old-hash".into()) };
+        let read: Revocation = serde_json::from_str(&serde_json::to_string(&now).unwrap()).unwrap();
+        assert!(matches!(read, Revocation::RobotToken { secret: Some(s), .. } if s == "old-hash"));
     }
 }

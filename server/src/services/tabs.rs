@@ -101,8 +101,15 @@ pub enum Revocation {
     /// A sign-in (its hash) now acts in `org_id`: its sockets in any other
     /// org no longer speak for it.
     SignInMoved { secret: String, org_id: String },
-    /// A robot's token was rotated or the robot retired: caches forget it.
-    RobotToken { org_id: String, robot_id: String },
+    /// A robot's token was rotated or the robot retired: caches forget it
+    /// (`secret`: the ended token's hash, when its instance had it cached;
+    /// absent from an instance of the build before).
+    RobotToken {
+        org_id: String,
+        robot_id: String,
+        #[serde(default)]
+        secret: Option<String>,
+    },
 }
 
 /// How revocations made here reach the other instances.

@@ -84,8 +84,12 @@ impl TellBusy for ToOthers {
 /// skipped a number or tallied more than was heard, the connection to
 /// NATS came back, NATS found this instance too slow) the sockets and the
 /// token cache here are checked against the store (`reconcile`). Returns
-/// the listening task.
-pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, robots: Arc<RobotRegistry>) -> Result<tokio::task::JoinHandle<()>, async_nats::SubscribeError> {
+/// the listening task. Every `sweep` they are checked whether or not any
+/// seems lost: a revocation whose sender died before it went out, tallied
+/// by nobody, leaves no trace, so that bounds how long it can be missed.
+pub async fn join(
+    bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, robots: Arc<RobotRegistry>, sweep: std::time::Duration,
+) -> Result<tokio::task::JoinHandle<()>, async_nats::SubscribeError> {
     let to_others = ToOthers::new(&bus, REVOCATIONS);
     let mut heard = bus.client().subscribe(to_others.subject.clone()).await?;
     tabs.reach_others(to_others.clone());
@@ -102,6 +106,8 @@ pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, ro
         let mut numbers = crate::bus::nats::Heard::default();
         let mut tally = tokio::time::interval_at(tokio::time::Instant::now() + TALLY_EVERY, TALLY_EVERY);
         tally.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut sweeps = tokio::time::interval_at(tokio::time::Instant::now() + sweep, sweep);
+        sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let message = tokio::select! {
                 message = heard.next() => match message {
@@ -117,6 +123,10 @@ pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, ro
                 }
                 _ = tally.tick() => {
                     to_others.tally();
+                    continue;
+                }
+                _ = sweeps.tick() => {
+                    lost.notify_one();
                     continue;
                 }
             };
@@ -156,7 +166,8 @@ pub async fn join(bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, ro
     }))
 }
 
-/// Runs `reconcile` each time revocations may have been lost; losses told
+/// Runs `reconcile` each time revocations may have been lost (or a sweep
+/// is due); losses told
 /// while it runs make one more run (a `Notify` keeps one permit), at most
 /// one run every `RECONCILE_AT_MOST_EVERY` (losses come in bursts, when the
 /// instance is already struggling).
@@ -165,8 +176,12 @@ async fn reconcile_after_losses(lost: Arc<tokio::sync::Notify>, store: SharedSto
         lost.notified().await;
         loop {
             match reconcile(&store, &tabs, &robots).await {
+                Ok(0) => {
+                    tracing::debug!("sockets and cached tokens checked against the store: all still hold");
+                    break;
+                }
                 Ok(ended) => {
-                    tracing::info!(ended, "sockets and cached tokens checked against the store after lost revocations");
+                    tracing::warn!(ended, "sockets and cached tokens checked against the store: credentials revoked elsewhere had held here");
                     break;
                 }
                 Err(e) => {

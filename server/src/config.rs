@@ -81,6 +81,11 @@ pub struct Config {
     /// loopback addresses (tests, labs); `CLUTCHCALL_WEBHOOK_RETRY_MS`: the
     /// first retry's wait (5 s).
     pub webhooks: WebhookSettings,
+    /// `CLUTCHCALL_REVOCATION_SWEEP_S`: in cluster mode, how often every
+    /// socket and cached robot token here is checked against the store even
+    /// when no revocation seems lost (one whose sender died before telling
+    /// anyone leaves no trace to notice). Default 60 s.
+    pub revocation_sweep: std::time::Duration,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -215,6 +220,9 @@ pub struct Settings {
     /// The first webhook retry's wait (ms); it doubles per attempt up to an hour.
     #[arg(long, env = "CLUTCHCALL_WEBHOOK_RETRY_MS", default_value_t = domain::integrations::FIRST_RETRY_MS, value_parser = clap::value_parser!(i64).range(1..))]
     pub webhook_retry_ms: i64,
+    /// Cluster mode: seconds between checks of every socket and cached robot token against the store, lost revocations or not.
+    #[arg(long = "revocation-sweep-s", env = "CLUTCHCALL_REVOCATION_SWEEP_S", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub revocation_sweep_s: u64,
 }
 
 /// `CLUTCHCALL_METRICS_ADDR`: an address, or off.
@@ -328,6 +336,7 @@ impl Config {
             session_ms: i64::from(s.session_min) * 60_000,
             event_retention_days: s.event_retention_days,
             webhooks: WebhookSettings { allow_private: s.webhook_allow_private, first_retry_ms: s.webhook_retry_ms },
+            revocation_sweep: std::time::Duration::from_secs(s.revocation_sweep_s),
         }
     }
 
@@ -360,6 +369,7 @@ impl Config {
             session_ms: domain::booking::DEFAULT_SESSION_MIN * 60_000,
             event_retention_days: 7,
             webhooks: WebhookSettings::default(),
+            revocation_sweep: std::time::Duration::from_secs(60),
         }
     }
 

@@ -161,7 +161,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let (robots, lapse_job) = RobotRegistry::load(store.clone(), bus.clone(), tabs.clone()).await?;
     // Cluster mode: revocations made on any instance reach the sockets and token caches of all.
     let revocations_job = match &nats {
-        Some(nats) => Some(crate::cluster::join(nats.clone(), store.clone(), tabs.clone(), robots.clone()).await?),
+        Some(nats) => Some(crate::cluster::join(nats.clone(), store.clone(), tabs.clone(), robots.clone(), config.revocation_sweep).await?),
         None => None,
     };
     let origins = PublicOrigins::new(config.public_origin.as_deref(), addr);

@@ -172,6 +172,8 @@ struct Cluster {
     url: String,
     name: String,
     dir: tempfile::TempDir,
+    /// Settings every instance gets beyond the common ones.
+    settings: Vec<(&'static str, String)>,
 }
 
 const NAMES: [&str; 3] = ["first", "second", "third"];
@@ -179,20 +181,25 @@ const NAMES: [&str; 3] = ["first", "second", "third"];
 impl Cluster {
     /// `count` instances; `None` when PostgreSQL is skipped (outside CI).
     async fn start(nats: Option<&str>, count: usize) -> Option<Cluster> {
+        Cluster::start_with(nats, count, Vec::new()).await
+    }
+
+    /// As `start`, every instance with `settings` (environment variables).
+    async fn start_with(nats: Option<&str>, count: usize, settings: Vec<(&'static str, String)>) -> Option<Cluster> {
         let (url, name) = common::scratch_pg_database().await?;
         let dir = tempfile::tempdir().unwrap();
         let (mut servers, mut metrics) = (Vec::new(), Vec::new());
         for name in &NAMES[..count] {
             let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-            servers.push(instance(&url, nats, dir.path(), name, port).await);
+            servers.push(instance(&url, nats, dir.path(), name, port, &settings).await);
             metrics.push(port);
         }
-        Some(Cluster { servers, metrics, url, name, dir })
+        Some(Cluster { servers, metrics, url, name, dir, settings })
     }
 
     /// Starts instance `index` again (after it stopped), under its name.
     async fn restart(&mut self, index: usize, nats: Option<&str>) {
-        self.servers[index] = instance(&self.url, nats, self.dir.path(), NAMES[index], self.metrics[index]).await;
+        self.servers[index] = instance(&self.url, nats, self.dir.path(), NAMES[index], self.metrics[index], &self.settings).await;
     }
 
     /// Whether instance `index` says on `/metrics` that it dispatches the demo org.
@@ -215,9 +222,12 @@ impl Cluster {
 }
 
 /// A real server process named `instance` on the database at `url`, its
-/// `/metrics` on `metrics_port`.
-async fn instance(url: &str, nats: Option<&str>, dir: &std::path::Path, instance: &str, metrics_port: u16) -> common::process::ServerProcess {
+/// `/metrics` on `metrics_port`, with `settings` beyond the common ones.
+async fn instance(
+    url: &str, nats: Option<&str>, dir: &std::path::Path, instance: &str, metrics_port: u16, settings: &[(&'static str, String)],
+) -> common::process::ServerProcess {
     let mut server = common::process::command(dir);
+    server.envs(settings.iter().map(|(name, value)| (name, value)));
     server.env("CLUTCHCALL_ADDR", "127.0.0.1:0").env("DATABASE_URL", url).env("CLUTCHCALL_DEMO", "1").env("CLUTCHCALL_INSTANCE", instance);
     server.env("CLUTCHCALL_METRICS_ADDR", format!("127.0.0.1:{metrics_port}"));
     if let Some(nats) = nats {
@@ -621,6 +631,47 @@ async fn revocations_lost_on_the_way_take_effect_after_a_gap_or_a_reconnect() {
     assert_eq!(heartbeat("rotated-unheard-3".into()).await, StatusCode::OK);
     cluster.finish().await;
     drop(nats);
+}
+
+/// A revocation no instance heard of at all (its instance died between
+/// the commit and telling the others: nothing is missing in any count,
+/// no tally is short) still takes effect within the sweep: every
+/// `CLUTCHCALL_REVOCATION_SWEEP_S` each instance checks its sockets and
+/// cached tokens against the database. (The other tests keep the default
+/// minute, so their losses are noticed by the counts alone.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revocation_no_instance_heard_of_takes_effect_within_the_sweep() {
+    use domain::ring::{RingError, RingMsg};
+    use server::auth::token_hash;
+    use sqlx::Connection;
+    let Some(nats) = nats_url().await else { return };
+    let Some(cluster) = Cluster::start_with(Some(&nats), 2, vec![("CLUTCHCALL_REVOCATION_SWEEP_S", "2".into())]).await else { return };
+    let second = cluster.base(1).to_string();
+    let heartbeat = |token: String| {
+        let url = format!("{second}/v1/robots/uk-pick-01/heartbeat");
+        async move { common::http().post(url).bearer_auth(token).send().await.unwrap().status() }
+    };
+    // The second caches the robot's token; an admin's wallboard is open there.
+    let old = server::seed::demo_robot_token("uk-pick-01");
+    assert_eq!(heartbeat(old.clone()).await, StatusCode::OK);
+    let cookie = admin_cookie(&second).await;
+    let mut wallboard = common::Tab::open_at(&second, &cookie, "/ws?watch=org").await;
+    wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
+    // Rotated and signed out in the database alone: nothing is published.
+    let mut db = sqlx::PgConnection::connect(&cluster.url).await.unwrap();
+    let rotate = format!("UPDATE robots SET token_hash = $1 WHERE org_id = '{ORG}' AND id = 'uk-pick-01'");
+    sqlx::query(&rotate).bind(token_hash("rotated-unheard")).execute(&mut db).await.unwrap();
+    let sign_in = cookie.split_once('=').unwrap().1;
+    sqlx::query("DELETE FROM web_sessions WHERE token_hash = $1").bind(token_hash(sign_in)).execute(&mut db).await.unwrap();
+    // Within a few sweeps (none before the first could have seen it).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while heartbeat(old.clone()).await != StatusCode::UNAUTHORIZED {
+        assert!(std::time::Instant::now() < deadline, "a token revoked in the database alone still works on the second instance after 10 s");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    wallboard.until(|m| matches!(m, RingMsg::Error { code: RingError::SignedOut, .. }).then_some(())).await;
+    assert_eq!(heartbeat("rotated-unheard".into()).await, StatusCode::OK, "the token the database holds works");
+    cluster.finish().await;
 }
 
 /// Rule D10 across instances: Dana operates in Northstar, dispatched by the

@@ -112,7 +112,10 @@ pub async fn join(
             let message = tokio::select! {
                 message = heard.next() => match message {
                     Some(message) => message,
-                    None => break,
+                    None => {
+                        tracing::error!("the revocations subscription ended: revocations from other instances no longer reach this one");
+                        break;
+                    }
                 },
                 changed = losses.changed() => {
                     if changed.is_err() {
@@ -215,8 +218,11 @@ pub async fn reconcile(store: &SharedStore, tabs: &OpenTabs, robots: &RobotRegis
                     _ => Some(Ended::AccessChanged),
                 },
                 Credential::ApiKey { token, .. } => store.api_key(token).await?.is_none().then_some(Ended::CredentialEnded),
-                // The registry's reconcile above ended those whose token is gone.
-                Credential::Robot { .. } => None,
+                // Looked up, not left to the registry's reconcile above: that
+                // judges cached tokens only, and a socket's token may not be
+                // cached here (a lookup that raced a revocation answers
+                // without remembering).
+                Credential::Robot { token, .. } => store.robot_by_token_hash(token).await?.is_none().then_some(Ended::CredentialEnded),
             };
             StoreResult::Ok((credential, why))
         })

@@ -273,7 +273,7 @@ impl RobotRegistry {
     /// caller); the next call it raises is dispatched on the new values.
     pub async fn edit(&self, org_id: &str, robot_id: &str, fields: &RobotFields, actor: &str) -> Result<RobotRecord, DirectoryError> {
         match self.store.edit_robot(org_id, robot_id, fields, actor, now_ms()).await? {
-            RobotChange::Done(robot, entry) => {
+            RobotChange::Done(robot, entry, _) => {
                 let mut robots = self.robots.write().expect("robots lock");
                 if let Some(hash) = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned() {
                     let heartbeat = robots.by_token.get(&hash).and_then(|r| r.last_heartbeat_at);
@@ -291,12 +291,13 @@ impl RobotRegistry {
     /// stops working at once and it leaves the fleet.
     pub async fn retire(&self, org_id: &str, robot_id: &str, actor: &str) -> Result<(), DirectoryError> {
         match self.store.retire_robot(org_id, robot_id, actor, now_ms()).await? {
-            RobotChange::Done(_, entry) => {
-                let old = self.forget_token(org_id, robot_id);
+            RobotChange::Done(_, entry, ended) => {
+                self.tell_others_token_ended(org_id, robot_id, ended.clone());
+                self.forget_here(org_id, robot_id);
                 self.publish_audit(org_id, entry);
                 // Its relay sockets close with it.
-                if let Some(old) = old {
-                    self.tabs.credential_ended(&old);
+                if let Some(ended) = ended {
+                    self.tabs.credential_ended(&ended);
                 }
                 Ok(())
             }
@@ -310,9 +311,8 @@ impl RobotRegistry {
         let token = crate::auth::new_token();
         let hash = crate::auth::token_hash(&token);
         match self.store.rotate_robot_token(org_id, robot_id, &hash, actor, now_ms()).await? {
-            RobotChange::Done(robot, entry) => {
-                let old = self.cached_token(org_id, robot_id);
-                self.tell_others_token_ended(org_id, robot_id, old.clone());
+            RobotChange::Done(robot, entry, ended) => {
+                self.tell_others_token_ended(org_id, robot_id, ended.clone());
                 {
                     let mut robots = self.robots.write().expect("robots lock");
                     let heartbeat = robots.revoke(org_id, robot_id).and_then(|r| r.last_heartbeat_at);
@@ -320,8 +320,8 @@ impl RobotRegistry {
                 }
                 self.publish_audit(org_id, entry);
                 // Sockets opened with the old token close now.
-                if let Some(old) = old {
-                    self.tabs.credential_ended(&old);
+                if let Some(ended) = ended {
+                    self.tabs.credential_ended(&ended);
                 }
                 Ok(token)
             }
@@ -329,19 +329,8 @@ impl RobotRegistry {
         }
     }
 
-    /// Forgets the robot's token (revoked for good); its hash, if known.
-    fn forget_token(&self, org_id: &str, robot_id: &str) -> Option<String> {
-        self.tell_others_token_ended(org_id, robot_id, self.cached_token(org_id, robot_id));
-        self.forget_here(org_id, robot_id)
-    }
-
-    /// The hash of the robot's token cached here, if any.
-    fn cached_token(&self, org_id: &str, robot_id: &str) -> Option<String> {
-        self.robots.read().expect("robots lock").by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned()
-    }
-
     /// Tells the other instances the robot's token ended (`secret`: its
-    /// hash, when cached here), so their caches forget it.
+    /// hash, as the store held it), so their caches forget it.
     fn tell_others_token_ended(&self, org_id: &str, robot_id: &str, secret: Option<String>) {
         self.tabs.tell_others(&super::tabs::Revocation::RobotToken { org_id: org_id.to_string(), robot_id: robot_id.to_string(), secret });
     }
@@ -356,11 +345,12 @@ impl RobotRegistry {
 
     /// Forgets every cached token the store no longer holds (revocations
     /// from other instances may have been lost) and closes the sockets
-    /// opened with them here. Returns how many were forgotten. Only tokens
-    /// cached before the store is read are judged: a token never comes
-    /// back once revoked, so one missing from the read is revoked, while
-    /// one cached later may be newer than the read.
-    pub async fn reconcile(&self) -> StoreResult<usize> {
+    /// opened with them here. Returns how many were forgotten, and every
+    /// token the store holds. Only tokens cached before the store is read
+    /// are judged: a token never comes back once revoked, so one missing
+    /// from the read is revoked, while one cached later may be newer than
+    /// the read.
+    pub async fn reconcile(&self) -> StoreResult<(usize, HashSet<String>)> {
         let cached: Vec<String> = {
             // A lookup that read the store before this and remembers after
             // it might bring back a token this read finds gone: the epoch
@@ -384,12 +374,12 @@ impl RobotRegistry {
             tracing::warn!("a robot token revoked on another instance was still cached here (a revocation was lost): forgotten");
             self.tabs.revoked_elsewhere(&super::tabs::Revocation::CredentialEnded { secret: hash.clone() });
         }
-        Ok(gone.len())
+        Ok((gone.len(), held))
     }
 
     /// Another instance rotated the robot's token or retired the robot:
-    /// the token that ended (`secret`, its hash, when the other instance
-    /// had it; else whichever this one caches) is forgotten here (the next
+    /// the token that ended (`secret`, its hash; from the build before,
+    /// absent: whichever this one caches) is forgotten here (the next
     /// request reads the store), and sockets opened with it here close. A
     /// newer token cached here meanwhile stays.
     pub fn revoked_elsewhere(&self, org_id: &str, robot_id: &str, secret: Option<&str>) {

@@ -102,8 +102,8 @@ pub enum Revocation {
     /// org no longer speak for it.
     SignInMoved { secret: String, org_id: String },
     /// A robot's token was rotated or the robot retired: caches forget it
-    /// (`secret`: the ended token's hash, when its instance had it cached;
-    /// absent from an instance of the build before).
+    /// (`secret`: the ended token's hash, as the store held it; absent
+    /// from an instance of the build before).
     RobotToken {
         org_id: String,
         robot_id: String,

@@ -20,8 +20,10 @@ pub struct RobotFields {
 
 #[derive(Clone, Debug)]
 pub enum RobotChange {
-    /// Done: the robot as it is now, and the audit record written.
-    Done(RobotRecord, AuditEntry),
+    /// Done: the robot as it is now, the audit record written, and the
+    /// hash of the token that stopped working (a rotation, a retirement),
+    /// read under the row's lock.
+    Done(RobotRecord, AuditEntry, Option<String>),
     /// Unknown, another org's, or retired.
     NotFound,
     /// Retiring is refused while the robot has a live session.
@@ -82,7 +84,7 @@ macro_rules! directory_store {
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 let after = RobotRecord { model: f.model.clone(), site: f.site.clone(), pop: f.pop.clone(), req_cert: f.req_cert.clone(), ..before };
                 tx.commit().await?;
-                Ok(RobotChange::Done(after, entry))
+                Ok(RobotChange::Done(after, entry, None))
             }
 
             async fn retire_robot(&self, org_id: &str, robot_id: &str, actor: &str, at: i64) -> StoreResult<RobotChange> {
@@ -95,6 +97,7 @@ macro_rules! directory_store {
                 if let Some(session_id) = live {
                     return Ok(RobotChange::LiveSession(session_id));
                 }
+                let ended: String = sqlx::query_scalar(TOKEN_OF_ROBOT).bind(org_id).bind(robot_id).fetch_one(&mut *tx).await?;
                 sqlx::query("UPDATE robots SET retired_at = $1 WHERE org_id = $2 AND id = $3")
                     .bind(at).bind(org_id).bind(robot_id).execute(&mut *tx).await?;
                 let entry = audit(actor, AuditAction::RobotRetired, robot_id, format!("{} at {} retired", before.model, before.site), at);
@@ -102,7 +105,7 @@ macro_rules! directory_store {
                 let event = domain::event_log::LogEvent::RobotRetired(domain::event_log::Empty {});
                 Self::log_event(&mut tx, super::Logged { org_id, at, session_id: None, robot_id: Some(robot_id), event }).await?;
                 tx.commit().await?;
-                Ok(RobotChange::Done(before, entry))
+                Ok(RobotChange::Done(before, entry, Some(ended)))
             }
 
             async fn rotate_robot_token(&self, org_id: &str, robot_id: &str, token_hash: &str, actor: &str, at: i64) -> StoreResult<RobotChange> {
@@ -110,17 +113,21 @@ macro_rules! directory_store {
                 let Some(before) = sqlx::query_as::<_, RobotRecord>(&format!("{LIVE_ROBOT}{}", $lock)).bind(org_id).bind(robot_id).fetch_optional(&mut *tx).await? else {
                     return Ok(RobotChange::NotFound);
                 };
+                let ended: String = sqlx::query_scalar(TOKEN_OF_ROBOT).bind(org_id).bind(robot_id).fetch_one(&mut *tx).await?;
                 sqlx::query("UPDATE robots SET token_hash = $1, token_rotated_at = $2 WHERE org_id = $3 AND id = $4")
                     .bind(token_hash).bind(at).bind(org_id).bind(robot_id).execute(&mut *tx).await?;
                 // The token itself is never written anywhere, the audit included.
                 let entry = audit(actor, AuditAction::RobotTokenRotated, robot_id, "bearer token rotated: the old one no longer works".into(), at);
                 Self::write_audit(&mut tx, org_id, &entry).await?;
                 tx.commit().await?;
-                Ok(RobotChange::Done(RobotRecord { token_rotated_at: Some(at), ..before }, entry))
+                Ok(RobotChange::Done(RobotRecord { token_rotated_at: Some(at), ..before }, entry, Some(ended)))
             }
         }
     };
 }
+
+/// The robot's token hash (read after its row is locked).
+const TOKEN_OF_ROBOT: &str = "SELECT token_hash FROM robots WHERE org_id = $1 AND id = $2";
 
 directory_store!(SqliteStore, "");
 directory_store!(PgStore, " FOR UPDATE");

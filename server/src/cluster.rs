@@ -91,7 +91,7 @@ pub async fn join(
     bus: Arc<NatsBus>, store: SharedStore, tabs: Arc<OpenTabs>, robots: Arc<RobotRegistry>, sweep: std::time::Duration,
 ) -> Result<tokio::task::JoinHandle<()>, async_nats::SubscribeError> {
     let to_others = ToOthers::new(&bus, REVOCATIONS);
-    let mut heard = bus.client().subscribe(to_others.subject.clone()).await?;
+    let mut heard = Some(bus.client().subscribe(to_others.subject.clone()).await?);
     tabs.reach_others(to_others.clone());
     let me = bus.publisher().to_string();
     let mut losses = bus.losses();
@@ -110,11 +110,13 @@ pub async fn join(
         sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let message = tokio::select! {
-                message = heard.next() => match message {
+                message = next_heard(&mut heard) => match message {
                     Some(message) => message,
                     None => {
+                        // The sweeps go on: they alone bound what is missed now.
                         tracing::error!("the revocations subscription ended: revocations from other instances no longer reach this one");
-                        break;
+                        lost.notify_one();
+                        continue;
                     }
                 },
                 changed = losses.changed() => {
@@ -169,6 +171,17 @@ pub async fn join(
     }))
 }
 
+/// The next revocation heard; `None` once, when the subscription ends,
+/// then never again (pending for ever).
+async fn next_heard(heard: &mut Option<async_nats::Subscriber>) -> Option<async_nats::Message> {
+    let Some(subscription) = heard else { return std::future::pending().await };
+    let next = subscription.next().await;
+    if next.is_none() {
+        *heard = None;
+    }
+    next
+}
+
 /// Runs `reconcile` each time revocations may have been lost (or a sweep
 /// is due); losses told
 /// while it runs make one more run (a `Notify` keeps one permit), at most
@@ -184,7 +197,7 @@ async fn reconcile_after_losses(lost: Arc<tokio::sync::Notify>, store: SharedSto
                     break;
                 }
                 Ok(ended) => {
-                    tracing::warn!(ended, "sockets and cached tokens checked against the store: credentials revoked elsewhere had held here");
+                    tracing::warn!(ended, "sockets and cached tokens checked against the store: some no longer held and were ended here");
                     break;
                 }
                 Err(e) => {
@@ -204,9 +217,12 @@ async fn reconcile_after_losses(lost: Arc<tokio::sync::Notify>, store: SharedSto
 /// began: a newer one was judged on the store as it is). A few lookups run
 /// at once. Returns how many credentials ended.
 pub async fn reconcile(store: &SharedStore, tabs: &OpenTabs, robots: &RobotRegistry) -> StoreResult<usize> {
-    let mut ended = robots.reconcile().await?;
-    let now = crate::clock::now_ms();
+    // Taken before the robots' tokens are read: a robot socket judged
+    // against that read was opened before it.
     let (credentials, opened_before) = tabs.credentials();
+    let (mut ended, robot_tokens) = robots.reconcile().await?;
+    let robot_tokens = &robot_tokens;
+    let now = crate::clock::now_ms();
     let judged = futures::stream::iter(credentials)
         .map(|credential| async move {
             let why = match &credential {
@@ -218,11 +234,10 @@ pub async fn reconcile(store: &SharedStore, tabs: &OpenTabs, robots: &RobotRegis
                     _ => Some(Ended::AccessChanged),
                 },
                 Credential::ApiKey { token, .. } => store.api_key(token).await?.is_none().then_some(Ended::CredentialEnded),
-                // Looked up, not left to the registry's reconcile above: that
-                // judges cached tokens only, and a socket's token may not be
+                // Judged against every token the store holds, not only those
                 // cached here (a lookup that raced a revocation answers
-                // without remembering).
-                Credential::Robot { token, .. } => store.robot_by_token_hash(token).await?.is_none().then_some(Ended::CredentialEnded),
+                // without remembering): the registry ended the cached ones.
+                Credential::Robot { token, .. } => (!robot_tokens.contains(token)).then_some(Ended::CredentialEnded),
             };
             StoreResult::Ok((credential, why))
         })

@@ -542,7 +542,8 @@ async fn revocations_lost_on_the_way_take_effect_after_a_gap_or_a_reconnect() {
     use server::auth::token_hash;
     use sqlx::Connection;
     let Some(nats) = OwnNats::start(None).await else { return };
-    let Some(cluster) = Cluster::start(Some(&nats.url()), 2).await else { return };
+    // No sweep during the test: only the counts may notice the losses.
+    let Some(cluster) = Cluster::start_with(Some(&nats.url()), 2, vec![("CLUTCHCALL_REVOCATION_SWEEP_S", "3600".into())]).await else { return };
     let second = cluster.base(1).to_string();
     let heartbeat = |token: String| {
         let url = format!("{second}/v1/robots/uk-pick-01/heartbeat");
@@ -658,11 +659,14 @@ async fn a_revocation_no_instance_heard_of_takes_effect_within_the_sweep() {
     let mut wallboard = common::Tab::open_at(&second, &cookie, "/ws?watch=org").await;
     wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
     // Rotated and signed out in the database alone: nothing is published.
+    // (In one transaction: one sweep sees both.)
     let mut db = sqlx::PgConnection::connect(&cluster.url).await.unwrap();
+    let mut tx = db.begin().await.unwrap();
     let rotate = format!("UPDATE robots SET token_hash = $1 WHERE org_id = '{ORG}' AND id = 'uk-pick-01'");
-    sqlx::query(&rotate).bind(token_hash("rotated-unheard")).execute(&mut db).await.unwrap();
+    sqlx::query(&rotate).bind(token_hash("rotated-unheard")).execute(&mut *tx).await.unwrap();
     let sign_in = cookie.split_once('=').unwrap().1;
-    sqlx::query("DELETE FROM web_sessions WHERE token_hash = $1").bind(token_hash(sign_in)).execute(&mut db).await.unwrap();
+    sqlx::query("DELETE FROM web_sessions WHERE token_hash = $1").bind(token_hash(sign_in)).execute(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
     // Within a few sweeps (none before the first could have seen it).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while heartbeat(old.clone()).await != StatusCode::UNAUTHORIZED {

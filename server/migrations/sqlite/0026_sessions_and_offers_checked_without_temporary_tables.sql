@@ -9,15 +9,16 @@
 -- SQLite changes a CHECK only by rebuilding the table. Nothing refers to
 -- offers: it is copied, dropped and replaced by its copy (as in 0024).
 -- Seven tables refer to sessions, and sqlx runs a migration in a
--- transaction, where foreign keys cannot be switched off; renaming a copy
--- would not do (a rename rewrites the children's references to the old
--- name). So the rows are put aside in a plain table, sessions is dropped
--- and made again under its name, and the rows (with their rowids) go back.
--- Dropping deletes the rows first, and every child row then lacks its
--- session; with the check deferred to the commit, each row put back
--- finds its children again (SQLite counts the rows lacking a parent and
--- counts them back as parents arrive), so the commit finds none missing.
--- Every child table has an index on its session, so each step is a probe.
+-- transaction, where foreign keys cannot be switched off. Dropping a table
+-- deletes its rows first, and every child row then lacks its session: the
+-- drop fails at once, or, with the check deferred to the commit, counts
+-- each such row as a violation. Only rows inserted into a table named
+-- sessions count them back (a copy renamed to sessions would not, and the
+-- commit would fail). So the rows are put aside in a plain table, sessions
+-- is dropped and made again under its name, and the rows (with their
+-- rowids) go back: the commit finds no child without its session. Every
+-- child table has an index on its session, so each count is a probe.
+-- (`defer_foreign_keys` ends with the transaction.)
 
 PRAGMA defer_foreign_keys = ON;
 

@@ -75,6 +75,8 @@ async fn rebuilding_sessions_and_offers_keeps_every_row_and_every_reference() {
     assert!(dangling.is_empty(), "{} references to nothing", dangling.len());
     let on: i64 = sqlx::query_scalar("PRAGMA foreign_keys").fetch_one(&pool).await.unwrap();
     assert_eq!(on, 1, "foreign keys are still on");
+    let deferred: i64 = sqlx::query_scalar("PRAGMA defer_foreign_keys").fetch_one(&pool).await.unwrap();
+    assert_eq!(deferred, 0, "and checked at each statement again");
     // The references still hold (the children point at the new tables)...
     let orphan = sqlx::query("INSERT INTO offers (id, org_id, session_id, operator_id, rtt_ms, offered_at, expires_at) VALUES ('o-3', 'org', 's-none', 'u-1', 1, 1, 2)");
     assert!(orphan.execute(&pool).await.is_err(), "an offer of no session");

@@ -105,7 +105,7 @@ pub(super) const LOG_EVENT: Sql = Sql {
                    (SELECT robot_id FROM sessions WHERE id = $4), $5)",
 };
 
-/// Every statement, for the test that runs each on both backends.
+/// Every statement, for the tests that check each one's values and explain it on SQLite.
 #[cfg(test)]
 pub(super) const ALL: [&Sql; 13] =
     [&OPEN_SESSION, &QUEUE, &OFFER, &LEAVE_QUEUE, &CLOSE_OFFER, &START, &END, &STEER, &SWITCH, &ACTIVITY, &RECORD, &BUMP_EVENTS, &LOG_EVENT];

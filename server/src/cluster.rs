@@ -183,10 +183,9 @@ async fn next_heard(heard: &mut Option<async_nats::Subscriber>) -> Option<async_
 }
 
 /// Runs `reconcile` each time revocations may have been lost (or a sweep
-/// is due); losses told
-/// while it runs make one more run (a `Notify` keeps one permit), at most
-/// one run every `RECONCILE_AT_MOST_EVERY` (losses come in bursts, when the
-/// instance is already struggling).
+/// is due); losses told while it runs make one more run (a `Notify` keeps
+/// one permit), at most one run every `RECONCILE_AT_MOST_EVERY` (losses
+/// come in bursts, when the instance is already struggling).
 async fn reconcile_after_losses(lost: Arc<tokio::sync::Notify>, store: SharedStore, tabs: Arc<OpenTabs>, robots: Arc<RobotRegistry>) {
     loop {
         lost.notified().await;

@@ -156,18 +156,24 @@ impl Desk {
         Desk::new(org_id, settings, Arc::new(floors), Arc::default())
     }
 
+    /// What the decisions left, taken whole (`move_effects_into` a new
+    /// batch, so the desk keeps its buffers either way).
     pub fn take_effects(&mut self) -> Effects {
-        std::mem::take(&mut self.fx)
+        let mut fx = Effects::default();
+        self.move_effects_into(&mut fx);
+        fx
     }
 
     /// Moves what the decisions left into `into`, keeping the desk's
     /// buffers (and their capacity) for the next decisions: a batch's
     /// effects then cost one allocation each, not a chain of growths.
     pub fn move_effects_into(&mut self, into: &mut Effects) {
-        into.writes.append(&mut self.fx.writes);
-        into.events.append(&mut self.fx.events);
-        into.pokes.append(&mut self.fx.pokes);
-        into.freed.append(&mut self.fx.freed);
+        // Named field by field: a field added to `Effects` must be moved too.
+        let Effects { writes, events, pokes, freed } = &mut self.fx;
+        into.writes.append(writes);
+        into.events.append(events);
+        into.pokes.append(pokes);
+        into.freed.append(freed);
     }
 
     /// Claims the operator for an offer of this org (rule D10); false when

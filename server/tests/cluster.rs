@@ -178,6 +178,22 @@ struct Cluster {
 
 const NAMES: [&str; 3] = ["first", "second", "third"];
 
+/// The demo robot uk-pick-01's heartbeat on the instance at `base` with
+/// `token`: the status it answers.
+async fn heartbeat(base: &str, token: &str) -> StatusCode {
+    common::http().post(format!("{base}/v1/robots/uk-pick-01/heartbeat")).bearer_auth(token).send().await.unwrap().status()
+}
+
+/// Waits (at most `within_s`) until the instance at `base` refuses the
+/// demo robot's `token`.
+async fn until_refused(base: &str, token: &str, within_s: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(within_s);
+    while heartbeat(base, token).await != StatusCode::UNAUTHORIZED {
+        assert!(std::time::Instant::now() < deadline, "a token revoked in the database still works on the instance at {base}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 impl Cluster {
     /// `count` instances; `None` when PostgreSQL is skipped (outside CI).
     async fn start(nats: Option<&str>, count: usize) -> Option<Cluster> {
@@ -500,11 +516,8 @@ async fn a_sign_out_and_a_token_rotation_on_one_instance_hold_on_the_other() {
     let Some(nats) = nats_url().await else { return };
     let Some(cluster) = Cluster::start(Some(&nats), 2).await else { return };
     let (first, second) = (&cluster.servers[0], &cluster.servers[1]);
-    let heartbeat = |base: String, token: String| async move {
-        common::http().post(format!("{base}/v1/robots/uk-pick-01/heartbeat")).bearer_auth(token).send().await.unwrap().status()
-    };
     // The second instance caches the robot's token.
-    assert_eq!(heartbeat(second.base.clone(), server::seed::demo_robot_token("uk-pick-01")).await, StatusCode::OK);
+    assert_eq!(heartbeat(&second.base, &server::seed::demo_robot_token("uk-pick-01")).await, StatusCode::OK);
 
     // Dana's sign-in on the first opens a wallboard socket on the second.
     let cookie = admin_cookie(&first.base).await;
@@ -519,12 +532,8 @@ async fn a_sign_out_and_a_token_rotation_on_one_instance_hold_on_the_other() {
     let rotated = call_at(&first.base, &cookie, "rotate_robot_token", &[("robot_id", "uk-pick-01")]).await;
     assert_eq!(rotated.status(), StatusCode::OK);
     let token: String = rotated.json().await.unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while heartbeat(second.base.clone(), server::seed::demo_robot_token("uk-pick-01")).await != StatusCode::UNAUTHORIZED {
-        assert!(std::time::Instant::now() < deadline, "the rotated-out token still works on the second instance");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert_eq!(heartbeat(second.base.clone(), token).await, StatusCode::OK, "the new one works there");
+    until_refused(&second.base, &server::seed::demo_robot_token("uk-pick-01"), 5).await;
+    assert_eq!(heartbeat(&second.base, &token).await, StatusCode::OK, "the new one works there");
     cluster.finish().await;
 }
 
@@ -545,17 +554,6 @@ async fn revocations_lost_on_the_way_take_effect_after_a_gap_or_a_reconnect() {
     // No sweep during the test: only the counts may notice the losses.
     let Some(cluster) = Cluster::start_with(Some(&nats.url()), 2, vec![("CLUTCHCALL_REVOCATION_SWEEP_S", "3600".into())]).await else { return };
     let second = cluster.base(1).to_string();
-    let heartbeat = |token: String| {
-        let url = format!("{second}/v1/robots/uk-pick-01/heartbeat");
-        async move { common::http().post(url).bearer_auth(token).send().await.unwrap().status() }
-    };
-    let until_refused = |token: String, within_s: u64| async move {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(within_s);
-        while heartbeat(token.clone()).await != StatusCode::UNAUTHORIZED {
-            assert!(std::time::Instant::now() < deadline, "a token revoked in the database still works on the second instance");
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-    };
     let mut db = sqlx::PgConnection::connect(&cluster.url).await.unwrap();
     async fn rotate_unheard(db: &mut sqlx::PgConnection, token: &str) {
         let sql = format!("UPDATE robots SET token_hash = $1 WHERE org_id = '{ORG}' AND id = 'uk-pick-01'");
@@ -564,14 +562,14 @@ async fn revocations_lost_on_the_way_take_effect_after_a_gap_or_a_reconnect() {
 
     // The second caches the robot's token; an admin's wallboard is open there.
     let old = server::seed::demo_robot_token("uk-pick-01");
-    assert_eq!(heartbeat(old.clone()).await, StatusCode::OK);
+    assert_eq!(heartbeat(&second, &old).await, StatusCode::OK);
     let cookie = admin_cookie(&second).await;
     let mut wallboard = common::Tab::open_at(&second, &cookie, "/ws?watch=org").await;
     wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
     let sign_in = cookie.split_once('=').unwrap().1;
     rotate_unheard(&mut db, "rotated-unheard-1").await;
     sqlx::query("DELETE FROM web_sessions WHERE token_hash = $1").bind(token_hash(sign_in)).execute(&mut db).await.unwrap();
-    assert_eq!(heartbeat(old.clone()).await, StatusCode::OK, "unheard, the second still trusts its cache");
+    assert_eq!(heartbeat(&second, &old).await, StatusCode::OK, "unheard, the second still trusts its cache");
 
     // Another instance's revocations, in order from its first, are applied
     // (the second sign-in's socket closes).
@@ -597,23 +595,23 @@ async fn revocations_lost_on_the_way_take_effect_after_a_gap_or_a_reconnect() {
 
     // Then one skips a number: one was lost.
     revoke("4", "nothing-open".into()).await;
-    until_refused(old, 10).await;
+    until_refused(&second, &old, 10).await;
     wallboard.until(|m| matches!(m, RingMsg::Error { code: RingError::SignedOut, .. }).then_some(())).await;
-    assert_eq!(heartbeat("rotated-unheard-1".into()).await, StatusCode::OK, "the token the database holds works");
+    assert_eq!(heartbeat(&second, "rotated-unheard-1").await, StatusCode::OK, "the token the database holds works");
 
     // The last one sent is lost: the publisher's tally shows it. The
     // instances tally theirs too.
     let mut tallies = raw.subscribe(format!("clutchcall.{cluster_id}.revocations")).await.unwrap();
     server::bus::nats::settled(&raw).await.unwrap();
     rotate_unheard(&mut db, "rotated-unheard-2").await;
-    assert_eq!(heartbeat("rotated-unheard-1".into()).await, StatusCode::OK, "cached again, and unheard");
+    assert_eq!(heartbeat(&second, "rotated-unheard-1").await, StatusCode::OK, "cached again, and unheard");
     let mut headers = async_nats::HeaderMap::new();
     headers.insert("CC-Publisher", "elsewhere/1");
     headers.insert("CC-Sent", "5");
     raw.publish_with_headers(format!("clutchcall.{cluster_id}.revocations"), headers, Vec::new().into()).await.unwrap();
     raw.flush().await.unwrap();
-    until_refused("rotated-unheard-1".into(), 10).await;
-    assert_eq!(heartbeat("rotated-unheard-2".into()).await, StatusCode::OK);
+    until_refused(&second, "rotated-unheard-1", 10).await;
+    assert_eq!(heartbeat(&second, "rotated-unheard-2").await, StatusCode::OK);
     let tallied = tokio::time::timeout(std::time::Duration::from_secs(15), async {
         while let Some(message) = tallies.next().await {
             let header = |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.to_string());
@@ -626,10 +624,10 @@ async fn revocations_lost_on_the_way_take_effect_after_a_gap_or_a_reconnect() {
 
     // NATS goes away and comes back: whatever was sent meanwhile is lost.
     rotate_unheard(&mut db, "rotated-unheard-3").await;
-    assert_eq!(heartbeat("rotated-unheard-2".into()).await, StatusCode::OK, "cached again, and unheard");
+    assert_eq!(heartbeat(&second, "rotated-unheard-2").await, StatusCode::OK, "cached again, and unheard");
     let nats = nats.restart().await;
-    until_refused("rotated-unheard-2".into(), 30).await;
-    assert_eq!(heartbeat("rotated-unheard-3".into()).await, StatusCode::OK);
+    until_refused(&second, "rotated-unheard-2", 30).await;
+    assert_eq!(heartbeat(&second, "rotated-unheard-3").await, StatusCode::OK);
     cluster.finish().await;
     drop(nats);
 }
@@ -648,13 +646,9 @@ async fn a_revocation_no_instance_heard_of_takes_effect_within_the_sweep() {
     let Some(nats) = nats_url().await else { return };
     let Some(cluster) = Cluster::start_with(Some(&nats), 2, vec![("CLUTCHCALL_REVOCATION_SWEEP_S", "2".into())]).await else { return };
     let second = cluster.base(1).to_string();
-    let heartbeat = |token: String| {
-        let url = format!("{second}/v1/robots/uk-pick-01/heartbeat");
-        async move { common::http().post(url).bearer_auth(token).send().await.unwrap().status() }
-    };
     // The second caches the robot's token; an admin's wallboard is open there.
     let old = server::seed::demo_robot_token("uk-pick-01");
-    assert_eq!(heartbeat(old.clone()).await, StatusCode::OK);
+    assert_eq!(heartbeat(&second, &old).await, StatusCode::OK);
     let cookie = admin_cookie(&second).await;
     let mut wallboard = common::Tab::open_at(&second, &cookie, "/ws?watch=org").await;
     wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
@@ -668,13 +662,9 @@ async fn a_revocation_no_instance_heard_of_takes_effect_within_the_sweep() {
     sqlx::query("DELETE FROM web_sessions WHERE token_hash = $1").bind(token_hash(sign_in)).execute(&mut *tx).await.unwrap();
     tx.commit().await.unwrap();
     // Within a few sweeps (none before the first could have seen it).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while heartbeat(old.clone()).await != StatusCode::UNAUTHORIZED {
-        assert!(std::time::Instant::now() < deadline, "a token revoked in the database alone still works on the second instance after 10 s");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    until_refused(&second, &old, 10).await;
     wallboard.until(|m| matches!(m, RingMsg::Error { code: RingError::SignedOut, .. }).then_some(())).await;
-    assert_eq!(heartbeat("rotated-unheard".into()).await, StatusCode::OK, "the token the database holds works");
+    assert_eq!(heartbeat(&second, "rotated-unheard").await, StatusCode::OK, "the token the database holds works");
     cluster.finish().await;
 }
 

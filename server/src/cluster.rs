@@ -291,3 +291,52 @@ pub fn hear_busy(mut heard: async_nats::Subscriber, me: String, engine: Arc<crat
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewOrg, NewRobot, RobotChange, Seed};
+
+    fn robot_socket(token: &str) -> Credential {
+        Credential::Robot { org_id: "org".into(), robot_id: "r-1".into(), token: token.into() }
+    }
+
+    /// The sweep judges a robot's sockets against the tokens the store
+    /// holds, whether or not this instance cached the token: one opened
+    /// with a token never cached here (a lookup that raced a revocation
+    /// answers without remembering) ends once the store no longer holds
+    /// it, and one on the robot's current token, also never cached here,
+    /// stays open.
+    #[tokio::test]
+    async fn a_sweep_ends_robot_sockets_whose_token_the_store_no_longer_holds_cached_here_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::sqlite_with_a_robot(dir.path()).await;
+        let tabs = OpenTabs::new();
+        let (robots, lapses) = RobotRegistry::load(store.clone(), crate::bus::InProcessBus::new(), tabs.clone()).await.unwrap();
+        // Loaded with `hash-1`; another instance then rotates the token to
+        // `hash-2`, and its revocation never reaches this one.
+        let rotated = store.rotate_robot_token("org", "r-1", "hash-2", "admin", crate::clock::now_ms()).await.unwrap();
+        assert!(matches!(rotated, RobotChange::Done(_, _, Some(ref ended)) if ended == "hash-1"));
+        // A robot of another org, enrolled elsewhere after this instance
+        // loaded: the store's tokens are read for every org.
+        let robot = NewRobot {
+            id: "r-9".into(), org_id: "other".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
+            req_cert: "pick-place · tier-1".into(), token_hash: "hash-9".into(),
+        };
+        store.seed(&Seed { orgs: vec![NewOrg { id: "other".into(), name: "Other".into() }], robots: vec![robot], ..Seed::default() }).await.unwrap();
+        let in_another_org = tabs.open(Credential::Robot { org_id: "other".into(), robot_id: "r-9".into(), token: "hash-9".into() }, None).await.unwrap();
+
+        let on_the_cached_token = tabs.open(robot_socket("hash-1"), None).await.unwrap();
+        let on_a_token_never_cached = tabs.open(robot_socket("hash-0"), None).await.unwrap();
+        let on_the_current_token = tabs.open(robot_socket("hash-2"), None).await.unwrap();
+        assert!(on_a_token_never_cached.holds(), "nothing told this instance about hash-0");
+
+        let ended = reconcile(&store, &tabs, &robots).await.unwrap();
+        assert!(!on_the_cached_token.holds(), "the cached token the store no longer holds ends its socket");
+        assert!(!on_a_token_never_cached.holds(), "a token never cached here is judged against the store too");
+        assert!(on_the_current_token.holds(), "the robot's current token holds, cached here or not");
+        assert!(in_another_org.holds(), "another org's robot's token holds");
+        assert!(ended >= 2, "both ended credentials are counted: {ended}");
+        lapses.abort();
+    }
+}

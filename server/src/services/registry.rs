@@ -122,9 +122,7 @@ impl RobotRegistry {
     /// Loads every robot; returns the registry and its lapse task.
     pub async fn load(store: SharedStore, bus: SharedBus, tabs: Arc<OpenTabs>) -> StoreResult<(Arc<RobotRegistry>, tokio::task::JoinHandle<()>)> {
         let mut robots = Robots::default();
-        for org_id in store.org_ids().await? {
-            robots.remember_all(store.robots_with_token(&org_id).await?);
-        }
+        robots.remember_all(store.robots_with_token(None).await?);
         let (lapses, rx) = mpsc::unbounded_channel();
         let registry = Arc::new(RobotRegistry { store, bus, robots: RwLock::new(robots), tabs, lapses });
         let task = tokio::spawn(lapse_heartbeats(Arc::downgrade(&registry), rx));
@@ -135,7 +133,7 @@ impl RobotRegistry {
     /// test's copy of the demo): nobody holds their tokens yet, so none can
     /// have been revoked since they were read.
     pub async fn adopt_org(&self, org_id: &str) -> StoreResult<()> {
-        let read = self.store.robots_with_token(org_id).await?;
+        let read = self.store.robots_with_token(Some(org_id)).await?;
         self.robots.write().expect("robots lock").remember_all(read);
         Ok(())
     }
@@ -359,10 +357,9 @@ impl RobotRegistry {
             robots.epoch += 1;
             robots.by_token.keys().cloned().collect()
         };
-        let mut held = HashSet::new();
-        for org_id in self.store.org_ids().await? {
-            held.extend(self.store.robots_with_token(&org_id).await?.into_iter().map(|(_, hash)| hash));
-        }
+        // Every org's robots in one read (not one per org: a sweep runs
+        // every minute on every instance).
+        let held: HashSet<String> = self.store.robots_with_token(None).await?.into_iter().map(|(_, hash)| hash).collect();
         let gone: Vec<String> = cached.into_iter().filter(|hash| !held.contains(hash)).collect();
         {
             let mut robots = self.robots.write().expect("robots lock");

@@ -259,8 +259,9 @@ pub trait Store: DispatchStore + EventLogStore + IntegrationStore + BoardStore +
 
     /// The org's robots, by id.
     async fn robots(&self, org_id: &str) -> StoreResult<Vec<RobotRecord>>;
-    /// The org's robots with their token hashes (the registry's memory).
-    async fn robots_with_token(&self, org_id: &str) -> StoreResult<Vec<(RobotRecord, String)>>;
+    /// The org's robots with their token hashes (the registry's memory);
+    /// with no org, every org's, in one read.
+    async fn robots_with_token(&self, org_id: Option<&str>) -> StoreResult<Vec<(RobotRecord, String)>>;
     /// A robot of this org; `None` for an unknown id or another org's robot.
     async fn robot(&self, org_id: &str, robot_id: &str) -> StoreResult<Option<RobotRecord>>;
     /// The org's operators (members with an operator profile), by name.

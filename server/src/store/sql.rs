@@ -305,12 +305,12 @@ macro_rules! sql_store {
                 .bind(org_id).fetch_all(&self.pool).await?)
             }
 
-            async fn robots_with_token(&self, org_id: &str) -> StoreResult<Vec<(RobotRecord, String)>> {
-                let rows = sqlx::query(
-                    "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at, token_hash FROM robots \
-                     WHERE org_id = $1 AND retired_at IS NULL ORDER BY id",
-                )
-                .bind(org_id).fetch_all(&self.pool).await?;
+            async fn robots_with_token(&self, org_id: Option<&str>) -> StoreResult<Vec<(RobotRecord, String)>> {
+                const LIVE: &str = "SELECT id, org_id, model, site, pop, req_cert, last_heartbeat_at, token_hash FROM robots WHERE retired_at IS NULL";
+                let rows = match org_id {
+                    Some(org_id) => sqlx::query(&format!("{LIVE} AND org_id = $1 ORDER BY id")).bind(org_id).fetch_all(&self.pool).await?,
+                    None => sqlx::query(&format!("{LIVE} ORDER BY org_id, id")).fetch_all(&self.pool).await?,
+                };
                 rows.into_iter()
                     .map(|row| {
                         use sqlx::FromRow;

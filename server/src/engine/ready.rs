@@ -317,6 +317,35 @@ mod tests {
         }
     }
 
+    /// A dispatch record keeps the best `RECORDED_CANDIDATES` the walk
+    /// looked at, in rank order from the chosen one, and counts the rest of
+    /// the pool by verdict (what the session detail shows).
+    #[test]
+    fn a_record_keeps_the_best_candidates_and_counts_the_rest() {
+        let floors = floors();
+        let (certified, welding, measured) = (vec!["pick-place".to_string()], vec!["welding".to_string()], BTreeMap::new());
+        let ids: Vec<String> = (0..50).map(|i| format!("op-{i:02}")).collect();
+        let mut index = ReadyIndex::default();
+        for (since, id) in ids.iter().enumerate() {
+            index.upsert(Entry { operator_id: id, tier: Tier::Live, region: "BLR", skills: &certified, since: since as i64, measured: &measured }, &floors);
+        }
+        index.upsert(Entry { operator_id: "welder", tier: Tier::Live, region: "BLR", skills: &welding, since: 0, measured: &measured }, &floors);
+
+        let claim = index.claim("us-east", "pick-place", None, 0, |_| None);
+        assert_eq!(claim.looked.len(), domain::dispatch::RECORDED_CANDIDATES);
+        assert_eq!((claim.looked[0].operator_id, claim.looked[0].verdict), ("op-00", Verdict::Chosen), "the longest ready, at equal RTT");
+        assert!(claim.looked[1..].iter().all(|l| l.verdict == Verdict::Outranked));
+        assert_eq!(claim.omitted, BTreeMap::from([("outranked", 30), ("uncertified", 1)]));
+
+        let mut small = ReadyIndex::default();
+        for (since, id) in ids[..3].iter().enumerate() {
+            small.upsert(Entry { operator_id: id, tier: Tier::Live, region: "BLR", skills: &certified, since: since as i64, measured: &measured }, &floors);
+        }
+        let claim = small.claim("us-east", "pick-place", None, 0, |_| None);
+        assert_eq!(claim.looked.len(), 3);
+        assert!(claim.omitted.is_empty());
+    }
+
     #[test]
     fn moving_an_operator_replaces_their_place() {
         let floors = floors();

@@ -435,21 +435,6 @@ mod tests {
     }
 
     #[test]
-    fn a_record_keeps_the_best_candidates_and_counts_the_rest() {
-        let pool: Vec<Presence> = (0..50).map(|i| presence(&format!("op-{i:02}"), "BLR", &["pick-place"], i)).collect();
-        let mut pool = pool;
-        pool.push(presence("welder", "BLR", &["welding"], 0));
-        let summary = summarise(rank_pool("us-east", "pick-place", &pool, &floors(), &[]));
-        assert_eq!(summary.candidates.len(), RECORDED_CANDIDATES);
-        assert_eq!(summary.candidates[0].verdict, Verdict::Chosen);
-        assert_eq!(summary.omitted.get("outranked"), Some(&30));
-        assert_eq!(summary.omitted.get("uncertified"), Some(&1));
-        let small = summarise(rank_pool("us-east", "pick-place", &pool[..3], &floors(), &[]));
-        assert_eq!(small.candidates.len(), 3);
-        assert!(small.omitted.is_empty());
-    }
-
-    #[test]
     fn a07_live_readiness_is_preferred_over_the_roster() {
         let entries = vec![
             entry(presence("roster", "Austin", &["pick-place"], 0), PresenceState::Ready, false),

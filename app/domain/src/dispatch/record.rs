@@ -137,15 +137,6 @@ pub struct DispatchDecision {
     pub considered: CandidateSummary,
 }
 
-pub fn summarise(mut ranked: Vec<Candidate>) -> CandidateSummary {
-    let rest = if ranked.len() > RECORDED_CANDIDATES { ranked.split_off(RECORDED_CANDIDATES) } else { Vec::new() };
-    let mut omitted = BTreeMap::new();
-    for c in rest {
-        *omitted.entry(c.verdict.as_str().to_string()).or_insert(0) += 1;
-    }
-    CandidateSummary { candidates: ranked, omitted, ceiling_ms: None }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -284,11 +284,12 @@ impl OpenTabs {
     /// Ends the sockets here opened with exactly `credential` before the
     /// mark `opened_before` (it no longer held when the store was read; a
     /// socket opened since was judged on a newer read); told to nobody else.
+    /// Returns how many it ended (not those already ended).
     pub fn end_here(&self, credential: &Credential, why: Ended, opened_before: u64) -> usize {
         let by_holder = self.by_holder.lock().expect("tabs lock");
         let mut ended = 0;
         for tab in by_holder.get(&credential.holder()).into_iter().flatten() {
-            if tab.id < opened_before && tab.credential == *credential {
+            if tab.id < opened_before && tab.credential == *credential && tab.ended.borrow().is_none() {
                 tab.ended.send_replace(Some(why));
                 ended += 1;
             }
@@ -375,6 +376,8 @@ mod tests {
         let newer = tabs.open(admin.clone(), None).await.unwrap();
         assert_eq!(tabs.end_here(&admin, Ended::AccessChanged, mark), 1);
         assert_eq!(other_role.ended().await, Ended::AccessChanged);
+        assert_eq!(tabs.end_here(&admin, Ended::CredentialEnded, mark), 0, "a socket already ended is not ended (or counted) again");
+        assert_eq!(other_role.ended().await, Ended::AccessChanged, "and keeps the first reason");
         assert!(still_open(&a).await && still_open(&b).await, "the same sign-in opened with another role stays");
         assert!(still_open(&newer).await, "a socket opened after the mark was judged on a newer read");
     }

@@ -242,7 +242,8 @@ both_backends!(l12_recording_covers_active_time_only_and_l11_completed_makes_an_
     record_episode(&app, "uk-pick-01", 4.0).await;
     assert_eq!(scalar(&app.database_url(), &format!("SELECT COUNT(*) FROM episodes WHERE session_id = '{second}'")).await, 0);
     assert_eq!(scalar(&app.database_url(), "SELECT COUNT(*) FROM audit_records WHERE action = 'episode_recorded'").await, 2, "the first and the later one");
-    assert!(!data_dir.join("recordings").join(format!("{second}.jsonl")).exists(), "the recording is deleted");
+    let parts = server::relay::recording::Recorder::parts_of(&data_dir.join("recordings"), &second);
+    assert!(parts.is_empty(), "the recording is deleted: {parts:?}");
     app.finish().await;
 });
 

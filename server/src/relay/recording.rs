@@ -1,10 +1,15 @@
 //! Recordings of ACTIVE sessions (seed 001 "Session data becomes training
 //! data", rule L12): robot state, operator actions, camera frames and
 //! control switches, with timestamps. Samples wait in memory and one
-//! writer thread appends them to `<data dir>/recordings/<session>.jsonl` in
-//! batches, in order; never a database row per frame. When the session
-//! ends the writer finishes the file: a COMPLETED session's recording is
-//! handed on to become an episode, a CANCELLED one's is deleted (L11).
+//! writer thread appends them to the session's part file in
+//! `<data dir>/recordings/` in batches, in order; never a database row per
+//! frame. Each stint of recording on an instance (cluster mode: the edge
+//! agent may move between instances, and back) has a part of its own,
+//! named for when it began, so parts written at once on a shared data
+//! directory never interleave. When the session ends the writer finishes
+//! the recording: a COMPLETED session's parts become one file, in the order
+//! they began, handed on to become an episode; a CANCELLED one's are
+//! deleted (L11).
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -61,13 +66,14 @@ pub struct FinishedRecording {
 }
 
 enum Job {
-    Append { session_id: String, samples: Vec<Sample> },
+    Append { session_id: String, part: PathBuf, samples: Vec<Sample> },
     Finish { org_id: String, session_id: String, keep: bool },
 }
 
-/// One session's recording while it runs.
-#[derive(Default)]
+/// One session's recording while it runs here.
 struct Recording {
+    /// This stint's part file.
+    part: PathBuf,
     /// Samples waiting for the next batch write, and their size.
     waiting: Vec<Sample>,
     waiting_bytes: usize,
@@ -116,8 +122,29 @@ impl Recorder {
         Ok(Recorder { dir, recordings: Mutex::default(), handed_off: Mutex::default(), max_bytes, writer: Mutex::new(tx) })
     }
 
-    pub fn path_of(dir: &Path, session_id: &str) -> PathBuf {
-        dir.join(format!("{session_id}.jsonl"))
+    /// The file of a stint of the session's recording that began at
+    /// `began_ms` here: `<session>.<began_ms>-<random>.part`, the time
+    /// zero-padded so parts sort by it, the random part so two instances
+    /// never share one.
+    fn new_part(dir: &Path, session_id: &str, began_ms: i64) -> PathBuf {
+        dir.join(format!("{session_id}.{:013}-{:016x}.part", began_ms.max(0), rand::random::<u64>()))
+    }
+
+    /// The parts of the session's recording in `dir`, in the order they
+    /// began (a whole recording from the build before, `<session>.jsonl`,
+    /// first).
+    pub fn parts_of(dir: &Path, session_id: &str) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+        let mut parts: Vec<(bool, String)> = entries
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter_map(|name| {
+                let rest = name.strip_prefix(session_id)?.strip_prefix('.')?;
+                let part = rest.strip_suffix(".part").is_some_and(|began| !began.contains('.'));
+                (part || rest == "jsonl").then_some((part, name))
+            })
+            .collect();
+        parts.sort();
+        parts.into_iter().map(|(_, name)| dir.join(name)).collect()
     }
 
     pub fn dir(&self) -> &Path {
@@ -125,14 +152,28 @@ impl Recorder {
     }
 
     pub fn push(&self, session_id: &str, sample: Sample) {
-        let mut recordings = self.recordings.lock().expect("recorder lock");
-        // A recording that goes on from another instance's part (a shared
-        // data directory) counts that part against the cap: a robot that
-        // moves between instances gets no fresh cap.
-        let recording = recordings.entry(session_id.to_string()).or_insert_with(|| Recording {
-            taken_bytes: std::fs::metadata(Recorder::path_of(&self.dir, session_id)).map_or(0, |m| m.len()),
-            ..Recording::default()
+        // A stint's first sample: its part is named, and the parts already
+        // written (another instance's, on a shared data directory, or this
+        // one's before a restart) count against the cap, so a robot that
+        // moves between instances gets no fresh cap. Read before the lock:
+        // other sessions' samples do not wait for the directory.
+        let begun = self.holds(session_id);
+        let stint = (!begun).then(|| Recording {
+            part: Recorder::new_part(&self.dir, session_id, crate::clock::now_ms()),
+            taken_bytes: Recorder::parts_of(&self.dir, session_id).iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum(),
+            waiting: Vec::new(),
+            waiting_bytes: 0,
+            unrecorded: 0,
         });
+        let mut recordings = self.recordings.lock().expect("recorder lock");
+        let recording = match stint {
+            Some(stint) => recordings.entry(session_id.to_string()).or_insert(stint),
+            // Finished or handed off since it was looked up: not begun again.
+            None => match recordings.get_mut(session_id) {
+                Some(recording) => recording,
+                None => return,
+            },
+        };
         let size = sample.size();
         if recording.taken_bytes + size as u64 > self.max_bytes {
             recording.unrecorded += 1;
@@ -160,14 +201,15 @@ impl Recorder {
     }
 
     /// The session's edge agent went on at another instance (cluster
-    /// mode): what waits here is written, and the recording is that
-    /// instance's to go on with and to finish (on a shared data directory,
-    /// in the same file).
+    /// mode): what waits here is written to this stint's part, and the
+    /// recording is that instance's to go on with and to finish (on a
+    /// shared data directory, with this part before its own).
     pub fn hand_off(&self, session_id: &str) {
         let Some(recording) = self.recordings.lock().expect("recorder lock").remove(session_id) else { return };
         self.handed_off.lock().expect("recorder lock").insert(session_id.to_string());
         if !recording.waiting.is_empty() {
-            let _ = self.writer.lock().expect("recorder lock").send(Job::Append { session_id: session_id.to_string(), samples: recording.waiting });
+            let job = Job::Append { session_id: session_id.to_string(), part: recording.part, samples: recording.waiting };
+            let _ = self.writer.lock().expect("recorder lock").send(job);
         }
     }
 
@@ -178,7 +220,7 @@ impl Recorder {
 
     /// Hands every waiting sample to the writer (called every second).
     pub fn flush(&self) {
-        let batches: Vec<(String, Vec<Sample>)> = self
+        let batches: Vec<Job> = self
             .recordings
             .lock()
             .expect("recorder lock")
@@ -186,12 +228,12 @@ impl Recorder {
             .filter(|(_, r)| !r.waiting.is_empty())
             .map(|(id, r)| {
                 r.waiting_bytes = 0;
-                (id.clone(), std::mem::take(&mut r.waiting))
+                Job::Append { session_id: id.clone(), part: r.part.clone(), samples: std::mem::take(&mut r.waiting) }
             })
             .collect();
         let writer = self.writer.lock().expect("recorder lock");
-        for (session_id, samples) in batches {
-            let _ = writer.send(Job::Append { session_id, samples });
+        for job in batches {
+            let _ = writer.send(job);
         }
     }
 
@@ -200,7 +242,7 @@ impl Recorder {
     /// was recorded: in cluster mode the data directory may be shared, and
     /// an instance that only carried the cockpit must not touch the file.
     /// A part handed off to another instance is deleted with a CANCELLED
-    /// session; a COMPLETED one's file is the other instance's to finish.
+    /// session; a COMPLETED one's parts are the other instance's to finish.
     pub fn finish(&self, org_id: &str, session_id: &str, keep: bool) {
         let handed_off = self.handed_off.lock().expect("recorder lock").remove(session_id);
         let Some(recording) = self.recordings.lock().expect("recorder lock").remove(session_id) else {
@@ -209,10 +251,9 @@ impl Recorder {
             }
             return;
         };
-        let rest = recording.waiting;
         let writer = self.writer.lock().expect("recorder lock");
-        if !rest.is_empty() {
-            let _ = writer.send(Job::Append { session_id: session_id.to_string(), samples: rest });
+        if !recording.waiting.is_empty() {
+            let _ = writer.send(Job::Append { session_id: session_id.to_string(), part: recording.part, samples: recording.waiting });
         }
         let _ = writer.send(Job::Finish { org_id: org_id.to_string(), session_id: session_id.to_string(), keep });
     }
@@ -222,29 +263,49 @@ impl Recorder {
 fn write_jobs(dir: &Path, jobs: std_mpsc::Receiver<Job>, finished: mpsc::UnboundedSender<FinishedRecording>) {
     for job in jobs {
         match job {
-            Job::Append { session_id, samples } => {
-                let path = Recorder::path_of(dir, &session_id);
+            Job::Append { session_id, part, samples } => {
                 let mut text = Vec::with_capacity(samples.len() * 96);
                 for sample in &samples {
                     if serde_json::to_writer(&mut text, sample).is_ok() {
                         text.push(b'\n');
                     }
                 }
-                let written = std::fs::OpenOptions::new().create(true).append(true).open(&path).and_then(|mut f| f.write_all(&text));
+                let written = std::fs::OpenOptions::new().create(true).append(true).open(&part).and_then(|mut f| f.write_all(&text));
                 if let Err(e) = written {
                     tracing::error!(session = %session_id, error = %e, "could not write a recording batch");
                 }
             }
             Job::Finish { org_id, session_id, keep } => {
-                let path = Recorder::path_of(dir, &session_id);
-                if keep && path.exists() {
-                    let _ = finished.send(FinishedRecording { org_id, session_id, path });
-                } else {
-                    let _ = std::fs::remove_file(&path);
+                let parts = Recorder::parts_of(dir, &session_id);
+                let Some((first, rest)) = parts.split_first().filter(|_| keep) else {
+                    for part in &parts {
+                        let _ = std::fs::remove_file(part);
+                    }
+                    continue;
+                };
+                match join_parts(first, rest) {
+                    Ok(()) => {
+                        let _ = finished.send(FinishedRecording { org_id, session_id, path: first.clone() });
+                    }
+                    Err(e) => tracing::error!(session = %session_id, error = %e, "could not join the parts of a recording"),
                 }
             }
         }
     }
+}
+
+/// Appends the later parts of a recording to its first, in order, each
+/// deleted once it is in.
+fn join_parts(first: &Path, rest: &[PathBuf]) -> std::io::Result<()> {
+    if rest.is_empty() {
+        return Ok(());
+    }
+    let mut whole = std::fs::OpenOptions::new().append(true).open(first)?;
+    for part in rest {
+        std::io::copy(&mut std::fs::File::open(part)?, &mut whole)?;
+        std::fs::remove_file(part)?;
+    }
+    whole.flush()
 }
 
 /// Reads a recording file back (the episode builder, tests).
@@ -296,13 +357,14 @@ mod tests {
         recorder.finish("org", "t", true);
         let next = made.blocking_recv().expect("t is finished");
         assert_eq!(next.session_id, "t", "s was not finished here");
-        let samples = read_samples(&Recorder::path_of(dir.path(), "s")).unwrap();
-        assert_eq!(samples, vec![Sample::Resume { t_ms: 1 }], "what waited was written");
+        let parts = Recorder::parts_of(dir.path(), "s");
+        assert_eq!(parts.len(), 1, "{parts:?}");
+        assert_eq!(read_samples(&parts[0]).unwrap(), vec![Sample::Resume { t_ms: 1 }], "what waited was written");
 
         // A recording that goes on from a part already written counts it
         // against the cap (a robot moving between instances gets no fresh one).
         let capped = Recorder::start(dir.path().to_path_buf(), mpsc::unbounded_channel().0, 100).unwrap();
-        std::fs::write(Recorder::path_of(dir.path(), "u"), vec![b' '; 90]).unwrap();
+        std::fs::write(dir.path().join("u.0000000000001-0000000000000000.part"), vec![b' '; 90]).unwrap();
         capped.push("u", Sample::Resume { t_ms: 3 });
         assert_eq!(capped.unrecorded("u"), 1, "90 bytes written elsewhere and 64 more are past 100");
 
@@ -313,7 +375,65 @@ mod tests {
         recorder.push("w", Sample::Resume { t_ms: 5 });
         recorder.finish("org", "w", true);
         assert_eq!(made.blocking_recv().expect("w is finished").session_id, "w");
-        assert!(!Recorder::path_of(dir.path(), "v").exists(), "the cancelled part is gone");
+        assert_eq!(Recorder::parts_of(dir.path(), "v"), Vec::<PathBuf>::new(), "the cancelled part is gone");
+    }
+
+    /// Waits until `recorder`'s writer has done everything handed to it
+    /// so far (it works in order: a session finished now comes after).
+    fn written(recorder: &Recorder, made: &mut mpsc::UnboundedReceiver<FinishedRecording>, marker: &str) {
+        recorder.push(marker, Sample::Resume { t_ms: 0 });
+        recorder.finish("org", marker, true);
+        assert_eq!(made.blocking_recv().expect("the marker is finished").session_id, marker);
+    }
+
+    /// A robot that moved between two instances on a shared data directory
+    /// (cluster mode): each recorded a stint in a part of its own, the
+    /// second's first batch written before the first's last (the first
+    /// hands off only when a report tells it). The recording finished is
+    /// the two stints in the order they began, and no part is left.
+    #[test]
+    fn stints_recorded_on_two_instances_become_one_recording_in_the_order_they_began() {
+        let dir = tempfile::tempdir().unwrap();
+        let (finished_a, mut made_a) = mpsc::unbounded_channel();
+        let (finished_b, mut made_b) = mpsc::unbounded_channel();
+        let a = Recorder::start(dir.path().to_path_buf(), finished_a, u64::MAX).unwrap();
+        let b = Recorder::start(dir.path().to_path_buf(), finished_b, u64::MAX).unwrap();
+        let state = |t_ms| Sample::State { t_ms, joints: vec![0.5], fields: BTreeMap::new() };
+        a.push("s", state(1));
+        a.push("s", Sample::Action { t_ms: 2, values: vec![0.25] });
+        // The second stint begins in a later millisecond (a reconnect takes many).
+        let began = crate::clock::now_ms();
+        while crate::clock::now_ms() == began {
+            std::thread::yield_now();
+        }
+        b.push("s", state(3));
+        b.flush();
+        written(&b, &mut made_b, "marker-b");
+        a.hand_off("s");
+        written(&a, &mut made_a, "marker-a");
+        assert_eq!(Recorder::parts_of(dir.path(), "s").len(), 2, "a part each");
+
+        b.push("s", state(4));
+        b.finish("org", "s", true);
+        let recording = made_b.blocking_recv().expect("the second instance finishes it");
+        assert_eq!(recording.session_id, "s");
+        let times: Vec<i64> = read_samples(&recording.path)
+            .unwrap()
+            .iter()
+            .map(|s| match s {
+                Sample::State { t_ms, .. } | Sample::Action { t_ms, .. } => *t_ms,
+                _ => -1,
+            })
+            .collect();
+        assert_eq!(times, vec![1, 2, 3, 4], "the first stint, then the second");
+        assert_eq!(Recorder::parts_of(dir.path(), "s"), vec![recording.path.clone()], "the parts are one file now");
+
+        // A recording from the build before (one file) comes first.
+        std::fs::write(dir.path().join("r.jsonl"), format!("{}\n", serde_json::to_string(&state(1)).unwrap())).unwrap();
+        b.push("r", state(2));
+        b.finish("org", "r", true);
+        let recording = made_b.blocking_recv().expect("r is finished");
+        assert_eq!(read_samples(&recording.path).unwrap(), vec![state(1), state(2)]);
     }
 
     #[test]

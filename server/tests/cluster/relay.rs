@@ -275,3 +275,67 @@ async fn a_live_view_on_a_third_instance_gets_the_robots_frames_and_the_operator
     drop((robot, cockpit, view));
     cluster.finish().await;
 }
+
+/// The edge agent moves mid-session: recorded on the first instance, then
+/// (after a reconnect) on the third; the cockpit stays on the second. On
+/// the cluster's shared data directory each stint has a part of its own,
+/// and the session's COMPLETED end makes one episode of both, in the
+/// order they were recorded, with no part left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_robot_that_moves_to_another_instance_mid_session_is_one_episode_in_order() {
+    let Some(nats) = super::nats_url().await else { return };
+    let Some(cluster) = Cluster::start(Some(&nats), 3).await else { return };
+    let session = asha_attached(&cluster).await;
+    let asha = cookie_at(cluster.base(1), common::OPERATOR).await;
+    let mut cockpit = common::relay_at(cluster.base(1), &session, None, Some(&asha)).await.expect("the cockpit joins on the second");
+    let recordings = cluster.dir.path().join("recordings");
+    let state = |t_ms| text(&RelayMsg::State { t_ms, joints: vec![t_ms as f32; 6], fields: Default::default() });
+
+    let mut robot = common::relay_at(cluster.base(0), &session, Some("ue-pick-01"), None).await.expect("the robot joins on the first");
+    both_on(&mut cockpit).await;
+    robot.send(state(1)).await.unwrap();
+    assert_eq!(next_state(&mut cockpit).await, vec![1.0; 6]);
+    robot.close(None).await.unwrap();
+    next_on(&mut cockpit, |m| match m {
+        Message::Text(t) => matches!(serde_json::from_str(t), Ok(RelayMsg::Peers { robot: false, .. })).then_some(()),
+        _ => None,
+    })
+    .await;
+
+    let mut robot = common::relay_at(cluster.base(2), &session, Some("ue-pick-01"), None).await.expect("the robot joins again on the third");
+    both_on(&mut cockpit).await;
+    robot.send(state(2)).await.unwrap();
+    assert_eq!(next_state(&mut cockpit).await, vec![2.0; 6]);
+    // Both stints written (each instance writes what waits every second).
+    within(async {
+        while server::relay::recording::Recorder::parts_of(&recordings, &session).len() < 2 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+
+    let admin = cookie_at(cluster.base(0), common::ADMIN).await;
+    let steered = call_at(cluster.base(0), &admin, "steer_session", &[("session_id", &session), ("to", "COMPLETED")]).await;
+    assert_eq!(steered.status(), StatusCode::OK);
+    within(async {
+        while common::scalar(&cluster.url, &format!("SELECT COUNT(*) FROM episodes WHERE session_id = '{session}'")).await == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let episode = cluster.dir.path().join("datasets").join(ORG).join("episodes").join(format!("{session}.jsonl"));
+    // (The relay stamps samples with its own clock: told apart by their joints.)
+    let states: Vec<f32> = server::relay::recording::read_samples(&episode)
+        .expect("the episode's samples")
+        .into_iter()
+        .filter_map(|s| match s {
+            server::relay::recording::Sample::State { joints, .. } => Some(joints[0]),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(states, vec![1.0, 2.0], "both stints, in the order they were recorded");
+    let left = server::relay::recording::Recorder::parts_of(&recordings, &session);
+    assert!(left.is_empty(), "no part is left behind: {left:?}");
+    drop((robot, cockpit));
+    cluster.finish().await;
+}

@@ -116,28 +116,18 @@ impl DatasetService {
         }
         .unwrap_or_else(|| session.skill.clone());
         let target = self.episode_file(org_id, session_id);
-        let source = recording.path.clone();
-        let moved = target.clone();
+        let (parts, moved) = (recording.parts.clone(), target.clone());
         let plan = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<resample::Plan>> {
             std::fs::create_dir_all(moved.parent().expect("a parent"))?;
-            // Moved only if no episode file is there yet (a link fails if
-            // one is): in cluster mode two instances that both recorded a
-            // part of a session (its robot moved between them) must not
-            // overwrite each other's episode.
-            match std::fs::hard_link(&source, &moved) {
-                Ok(()) => std::fs::remove_file(&source)?,
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
-                // A filesystem without links (some shared mounts): moved as
-                // before, unless an episode file appeared meanwhile.
-                Err(_) if !moved.exists() => std::fs::rename(&source, &moved)?,
-                Err(_) => return Ok(None),
+            if !place_recording(&parts, &moved)? {
+                return Ok(None);
             }
             // Read a line at a time for the counts: the recording may be 1 GiB.
             Ok(Some(RecordingFile::open(&moved, DATASET_FPS)?.plan().clone()))
         })
         .await??;
         let Some(plan) = plan else {
-            tracing::warn!(session = %session_id, recording = %recording.path.display(), "the session already has an episode: this part of its recording is left where it is");
+            tracing::warn!(session = %session_id, parts = ?recording.parts, "the session already has an episode (another instance finished its recording): the parts it did not take are left where they are");
             return Ok(());
         };
         if plan.is_empty() {
@@ -283,8 +273,86 @@ pub fn slug(name: &str) -> String {
     out.trim_matches('-').to_string()
 }
 
+/// Puts a finished recording's parts in place as the episode file
+/// `episode`, and deletes them; false if an episode file is there already.
+/// One part (the usual case) is linked as it is; several are joined, in
+/// order, into a file of their own beside it first. Either goes into place
+/// only if no episode file is there (a link fails if one is): in cluster
+/// mode two instances that both finish a session's recording (its robot
+/// moved between them just before the end) make one episode, never one
+/// into the other's, and the one that loses (or finds the parts already
+/// taken) changes nothing.
+fn place_recording(parts: &[std::path::PathBuf], episode: &std::path::Path) -> std::io::Result<bool> {
+    use std::io::ErrorKind::{AlreadyExists, NotFound};
+    let joined = match parts {
+        [_] => None,
+        _ => {
+            let joining = episode.with_extension(format!("joining-{:016x}", rand::random::<u64>()));
+            match crate::relay::recording::join_parts(parts, &joining) {
+                Ok(()) => Some(joining),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&joining);
+                    return if e.kind() == NotFound { Ok(false) } else { Err(e) };
+                }
+            }
+        }
+    };
+    let source = joined.as_deref().unwrap_or(&parts[0]);
+    let placed = match std::fs::hard_link(source, episode) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == AlreadyExists || e.kind() == NotFound => Ok(false),
+        // A filesystem without links (some shared mounts): moved, unless an
+        // episode file appeared meanwhile.
+        Err(_) if !episode.exists() => std::fs::rename(source, episode).map(|()| true),
+        Err(_) => Ok(false),
+    };
+    if let Some(joining) = &joined {
+        let _ = std::fs::remove_file(joining);
+    }
+    if placed? {
+        for part in parts {
+            match std::fs::remove_file(part) {
+                Ok(()) => {}
+                Err(e) if e.kind() == NotFound => {}
+                Err(e) => tracing::warn!(part = %part.display(), error = %e, "a recording's part could not be deleted once in its episode"),
+            }
+        }
+        return Ok(true);
+    }
+    Ok(false)
+}
+
 #[cfg(test)]
 mod tests {
+    use super::place_recording;
+
+    /// Two instances that both finish a session's recording make one
+    /// episode: the first to put its parts in place wins, the other
+    /// changes nothing (finding the parts taken, or the episode there),
+    /// and no joining file is left behind.
+    #[test]
+    fn a_recordings_parts_become_one_episode_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("s.1-a.part"), dir.path().join("s.2-b.part"));
+        std::fs::write(&a, "one\n").unwrap();
+        std::fs::write(&b, "two\n").unwrap();
+        let episode = dir.path().join("episodes").join("s.jsonl");
+        std::fs::create_dir_all(episode.parent().unwrap()).unwrap();
+        let parts = vec![a.clone(), b.clone()];
+        assert!(place_recording(&parts, &episode).unwrap());
+        assert_eq!(std::fs::read_to_string(&episode).unwrap(), "one\ntwo\n");
+        assert!(!a.exists() && !b.exists(), "the parts are in the episode");
+        assert!(!place_recording(&parts, &episode).unwrap(), "the parts were taken by the first");
+
+        std::fs::write(&b, "late\n").unwrap();
+        assert!(!place_recording(std::slice::from_ref(&b), &episode).unwrap(), "an episode is never overwritten");
+        assert!(!place_recording(&[b.clone(), b.clone()], &episode).unwrap());
+        assert_eq!(std::fs::read_to_string(&episode).unwrap(), "one\ntwo\n");
+        assert!(b.exists(), "a part not taken stays where it is");
+        let names: Vec<_> = std::fs::read_dir(episode.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["s.jsonl"], "no joining file is left");
+    }
+
     #[tokio::test]
     async fn s08_an_org_runs_two_exports_at_once_and_a_finished_one_frees_its_place() {
         let places = super::ExportPlaces::default();

@@ -57,23 +57,28 @@ mod base64_bytes {
     }
 }
 
-/// A COMPLETED session's finished recording, to become an episode.
+/// A COMPLETED session's finished recording, to become an episode: its
+/// parts in the order they began (`join_parts` makes them one).
 #[derive(Clone, Debug)]
 pub struct FinishedRecording {
     pub org_id: String,
     pub session_id: String,
-    pub path: PathBuf,
+    pub parts: Vec<PathBuf>,
 }
 
 enum Job {
-    Append { session_id: String, part: PathBuf, samples: Vec<Sample> },
+    /// `first`: the stint's first batch, which makes its part. A later one
+    /// whose part is gone is dropped: another instance finished the
+    /// recording and took the part (a hand-off heard after the end).
+    Append { session_id: String, part: PathBuf, first: bool, samples: Vec<Sample> },
     Finish { org_id: String, session_id: String, keep: bool },
 }
 
 /// One session's recording while it runs here.
 struct Recording {
-    /// This stint's part file.
+    /// This stint's part file, and whether a batch went to it yet.
     part: PathBuf,
+    written: bool,
     /// Samples waiting for the next batch write, and their size.
     waiting: Vec<Sample>,
     waiting_bytes: usize,
@@ -160,6 +165,7 @@ impl Recorder {
         let begun = self.holds(session_id);
         let stint = (!begun).then(|| Recording {
             part: Recorder::new_part(&self.dir, session_id, crate::clock::now_ms()),
+            written: false,
             taken_bytes: Recorder::parts_of(&self.dir, session_id).iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum(),
             waiting: Vec::new(),
             waiting_bytes: 0,
@@ -208,8 +214,7 @@ impl Recorder {
         let Some(recording) = self.recordings.lock().expect("recorder lock").remove(session_id) else { return };
         self.handed_off.lock().expect("recorder lock").insert(session_id.to_string());
         if !recording.waiting.is_empty() {
-            let job = Job::Append { session_id: session_id.to_string(), part: recording.part, samples: recording.waiting };
-            let _ = self.writer.lock().expect("recorder lock").send(job);
+            let _ = self.writer.lock().expect("recorder lock").send(recording.last_batch(session_id));
         }
     }
 
@@ -228,7 +233,8 @@ impl Recorder {
             .filter(|(_, r)| !r.waiting.is_empty())
             .map(|(id, r)| {
                 r.waiting_bytes = 0;
-                Job::Append { session_id: id.clone(), part: r.part.clone(), samples: std::mem::take(&mut r.waiting) }
+                let first = !std::mem::replace(&mut r.written, true);
+                Job::Append { session_id: id.clone(), part: r.part.clone(), first, samples: std::mem::take(&mut r.waiting) }
             })
             .collect();
         let writer = self.writer.lock().expect("recorder lock");
@@ -253,9 +259,16 @@ impl Recorder {
         };
         let writer = self.writer.lock().expect("recorder lock");
         if !recording.waiting.is_empty() {
-            let _ = writer.send(Job::Append { session_id: session_id.to_string(), part: recording.part, samples: recording.waiting });
+            let _ = writer.send(recording.last_batch(session_id));
         }
         let _ = writer.send(Job::Finish { org_id: org_id.to_string(), session_id: session_id.to_string(), keep });
+    }
+}
+
+impl Recording {
+    /// What waits, as the stint's last batch.
+    fn last_batch(self, session_id: &str) -> Job {
+        Job::Append { session_id: session_id.to_string(), part: self.part, first: !self.written, samples: self.waiting }
     }
 }
 
@@ -263,49 +276,59 @@ impl Recorder {
 fn write_jobs(dir: &Path, jobs: std_mpsc::Receiver<Job>, finished: mpsc::UnboundedSender<FinishedRecording>) {
     for job in jobs {
         match job {
-            Job::Append { session_id, part, samples } => {
+            Job::Append { session_id, part, first, samples } => {
                 let mut text = Vec::with_capacity(samples.len() * 96);
                 for sample in &samples {
                     if serde_json::to_writer(&mut text, sample).is_ok() {
                         text.push(b'\n');
                     }
                 }
-                let written = std::fs::OpenOptions::new().create(true).append(true).open(&part).and_then(|mut f| f.write_all(&text));
-                if let Err(e) = written {
-                    tracing::error!(session = %session_id, error = %e, "could not write a recording batch");
+                match std::fs::OpenOptions::new().create(first).append(true).open(&part).and_then(|mut f| f.write_all(&text)) {
+                    Ok(()) => {}
+                    Err(e) if !first && e.kind() == std::io::ErrorKind::NotFound => {
+                        tracing::warn!(session = %session_id, samples = samples.len(), "samples handed off after another instance finished the recording are not in it");
+                    }
+                    Err(e) => tracing::error!(session = %session_id, error = %e, "could not write a recording batch"),
                 }
             }
             Job::Finish { org_id, session_id, keep } => {
                 let parts = Recorder::parts_of(dir, &session_id);
-                let Some((first, rest)) = parts.split_first().filter(|_| keep) else {
+                if !keep {
                     for part in &parts {
                         let _ = std::fs::remove_file(part);
                     }
-                    continue;
-                };
-                match join_parts(first, rest) {
-                    Ok(()) => {
-                        let _ = finished.send(FinishedRecording { org_id, session_id, path: first.clone() });
-                    }
-                    Err(e) => tracing::error!(session = %session_id, error = %e, "could not join the parts of a recording"),
+                } else if !parts.is_empty() {
+                    let _ = finished.send(FinishedRecording { org_id, session_id, parts });
                 }
             }
         }
     }
 }
 
-/// Appends the later parts of a recording to its first, in order, each
-/// deleted once it is in.
-fn join_parts(first: &Path, rest: &[PathBuf]) -> std::io::Result<()> {
-    if rest.is_empty() {
-        return Ok(());
+/// Writes a recording's parts, in order, as one new file `into` (which
+/// must not exist); the parts stay. A part whose last line was cut short
+/// (its instance died mid-write) ends with a line break all the same, so
+/// the next part's first sample is kept.
+pub fn join_parts(parts: &[PathBuf], into: &Path) -> std::io::Result<()> {
+    use std::io::Read;
+    let mut whole = std::io::BufWriter::new(std::fs::OpenOptions::new().write(true).create_new(true).open(into)?);
+    let mut buffer = vec![0; 64 * 1024];
+    for part in parts {
+        let mut part = std::fs::File::open(part)?;
+        let mut last = b'\n';
+        loop {
+            let n = part.read(&mut buffer)?;
+            if n == 0 {
+                break;
+            }
+            whole.write_all(&buffer[..n])?;
+            last = buffer[n - 1];
+        }
+        if last != b'\n' {
+            whole.write_all(b"\n")?;
+        }
     }
-    let mut whole = std::fs::OpenOptions::new().append(true).open(first)?;
-    for part in rest {
-        std::io::copy(&mut std::fs::File::open(part)?, &mut whole)?;
-        std::fs::remove_file(part)?;
-    }
-    whole.flush()
+    whole.into_inner().map_err(std::io::IntoInnerError::into_error)?.sync_all()
 }
 
 /// Reads a recording file back (the episode builder, tests).
@@ -417,7 +440,10 @@ mod tests {
         b.finish("org", "s", true);
         let recording = made_b.blocking_recv().expect("the second instance finishes it");
         assert_eq!(recording.session_id, "s");
-        let times: Vec<i64> = read_samples(&recording.path)
+        assert_eq!(recording.parts, Recorder::parts_of(dir.path(), "s"), "every part, in order");
+        let joined = dir.path().join("s.joined");
+        join_parts(&recording.parts, &joined).unwrap();
+        let times: Vec<i64> = read_samples(&joined)
             .unwrap()
             .iter()
             .map(|s| match s {
@@ -426,14 +452,17 @@ mod tests {
             })
             .collect();
         assert_eq!(times, vec![1, 2, 3, 4], "the first stint, then the second");
-        assert_eq!(Recorder::parts_of(dir.path(), "s"), vec![recording.path.clone()], "the parts are one file now");
+        assert!(join_parts(&recording.parts, &joined).is_err(), "never into a file that is there");
 
-        // A recording from the build before (one file) comes first.
-        std::fs::write(dir.path().join("r.jsonl"), format!("{}\n", serde_json::to_string(&state(1)).unwrap())).unwrap();
+        // A recording from the build before (one file) comes first; a part
+        // cut short mid-line does not swallow the next part's first sample.
+        std::fs::write(dir.path().join("r.jsonl"), format!("{}\n{{\"k\":\"sta", serde_json::to_string(&state(1)).unwrap())).unwrap();
         b.push("r", state(2));
         b.finish("org", "r", true);
         let recording = made_b.blocking_recv().expect("r is finished");
-        assert_eq!(read_samples(&recording.path).unwrap(), vec![state(1), state(2)]);
+        assert_eq!(recording.parts.len(), 2);
+        join_parts(&recording.parts, &dir.path().join("r.joined")).unwrap();
+        assert_eq!(read_samples(&dir.path().join("r.joined")).unwrap(), vec![state(1), state(2)]);
     }
 
     #[test]

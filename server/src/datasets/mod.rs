@@ -127,7 +127,7 @@ impl DatasetService {
         })
         .await??;
         let Some(plan) = plan else {
-            tracing::warn!(session = %session_id, parts = ?recording.parts, "the session already has an episode (another instance finished its recording): the parts it did not take are left where they are");
+            tracing::warn!(session = %session_id, parts = ?recording.parts, "the session already has an episode, or another instance took its recording's parts: nothing changed here (a part it did not take stays where it is)");
             return Ok(());
         };
         if plan.is_empty() {
@@ -274,52 +274,55 @@ pub fn slug(name: &str) -> String {
 }
 
 /// Puts a finished recording's parts in place as the episode file
-/// `episode`, and deletes them; false if an episode file is there already.
-/// One part (the usual case) is linked as it is; several are joined, in
-/// order, into a file of their own beside it first. Either goes into place
-/// only if no episode file is there (a link fails if one is): in cluster
-/// mode two instances that both finish a session's recording (its robot
-/// moved between them just before the end) make one episode, never one
-/// into the other's, and the one that loses (or finds the parts already
-/// taken) changes nothing.
+/// `episode`, and deletes them; false if an episode file is there already
+/// or another instance took the parts. One part (the usual case) is linked
+/// as it is; several are joined, in order, into a file of their own beside
+/// it first. Either goes into place only if no episode file is there (a
+/// link fails if one is; without links, the parts are copied into a file
+/// made only if none is there): in cluster mode two instances that both
+/// finish a session's recording (its robot moved between them just before
+/// the end) make one episode, never one into the other's, and the one
+/// that loses changes nothing.
 fn place_recording(parts: &[std::path::PathBuf], episode: &std::path::Path) -> std::io::Result<bool> {
+    use crate::relay::recording::join_parts;
     use std::io::ErrorKind::{AlreadyExists, NotFound};
+    let lost = |e: &std::io::Error| matches!(e.kind(), AlreadyExists | NotFound);
     let joined = match parts {
         [_] => None,
         _ => {
             let joining = episode.with_extension(format!("joining-{:016x}", rand::random::<u64>()));
-            match crate::relay::recording::join_parts(parts, &joining) {
+            match join_parts(parts, &joining) {
                 Ok(()) => Some(joining),
-                Err(e) => {
-                    let _ = std::fs::remove_file(&joining);
-                    return if e.kind() == NotFound { Ok(false) } else { Err(e) };
-                }
+                Err(e) if lost(&e) => return Ok(false),
+                Err(e) => return Err(e),
             }
         }
     };
     let source = joined.as_deref().unwrap_or(&parts[0]);
     let placed = match std::fs::hard_link(source, episode) {
         Ok(()) => Ok(true),
-        Err(e) if e.kind() == AlreadyExists || e.kind() == NotFound => Ok(false),
-        // A filesystem without links (some shared mounts): moved, unless an
-        // episode file appeared meanwhile.
-        Err(_) if !episode.exists() => std::fs::rename(source, episode).map(|()| true),
-        Err(_) => Ok(false),
+        Err(e) if lost(&e) => Ok(false),
+        // A filesystem without links (some shared mounts).
+        Err(_) => match join_parts(std::slice::from_ref(&source.to_path_buf()), episode) {
+            Ok(()) => Ok(true),
+            Err(e) if lost(&e) => Ok(false),
+            Err(e) => Err(e),
+        },
     };
     if let Some(joining) = &joined {
         let _ = std::fs::remove_file(joining);
     }
-    if placed? {
-        for part in parts {
-            match std::fs::remove_file(part) {
-                Ok(()) => {}
-                Err(e) if e.kind() == NotFound => {}
-                Err(e) => tracing::warn!(part = %part.display(), error = %e, "a recording's part could not be deleted once in its episode"),
-            }
-        }
-        return Ok(true);
+    if !placed? {
+        return Ok(false);
     }
-    Ok(false)
+    for part in parts {
+        match std::fs::remove_file(part) {
+            Ok(()) => {}
+            Err(e) if e.kind() == NotFound => {}
+            Err(e) => tracing::warn!(part = %part.display(), error = %e, "a recording's part could not be deleted once in its episode"),
+        }
+    }
+    Ok(true)
 }
 
 #[cfg(test)]

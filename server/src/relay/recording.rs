@@ -7,9 +7,9 @@
 //! agent may move between instances, and back) has a part of its own,
 //! named for when it began, so parts written at once on a shared data
 //! directory never interleave. When the session ends the writer finishes
-//! the recording: a COMPLETED session's parts become one file, in the order
-//! they began, handed on to become an episode; a CANCELLED one's are
-//! deleted (L11).
+//! the recording: a COMPLETED session's parts, in the order they began, are
+//! handed on to become one episode (`datasets::place_recording` joins
+//! them); a CANCELLED one's are deleted (L11).
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -67,18 +67,17 @@ pub struct FinishedRecording {
 }
 
 enum Job {
-    /// `first`: the stint's first batch, which makes its part. A later one
-    /// whose part is gone is dropped: another instance finished the
-    /// recording and took the part (a hand-off heard after the end).
-    Append { session_id: String, part: PathBuf, first: bool, samples: Vec<Sample> },
+    Append { session_id: String, part: PathBuf, samples: Vec<Sample> },
+    /// The stint of `part` ended here (finished or handed off): no batch
+    /// goes to it any more.
+    Ended { part: PathBuf },
     Finish { org_id: String, session_id: String, keep: bool },
 }
 
 /// One session's recording while it runs here.
 struct Recording {
-    /// This stint's part file, and whether a batch went to it yet.
+    /// This stint's part file.
     part: PathBuf,
-    written: bool,
     /// Samples waiting for the next batch write, and their size.
     waiting: Vec<Sample>,
     waiting_bytes: usize,
@@ -165,7 +164,6 @@ impl Recorder {
         let begun = self.holds(session_id);
         let stint = (!begun).then(|| Recording {
             part: Recorder::new_part(&self.dir, session_id, crate::clock::now_ms()),
-            written: false,
             taken_bytes: Recorder::parts_of(&self.dir, session_id).iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum(),
             waiting: Vec::new(),
             waiting_bytes: 0,
@@ -213,8 +211,9 @@ impl Recorder {
     pub fn hand_off(&self, session_id: &str) {
         let Some(recording) = self.recordings.lock().expect("recorder lock").remove(session_id) else { return };
         self.handed_off.lock().expect("recorder lock").insert(session_id.to_string());
-        if !recording.waiting.is_empty() {
-            let _ = self.writer.lock().expect("recorder lock").send(recording.last_batch(session_id));
+        let writer = self.writer.lock().expect("recorder lock");
+        for job in recording.end(session_id) {
+            let _ = writer.send(job);
         }
     }
 
@@ -233,8 +232,7 @@ impl Recorder {
             .filter(|(_, r)| !r.waiting.is_empty())
             .map(|(id, r)| {
                 r.waiting_bytes = 0;
-                let first = !std::mem::replace(&mut r.written, true);
-                Job::Append { session_id: id.clone(), part: r.part.clone(), first, samples: std::mem::take(&mut r.waiting) }
+                Job::Append { session_id: id.clone(), part: r.part.clone(), samples: std::mem::take(&mut r.waiting) }
             })
             .collect();
         let writer = self.writer.lock().expect("recorder lock");
@@ -243,10 +241,10 @@ impl Recorder {
         }
     }
 
-    /// The session ended: its last samples, then its file kept for an
-    /// episode (`keep`, COMPLETED) or deleted (CANCELLED). Only where it
+    /// The session ended: its last samples, then its parts handed on for
+    /// an episode (`keep`, COMPLETED) or deleted (CANCELLED). Only where it
     /// was recorded: in cluster mode the data directory may be shared, and
-    /// an instance that only carried the cockpit must not touch the file.
+    /// an instance that only carried the cockpit must not touch the parts.
     /// A part handed off to another instance is deleted with a CANCELLED
     /// session; a COMPLETED one's parts are the other instance's to finish.
     pub fn finish(&self, org_id: &str, session_id: &str, keep: bool) {
@@ -258,33 +256,46 @@ impl Recorder {
             return;
         };
         let writer = self.writer.lock().expect("recorder lock");
-        if !recording.waiting.is_empty() {
-            let _ = writer.send(recording.last_batch(session_id));
+        for job in recording.end(session_id) {
+            let _ = writer.send(job);
         }
         let _ = writer.send(Job::Finish { org_id: org_id.to_string(), session_id: session_id.to_string(), keep });
     }
 }
 
 impl Recording {
-    /// What waits, as the stint's last batch.
-    fn last_batch(self, session_id: &str) -> Job {
-        Job::Append { session_id: session_id.to_string(), part: self.part, first: !self.written, samples: self.waiting }
+    /// The stint's end: what waits, as its last batch, then the end.
+    fn end(self, session_id: &str) -> Vec<Job> {
+        let last = (!self.waiting.is_empty()).then(|| Job::Append { session_id: session_id.to_string(), part: self.part.clone(), samples: self.waiting });
+        last.into_iter().chain([Job::Ended { part: self.part }]).collect()
     }
 }
 
 /// The writer thread: batches appended in the order they were handed over.
 fn write_jobs(dir: &Path, jobs: std_mpsc::Receiver<Job>, finished: mpsc::UnboundedSender<FinishedRecording>) {
+    // The parts of stints still going on here that this thread made. One
+    // of them gone was taken by another instance that finished the
+    // recording (a hand-off heard after the end): its batch is dropped,
+    // not written to a part nobody would join. A part not made yet (its
+    // first batch failed) is made by the next.
+    let mut made = std::collections::HashSet::new();
     for job in jobs {
         match job {
-            Job::Append { session_id, part, first, samples } => {
+            Job::Ended { part } => {
+                made.remove(&part);
+            }
+            Job::Append { session_id, part, samples } => {
                 let mut text = Vec::with_capacity(samples.len() * 96);
                 for sample in &samples {
                     if serde_json::to_writer(&mut text, sample).is_ok() {
                         text.push(b'\n');
                     }
                 }
+                let first = !made.contains(&part);
                 match std::fs::OpenOptions::new().create(first).append(true).open(&part).and_then(|mut f| f.write_all(&text)) {
-                    Ok(()) => {}
+                    Ok(()) => {
+                        made.insert(part);
+                    }
                     Err(e) if !first && e.kind() == std::io::ErrorKind::NotFound => {
                         tracing::warn!(session = %session_id, samples = samples.len(), "samples handed off after another instance finished the recording are not in it");
                     }
@@ -310,8 +321,16 @@ fn write_jobs(dir: &Path, jobs: std_mpsc::Receiver<Job>, finished: mpsc::Unbound
 /// (its instance died mid-write) ends with a line break all the same, so
 /// the next part's first sample is kept.
 pub fn join_parts(parts: &[PathBuf], into: &Path) -> std::io::Result<()> {
+    let whole = std::fs::OpenOptions::new().write(true).create_new(true).open(into)?;
+    // Made here: gone again if the join fails half-way.
+    copy_parts(parts, whole).inspect_err(|_| {
+        let _ = std::fs::remove_file(into);
+    })
+}
+
+fn copy_parts(parts: &[PathBuf], whole: std::fs::File) -> std::io::Result<()> {
     use std::io::Read;
-    let mut whole = std::io::BufWriter::new(std::fs::OpenOptions::new().write(true).create_new(true).open(into)?);
+    let mut whole = std::io::BufWriter::new(whole);
     let mut buffer = vec![0; 64 * 1024];
     for part in parts {
         let mut part = std::fs::File::open(part)?;
@@ -463,6 +482,27 @@ mod tests {
         assert_eq!(recording.parts.len(), 2);
         join_parts(&recording.parts, &dir.path().join("r.joined")).unwrap();
         assert_eq!(read_samples(&dir.path().join("r.joined")).unwrap(), vec![state(1), state(2)]);
+    }
+
+    /// A stint's batch after its part was taken (another instance that
+    /// finished the recording joined and deleted it, before this one heard
+    /// of the hand-off) is dropped, not written to a new part nobody would
+    /// ever join.
+    #[test]
+    fn a_batch_for_a_part_taken_elsewhere_is_dropped_not_left_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let (finished, mut made) = mpsc::unbounded_channel();
+        let recorder = Recorder::start(dir.path().to_path_buf(), finished, u64::MAX).unwrap();
+        recorder.push("p", Sample::Resume { t_ms: 1 });
+        recorder.flush();
+        written(&recorder, &mut made, "marker-1");
+        let parts = Recorder::parts_of(dir.path(), "p");
+        assert_eq!(parts.len(), 1);
+        std::fs::remove_file(&parts[0]).unwrap();
+        recorder.push("p", Sample::Pause { t_ms: 2 });
+        recorder.hand_off("p");
+        written(&recorder, &mut made, "marker-2");
+        assert_eq!(Recorder::parts_of(dir.path(), "p"), Vec::<PathBuf>::new(), "no stray part");
     }
 
     #[test]

@@ -306,16 +306,25 @@ async fn a_robot_that_moves_to_another_instance_mid_session_is_one_episode_in_or
     both_on(&mut cockpit).await;
     robot.send(state(2)).await.unwrap();
     assert_eq!(next_state(&mut cockpit).await, vec![2.0; 6]);
-    // Both stints written (each instance writes what waits every second).
-    // The first may not have handed off yet when the session ends: then
-    // both instances finish the recording, and one episode is made all
-    // the same.
+    // Both states written, each in its stint's part (each instance writes
+    // what waits every second). The first may not have handed off yet
+    // when the session ends: then both instances finish the recording,
+    // and one episode is made all the same.
+    let written = |parts: Vec<std::path::PathBuf>| -> Vec<f32> {
+        let samples = parts.iter().flat_map(|p| server::relay::recording::read_samples(p).unwrap_or_default());
+        samples.filter_map(|s| match s {
+            server::relay::recording::Sample::State { joints, .. } => Some(joints[0]),
+            _ => None,
+        })
+        .collect()
+    };
     within(async {
-        while server::relay::recording::Recorder::parts_of(&recordings, &session).len() < 2 {
+        while written(server::relay::recording::Recorder::parts_of(&recordings, &session)) != [1.0, 2.0] {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
     })
     .await;
+    assert_eq!(server::relay::recording::Recorder::parts_of(&recordings, &session).len(), 2, "a part each");
 
     let admin = cookie_at(cluster.base(0), common::ADMIN).await;
     let steered = call_at(cluster.base(0), &admin, "steer_session", &[("session_id", &session), ("to", "COMPLETED")]).await;

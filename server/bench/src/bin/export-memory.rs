@@ -220,7 +220,7 @@ async fn run(sizes: Vec<u64>, version: Version) -> anyhow::Result<()> {
     let peak = Peak::start();
     let maker = tokio::spawn(service.clone().make_episodes(recordings_done));
     for id in &sessions {
-        finished.send(FinishedRecording { org_id: ORG.into(), session_id: id.clone(), path: recordings.join(format!("{id}.jsonl")) })?;
+        finished.send(FinishedRecording { org_id: ORG.into(), session_id: id.clone(), parts: vec![recordings.join(format!("{id}.jsonl"))] })?;
     }
     drop(finished);
     maker.await?;

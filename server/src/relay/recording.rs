@@ -58,7 +58,7 @@ mod base64_bytes {
 }
 
 /// A COMPLETED session's finished recording, to become an episode: its
-/// parts in the order they began (`join_parts` makes them one).
+/// parts in the order they began (`datasets::place_recording` makes them one).
 #[derive(Clone, Debug)]
 pub struct FinishedRecording {
     pub org_id: String,
@@ -431,8 +431,9 @@ mod tests {
     /// A robot that moved between two instances on a shared data directory
     /// (cluster mode): each recorded a stint in a part of its own, the
     /// second's first batch written before the first's last (the first
-    /// hands off only when a report tells it). The recording finished is
-    /// the two stints in the order they began, and no part is left.
+    /// hands off only when a report tells it). The recording handed on is
+    /// the two stints' parts in the order they began, and joined they read
+    /// in that order.
     #[test]
     fn stints_recorded_on_two_instances_become_one_recording_in_the_order_they_began() {
         let dir = tempfile::tempdir().unwrap();

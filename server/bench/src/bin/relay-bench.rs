@@ -9,7 +9,10 @@
 //! `--instances 2` (cluster mode: PostgreSQL, NATS at `--nats`) starts two
 //! instances in this process and measures, in one run, the relay with both
 //! sides on the first instance and with the edge agents on the first and
-//! the cockpits on the second (frames crossing over NATS), then the floor.
+//! the cockpits on the second (frames crossing over NATS), then the floor,
+//! then the floor across NATS: the same bare forwarder, each frame
+//! published on one NATS connection and heard on another, as two instances
+//! would (what the NATS hop alone costs on this machine).
 //!
 //! cargo run -p clutchcall-bench --release --bin relay-bench -- --sessions 200 --hz 30 --seconds 10
 //! cargo run -p clutchcall-bench --release --bin relay-bench -- --sessions 200 --hz 30 --seconds 10 --instances 2
@@ -151,6 +154,79 @@ async fn floor_socket(ws: WebSocketUpgrade, State(hub): State<Forwarder>, Path(i
     })
 }
 
+/// The floor across NATS: the bare forwarder with each frame published on
+/// one NATS connection and heard on another (a subscription per session
+/// and side, as the relay's link has), then handed to the peer's socket.
+/// `/relay/{id}?side=robot|cockpit`.
+#[derive(Clone)]
+struct NatsForwarder {
+    publish: async_nats::Client,
+    hear: async_nats::Client,
+}
+
+async fn floor_nats_socket(ws: WebSocketUpgrade, State(nats): State<NatsForwarder>, Path(id): Path<String>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let robot = q.get("side").is_some_and(|s| s == "robot");
+    let side = |robot: bool| format!("relay-floor.{id}.{}", if robot { "robot" } else { "cockpit" });
+    let (mine, peers) = (side(robot), side(!robot));
+    ws.on_upgrade(move |socket: WebSocket| async move {
+        use futures::FutureExt;
+        let (mut sink, mut stream) = socket.split();
+        let (tx, mut rx) = mpsc::channel::<AxumMessage>(64);
+        let Ok(mut frames) = nats.hear.subscribe(mine).await else { return };
+        let _ = nats.hear.flush().await;
+        let writer = tokio::spawn(async move {
+            while let Some(m) = rx.recv().await {
+                if sink.send(m).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let hearer = tokio::spawn(async move {
+            while let Some(frame) = frames.next().await {
+                if let Ok(text) = std::str::from_utf8(&frame.payload) {
+                    let _ = tx.try_send(AxumMessage::Text(text.into()));
+                }
+            }
+        });
+        while let Some(Ok(message)) = stream.next().await {
+            if let AxumMessage::Text(text) = message {
+                // As the relay's link: taken at once or dropped.
+                let publish = nats.publish.publish(peers.clone(), bytes::Bytes::copy_from_slice(text.as_bytes()));
+                let _ = tokio::task::unconstrained(publish).now_or_never();
+            }
+        }
+        writer.abort();
+        hearer.abort();
+    })
+}
+
+/// Serves `app` on a loopback port with TCP_NODELAY (as the server sets
+/// it, or Nagle's algorithm would be measured); its address and task.
+async fn serve(app: axum::Router) -> anyhow::Result<(std::net::SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    Ok((addr, tokio::spawn(async move { axum::serve(listener, app).await })))
+}
+
+/// Drives `n` pairs of bare forwarder sockets at `addr` and reports them as `label`.
+async fn drive_floor(label: &str, addr: std::net::SocketAddr, n: usize, hz: u64, seconds: u64, expected: usize) -> anyhow::Result<()> {
+    let mut pairs = Vec::with_capacity(n);
+    for i in 0..n {
+        let url = format!("ws://{addr}/relay/s{i}");
+        let edge = connect(&format!("{url}?side=robot"), &[]).await?;
+        let cockpit = connect(&format!("{url}?side=cockpit"), &[]).await?;
+        pairs.push((edge, cockpit));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (up, down) = drive(pairs, hz, seconds).await;
+    report(label, "robot → cockpit", &up, expected);
+    report(label, "cockpit → robot", &down, expected);
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let flags = parse_flags(&[("sessions", "200"), ("hz", "30"), ("seconds", "10"), ("instances", "1"), ("nats", "nats://127.0.0.1:4222")])
@@ -230,25 +306,16 @@ async fn main() -> anyhow::Result<()> {
     db.finish().await?;
 
     // The floor: the same clients on a bare forwarder.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let app = axum::Router::new().route("/relay/{id}", axum::routing::get(floor_socket)).with_state(Forwarder::default());
-    // TCP_NODELAY as the server sets it, or Nagle's algorithm would be measured.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let floor = tokio::spawn(async move { axum::serve(listener, app).await });
-    let mut pairs = Vec::with_capacity(n);
-    for i in 0..n {
-        let url = format!("ws://{addr}/relay/s{i}");
-        let edge = connect(&format!("{url}?side=robot"), &[]).await?;
-        let cockpit = connect(&format!("{url}?side=cockpit"), &[]).await?;
-        pairs.push((edge, cockpit));
-    }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let (up, down) = drive(pairs, hz, seconds).await;
-    report("floor", "robot → cockpit", &up, expected);
-    report("floor", "cockpit → robot", &down, expected);
+    let (addr, floor) = serve(axum::Router::new().route("/relay/{id}", axum::routing::get(floor_socket)).with_state(Forwarder::default())).await?;
+    drive_floor("floor", addr, n, hz, seconds, expected).await?;
     floor.abort();
+    if cluster {
+        // And across NATS: two connections without echo, as two instances' links.
+        let connect_nats = |name: &'static str| async_nats::ConnectOptions::new().name(name).no_echo().connect(flags["nats"].as_str());
+        let nats = NatsForwarder { publish: connect_nats("relay-bench floor a").await?, hear: connect_nats("relay-bench floor b").await? };
+        let (addr, floor) = serve(axum::Router::new().route("/relay/{id}", axum::routing::get(floor_nats_socket)).with_state(nats)).await?;
+        drive_floor("floor nats", addr, n, hz, seconds, expected).await?;
+        floor.abort();
+    }
     Ok(())
 }

@@ -18,7 +18,7 @@ pub mod recording;
 mod socket;
 
 pub use channel::{Channel, RelayLimits, Side};
-pub use socket::{relay_handler, watch_handler};
+pub use socket::{relay_handler, watch_handler, READ_BUFFER_BYTES};
 
 use crate::bus::{Delivery, SharedBus};
 use crate::clock::Clock;

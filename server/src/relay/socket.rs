@@ -30,6 +30,11 @@ use tokio::sync::mpsc;
 const SOCKET_QUEUE: usize = 64;
 /// The largest frame (a camera JPEG).
 const MAX_FRAME_BYTES: usize = 512 * 1024;
+/// What a socket reads at a time (a camera JPEG takes a few reads). Not
+/// tungstenite's 128 KiB: it zero-fills the whole of it before every read
+/// (snapview/tungstenite-rs#547), which was 14 % of the relay benchmark's
+/// samples, a wake of every socket paying for 128 KiB.
+pub const READ_BUFFER_BYTES: usize = 16 * 1024;
 
 pub async fn relay_handler(ws: WebSocketUpgrade, State(state): State<AppState>, Path(session_id): Path<String>, principal: Principal) -> Response {
     let (org_id, side, robot_id) = match &principal {
@@ -55,7 +60,7 @@ pub async fn relay_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
         Err(refused) => return refused,
     };
     let channel = state.relay.channel(&org_id, &session.id, &session.robot, session.operator_id.as_deref(), session.lifecycle == LifecycleState::Active);
-    ws.max_message_size(MAX_FRAME_BYTES).on_upgrade(move |socket| serve(state, channel, side, pass, socket))
+    ws.max_message_size(MAX_FRAME_BYTES).read_buffer_size(READ_BUFFER_BYTES).on_upgrade(move |socket| serve(state, channel, side, pass, socket))
 }
 
 /// An admin's live view of a live session of their selected org.
@@ -81,7 +86,7 @@ pub async fn watch_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
     let channel = state.relay.channel(&org.org_id, &session.id, &session.robot, session.operator_id.as_deref(), session.lifecycle == LifecycleState::Active);
     let side = Side::Supervisor { admin_id: user.user_id.clone(), name: user.display_name.clone() };
     // A live view sends nothing worth a camera frame's size.
-    ws.max_message_size(4 * 1024).on_upgrade(move |socket| async move {
+    ws.max_message_size(4 * 1024).read_buffer_size(4 * 1024).on_upgrade(move |socket| async move {
         let (org_id, session_id, admin_id) = (channel.org_id.clone(), channel.session_id.clone(), user.user_id.clone());
         // Watched only once the join is logged; its leave follows the socket's end.
         if !supervised(&state, &org_id, &session_id, &admin_id, true).await {

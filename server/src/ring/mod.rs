@@ -34,6 +34,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 /// Each socket's read and write buffer (they grow for a larger frame).
+/// Small for memory, and because tungstenite zero-fills the whole read
+/// buffer before every read (snapview/tungstenite-rs#547).
 const SOCKET_BUFFER_BYTES: usize = 4 * 1024;
 /// Messages a tab may have waiting before it counts as not reading.
 const TAB_QUEUE: usize = 256;

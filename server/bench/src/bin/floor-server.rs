@@ -52,7 +52,9 @@ async fn sign_in(Form(form): Form<HashMap<String, String>>) -> Response {
 async fn ws(ws: WebSocketUpgrade, State(floor): State<Floor>, headers: HeaderMap) -> Response {
     let cookie = app::session_cookie::SessionCookie { secure: false };
     let operator = cookie.tokens(&headers).into_iter().next().unwrap_or_default();
-    ws.on_upgrade(move |socket| console(floor, operator, socket))
+    // The server's console buffers: the floor pays no zero-fill of a read
+    // buffer that ClutchCall does not (snapview/tungstenite-rs#547).
+    ws.read_buffer_size(4 * 1024).write_buffer_size(4 * 1024).on_upgrade(move |socket| console(floor, operator, socket))
 }
 
 async fn console(floor: Floor, operator: String, socket: WebSocket) {

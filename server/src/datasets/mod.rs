@@ -302,8 +302,9 @@ fn place_recording(parts: &[std::path::PathBuf], episode: &std::path::Path) -> s
     let placed = match std::fs::hard_link(source, episode) {
         Ok(()) => Ok(true),
         Err(e) if lost(&e) => Ok(false),
-        // A filesystem without links (some shared mounts).
-        Err(_) => match join_parts(std::slice::from_ref(&source.to_path_buf()), episode) {
+        // A filesystem without links (some shared mounts): the parts
+        // themselves copied into place.
+        Err(_) => match join_parts(parts, episode) {
             Ok(()) => Ok(true),
             Err(e) if lost(&e) => Ok(false),
             Err(e) => Err(e),

@@ -156,28 +156,26 @@ impl Recorder {
     }
 
     pub fn push(&self, session_id: &str, sample: Sample) {
-        // A stint's first sample: its part is named, and the parts already
-        // written (another instance's, on a shared data directory, or this
-        // one's before a restart) count against the cap, so a robot that
-        // moves between instances gets no fresh cap. Read before the lock:
-        // other sessions' samples do not wait for the directory.
-        let begun = self.holds(session_id);
-        let stint = (!begun).then(|| Recording {
-            part: Recorder::new_part(&self.dir, session_id, crate::clock::now_ms()),
-            taken_bytes: Recorder::parts_of(&self.dir, session_id).iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum(),
-            waiting: Vec::new(),
-            waiting_bytes: 0,
-            unrecorded: 0,
-        });
         let mut recordings = self.recordings.lock().expect("recorder lock");
-        let recording = match stint {
-            Some(stint) => recordings.entry(session_id.to_string()).or_insert(stint),
-            // Finished or handed off since it was looked up: not begun again.
-            None => match recordings.get_mut(session_id) {
-                Some(recording) => recording,
-                None => return,
-            },
-        };
+        if !recordings.contains_key(session_id) {
+            // A stint's first sample: its part is named, and the parts
+            // already written (another instance's, on a shared data
+            // directory, or this one's before a restart) count against the
+            // cap, so a robot that moves between instances gets no fresh
+            // cap. Read without the lock: other sessions' samples do not
+            // wait for the directory.
+            drop(recordings);
+            let stint = Recording {
+                part: Recorder::new_part(&self.dir, session_id, crate::clock::now_ms()),
+                taken_bytes: Recorder::parts_of(&self.dir, session_id).iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum(),
+                waiting: Vec::new(),
+                waiting_bytes: 0,
+                unrecorded: 0,
+            };
+            recordings = self.recordings.lock().expect("recorder lock");
+            recordings.entry(session_id.to_string()).or_insert(stint);
+        }
+        let recording = recordings.get_mut(session_id).expect("begun above");
         let size = sample.size();
         if recording.taken_bytes + size as u64 > self.max_bytes {
             recording.unrecorded += 1;

@@ -54,8 +54,8 @@ pub enum Command {
     SetBookings { robot_id: String, bookings: Vec<domain::booking::Booking>, reply: Reply<()> },
     /// A committed extension: new timers and the event.
     Extended { session_id: String, from: i64, to: i64, reply: Reply<i64> },
-    /// Operator input on their session (resets its inactivity chain).
-    Input { operator_id: String, session_id: String, reply: Reply<()> },
+    /// Operator input on their sessions (resets each one's inactivity chain).
+    Inputs { inputs: Vec<super::request::OperatorInput>, reply: Reply<()> },
     TabOpened { operator_id: String, tab: String, reply: Reply<(OperatorPresence, Option<Offer>)> },
     TabClosed { operator_id: String, tab: String, last_seen: i64, reply: Reply<()> },
     LoadOperator { record: OperatorRecord, reply: Reply<()> },
@@ -87,7 +87,7 @@ impl Command {
             | Command::SetFloors { reply, .. }
             | Command::SetBookings { reply, .. } => drop(reply.send(Err(error()))),
             Command::Finish { reply, .. } | Command::Steer { reply, .. } => drop(reply.send(Err(error()))),
-            Command::Input { reply, .. } => drop(reply.send(Err(error()))),
+            Command::Inputs { reply, .. } => drop(reply.send(Err(error()))),
             Command::HandOver { reply, .. } => drop(reply.send(Err(error()))),
             Command::Extension { reply, .. } => drop(reply.send(Err(error()))),
             Command::Extended { reply, .. } => drop(reply.send(Err(error()))),
@@ -161,7 +161,15 @@ fn apply(desk: &mut Desk, command: Command, now: i64, read_back: &mut Vec<String
             let moved = desk.steer(&session_id, to, by.as_deref(), now);
             hold_change(reply, session_id, moved, read_back)
         }
-        Command::Input { operator_id, session_id, reply } => hold(reply, desk.input(&operator_id, &session_id, now)),
+        Command::Inputs { inputs, reply } => {
+            for input in inputs {
+                // (A session that ended, paused or changed hands since: nothing to reset.)
+                if let Err(e) = desk.input(&input.operator_id, &input.session_id, now) {
+                    tracing::debug!(session = %input.session_id, error = %e, "operator input not taken");
+                }
+            }
+            hold(reply, Ok(()))
+        }
         Command::HandOver { session_id, by, to, reply } => hold(reply, desk.hand_over(&session_id, by.as_deref(), &to, now)),
         Command::HandoverCandidates { session_id, reply } => hold(reply, desk.handover_candidates(&session_id)),
         Command::Extension { session_id, operator, minutes, reply } => hold(reply, desk.extension(&session_id, operator.as_deref(), minutes)),

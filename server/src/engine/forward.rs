@@ -36,8 +36,53 @@ pub struct Forwarding {
     /// `clutchcall.<cluster>.engine`: a lease's subject is this, `.<org>.<epoch>`.
     prefix: String,
     store: SharedStore,
-    /// The epoch of each org's owner, and when it was read from the database.
-    epochs: Arc<Mutex<HashMap<String, (i64, std::time::Instant)>>>,
+    /// What is known of each org's owner's epoch.
+    epochs: Arc<Mutex<HashMap<String, Arc<KnownEpoch>>>>,
+}
+
+/// An org's owner's epoch and when its read from the database began; one
+/// read at a time. (Requests for an org come in bursts: every cockpit's
+/// input report falls due together. Each reading the database itself when
+/// the epoch went stale was a burst of queries, and of new connections,
+/// on the instance and on PostgreSQL, every half second: the relay's
+/// frames across instances waited behind it.)
+#[derive(Default)]
+pub(super) struct KnownEpoch {
+    /// The epoch and when its read began; one read at a time.
+    read: tokio::sync::Mutex<Option<(i64, std::time::Instant)>>,
+    /// When a request last found it stale (nobody listens on it, or the
+    /// instance there no longer dispatches the org): a read from before is
+    /// not used again.
+    forgotten: Mutex<Option<std::time::Instant>>,
+}
+
+impl KnownEpoch {
+    /// The epoch: read within `EPOCH_KEPT` (and not forgotten since), or
+    /// (`fresh`) read since this was asked; else `read` now. One read at a
+    /// time: those asking meanwhile take its answer.
+    async fn get<F>(&self, fresh: bool, read: impl FnOnce() -> F) -> crate::store::StoreResult<Option<i64>>
+    where
+        F: std::future::Future<Output = crate::store::StoreResult<Option<i64>>>,
+    {
+        let asked = std::time::Instant::now();
+        let mut known = self.read.lock().await;
+        if let Some((epoch, read_at)) = *known {
+            let forgotten = *self.forgotten.lock().expect("epochs lock");
+            let recent = if fresh { read_at >= asked } else { read_at.elapsed() < EPOCH_KEPT };
+            if recent && forgotten.is_none_or(|at| read_at > at) {
+                return Ok(Some(epoch));
+            }
+        }
+        let read_at = std::time::Instant::now();
+        let epoch = read().await?;
+        *known = epoch.map(|epoch| (epoch, read_at));
+        Ok(epoch)
+    }
+
+    /// A request found it stale: the next asks read it again.
+    fn forget(&self) {
+        *self.forgotten.lock().expect("epochs lock") = Some(std::time::Instant::now());
+    }
 }
 
 /// An owner listening for its org's forwarded requests; listening ends
@@ -55,26 +100,17 @@ impl Forwarding {
         format!("{}.{}.{epoch}", self.prefix, crate::bus::nats::token(org_id))
     }
 
-    /// The epoch of the org's owner: read within `EPOCH_KEPT`, or (`fresh`) now.
+    /// The epoch of the org's owner: read within `EPOCH_KEPT`, or (`fresh`)
+    /// read since this was asked. Concurrent askers share one read.
     async fn epoch(&self, org_id: &str, fresh: bool) -> Result<Option<i64>, EngineError> {
-        if !fresh {
-            if let Some((epoch, read)) = self.epochs.lock().expect("epochs lock").get(org_id) {
-                if read.elapsed() < EPOCH_KEPT {
-                    return Ok(Some(*epoch));
-                }
-            }
-        }
-        let epoch = self.store.current_epoch(org_id).await?;
-        let mut epochs = self.epochs.lock().expect("epochs lock");
-        match epoch {
-            Some(epoch) => epochs.insert(org_id.to_string(), (epoch, std::time::Instant::now())),
-            None => epochs.remove(org_id),
-        };
-        Ok(epoch)
+        let known = self.epochs.lock().expect("epochs lock").entry(org_id.to_string()).or_default().clone();
+        Ok(known.get(fresh, || self.store.current_epoch(org_id)).await?)
     }
 
     fn forget(&self, org_id: &str) {
-        self.epochs.lock().expect("epochs lock").remove(org_id);
+        if let Some(known) = self.epochs.lock().expect("epochs lock").get(org_id) {
+            known.forget();
+        }
     }
 
     /// Asks the org's owner to run `request`; its answer, or why none came.
@@ -162,5 +198,39 @@ impl Forwarding {
                 });
             }
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KnownEpoch;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Requests for an org come in bursts; a burst finding the epoch stale
+    /// reads it from the database once, not once per request. A forgotten
+    /// epoch (nobody listened on it) is read again, and a fresh ask takes
+    /// only a read begun after it.
+    #[tokio::test]
+    async fn a_burst_of_requests_reads_the_owners_epoch_once() {
+        let known = KnownEpoch::default();
+        let reads = AtomicUsize::new(0);
+        let read = || async {
+            reads.fetch_add(1, Ordering::SeqCst);
+            tokio::task::yield_now().await;
+            Ok(Some(7))
+        };
+        let burst = futures::future::join_all((0..10).map(|_| known.get(false, read))).await;
+        assert!(burst.iter().all(|epoch| matches!(epoch, Ok(Some(7)))));
+        assert_eq!(reads.load(Ordering::SeqCst), 1, "one read for the burst");
+        assert_eq!(known.get(false, read).await.unwrap(), Some(7));
+        assert_eq!(reads.load(Ordering::SeqCst), 1, "kept");
+
+        known.forget();
+        let burst = futures::future::join_all((0..10).map(|_| known.get(false, read))).await;
+        assert!(burst.iter().all(|epoch| matches!(epoch, Ok(Some(7)))));
+        assert_eq!(reads.load(Ordering::SeqCst), 2, "forgotten: read again, once");
+
+        assert_eq!(known.get(true, read).await.unwrap(), Some(7));
+        assert_eq!(reads.load(Ordering::SeqCst), 3, "fresh: a read begun after the ask");
     }
 }

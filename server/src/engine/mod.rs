@@ -23,6 +23,7 @@ mod pipeline;
 mod planned_end;
 mod queues;
 mod inactivity;
+mod inputs;
 pub mod lease;
 mod load;
 pub mod ready;
@@ -90,6 +91,9 @@ pub struct Engine {
     stopping: std::sync::atomic::AtomicBool,
     /// Looks for orgs made since the start (`NEW_ORGS_EVERY`).
     watcher: Mutex<Option<JoinHandle<()>>>,
+    /// Operator input noted, and the task taking it to the dispatchers.
+    inputs: inputs::InputsNoted,
+    input_batches: Mutex<Option<JoinHandle<()>>>,
     /// Where the dispatchers run, when not on tokio's workers (thread.rs).
     thread: Option<thread::DispatchThread>,
 }
@@ -97,6 +101,25 @@ pub struct Engine {
 /// How often an instance looks for orgs it runs no dispatcher for (made
 /// since it started): each then tries for their leases like the others.
 const NEW_ORGS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Every `inputs::INPUTS_EVERY`, the operator input noted, one request per
+/// org (each on its own task: a slow org holds no other back).
+async fn send_inputs(engine: std::sync::Weak<Engine>) {
+    let mut every = tokio::time::interval(inputs::INPUTS_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(engine) = engine.upgrade() else { return };
+        for (org_id, inputs) in engine.inputs.take() {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                if let Err(e) = engine.ask::<()>(&org_id, Request::Inputs { inputs }).await {
+                    tracing::debug!(org = %org_id, error = %e, "operator input not taken by the dispatcher");
+                }
+            });
+        }
+    }
+}
 
 impl Engine {
     /// Starts a dispatcher for every org (each reloads its calls and
@@ -123,11 +146,20 @@ impl Engine {
             false => None,
         };
         let shared = Shared { store, bus, clock, settings, busy, owner, desks: Arc::default(), forwarding };
-        let engine = Arc::new(Engine { shared, tasks: Mutex::default(), stopping: Default::default(), watcher: Mutex::default(), thread });
+        let engine = Arc::new(Engine {
+            shared,
+            tasks: Mutex::default(),
+            stopping: Default::default(),
+            watcher: Mutex::default(),
+            inputs: Default::default(),
+            input_batches: Mutex::default(),
+            thread,
+        });
         let started: Vec<oneshot::Receiver<()>> = orgs.iter().filter_map(|org_id| engine.spawn_desk(org_id)).collect();
         for loaded in started {
             let _ = loaded.await;
         }
+        *engine.input_batches.lock().expect("watcher lock") = Some(tokio::spawn(send_inputs(Arc::downgrade(&engine))));
         // An org made since on another instance gets a dispatcher here too,
         // so a survivor takes it over when its owner dies. (An SQLite file
         // has one process: its orgs' dispatchers start on first use.)
@@ -355,10 +387,11 @@ impl Engine {
         self.session(org_id, session_id).await
     }
 
-    /// Operator input on the session they hold: resets its inactivity chain;
-    /// refused while it is PAUSED (rule L03).
-    pub async fn operator_input(&self, org_id: &str, operator_id: &str, session_id: &str) -> Result<(), EngineError> {
-        self.ask(org_id, Request::Input { operator_id: operator_id.to_string(), session_id: session_id.to_string() }).await
+    /// Operator input on the session they hold: resets its inactivity
+    /// chain (rule L07) within `inputs::INPUTS_EVERY`, in the org's next
+    /// batch of input; not taken while it is PAUSED (rule L03). Never waits.
+    pub fn operator_input(&self, org_id: &str, operator_id: &str, session_id: &str) {
+        self.inputs.note(org_id, operator_id, session_id);
     }
 
     /// An edge agent's error report on an open session: an `ERROR`
@@ -446,6 +479,9 @@ impl Engine {
     fn stop_watching(&self) {
         if let Some(watcher) = self.watcher.lock().expect("watcher lock").take() {
             watcher.abort();
+        }
+        if let Some(batches) = self.input_batches.lock().expect("watcher lock").take() {
+            batches.abort();
         }
     }
 

@@ -13,6 +13,13 @@ use domain::models::{LifecycleState, Offer, SessionRecord};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
+/// An operator's input on the session they hold.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorInput {
+    pub operator_id: String,
+    pub session_id: String,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Request {
     Raise { robot: CallingRobot },
@@ -34,7 +41,8 @@ pub enum Request {
     HandoverCandidates { session_id: String },
     Extension { session_id: String, operator: Option<String>, minutes: i64 },
     Extended { session_id: String, from: i64, to: i64 },
-    Input { operator_id: String, session_id: String },
+    /// Operator input on their sessions (`inputs::InputsNoted`'s batch).
+    Inputs { inputs: Vec<OperatorInput> },
     /// `tab`: the socket's id, unique in the cluster (opening it again is a no-op).
     TabOpened { operator_id: String, tab: String },
     TabClosed { operator_id: String, tab: String, last_seen: i64 },
@@ -174,7 +182,7 @@ impl Shared {
                 ask(desk, |reply| Command::Extension { session_id, operator, minutes, reply }, |(from, to)| Answer::Window(from, to)).await
             }
             Request::Extended { session_id, from, to } => ask(desk, |reply| Command::Extended { session_id, from, to, reply }, Answer::At).await,
-            Request::Input { operator_id, session_id } => ask(desk, |reply| Command::Input { operator_id, session_id, reply }, |()| Answer::Done).await,
+            Request::Inputs { inputs } => ask(desk, |reply| Command::Inputs { inputs, reply }, |()| Answer::Done).await,
             Request::TabOpened { operator_id, tab } => ask(desk, |reply| Command::TabOpened { operator_id, tab, reply }, |(p, o)| Answer::Tab(p, o)).await,
             Request::TabClosed { operator_id, tab, last_seen } => ask(desk, |reply| Command::TabClosed { operator_id, tab, last_seen, reply }, |()| Answer::Done).await,
             Request::Presences => ask(desk, |reply| Command::Presences { reply }, Answer::Presences).await,

@@ -228,9 +228,7 @@ async fn handle(state: &AppState, channel: &Channel, side: &Side, own: &mpsc::Se
             Ok(RelayMsg::Action { values, .. }) if (1..=MAX_VECTOR).contains(&values.len()) => {
                 if channel.from_operator(message, bytes, Sample::Action { t_ms: now, values }, recorder, now) {
                     // Operator input resets the session's inactivity chain.
-                    if let Err(e) = state.engine.operator_input(&channel.org_id, operator_id, &channel.session_id).await {
-                        tracing::debug!(error = %e, "relay input not taken by the engine");
-                    }
+                    state.engine.operator_input(&channel.org_id, operator_id, &channel.session_id);
                 }
             }
             _ => refuse(own, "the cockpit sends `action` messages (1 to 64 values)"),

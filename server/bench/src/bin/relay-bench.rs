@@ -16,6 +16,10 @@
 //!
 //! cargo run -p clutchcall-bench --release --bin relay-bench -- --sessions 200 --hz 30 --seconds 10
 //! cargo run -p clutchcall-bench --release --bin relay-bench -- --sessions 200 --hz 30 --seconds 10 --instances 2
+//!
+//! `--slow-ms 1` prints every frame slower than 1 ms (stderr), with when it
+//! arrived on CLOCK_MONOTONIC: lined up with `perf record -a -k
+//! CLOCK_MONOTONIC`, it shows what the machine ran while the frame waited.
 
 use axum::extract::ws::{Message as AxumMessage, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, Query, State};
@@ -30,7 +34,12 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
-const USAGE: &str = "usage: relay-bench [--sessions N] [--hz R] [--seconds S] [--instances 1|2] [--nats URL]";
+const USAGE: &str = "usage: relay-bench [--sessions N] [--hz R] [--seconds S] [--instances 1|2] [--nats URL] [--slow-ms N]";
+
+/// `--slow-ms`: frames slower than this are printed to stderr, each with
+/// when it was sent in its run and when it arrived (to find, in a `perf`
+/// profile, what ran while it waited).
+static SLOW_US: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
 
 type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
@@ -72,10 +81,19 @@ async fn receiver(mut stream: futures::stream::SplitStream<Socket>, origin: Inst
             continue;
         };
         let now = origin.elapsed().as_micros() as u64;
-        match serde_json::from_str::<domain::relay::RelayMsg>(&text) {
-            Ok(domain::relay::RelayMsg::State { joints, .. }) if joints.len() >= 2 => latencies.push(now.saturating_sub(unstamp(joints[0], joints[1]))),
-            Ok(domain::relay::RelayMsg::Action { values, .. }) if values.len() >= 2 => latencies.push(now.saturating_sub(unstamp(values[0], values[1]))),
-            _ => {}
+        let sent = match serde_json::from_str::<domain::relay::RelayMsg>(&text) {
+            Ok(domain::relay::RelayMsg::State { joints, .. }) if joints.len() >= 2 => unstamp(joints[0], joints[1]),
+            Ok(domain::relay::RelayMsg::Action { values, .. }) if values.len() >= 2 => unstamp(values[0], values[1]),
+            _ => continue,
+        };
+        let latency = now.saturating_sub(sent);
+        latencies.push(latency);
+        if SLOW_US.get().is_some_and(|slow| latency > *slow) {
+            // CLOCK_MONOTONIC, as `perf record -k CLOCK_MONOTONIC` stamps its samples.
+            let mut at = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: clock_gettime writes only the timespec it is given.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut at) };
+            eprintln!("slow sent_us={sent} latency_us={latency} received_monotonic={}.{:09}", at.tv_sec, at.tv_nsec);
         }
     }
 }
@@ -234,7 +252,7 @@ async fn drive_floor(label: &str, addr: std::net::SocketAddr, n: usize, hz: u64,
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let flags = parse_flags(&[("sessions", "200"), ("hz", "30"), ("seconds", "10"), ("instances", "1"), ("nats", "nats://127.0.0.1:4222")])
+    let flags = parse_flags(&[("sessions", "200"), ("hz", "30"), ("seconds", "10"), ("instances", "1"), ("nats", "nats://127.0.0.1:4222"), ("slow-ms", "0")])
         .map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
     let n = number(&flags, "sessions").map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?;
     let hz = number(&flags, "hz").map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))?.max(1) as u64;
@@ -245,6 +263,9 @@ async fn main() -> anyhow::Result<()> {
         _ => anyhow::bail!("--instances is 1 or 2\n{USAGE}"),
     };
     let expected = n * hz as usize * seconds as usize;
+    if let slow @ 1.. = number(&flags, "slow-ms").map_err(|e| anyhow::anyhow!("{e}\n{USAGE}"))? {
+        let _ = SLOW_US.set(slow as u64 * 1000);
+    }
 
     // ClutchCall: n attached sessions (on one instance, or two in cluster mode).
     let db = ScratchDb::create(if cluster { "postgres" } else { "sqlite" }).await?;

@@ -86,6 +86,11 @@ pub struct Config {
     /// when no revocation seems lost (one whose sender died before telling
     /// anyone leaves no trace to notice). Default 60 s.
     pub revocation_sweep: std::time::Duration,
+    /// `CLUTCHCALL_RECORDING_TIDY_S`: how often recordings nothing was
+    /// written to for as long are looked for, and finished if their session
+    /// ended (an instance that died mid-session leaves its part; an episode
+    /// whose row could not be written keeps its parts). Default 60 s.
+    pub recording_tidy: std::time::Duration,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -223,6 +228,9 @@ pub struct Settings {
     /// Cluster mode: seconds between checks of every socket and cached robot token against the store, lost revocations or not.
     #[arg(long = "revocation-sweep-s", env = "CLUTCHCALL_REVOCATION_SWEEP_S", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     pub revocation_sweep_s: u64,
+    /// Seconds between looks for recordings nothing was written to for as long whose session ended (they are finished then).
+    #[arg(long = "recording-tidy-s", env = "CLUTCHCALL_RECORDING_TIDY_S", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub recording_tidy_s: u64,
 }
 
 /// `CLUTCHCALL_METRICS_ADDR`: an address, or off.
@@ -337,6 +345,7 @@ impl Config {
             event_retention_days: s.event_retention_days,
             webhooks: WebhookSettings { allow_private: s.webhook_allow_private, first_retry_ms: s.webhook_retry_ms },
             revocation_sweep: std::time::Duration::from_secs(s.revocation_sweep_s),
+            recording_tidy: std::time::Duration::from_secs(s.recording_tidy_s),
         }
     }
 
@@ -370,6 +379,7 @@ impl Config {
             event_retention_days: 7,
             webhooks: WebhookSettings::default(),
             revocation_sweep: std::time::Duration::from_secs(60),
+            recording_tidy: std::time::Duration::from_secs(60),
         }
     }
 

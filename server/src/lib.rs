@@ -178,6 +178,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         ),
         _ => None,
     };
+    // Recordings whose finish never came (their instance died) are finished by whichever instance looks first.
+    let tidy_store = store.clone();
+    let tidy_job = tokio::spawn(relay::recording::tidy(Arc::downgrade(&recorder), config.recording_tidy, async move |session_id: &str| {
+        Ok(tidy_store.session_state(session_id).await?)
+    }));
     let (relay, relay_job) = relay::Relay::start(bus.clone(), clock::Clock::system(), recorder, config.relay, relay_link, sessions.clone());
     let datasets = Arc::new(datasets::DatasetService::new(store.clone(), bus.clone(), config.data_dir.join("datasets")));
     let episodes_job = tokio::spawn(datasets.clone().make_episodes(recordings));
@@ -251,7 +256,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             })
             .await
     });
-    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), tokio::spawn(maintain(store.clone())), lapse_job, tokio::spawn(sweep_limits(throttle, quotas, limits_kept.clone())), relay_job, episodes_job, webhooks_job, prune_job];
+    let mut jobs = vec![tokio::spawn(expire_web_sessions(store.clone())), tokio::spawn(maintain(store.clone())), lapse_job, tokio::spawn(sweep_limits(throttle, quotas, limits_kept.clone())), relay_job, episodes_job, tidy_job, webhooks_job, prune_job];
     jobs.extend(revocations_job);
     jobs.extend(busy_job);
     jobs.extend(places_job);

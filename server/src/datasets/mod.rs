@@ -6,6 +6,7 @@
 //! org's; nobody else.
 
 pub mod lerobot;
+pub mod placing;
 pub mod resample;
 pub mod stream;
 
@@ -16,6 +17,7 @@ use crate::services::places::{CapReached, Place, SharedPlaces};
 use crate::store::{EpisodeRow, NewEpisode, SharedStore};
 use domain::events::{AuditEntry, Event, OrgEvent, Topic};
 use lerobot::{Episode, FrameStream, Summary, Version};
+use placing::Placement;
 use std::path::PathBuf;
 use std::sync::Arc;
 use stream::RecordingFile;
@@ -36,6 +38,10 @@ pub const EXPORTS_PER_ORG: usize = 2;
 const TAR_PIECE_BYTES: usize = 64 * 1024;
 const TAR_PIECES_AHEAD: usize = 4;
 const CLIENT_STALL: std::time::Duration = std::time::Duration::from_secs(60);
+/// An episode's file found in place is read once nothing was written to it
+/// for this long (the instance that placed it may still be writing it), and
+/// a joining file is swept at start after as long.
+const EPISODE_QUIET: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub struct DatasetService {
     store: SharedStore,
@@ -98,11 +104,16 @@ impl DatasetService {
         self.dir.join(org_id).join("episodes").join(format!("{session_id}.jsonl"))
     }
 
-    /// Turns finished recordings into episodes, one at a time, for as long as the server runs.
+    /// Turns finished recordings into episodes, one at a time, for as long
+    /// as the server runs; first, sweeps the joining files a crash left.
     pub async fn make_episodes(self: Arc<Self>, mut finished: mpsc::UnboundedReceiver<FinishedRecording>) {
+        let dir = self.dir.clone();
+        if let Ok(swept @ 1..) = tokio::task::spawn_blocking(move || placing::sweep_joining(&dir, EPISODE_QUIET)).await {
+            tracing::info!(swept, "joining files left by an instance that stopped mid-join were deleted");
+        }
         while let Some(recording) = finished.recv().await {
             if let Err(e) = self.make_episode(&recording).await {
-                tracing::error!(session = %recording.session_id, error = %e, "could not make an episode of the recording");
+                tracing::error!(session = %recording.session_id, error = %e, "could not make an episode of the recording: its parts are kept, and it is tried again once they are quiet");
             }
         }
     }
@@ -119,20 +130,26 @@ impl DatasetService {
         let (parts, moved) = (recording.parts.clone(), target.clone());
         let plan = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<resample::Plan>> {
             std::fs::create_dir_all(moved.parent().expect("a parent"))?;
-            if !place_recording(&parts, &moved)? {
-                return Ok(None);
+            match placing::place_recording(&parts, &moved)? {
+                Placement::Placed => {}
+                // Placed before (by another instance, or by a try here that
+                // got no further): its row may be missing. Read once the
+                // instance that placed it can no longer be writing it.
+                Placement::Found if placing::quiet_for(&moved, EPISODE_QUIET) => {}
+                Placement::Found | Placement::Taken => return Ok(None),
             }
             // Read a line at a time for the counts: the recording may be 1 GiB.
             Ok(Some(RecordingFile::open(&moved, DATASET_FPS)?.plan().clone()))
         })
         .await??;
         let Some(plan) = plan else {
-            tracing::warn!(session = %session_id, parts = ?recording.parts, "the session already has an episode, or another instance took its recording's parts: nothing changed here (a part it did not take stays where it is)");
+            tracing::info!(session = %session_id, "another instance is making this session's episode, or made it: nothing changed here");
             return Ok(());
         };
         if plan.is_empty() {
             // Nothing was recorded while ACTIVE: no episode.
             let _ = std::fs::remove_file(&target);
+            placing::remove_parts(&recording.parts);
             return Ok(());
         }
         let episode = NewEpisode {
@@ -149,7 +166,11 @@ impl DatasetService {
             cameras: plan.cameras().to_vec(),
             created_at: now_ms(),
         };
-        let index = self.store.add_episode(&episode).await?;
+        // The parts go only once the row is there: a recording whose row
+        // could not be written keeps them, and is tried again.
+        let added = self.store.add_episode(&episode).await?;
+        placing::remove_parts(&recording.parts);
+        let Some(index) = added else { return Ok(()) };
         let entry = AuditEntry {
             at_ms: episode.created_at,
             actor_kind: domain::events::ActorKind::System,
@@ -273,89 +294,8 @@ pub fn slug(name: &str) -> String {
     out.trim_matches('-').to_string()
 }
 
-/// Puts a finished recording's parts in place as the episode file
-/// `episode`, and deletes them; false if an episode file is there already
-/// or another instance took the parts. One part (the usual case) is linked
-/// as it is; several are joined, in order, into a file of their own beside
-/// it first. Either goes into place only if no episode file is there (a
-/// link fails if one is; without links, the parts are copied into a file
-/// made only if none is there): in cluster mode two instances that both
-/// finish a session's recording (its robot moved between them just before
-/// the end) make one episode, never one into the other's, and the one
-/// that loses changes nothing.
-fn place_recording(parts: &[std::path::PathBuf], episode: &std::path::Path) -> std::io::Result<bool> {
-    use crate::relay::recording::join_parts;
-    use std::io::ErrorKind::{AlreadyExists, NotFound};
-    let lost = |e: &std::io::Error| matches!(e.kind(), AlreadyExists | NotFound);
-    let joined = match parts {
-        [_] => None,
-        _ => {
-            let joining = episode.with_extension(format!("joining-{:016x}", rand::random::<u64>()));
-            match join_parts(parts, &joining) {
-                Ok(()) => Some(joining),
-                Err(e) if lost(&e) => return Ok(false),
-                Err(e) => return Err(e),
-            }
-        }
-    };
-    let source = joined.as_deref().unwrap_or(&parts[0]);
-    let placed = match std::fs::hard_link(source, episode) {
-        Ok(()) => Ok(true),
-        Err(e) if lost(&e) => Ok(false),
-        // A filesystem without links (some shared mounts): the parts
-        // themselves copied into place.
-        Err(_) => match join_parts(parts, episode) {
-            Ok(()) => Ok(true),
-            Err(e) if lost(&e) => Ok(false),
-            Err(e) => Err(e),
-        },
-    };
-    if let Some(joining) = &joined {
-        let _ = std::fs::remove_file(joining);
-    }
-    if !placed? {
-        return Ok(false);
-    }
-    for part in parts {
-        match std::fs::remove_file(part) {
-            Ok(()) => {}
-            Err(e) if e.kind() == NotFound => {}
-            Err(e) => tracing::warn!(part = %part.display(), error = %e, "a recording's part could not be deleted once in its episode"),
-        }
-    }
-    Ok(true)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::place_recording;
-
-    /// Two instances that both finish a session's recording make one
-    /// episode: the first to put its parts in place wins, the other
-    /// changes nothing (finding the parts taken, or the episode there),
-    /// and no joining file is left behind.
-    #[test]
-    fn a_recordings_parts_become_one_episode_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("s.1-a.part"), dir.path().join("s.2-b.part"));
-        std::fs::write(&a, "one\n").unwrap();
-        std::fs::write(&b, "two\n").unwrap();
-        let episode = dir.path().join("episodes").join("s.jsonl");
-        std::fs::create_dir_all(episode.parent().unwrap()).unwrap();
-        let parts = vec![a.clone(), b.clone()];
-        assert!(place_recording(&parts, &episode).unwrap());
-        assert_eq!(std::fs::read_to_string(&episode).unwrap(), "one\ntwo\n");
-        assert!(!a.exists() && !b.exists(), "the parts are in the episode");
-        assert!(!place_recording(&parts, &episode).unwrap(), "the parts were taken by the first");
-
-        std::fs::write(&b, "late\n").unwrap();
-        assert!(!place_recording(std::slice::from_ref(&b), &episode).unwrap(), "an episode is never overwritten");
-        assert!(!place_recording(&[b.clone(), b.clone()], &episode).unwrap());
-        assert_eq!(std::fs::read_to_string(&episode).unwrap(), "one\ntwo\n");
-        assert!(b.exists(), "a part not taken stays where it is");
-        let names: Vec<_> = std::fs::read_dir(episode.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names, ["s.jsonl"], "no joining file is left");
-    }
 
     #[tokio::test]
     async fn s08_an_org_runs_two_exports_at_once_and_a_finished_one_frees_its_place() {

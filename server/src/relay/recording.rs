@@ -9,7 +9,9 @@
 //! directory never interleave. When the session ends the writer finishes
 //! the recording: a COMPLETED session's parts, in the order they began, are
 //! handed on to become one episode (`datasets::place_recording` joins
-//! them); a CANCELLED one's are deleted (L11).
+//! them); a CANCELLED one's are deleted (L11). A recording whose end no
+//! instance finished (the one recording it died mid-session) is found by
+//! `tidy` once nothing has written to it for a while, and finished then.
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -261,6 +263,66 @@ impl Recorder {
     }
 }
 
+/// What the janitor (`tidy`) needs of the store: a session's org and
+/// state by its id alone.
+pub type SessionState = (String, domain::models::LifecycleState);
+
+impl Recorder {
+    /// The sessions with parts here that no stint on this instance is
+    /// writing and that nothing was written to for `idle`: recordings whose
+    /// finish may never have come (their instance died, the session ended
+    /// elsewhere), or whose episode could not be made (its parts are kept
+    /// until its row is written).
+    pub fn unattended(&self, idle: std::time::Duration) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else { return Vec::new() };
+        let mut newest: HashMap<String, std::time::SystemTime> = HashMap::new();
+        for entry in entries.filter_map(Result::ok) {
+            let Ok(name) = entry.file_name().into_string() else { continue };
+            let session = match name.strip_suffix(".part") {
+                Some(stem) => stem.rsplit_once('.').map(|(session, _began)| session),
+                None => name.strip_suffix(".jsonl"),
+            };
+            let (Some(session), Ok(modified)) = (session, entry.metadata().and_then(|m| m.modified())) else { continue };
+            let at = newest.entry(session.to_string()).or_insert(modified);
+            *at = (*at).max(modified);
+        }
+        let held = self.recordings.lock().expect("recorder lock");
+        newest.into_iter().filter(|(session, at)| !held.contains_key(session) && at.elapsed().is_ok_and(|age| age >= idle)).map(|(session, _)| session).collect()
+    }
+
+    /// Finishes a recording no stint here holds (`unattended`) whose session
+    /// ended: as `finish` does, through the writer.
+    fn finish_unattended(&self, org_id: &str, session_id: &str, keep: bool) {
+        let _ = self.writer.lock().expect("recorder lock").send(Job::Finish { org_id: org_id.to_string(), session_id: session_id.to_string(), keep });
+    }
+}
+
+/// Every `every`, the recordings that nothing was written to for that long
+/// and whose session has ended are finished (COMPLETED: an episode;
+/// CANCELLED: deleted), by whichever instance looks first: a recording
+/// whose instance died mid-session, or whose episode's row could not be
+/// written, is not left behind. A live session's parts wait for it.
+pub async fn tidy(recorder: std::sync::Weak<Recorder>, every: std::time::Duration, state_of: impl AsyncFn(&str) -> anyhow::Result<Option<SessionState>>) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(unattended) = recorder.upgrade().map(|r| r.unattended(every)) else { return };
+        for session_id in unattended {
+            match state_of(&session_id).await {
+                Ok(Some((org_id, lifecycle))) if lifecycle.is_terminal() => {
+                    let Some(recorder) = recorder.upgrade() else { return };
+                    tracing::info!(session = %session_id, ?lifecycle, "a recording nobody finished is finished now");
+                    recorder.finish_unattended(&org_id, &session_id, lifecycle == domain::models::LifecycleState::Completed);
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => tracing::debug!(session = %session_id, "recording parts of a session the store does not know are left alone"),
+                Err(e) => tracing::warn!(session = %session_id, error = %e, "could not read a session whose recording may be unfinished"),
+            }
+        }
+    }
+}
+
 impl Recording {
     /// The stint's end: what waits, as its last batch, then the end.
     fn end(self, session_id: &str) -> Vec<Job> {
@@ -502,6 +564,49 @@ mod tests {
         recorder.hand_off("p");
         written(&recorder, &mut made, "marker-2");
         assert_eq!(Recorder::parts_of(dir.path(), "p"), Vec::<PathBuf>::new(), "no stray part");
+    }
+
+    /// Parts nobody finished (their instance died mid-session, say) are
+    /// found once quiet: a COMPLETED session's become an episode, a
+    /// CANCELLED one's are deleted, a live one's wait. A recording a stint
+    /// here is writing, or one written to lately, is not touched.
+    #[tokio::test]
+    async fn a_recording_whose_instance_died_is_finished_once_its_session_ended() {
+        use domain::models::LifecycleState::{Active, Cancelled, Completed};
+        let dir = tempfile::tempdir().unwrap();
+        let left = |session: &str| std::fs::write(Recorder::new_part(dir.path(), session, 1), "{}\n").unwrap();
+        for session in ["done", "dropped", "live", "unknown"] {
+            left(session);
+        }
+        std::fs::write(dir.path().join("old.jsonl"), "{}\n").unwrap();
+        let (finished, mut made) = mpsc::unbounded_channel();
+        let recorder = std::sync::Arc::new(Recorder::start(dir.path().to_path_buf(), finished, u64::MAX).unwrap());
+        recorder.push("here", Sample::Resume { t_ms: 1 });
+        recorder.flush();
+        let mut unattended = recorder.unattended(std::time::Duration::ZERO);
+        unattended.sort();
+        assert_eq!(unattended, ["done", "dropped", "live", "old", "unknown"], "not the one a stint here writes");
+        assert_eq!(recorder.unattended(std::time::Duration::from_secs(3600)), Vec::<String>::new(), "written to lately");
+
+        let state_of = async |session: &str| -> anyhow::Result<Option<SessionState>> {
+            Ok(match session {
+                "done" | "old" => Some(("org".into(), Completed)),
+                "dropped" | "here" => Some(("org".into(), Cancelled)),
+                "live" => Some(("org".into(), Active)),
+                _ => None,
+            })
+        };
+        let tidying = tokio::spawn(tidy(std::sync::Arc::downgrade(&recorder), std::time::Duration::from_millis(1), state_of));
+        let mut episodes = vec![made.recv().await.unwrap().session_id, made.recv().await.unwrap().session_id];
+        episodes.sort();
+        assert_eq!(episodes, ["done", "old"]);
+        while !Recorder::parts_of(dir.path(), "dropped").is_empty() {
+            tokio::task::yield_now().await;
+        }
+        tidying.abort();
+        for session in ["live", "unknown", "here"] {
+            assert_eq!(Recorder::parts_of(dir.path(), session).len(), 1, "{session} is left alone");
+        }
     }
 
     #[test]

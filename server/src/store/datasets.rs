@@ -42,8 +42,10 @@ pub struct EpisodeRow {
 
 #[async_trait]
 pub trait DatasetStore: Send + Sync {
-    /// Adds the episode (once per session); its index in the environment.
-    async fn add_episode(&self, episode: &NewEpisode) -> StoreResult<i64>;
+    /// Adds the episode: its index in the environment, or `None` when the
+    /// session has one already (it is added once; two instances finishing
+    /// the same recording at once add one row).
+    async fn add_episode(&self, episode: &NewEpisode) -> StoreResult<Option<i64>>;
     /// The org's episodes (only `client_id`'s when given), by environment and index.
     async fn episodes(&self, org_id: &str, client_id: Option<&str>) -> StoreResult<Vec<EpisodeRow>>;
     /// The booking's task, if the session was booked with one.
@@ -58,24 +60,26 @@ macro_rules! dataset_store {
     ($store:ident) => {
         #[async_trait]
         impl DatasetStore for $store {
-            async fn add_episode(&self, e: &NewEpisode) -> StoreResult<i64> {
+            async fn add_episode(&self, e: &NewEpisode) -> StoreResult<Option<i64>> {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
-                if let Some(index) = sqlx::query_scalar::<_, i64>("SELECT episode_index FROM episodes WHERE session_id = $1")
-                    .bind(&e.session_id).fetch_optional(&mut *tx).await?
+                if sqlx::query_scalar::<_, i64>("SELECT episode_index FROM episodes WHERE session_id = $1")
+                    .bind(&e.session_id).fetch_optional(&mut *tx).await?.is_some()
                 {
-                    return Ok(index);
+                    return Ok(None);
                 }
                 let index: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(episode_index) + 1, 0) FROM episodes WHERE org_id = $1 AND environment = $2")
                     .bind(&e.org_id).bind(&e.environment).fetch_one(&mut *tx).await?;
-                sqlx::query(
+                let added = sqlx::query(
                     "INSERT INTO episodes (session_id, org_id, environment, episode_index, robot_id, operator_id, client_id, task, fps, frames, duration_ms, cameras, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (session_id) DO NOTHING",
                 )
                 .bind(&e.session_id).bind(&e.org_id).bind(&e.environment).bind(index).bind(&e.robot_id).bind(&e.operator_id).bind(&e.client_id)
                 .bind(&e.task).bind(e.fps).bind(e.frames).bind(e.duration_ms).bind(e.cameras.join(";")).bind(e.created_at)
                 .execute(&mut *tx).await?;
                 tx.commit().await?;
-                Ok(index)
+                // (PostgreSQL: another instance's row for the session, added
+                // since the check above, is kept and this one is not.)
+                Ok((added.rows_affected() == 1).then_some(index))
             }
 
             async fn episodes(&self, org_id: &str, client_id: Option<&str>) -> StoreResult<Vec<EpisodeRow>> {

@@ -9,7 +9,7 @@ use super::journal::{
 use super::sql::{PgStore, SqliteStore, StoreDb};
 use super::StoreResult;
 use domain::lifecycle::telemetry_allowed;
-use domain::models::SafetyState;
+use domain::models::{LifecycleState, SafetyState};
 use async_trait::async_trait;
 
 #[async_trait]
@@ -58,6 +58,9 @@ pub trait DispatchStore: Send + Sync {
 
     async fn open_offers(&self) -> StoreResult<Vec<OpenOfferRow>>;
     async fn session(&self, org_id: &str, session_id: &str) -> StoreResult<Option<SessionRow>>;
+    /// A session known only by its id (a recording's parts are named for
+    /// the session alone): its org and where it is in its lifecycle.
+    async fn session_state(&self, session_id: &str) -> StoreResult<Option<(String, LifecycleState)>>;
     async fn apply_telemetry(&self, org_id: &str, session_id: &str, telemetry: Telemetry, now: i64) -> StoreResult<TelemetryOutcome>;
 
     /// The call's dispatch decisions, oldest first.
@@ -227,6 +230,12 @@ macro_rules! dispatch_store {
             async fn session(&self, org_id: &str, session_id: &str) -> StoreResult<Option<SessionRow>> {
                 Ok(sqlx::query_as(SESSION_BY_ID.as_str())
                     .bind(org_id).bind(session_id).fetch_optional(&self.pool).await?)
+            }
+
+            async fn session_state(&self, session_id: &str) -> StoreResult<Option<(String, LifecycleState)>> {
+                let row: Option<(String, String)> = sqlx::query_as("SELECT org_id, lifecycle FROM sessions WHERE id = $1")
+                    .bind(session_id).fetch_optional(&self.pool).await?;
+                row.map(|(org_id, lifecycle)| Ok((org_id, decode("lifecycle", LifecycleState::parse(&lifecycle))?))).transpose()
             }
 
             async fn apply_telemetry(&self, org_id: &str, session_id: &str, t: Telemetry, now: i64) -> StoreResult<TelemetryOutcome> {

@@ -351,3 +351,66 @@ async fn a_robot_that_moves_to_another_instance_mid_session_is_one_episode_in_or
     drop((robot, cockpit));
     cluster.finish().await;
 }
+
+/// The instance recording a session dies (SIGKILL) mid-session; the
+/// session is then COMPLETED on another. Nobody held its recording when it
+/// ended, so no instance finished it there: whichever instance looks first
+/// (every `CLUTCHCALL_RECORDING_TIDY_S`) finds the part nothing writes to
+/// any more and makes the episode of it, once, leaving no part behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_whose_instance_was_killed_mid_session_becomes_its_episode() {
+    let Some(nats) = super::nats_url().await else { return };
+    let Some(mut cluster) = Cluster::start_with(Some(&nats), 3, vec![("CLUTCHCALL_RECORDING_TIDY_S", "1".into())]).await else { return };
+    let session = asha_attached(&cluster).await;
+    let asha = cookie_at(cluster.base(1), common::OPERATOR).await;
+    let mut cockpit = common::relay_at(cluster.base(1), &session, None, Some(&asha)).await.expect("the cockpit joins on the second");
+    let mut robot = common::relay_at(cluster.base(2), &session, Some("ue-pick-01"), None).await.expect("the robot joins on the third");
+    both_on(&mut cockpit).await;
+    // Two states a moment apart (one sample spans no time: no episode).
+    for t_ms in [1, 2] {
+        robot.send(text(&RelayMsg::State { t_ms, joints: vec![t_ms as f32; 6], fields: Default::default() })).await.unwrap();
+        assert_eq!(next_state(&mut cockpit).await, vec![t_ms as f32; 6]);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let recordings = cluster.dir.path().join("recordings");
+    let parts = || server::relay::recording::Recorder::parts_of(&recordings, &session);
+    within(async {
+        while parts().iter().map(|p| server::relay::recording::read_samples(p).unwrap_or_default().len()).sum::<usize>() < 2 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    // The third dies with the robot's socket; the first dispatches on.
+    cluster.servers[2].child.start_kill().unwrap();
+    cluster.servers[2].child.wait().await.unwrap();
+    drop(robot);
+
+    let admin = cookie_at(cluster.base(0), common::ADMIN).await;
+    let steered = call_at(cluster.base(0), &admin, "steer_session", &[("session_id", &session), ("to", "COMPLETED")]).await;
+    assert_eq!(steered.status(), StatusCode::OK);
+    within(async {
+        while common::scalar(&cluster.url, &format!("SELECT COUNT(*) FROM episodes WHERE session_id = '{session}'")).await == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let episode = cluster.dir.path().join("datasets").join(ORG).join("episodes").join(format!("{session}.jsonl"));
+    let states: Vec<f32> = server::relay::recording::read_samples(&episode)
+        .expect("the episode's samples")
+        .into_iter()
+        .filter_map(|s| match s {
+            server::relay::recording::Sample::State { joints, .. } => Some(joints[0]),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(states, vec![1.0, 2.0], "what the dead instance recorded");
+    within(async {
+        while !parts().is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert_eq!(common::scalar(&cluster.url, &format!("SELECT COUNT(*) FROM audit_records WHERE session_id = '{session}' AND action = 'episode_recorded'")).await, 1, "one episode, recorded once");
+    drop(cockpit);
+    cluster.finish().await;
+}

@@ -48,35 +48,50 @@ pub struct Forwarding {
 /// frames across instances waited behind it.)
 #[derive(Default)]
 pub(super) struct KnownEpoch {
-    /// The epoch and when its read began; one read at a time.
-    read: tokio::sync::Mutex<Option<(i64, std::time::Instant)>>,
+    /// The last read: what it found (an epoch, none, or an error), when it
+    /// began and when it ended. One read at a time.
+    last: tokio::sync::Mutex<Option<LastRead>>,
     /// When a request last found it stale (nobody listens on it, or the
-    /// instance there no longer dispatches the org): a read from before is
-    /// not used again.
+    /// instance there no longer dispatches the org): a read begun before
+    /// is not used again.
     forgotten: Mutex<Option<std::time::Instant>>,
 }
 
+#[derive(Clone, Copy)]
+struct LastRead {
+    found: Result<Option<i64>, ()>,
+    began: std::time::Instant,
+    ended: std::time::Instant,
+}
+
 impl KnownEpoch {
-    /// The epoch: read within `EPOCH_KEPT` (and not forgotten since), or
-    /// (`fresh`) read since this was asked; else `read` now. One read at a
-    /// time: those asking meanwhile take its answer.
-    async fn get<F>(&self, fresh: bool, read: impl FnOnce() -> F) -> crate::store::StoreResult<Option<i64>>
+    /// The epoch. One read at a time: those who waited while one ran take
+    /// what it found (error or none included); else, unless `fresh`, an
+    /// epoch read within `EPOCH_KEPT`; else `read` now. A read begun
+    /// before the last `forget` is never used.
+    async fn get<F>(&self, fresh: bool, read: impl FnOnce() -> F) -> Result<Option<i64>, EngineError>
     where
         F: std::future::Future<Output = crate::store::StoreResult<Option<i64>>>,
     {
         let asked = std::time::Instant::now();
-        let mut known = self.read.lock().await;
-        if let Some((epoch, read_at)) = *known {
+        let mut last = self.last.lock().await;
+        if let Some(LastRead { found, began, ended }) = *last {
             let forgotten = *self.forgotten.lock().expect("epochs lock");
-            let recent = if fresh { read_at >= asked } else { read_at.elapsed() < EPOCH_KEPT };
-            if recent && forgotten.is_none_or(|at| read_at > at) {
-                return Ok(Some(epoch));
+            if forgotten.is_none_or(|at| began > at) {
+                if ended >= asked {
+                    return found.map_err(|()| EngineError::Unavailable);
+                }
+                if let (Ok(Some(epoch)), false) = (found, fresh) {
+                    if began.elapsed() < EPOCH_KEPT {
+                        return Ok(Some(epoch));
+                    }
+                }
             }
         }
-        let read_at = std::time::Instant::now();
-        let epoch = read().await?;
-        *known = epoch.map(|epoch| (epoch, read_at));
-        Ok(epoch)
+        let began = std::time::Instant::now();
+        let found = read().await;
+        *last = Some(LastRead { found: found.as_ref().map(|epoch| *epoch).map_err(|_| ()), began, ended: std::time::Instant::now() });
+        Ok(found?)
     }
 
     /// A request found it stale: the next asks read it again.
@@ -104,7 +119,7 @@ impl Forwarding {
     /// read since this was asked. Concurrent askers share one read.
     async fn epoch(&self, org_id: &str, fresh: bool) -> Result<Option<i64>, EngineError> {
         let known = self.epochs.lock().expect("epochs lock").entry(org_id.to_string()).or_default().clone();
-        Ok(known.get(fresh, || self.store.current_epoch(org_id)).await?)
+        known.get(fresh, || self.store.current_epoch(org_id)).await
     }
 
     fn forget(&self, org_id: &str) {
@@ -232,5 +247,18 @@ mod tests {
 
         assert_eq!(known.get(true, read).await.unwrap(), Some(7));
         assert_eq!(reads.load(Ordering::SeqCst), 3, "fresh: a read begun after the ask");
+
+        // A read that fails answers those who waited on it: they do not
+        // each try again, one after another.
+        let failing = || async {
+            reads.fetch_add(1, Ordering::SeqCst);
+            tokio::task::yield_now().await;
+            Err(crate::store::StoreError::Writer("down".into()))
+        };
+        let burst = futures::future::join_all((0..10).map(|_| known.get(true, failing))).await;
+        assert!(burst.iter().all(Result::is_err));
+        assert_eq!(reads.load(Ordering::SeqCst), 4, "one failed read for the burst");
+        assert_eq!(known.get(false, read).await.unwrap(), Some(7), "a failure is not kept");
+        assert_eq!(reads.load(Ordering::SeqCst), 5);
     }
 }

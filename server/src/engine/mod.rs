@@ -103,7 +103,8 @@ pub struct Engine {
 const NEW_ORGS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Every `inputs::INPUTS_EVERY`, the operator input noted, one request per
-/// org (each on its own task: a slow org holds no other back).
+/// org (each on its own task: a slow org holds no other back; one at a
+/// time per org).
 async fn send_inputs(engine: std::sync::Weak<Engine>) {
     let mut every = tokio::time::interval(inputs::INPUTS_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -116,6 +117,7 @@ async fn send_inputs(engine: std::sync::Weak<Engine>) {
                 if let Err(e) = engine.ask::<()>(&org_id, Request::Inputs { inputs }).await {
                     tracing::debug!(org = %org_id, error = %e, "operator input not taken by the dispatcher");
                 }
+                engine.inputs.sent(&org_id);
             });
         }
     }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 /// An operator's input on the session they hold.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct OperatorInput {
     pub operator_id: String,
     pub session_id: String,
@@ -43,6 +43,9 @@ pub enum Request {
     Extended { session_id: String, from: i64, to: i64 },
     /// Operator input on their sessions (`inputs::InputsNoted`'s batch).
     Inputs { inputs: Vec<OperatorInput> },
+    /// One operator input, as instances of the build before forward it
+    /// (read during a rolling upgrade; never sent).
+    Input { operator_id: String, session_id: String },
     /// `tab`: the socket's id, unique in the cluster (opening it again is a no-op).
     TabOpened { operator_id: String, tab: String },
     TabClosed { operator_id: String, tab: String, last_seen: i64 },
@@ -183,6 +186,9 @@ impl Shared {
             }
             Request::Extended { session_id, from, to } => ask(desk, |reply| Command::Extended { session_id, from, to, reply }, Answer::At).await,
             Request::Inputs { inputs } => ask(desk, |reply| Command::Inputs { inputs, reply }, |()| Answer::Done).await,
+            Request::Input { operator_id, session_id } => {
+                ask(desk, |reply| Command::Inputs { inputs: vec![OperatorInput { operator_id, session_id }], reply }, |()| Answer::Done).await
+            }
             Request::TabOpened { operator_id, tab } => ask(desk, |reply| Command::TabOpened { operator_id, tab, reply }, |(p, o)| Answer::Tab(p, o)).await,
             Request::TabClosed { operator_id, tab, last_seen } => ask(desk, |reply| Command::TabClosed { operator_id, tab, last_seen, reply }, |()| Answer::Done).await,
             Request::Presences => ask(desk, |reply| Command::Presences { reply }, Answer::Presences).await,

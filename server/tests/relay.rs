@@ -348,31 +348,40 @@ fn tidy_every_second(c: &mut server::config::Config) {
 /// as its episode's file and writing the episode's row leaves it: the file
 /// there, the part kept (parts go only once the row is written), no row.
 /// The recording is looked at again once quiet, and the episode is made
-/// from the file in place, once; the part goes.
+/// from the file in place, once; the part goes. And left as an instance
+/// that died mid-copy leaves it (a filesystem without links): the file in
+/// place shorter than the part; it is made again from the part.
 both_backends_with!(an_episode_whose_row_was_never_written_is_made_when_its_recording_is_looked_at_again, tidy_every_second, |app: TestApp| async move {
     let data_dir = app.config.data_dir.clone();
     let episodes = data_dir.join("datasets").join(ORG).join("episodes");
     let recorded = std::fs::read(episodes.join(format!("{}.jsonl", record_episode(&app, "uk-pick-01", 1.0).await))).unwrap();
-    // A session that ended COMPLETED with nothing recorded here: its part and
-    // its episode's file written as above, as if elsewhere, a minute ago.
-    let session = attach_asha(&app, "uk-pick-01").await;
-    app.engine().finish_session(ORG, &session, None, LifecycleState::Completed, "done").await.unwrap();
-    let part = data_dir.join("recordings").join(format!("{session}.0000000000001-0000000000000000.part"));
-    let episode = episodes.join(format!("{session}.jsonl"));
-    for file in [&part, &episode] {
-        std::fs::write(file, &recorded).unwrap();
-        let written = std::fs::File::options().write(true).open(file).unwrap();
-        written.set_modified(std::time::SystemTime::now() - Duration::from_secs(60)).unwrap();
-    }
-    assert!(episode_frames(&app, &session).await > 0, "the episode's row is written");
-    for _ in 0..100 {
-        if !part.exists() {
-            break;
+    let a_minute_ago = std::time::SystemTime::now() - Duration::from_secs(60);
+    let mut left = Vec::new();
+    for in_place in [&recorded[..], &recorded[..recorded.len() / 2]] {
+        // A session that ended COMPLETED with nothing recorded here: its
+        // episode's file (first, so no look finds the part alone) and its
+        // part, written as above, as if elsewhere, a minute ago.
+        let session = attach_asha(&app, "uk-pick-01").await;
+        app.engine().finish_session(ORG, &session, None, LifecycleState::Completed, "done").await.unwrap();
+        let episode = episodes.join(format!("{session}.jsonl"));
+        let part = data_dir.join("recordings").join(format!("{session}.0000000000001-0000000000000000.part"));
+        for (file, text) in [(&episode, in_place), (&part, &recorded[..])] {
+            std::fs::write(file, text).unwrap();
+            std::fs::File::options().write(true).open(file).unwrap().set_modified(a_minute_ago).unwrap();
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        left.push((session, episode, part));
     }
-    assert!(!part.exists(), "the part goes once the row is there");
-    assert_eq!(std::fs::read(&episode).unwrap(), recorded, "the file in place is the episode");
-    assert_eq!(scalar(&app.database_url(), &format!("SELECT COUNT(*) FROM audit_records WHERE action = 'episode_recorded' AND session_id = '{session}'")).await, 1);
+    for (session, episode, part) in left {
+        assert!(episode_frames(&app, &session).await > 0, "the episode's row is written");
+        for _ in 0..100 {
+            if !part.exists() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(!part.exists(), "the part goes once the row is there");
+        assert_eq!(std::fs::read(&episode).unwrap(), recorded, "the episode is the whole recording");
+        assert_eq!(scalar(&app.database_url(), &format!("SELECT COUNT(*) FROM audit_records WHERE action = 'episode_recorded' AND session_id = '{session}'")).await, 1);
+    }
     app.finish().await;
 });

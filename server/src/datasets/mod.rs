@@ -130,7 +130,14 @@ impl DatasetService {
         let (parts, moved) = (recording.parts.clone(), target.clone());
         let plan = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<resample::Plan>> {
             std::fs::create_dir_all(moved.parent().expect("a parent"))?;
-            match placing::place_recording(&parts, &moved)? {
+            let mut placed = placing::place_recording(&parts, &moved)?;
+            if placed == Placement::Found && placing::quiet_for(&moved, EPISODE_QUIET) && placing::cut_short(&moved, &parts) {
+                // A copy cut short (its instance died mid-copy): made again.
+                tracing::warn!(episode = %moved.display(), "an episode's file cut short is made again from its parts");
+                std::fs::remove_file(&moved)?;
+                placed = placing::place_recording(&parts, &moved)?;
+            }
+            match placed {
                 Placement::Placed => {}
                 // Placed before (by another instance, or by a try here that
                 // got no further): its row may be missing. Read once the
@@ -166,11 +173,13 @@ impl DatasetService {
             cameras: plan.cameras().to_vec(),
             created_at: now_ms(),
         };
-        // The parts go only once the row is there: a recording whose row
-        // could not be written keeps them, and is tried again.
-        let added = self.store.add_episode(&episode).await?;
-        placing::remove_parts(&recording.parts);
-        let Some(index) = added else { return Ok(()) };
+        // The parts go only once the row is there (and its audit entry): a
+        // recording whose row could not be written keeps them, and is tried
+        // again. (A stop between the row and the entry loses the entry.)
+        let Some(index) = self.store.add_episode(&episode).await? else {
+            placing::remove_parts(&recording.parts);
+            return Ok(());
+        };
         let entry = AuditEntry {
             at_ms: episode.created_at,
             actor_kind: domain::events::ActorKind::System,
@@ -182,6 +191,7 @@ impl DatasetService {
         };
         self.store.record_audit(org_id, &entry).await?;
         self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Audit { entry }));
+        placing::remove_parts(&recording.parts);
         Ok(())
     }
 

@@ -74,10 +74,20 @@ pub fn remove_parts(parts: &[PathBuf]) {
 }
 
 /// Whether nothing was written to `file` for `quiet`: an episode file
-/// found in place is read only then, as it may still be being written by
-/// the instance that placed it (on a filesystem without links).
+/// found in place is read only then, as the instance that placed it may
+/// still be writing it (on a filesystem without links). A linked file was
+/// whole before it was linked, whatever its age.
 pub fn quiet_for(file: &Path, quiet: Duration) -> bool {
     std::fs::metadata(file).and_then(|m| m.modified()).is_ok_and(|at| at.elapsed().is_ok_and(|age| age >= quiet))
+}
+
+/// Whether the episode's file in place is shorter than the parts it is
+/// made of (those still there): a copy cut short, by an instance that died
+/// mid-copy on a filesystem without links. (A part linked, or parts
+/// joined, are at least as long.)
+pub fn cut_short(episode: &Path, parts: &[PathBuf]) -> bool {
+    let size = |file: &Path| std::fs::metadata(file).map_or(0, |m| m.len());
+    size(episode) < parts.iter().map(|part| size(part)).sum()
 }
 
 /// Where parts are joined before they are linked into place: beside the
@@ -139,6 +149,21 @@ mod tests {
         assert_eq!(place_recording(std::slice::from_ref(&a), &other).unwrap(), Placement::Taken);
         let names: Vec<_> = std::fs::read_dir(episode.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["s.jsonl"], "no joining file is left");
+    }
+
+    /// A copy cut short is told from a whole one.
+    #[test]
+    fn an_episode_cut_short_is_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("s.1-a.part"), dir.path().join("s.2-b.part"));
+        std::fs::write(&a, "one\n").unwrap();
+        std::fs::write(&b, "two\n").unwrap();
+        let episode = dir.path().join("s.jsonl");
+        std::fs::write(&episode, "one\ntw").unwrap();
+        assert!(cut_short(&episode, &[a.clone(), b.clone()]));
+        std::fs::write(&episode, "one\ntwo\n").unwrap();
+        assert!(!cut_short(&episode, &[a, b]));
+        assert!(!cut_short(&episode, &[]), "parts taken: nothing to tell by");
     }
 
     /// A joining file left by an instance that died mid-join is swept at

@@ -263,10 +263,6 @@ impl Recorder {
     }
 }
 
-/// What the janitor (`tidy`) needs of the store: a session's org and
-/// state by its id alone.
-pub type SessionState = (String, domain::models::LifecycleState);
-
 impl Recorder {
     /// The sessions with parts here that no stint on this instance is
     /// writing and that nothing was written to for `idle`: recordings whose
@@ -298,28 +294,76 @@ impl Recorder {
 }
 
 /// Every `every`, the recordings that nothing was written to for that long
-/// and whose session has ended are finished (COMPLETED: an episode;
-/// CANCELLED: deleted), by whichever instance looks first: a recording
-/// whose instance died mid-session, or whose episode's row could not be
-/// written, is not left behind. A live session's parts wait for it.
-pub async fn tidy(recorder: std::sync::Weak<Recorder>, every: std::time::Duration, state_of: impl AsyncFn(&str) -> anyhow::Result<Option<SessionState>>) {
+/// and whose session ended at least that long ago are finished (COMPLETED:
+/// an episode; CANCELLED: deleted), by whichever instance looks first: a
+/// recording whose instance died mid-session, or whose episode's row could
+/// not be written, is not left behind. A live session's parts wait for it;
+/// an ended one's wait `every` for the instance that held it to finish it
+/// as usual. One that cannot be finished is tried again less and less
+/// often (`Retries`).
+pub async fn tidy(recorder: std::sync::Weak<Recorder>, every: std::time::Duration, state_of: impl AsyncFn(&str) -> anyhow::Result<Option<crate::store::SessionState>>) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut retries = Retries::default();
     loop {
         tick.tick().await;
-        let Some(unattended) = recorder.upgrade().map(|r| r.unattended(every)) else { return };
+        let Some(here) = recorder.upgrade() else { return };
+        // (The directory may be a network mount: not on the runtime's threads.)
+        let Ok(unattended) = tokio::task::spawn_blocking(move || here.unattended(every)).await else { continue };
+        retries.keep_only(&unattended);
         for session_id in unattended {
+            if !retries.due(&session_id) {
+                continue;
+            }
+            let ended_for = |ended_at: Option<i64>| std::time::Duration::from_millis(crate::clock::now_ms().saturating_sub(ended_at.unwrap_or(i64::MAX)).max(0) as u64);
             match state_of(&session_id).await {
-                Ok(Some((org_id, lifecycle))) if lifecycle.is_terminal() => {
+                Ok(Some(state)) if state.lifecycle.is_terminal() && ended_for(state.ended_at) >= every => {
                     let Some(recorder) = recorder.upgrade() else { return };
-                    tracing::info!(session = %session_id, ?lifecycle, "a recording nobody finished is finished now");
-                    recorder.finish_unattended(&org_id, &session_id, lifecycle == domain::models::LifecycleState::Completed);
+                    let tries = retries.tried(&session_id);
+                    if tries == 1 {
+                        tracing::info!(session = %session_id, lifecycle = ?state.lifecycle, "a recording nobody finished is finished now");
+                    } else {
+                        tracing::warn!(session = %session_id, tries, "a recording that could not be finished is tried again (its episode's error is logged above)");
+                    }
+                    recorder.finish_unattended(&state.org_id, &session_id, state.lifecycle == domain::models::LifecycleState::Completed);
                 }
                 Ok(Some(_)) => {}
                 Ok(None) => tracing::debug!(session = %session_id, "recording parts of a session the store does not know are left alone"),
                 Err(e) => tracing::warn!(session = %session_id, error = %e, "could not read a session whose recording may be unfinished"),
             }
         }
+    }
+}
+
+/// The recordings `tidy` finished that are still there: each is tried
+/// again after 2, 4, 8, … looks (at most 64), not at every look (making
+/// an episode of a big recording may take longer than one).
+#[derive(Default)]
+struct Retries(HashMap<String, (u32, u32)>);
+
+impl Retries {
+    /// Forgets the recordings no longer unattended (finished, or gone).
+    fn keep_only(&mut self, unattended: &[String]) {
+        self.0.retain(|session, _| unattended.contains(session));
+    }
+
+    /// Whether the session's recording is to be tried at this look.
+    fn due(&mut self, session_id: &str) -> bool {
+        match self.0.get_mut(session_id) {
+            Some((_, wait)) if *wait > 0 => {
+                *wait -= 1;
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// It is tried now: how many times so far.
+    fn tried(&mut self, session_id: &str) -> u32 {
+        let (tries, wait) = self.0.entry(session_id.to_string()).or_default();
+        *tries += 1;
+        *wait = (1u32 << (*tries).min(6)) - 1;
+        *tries
     }
 }
 
@@ -381,10 +425,15 @@ fn write_jobs(dir: &Path, jobs: std_mpsc::Receiver<Job>, finished: mpsc::Unbound
 /// (its instance died mid-write) ends with a line break all the same, so
 /// the next part's first sample is kept.
 pub fn join_parts(parts: &[PathBuf], into: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
     let whole = std::fs::OpenOptions::new().write(true).create_new(true).open(into)?;
-    // Made here: gone again if the join fails half-way.
+    let made = whole.metadata().map(|m| (m.dev(), m.ino()))?;
+    // Made here: gone again if the join fails half-way; only this file (if
+    // it was removed as cut short meanwhile, another may be in its place).
     copy_parts(parts, whole).inspect_err(|_| {
-        let _ = std::fs::remove_file(into);
+        if std::fs::metadata(into).is_ok_and(|m| (m.dev(), m.ino()) == made) {
+            let _ = std::fs::remove_file(into);
+        }
     })
 }
 
@@ -566,16 +615,23 @@ mod tests {
         assert_eq!(Recorder::parts_of(dir.path(), "p"), Vec::<PathBuf>::new(), "no stray part");
     }
 
+    async fn within<T>(what: &str, heard: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(std::time::Duration::from_secs(10), heard).await.unwrap_or_else(|_| panic!("{what}: not within 10 s"))
+    }
+
     /// Parts nobody finished (their instance died mid-session, say) are
     /// found once quiet: a COMPLETED session's become an episode, a
-    /// CANCELLED one's are deleted, a live one's wait. A recording a stint
-    /// here is writing, or one written to lately, is not touched.
+    /// CANCELLED one's are deleted, a live one's wait, as do those of a
+    /// session that ended only just (its instance finishes them as usual).
+    /// A recording a stint here is writing, or one written to lately, is
+    /// not touched.
     #[tokio::test]
     async fn a_recording_whose_instance_died_is_finished_once_its_session_ended() {
+        use crate::store::SessionState;
         use domain::models::LifecycleState::{Active, Cancelled, Completed};
         let dir = tempfile::tempdir().unwrap();
         let left = |session: &str| std::fs::write(Recorder::new_part(dir.path(), session, 1), "{}\n").unwrap();
-        for session in ["done", "dropped", "live", "unknown"] {
+        for session in ["done", "dropped", "live", "unknown", "just"] {
             left(session);
         }
         std::fs::write(dir.path().join("old.jsonl"), "{}\n").unwrap();
@@ -583,30 +639,66 @@ mod tests {
         let recorder = std::sync::Arc::new(Recorder::start(dir.path().to_path_buf(), finished, u64::MAX).unwrap());
         recorder.push("here", Sample::Resume { t_ms: 1 });
         recorder.flush();
+        within("the stint's part is written", async {
+            while Recorder::parts_of(dir.path(), "here").is_empty() {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        })
+        .await;
         let mut unattended = recorder.unattended(std::time::Duration::ZERO);
         unattended.sort();
-        assert_eq!(unattended, ["done", "dropped", "live", "old", "unknown"], "not the one a stint here writes");
+        assert_eq!(unattended, ["done", "dropped", "just", "live", "old", "unknown"], "not the one a stint here writes");
         assert_eq!(recorder.unattended(std::time::Duration::from_secs(3600)), Vec::<String>::new(), "written to lately");
 
-        let state_of = async |session: &str| -> anyhow::Result<Option<SessionState>> {
+        let long_ago = Some(0);
+        let state_of = async move |session: &str| -> anyhow::Result<Option<SessionState>> {
+            let state = |lifecycle, ended_at| Some(SessionState { org_id: "org".into(), lifecycle, ended_at });
             Ok(match session {
-                "done" | "old" => Some(("org".into(), Completed)),
-                "dropped" | "here" => Some(("org".into(), Cancelled)),
-                "live" => Some(("org".into(), Active)),
+                "done" | "old" => state(Completed, long_ago),
+                "dropped" | "here" => state(Cancelled, long_ago),
+                "just" => state(Completed, Some(crate::clock::now_ms() + 60_000)),
+                "live" => state(Active, None),
                 _ => None,
             })
         };
         let tidying = tokio::spawn(tidy(std::sync::Arc::downgrade(&recorder), std::time::Duration::from_millis(1), state_of));
-        let mut episodes = vec![made.recv().await.unwrap().session_id, made.recv().await.unwrap().session_id];
+        let mut episodes = Vec::new();
+        for _ in 0..2 {
+            episodes.push(within("finished", made.recv()).await.unwrap().session_id);
+        }
         episodes.sort();
         assert_eq!(episodes, ["done", "old"]);
-        while !Recorder::parts_of(dir.path(), "dropped").is_empty() {
-            tokio::task::yield_now().await;
-        }
+        within("the cancelled recording is deleted", async {
+            while !Recorder::parts_of(dir.path(), "dropped").is_empty() {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        })
+        .await;
         tidying.abort();
-        for session in ["live", "unknown", "here"] {
+        for session in ["live", "unknown", "here", "just"] {
             assert_eq!(Recorder::parts_of(dir.path(), session).len(), 1, "{session} is left alone");
         }
+    }
+
+    /// A recording tidy could not finish is tried again after 2, 4, 8, …
+    /// looks, never more than every 64; one finished is forgotten.
+    #[test]
+    fn a_recording_that_cannot_be_finished_is_tried_less_and_less_often() {
+        let mut retries = Retries::default();
+        let unattended = vec!["s".to_string()];
+        let mut tried_at = Vec::new();
+        for look in 0..200 {
+            retries.keep_only(&unattended);
+            if retries.due("s") {
+                retries.tried("s");
+                tried_at.push(look);
+            }
+        }
+        let gaps: Vec<u32> = tried_at.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(gaps[..6], [2, 4, 8, 16, 32, 64]);
+        assert!(gaps[6..].iter().all(|g| *g == 64), "{gaps:?}");
+        retries.keep_only(&[]);
+        assert!(retries.due("s"), "finished, then unattended again: tried at once");
     }
 
     #[test]

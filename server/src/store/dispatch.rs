@@ -12,6 +12,14 @@ use domain::lifecycle::telemetry_allowed;
 use domain::models::{LifecycleState, SafetyState};
 use async_trait::async_trait;
 
+/// A session known by its id alone (`DispatchStore::session_state`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionState {
+    pub org_id: String,
+    pub lifecycle: LifecycleState,
+    pub ended_at: Option<i64>,
+}
+
 #[async_trait]
 pub trait DispatchStore: Send + Sync {
     async fn robot_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<super::RobotRecord>>;
@@ -59,8 +67,8 @@ pub trait DispatchStore: Send + Sync {
     async fn open_offers(&self) -> StoreResult<Vec<OpenOfferRow>>;
     async fn session(&self, org_id: &str, session_id: &str) -> StoreResult<Option<SessionRow>>;
     /// A session known only by its id (a recording's parts are named for
-    /// the session alone): its org and where it is in its lifecycle.
-    async fn session_state(&self, session_id: &str) -> StoreResult<Option<(String, LifecycleState)>>;
+    /// the session alone): its org, where it is in its lifecycle, and when it ended.
+    async fn session_state(&self, session_id: &str) -> StoreResult<Option<SessionState>>;
     async fn apply_telemetry(&self, org_id: &str, session_id: &str, telemetry: Telemetry, now: i64) -> StoreResult<TelemetryOutcome>;
 
     /// The call's dispatch decisions, oldest first.
@@ -232,10 +240,11 @@ macro_rules! dispatch_store {
                     .bind(org_id).bind(session_id).fetch_optional(&self.pool).await?)
             }
 
-            async fn session_state(&self, session_id: &str) -> StoreResult<Option<(String, LifecycleState)>> {
-                let row: Option<(String, String)> = sqlx::query_as("SELECT org_id, lifecycle FROM sessions WHERE id = $1")
+            async fn session_state(&self, session_id: &str) -> StoreResult<Option<SessionState>> {
+                let row: Option<(String, String, Option<i64>)> = sqlx::query_as("SELECT org_id, lifecycle, ended_at FROM sessions WHERE id = $1")
                     .bind(session_id).fetch_optional(&self.pool).await?;
-                row.map(|(org_id, lifecycle)| Ok((org_id, decode("lifecycle", LifecycleState::parse(&lifecycle))?))).transpose()
+                row.map(|(org_id, lifecycle, ended_at)| Ok(SessionState { org_id, lifecycle: decode("lifecycle", LifecycleState::parse(&lifecycle))?, ended_at }))
+                    .transpose()
             }
 
             async fn apply_telemetry(&self, org_id: &str, session_id: &str, t: Telemetry, now: i64) -> StoreResult<TelemetryOutcome> {

@@ -53,7 +53,7 @@ mod writes;
 pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
 pub use booking::{BookingJudge, BookingRow, BookingStore, BookingsSeen, Extension, ExtensionJudge, NewBooking};
 pub use datasets::{DatasetStore, EpisodeRow, NewEpisode};
-pub use dispatch::{ActivityRow, DispatchStore};
+pub use dispatch::{ActivityRow, DispatchStore, SessionState};
 pub use event_log::{EventLogStore, LogRow, Logged};
 pub use integrations::{ApiKeyRow, DeliveryRow, IntegrationStore, NewKeyRow, NewWebhookRow, WebhookRow};
 pub use chat::{ChatRow, ChatStore};

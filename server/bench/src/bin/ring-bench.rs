@@ -69,7 +69,11 @@ async fn console(base: String, confirms_ready: bool, cookie: String, receipts: A
     let mut request = format!("{}/ws", base.replace("http://", "ws://")).into_client_request().expect("ws url");
     request.headers_mut().insert("cookie", cookie.parse().expect("cookie header"));
     request.headers_mut().insert("origin", base.parse().expect("origin header"));
-    let (ws, _) = tokio_tungstenite::connect_async(request).await.expect("console connects");
+    // As a browser's socket: no Nagle delay, and a read buffer tungstenite
+    // does not zero-fill 128 KiB of before every read (its default;
+    // snapview/tungstenite-rs#547): the server's console sockets read 4 KiB.
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(4 * 1024);
+    let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(config), true).await.expect("console connects");
     // Names the console in what it reports (the end of its session cookie).
     let cookie_tail: String = cookie.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
     let (mut sink, mut stream) = ws.split();

@@ -121,6 +121,14 @@ pub fn sweep_joining(datasets: &Path, quiet: Duration) -> usize {
 mod tests {
     use super::*;
 
+    /// A recording's two parts in `dir`, "one" then "two".
+    fn two_parts(dir: &Path) -> (PathBuf, PathBuf) {
+        let (a, b) = (dir.join("s.1-a.part"), dir.join("s.2-b.part"));
+        std::fs::write(&a, "one\n").unwrap();
+        std::fs::write(&b, "two\n").unwrap();
+        (a, b)
+    }
+
     /// Two instances that both finish a session's recording make one
     /// episode: the first to put its parts in place wins, the other changes
     /// nothing; no joining file is left behind; the parts stay for the
@@ -128,9 +136,7 @@ mod tests {
     #[test]
     fn a_recordings_parts_become_one_episode_once() {
         let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("s.1-a.part"), dir.path().join("s.2-b.part"));
-        std::fs::write(&a, "one\n").unwrap();
-        std::fs::write(&b, "two\n").unwrap();
+        let (a, b) = two_parts(dir.path());
         let episode = dir.path().join("episodes").join("s.jsonl");
         std::fs::create_dir_all(episode.parent().unwrap()).unwrap();
         let parts = vec![a.clone(), b.clone()];
@@ -155,9 +161,7 @@ mod tests {
     #[test]
     fn an_episode_cut_short_is_told() {
         let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("s.1-a.part"), dir.path().join("s.2-b.part"));
-        std::fs::write(&a, "one\n").unwrap();
-        std::fs::write(&b, "two\n").unwrap();
+        let (a, b) = two_parts(dir.path());
         let episode = dir.path().join("s.jsonl");
         std::fs::write(&episode, "one\ntw").unwrap();
         assert!(cut_short(&episode, &[a.clone(), b.clone()]));

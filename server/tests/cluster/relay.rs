@@ -276,6 +276,31 @@ async fn a_live_view_on_a_third_instance_gets_the_robots_frames_and_the_operator
     cluster.finish().await;
 }
 
+/// An admin on the first instance ends `session` COMPLETED; once its
+/// episode's row is there, the first joint of each robot state in the
+/// episode, in order (the relay stamps samples with its own clock: the
+/// states are told apart by their joints).
+async fn completed_into_an_episode(cluster: &Cluster, session: &str) -> Vec<f32> {
+    let admin = cookie_at(cluster.base(0), common::ADMIN).await;
+    let steered = call_at(cluster.base(0), &admin, "steer_session", &[("session_id", session), ("to", "COMPLETED")]).await;
+    assert_eq!(steered.status(), StatusCode::OK);
+    within(async {
+        while common::scalar(&cluster.url, &format!("SELECT COUNT(*) FROM episodes WHERE session_id = '{session}'")).await == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let episode = cluster.dir.path().join("datasets").join(ORG).join("episodes").join(format!("{session}.jsonl"));
+    server::relay::recording::read_samples(&episode)
+        .expect("the episode's samples")
+        .into_iter()
+        .filter_map(|s| match s {
+            server::relay::recording::Sample::State { joints, .. } => Some(joints[0]),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The edge agent moves mid-session: recorded on the first instance, then
 /// (after a reconnect) on the third; the cockpit stays on the second. On
 /// the cluster's shared data directory each stint has a part of its own,
@@ -326,25 +351,7 @@ async fn a_robot_that_moves_to_another_instance_mid_session_is_one_episode_in_or
     .await;
     assert_eq!(server::relay::recording::Recorder::parts_of(&recordings, &session).len(), 2, "a part each");
 
-    let admin = cookie_at(cluster.base(0), common::ADMIN).await;
-    let steered = call_at(cluster.base(0), &admin, "steer_session", &[("session_id", &session), ("to", "COMPLETED")]).await;
-    assert_eq!(steered.status(), StatusCode::OK);
-    within(async {
-        while common::scalar(&cluster.url, &format!("SELECT COUNT(*) FROM episodes WHERE session_id = '{session}'")).await == 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-    })
-    .await;
-    let episode = cluster.dir.path().join("datasets").join(ORG).join("episodes").join(format!("{session}.jsonl"));
-    // (The relay stamps samples with its own clock: told apart by their joints.)
-    let states: Vec<f32> = server::relay::recording::read_samples(&episode)
-        .expect("the episode's samples")
-        .into_iter()
-        .filter_map(|s| match s {
-            server::relay::recording::Sample::State { joints, .. } => Some(joints[0]),
-            _ => None,
-        })
-        .collect();
+    let states = completed_into_an_episode(&cluster, &session).await;
     assert_eq!(states, vec![1.0, 2.0], "both stints, in the order they were recorded");
     let left = server::relay::recording::Recorder::parts_of(&recordings, &session);
     assert!(left.is_empty(), "no part is left behind: {left:?}");
@@ -385,24 +392,7 @@ async fn a_recording_whose_instance_was_killed_mid_session_becomes_its_episode()
     cluster.servers[2].child.wait().await.unwrap();
     drop(robot);
 
-    let admin = cookie_at(cluster.base(0), common::ADMIN).await;
-    let steered = call_at(cluster.base(0), &admin, "steer_session", &[("session_id", &session), ("to", "COMPLETED")]).await;
-    assert_eq!(steered.status(), StatusCode::OK);
-    within(async {
-        while common::scalar(&cluster.url, &format!("SELECT COUNT(*) FROM episodes WHERE session_id = '{session}'")).await == 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-    })
-    .await;
-    let episode = cluster.dir.path().join("datasets").join(ORG).join("episodes").join(format!("{session}.jsonl"));
-    let states: Vec<f32> = server::relay::recording::read_samples(&episode)
-        .expect("the episode's samples")
-        .into_iter()
-        .filter_map(|s| match s {
-            server::relay::recording::Sample::State { joints, .. } => Some(joints[0]),
-            _ => None,
-        })
-        .collect();
+    let states = completed_into_an_episode(&cluster, &session).await;
     assert_eq!(states, vec![1.0, 2.0], "what the dead instance recorded");
     within(async {
         while !parts().is_empty() {

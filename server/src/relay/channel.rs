@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 use tokio::sync::{mpsc, watch};
 
-/// Operator input reaches the engine's inactivity chain at most this often.
+/// A session's operator input is noted for the engine's inactivity chain
+/// at most this often (the engine sends what is noted in one batch per org:
+/// `engine::inputs`).
 pub const INPUT_REPORT_MS: i64 = 250;
 /// Longest joint or action vector.
 pub const MAX_VECTOR: usize = 64;
@@ -347,8 +349,8 @@ impl Channel {
     }
 
     /// An operator action: counted, sent to the edge agent, recorded while
-    /// ACTIVE. True when the engine should hear of the input (at most every
-    /// `INPUT_REPORT_MS`: a 30 Hz stream of actions is not 30 engine commands).
+    /// ACTIVE. True when the engine should be told of the input (at most
+    /// every `INPUT_REPORT_MS`: a 30 Hz stream of actions is not 30 notes).
     pub fn from_operator(&self, message: Message, bytes: usize, sample: Sample, recorder: &Recorder, now: i64) -> bool {
         if !self.down.admit(bytes) {
             return false;

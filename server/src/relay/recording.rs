@@ -8,7 +8,7 @@
 //! named for when it began, so parts written at once on a shared data
 //! directory never interleave. When the session ends the writer finishes
 //! the recording: a COMPLETED session's parts, in the order they began, are
-//! handed on to become one episode (`datasets::place_recording` joins
+//! handed on to become one episode (`datasets::placing::place_recording` joins
 //! them); a CANCELLED one's are deleted (L11). A recording whose end no
 //! instance finished (the one recording it died mid-session) is found by
 //! `tidy` once nothing has written to it for a while, and finished then.
@@ -60,7 +60,7 @@ mod base64_bytes {
 }
 
 /// A COMPLETED session's finished recording, to become an episode: its
-/// parts in the order they began (`datasets::place_recording` makes them one).
+/// parts in the order they began (`datasets::placing::place_recording` makes them one).
 #[derive(Clone, Debug)]
 pub struct FinishedRecording {
     pub org_id: String,
@@ -94,11 +94,19 @@ pub struct Recorder {
     recordings: Mutex<HashMap<String, Recording>>,
     /// Sessions whose recording went on at another instance (cluster mode).
     handed_off: Mutex<std::collections::HashSet<String>>,
+    /// Sessions finished here lately, and when (`FINISHED_KEPT`): a sample
+    /// that raced the end begins no stint nobody would ever finish. Taken
+    /// inside `recordings`' lock, never the other way round.
+    finished: Mutex<HashMap<String, std::time::Instant>>,
     /// A session's recording takes no more than this (finding 9: frames
     /// from a public demo token must not fill the disk).
     max_bytes: u64,
     writer: Mutex<std_mpsc::Sender<Job>>,
 }
+
+/// How long a session finished here is remembered as finished: far longer
+/// than a sample racing its end takes to arrive.
+const FINISHED_KEPT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Bytes of samples a session may have waiting before the oldest are
 /// dropped (a stalled disk costs samples, not memory): several seconds of
@@ -125,7 +133,7 @@ impl Recorder {
         let (tx, rx) = std_mpsc::channel::<Job>();
         let writer_dir = dir.clone();
         std::thread::Builder::new().name("recording-writer".into()).spawn(move || write_jobs(&writer_dir, rx, finished))?;
-        Ok(Recorder { dir, recordings: Mutex::default(), handed_off: Mutex::default(), max_bytes, writer: Mutex::new(tx) })
+        Ok(Recorder { dir, recordings: Mutex::default(), handed_off: Mutex::default(), finished: Mutex::default(), max_bytes, writer: Mutex::new(tx) })
     }
 
     /// The file of a stint of the session's recording that began at
@@ -175,6 +183,10 @@ impl Recorder {
                 unrecorded: 0,
             };
             recordings = self.recordings.lock().expect("recorder lock");
+            if self.finished.lock().expect("recorder lock").contains_key(session_id) {
+                // The session ended meanwhile (or just before): not recorded.
+                return;
+            }
             recordings.entry(session_id.to_string()).or_insert(stint);
         }
         let recording = recordings.get_mut(session_id).expect("begun above");
@@ -249,7 +261,14 @@ impl Recorder {
     /// session; a COMPLETED one's parts are the other instance's to finish.
     pub fn finish(&self, org_id: &str, session_id: &str, keep: bool) {
         let handed_off = self.handed_off.lock().expect("recorder lock").remove(session_id);
-        let Some(recording) = self.recordings.lock().expect("recorder lock").remove(session_id) else {
+        let recording = {
+            let mut recordings = self.recordings.lock().expect("recorder lock");
+            let mut finished = self.finished.lock().expect("recorder lock");
+            finished.retain(|_, at| at.elapsed() < FINISHED_KEPT);
+            finished.insert(session_id.to_string(), std::time::Instant::now());
+            recordings.remove(session_id)
+        };
+        let Some(recording) = recording else {
             if handed_off && !keep {
                 let _ = self.writer.lock().expect("recorder lock").send(Job::Finish { org_id: org_id.to_string(), session_id: session_id.to_string(), keep });
             }
@@ -315,9 +334,10 @@ pub async fn tidy(recorder: std::sync::Weak<Recorder>, every: std::time::Duratio
             if !retries.due(&session_id) {
                 continue;
             }
-            let ended_for = |ended_at: Option<i64>| std::time::Duration::from_millis(crate::clock::now_ms().saturating_sub(ended_at.unwrap_or(i64::MAX)).max(0) as u64);
+            // (An end with no time to it counts as long past.)
+            let ended_a_look_ago = |ended_at: Option<i64>| ended_at.is_none_or(|at| crate::clock::now_ms().saturating_sub(at) >= every.as_millis() as i64);
             match state_of(&session_id).await {
-                Ok(Some(state)) if state.lifecycle.is_terminal() && ended_for(state.ended_at) >= every => {
+                Ok(Some(state)) if state.lifecycle.is_terminal() && ended_a_look_ago(state.ended_at) => {
                     let Some(recorder) = recorder.upgrade() else { return };
                     let tries = retries.tried(&session_id);
                     if tries == 1 {
@@ -699,6 +719,25 @@ mod tests {
         assert!(gaps[6..].iter().all(|g| *g == 64), "{gaps:?}");
         retries.keep_only(&[]);
         assert!(retries.due("s"), "finished, then unattended again: tried at once");
+    }
+
+    /// A sample that comes after the session was finished here (it raced
+    /// the end) begins no new stint: nothing would ever finish it.
+    #[test]
+    fn a_sample_after_the_end_begins_no_stint() {
+        let dir = tempfile::tempdir().unwrap();
+        let (finished, mut made) = mpsc::unbounded_channel();
+        let recorder = Recorder::start(dir.path().to_path_buf(), finished, u64::MAX).unwrap();
+        recorder.push("s", Sample::Resume { t_ms: 1 });
+        recorder.finish("org", "s", true);
+        assert_eq!(made.blocking_recv().expect("s is finished").session_id, "s");
+        recorder.push("s", Sample::Pause { t_ms: 2 });
+        assert!(!recorder.holds("s"), "no stint after the end");
+        recorder.push("t", Sample::Resume { t_ms: 3 });
+        assert!(recorder.holds("t"), "another session is recorded as ever");
+        recorder.flush();
+        written(&recorder, &mut made, "marker");
+        assert_eq!(Recorder::parts_of(dir.path(), "s").len(), 1, "no part after the end's");
     }
 
     #[test]

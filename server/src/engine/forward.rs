@@ -40,8 +40,8 @@ pub struct Forwarding {
     epochs: Arc<Mutex<HashMap<String, Arc<KnownEpoch>>>>,
 }
 
-/// An org's owner's epoch and when its read from the database began; one
-/// read at a time. (Requests for an org come in bursts: every cockpit's
+/// What is known of an org's owner's epoch: the last read of it from the
+/// database; one read at a time. (Requests for an org come in bursts: every cockpit's
 /// input report falls due together. Each reading the database itself when
 /// the epoch went stale was a burst of queries, and of new connections,
 /// on the instance and on PostgreSQL, every half second: the relay's

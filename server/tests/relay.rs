@@ -385,3 +385,28 @@ both_backends_with!(an_episode_whose_row_was_never_written_is_made_when_its_reco
     }
     app.finish().await;
 });
+
+/// A part written after its session's episode was made (a batch that
+/// raced a hand-off, on a shared data directory) is deleted once quiet: the
+/// episode in place is neither read again nor made again from it, however
+/// large the part.
+both_backends_with!(a_part_written_after_the_episode_goes_and_the_episode_stays, tidy_every_second, |app: TestApp| async move {
+    let data_dir = app.config.data_dir.clone();
+    let session = record_episode(&app, "uk-pick-01", 1.0).await;
+    let episode = data_dir.join("datasets").join(ORG).join("episodes").join(format!("{session}.jsonl"));
+    let made = std::fs::read(&episode).unwrap();
+    let late = data_dir.join("recordings").join(format!("{session}.9999999999999-0000000000000000.part"));
+    std::fs::write(&late, [&made[..], &made[..]].concat()).unwrap();
+    std::fs::File::options().write(true).open(&late).unwrap().set_modified(std::time::SystemTime::now() - Duration::from_secs(60)).unwrap();
+    // (Before the episode's file is quiet: a part read against it would wait.)
+    for _ in 0..100 {
+        if !late.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!late.exists(), "the late part goes");
+    assert_eq!(std::fs::read(&episode).unwrap(), made, "the episode stays as it was made");
+    assert_eq!(scalar(&app.database_url(), &format!("SELECT COUNT(*) FROM audit_records WHERE action = 'episode_recorded' AND session_id = '{session}'")).await, 1);
+    app.finish().await;
+});

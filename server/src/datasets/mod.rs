@@ -120,6 +120,13 @@ impl DatasetService {
 
     async fn make_episode(&self, recording: &FinishedRecording) -> anyhow::Result<()> {
         let (org_id, session_id) = (&recording.org_id, &recording.session_id);
+        if self.store.has_episode(session_id).await? {
+            // Made already: these are parts written after it (a batch that
+            // raced a hand-off) or left by a stop after its row. They go,
+            // and the episode in place is never read, or made again, for them.
+            placing::remove_parts(&recording.parts);
+            return Ok(());
+        }
         let session = self.store.session(org_id, session_id).await?.ok_or_else(|| anyhow::anyhow!("session {session_id} not found"))?;
         let task = match &session.booking_id {
             Some(booking) => self.store.booking_task(org_id, booking).await?,

@@ -46,6 +46,8 @@ pub trait DatasetStore: Send + Sync {
     /// session has one already (it is added once; two instances finishing
     /// the same recording at once add one row).
     async fn add_episode(&self, episode: &NewEpisode) -> StoreResult<Option<i64>>;
+    /// Whether the session has its episode's row.
+    async fn has_episode(&self, session_id: &str) -> StoreResult<bool>;
     /// The org's episodes (only `client_id`'s when given), by environment and index.
     async fn episodes(&self, org_id: &str, client_id: Option<&str>) -> StoreResult<Vec<EpisodeRow>>;
     /// The booking's task, if the session was booked with one.
@@ -80,6 +82,12 @@ macro_rules! dataset_store {
                 // (PostgreSQL: another instance's row for the session, added
                 // since the check above, is kept and this one is not.)
                 Ok((added.rows_affected() == 1).then_some(index))
+            }
+
+            async fn has_episode(&self, session_id: &str) -> StoreResult<bool> {
+                let found: Option<i64> = sqlx::query_scalar("SELECT episode_index FROM episodes WHERE session_id = $1")
+                    .bind(session_id).fetch_optional(&self.pool).await?;
+                Ok(found.is_some())
             }
 
             async fn episodes(&self, org_id: &str, client_id: Option<&str>) -> StoreResult<Vec<EpisodeRow>> {

@@ -340,6 +340,17 @@ both_backends!(a_booked_sessions_episode_has_the_bookings_task_and_belongs_to_it
     app.finish().await;
 });
 
+/// Whether `file` is gone within 5 s (looked at every 50 ms).
+async fn gone_within_5_s(file: &std::path::Path) -> bool {
+    for _ in 0..100 {
+        if !file.exists() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    !file.exists()
+}
+
 fn tidy_every_second(c: &mut server::config::Config) {
     c.recording_tidy = Duration::from_secs(1);
 }
@@ -373,13 +384,7 @@ both_backends_with!(an_episode_whose_row_was_never_written_is_made_when_its_reco
     }
     for (session, episode, part) in left {
         assert!(episode_frames(&app, &session).await > 0, "the episode's row is written");
-        for _ in 0..100 {
-            if !part.exists() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert!(!part.exists(), "the part goes once the row is there");
+        assert!(gone_within_5_s(&part).await, "the part goes once the row is there");
         assert_eq!(std::fs::read(&episode).unwrap(), recorded, "the episode is the whole recording");
         assert_eq!(scalar(&app.database_url(), &format!("SELECT COUNT(*) FROM audit_records WHERE action = 'episode_recorded' AND session_id = '{session}'")).await, 1);
     }
@@ -399,13 +404,7 @@ both_backends_with!(a_part_written_after_the_episode_goes_and_the_episode_stays,
     std::fs::write(&late, [&made[..], &made[..]].concat()).unwrap();
     std::fs::File::options().write(true).open(&late).unwrap().set_modified(std::time::SystemTime::now() - Duration::from_secs(60)).unwrap();
     // (Before the episode's file is quiet: a part read against it would wait.)
-    for _ in 0..100 {
-        if !late.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(!late.exists(), "the late part goes");
+    assert!(gone_within_5_s(&late).await, "the late part goes");
     assert_eq!(std::fs::read(&episode).unwrap(), made, "the episode stays as it was made");
     assert_eq!(scalar(&app.database_url(), &format!("SELECT COUNT(*) FROM audit_records WHERE action = 'episode_recorded' AND session_id = '{session}'")).await, 1);
     app.finish().await;

@@ -264,6 +264,17 @@ fn embedded(e: rusqlite::Error) -> StoreError {
 mod tests {
     use crate::store::{DispatchStore, Lease, NewOrg, NewRobot, NewSession, Seed, Store, Write};
 
+    /// A store on `file` with the org and `robots` robots (`r-0`, `r-1`, …).
+    async fn with_robots(file: &std::path::Path, robots: usize) -> crate::store::sql::SqliteStore {
+        let store = crate::store::sql::SqliteStore::connect(&format!("sqlite://{}", file.display())).await.unwrap();
+        let robots = (0..robots).map(|i| NewRobot {
+            id: format!("r-{i}"), org_id: "org".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
+            req_cert: "pick-place · tier-1".into(), token_hash: format!("hash-{i}"),
+        });
+        store.seed(&Seed { orgs: vec![NewOrg { id: "org".into(), name: "Org".into() }], robots: robots.collect(), ..Seed::default() }).await.unwrap();
+        store
+    }
+
     fn call(i: usize) -> Write {
         Write::OpenSession(NewSession {
             id: format!("ses-{i}"), org_id: "org".into(), robot_id: format!("r-{i}"), skill: "pick-place".into(), pop: "uk-london".into(),
@@ -396,12 +407,7 @@ mod tests {
     async fn the_checkpointer_copies_committed_batches_into_the_database_file() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("clutchcall.db");
-        let store = crate::store::connect(&format!("sqlite://{}", file.display())).await.unwrap();
-        let robots = (0..2_000).map(|i| NewRobot {
-            id: format!("r-{i}"), org_id: "org".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
-            req_cert: "pick-place · tier-1".into(), token_hash: format!("hash-{i}"),
-        });
-        store.seed(&Seed { orgs: vec![NewOrg { id: "org".into(), name: "Org".into() }], robots: robots.collect(), ..Seed::default() }).await.unwrap();
+        let store = with_robots(&file, 2_000).await;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let lease = Lease { org_id: "org".into(), epoch: 1 };
         let before = std::fs::metadata(&file).unwrap().len();
@@ -427,12 +433,7 @@ mod tests {
     async fn a_rewind_waits_for_a_long_batch_instead_of_giving_up() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("clutchcall.db");
-        let store = crate::store::sql::SqliteStore::connect(&format!("sqlite://{}", file.display())).await.unwrap();
-        let robots = (0..400).map(|i| NewRobot {
-            id: format!("r-{i}"), org_id: "org".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
-            req_cert: "pick-place · tier-1".into(), token_hash: format!("hash-{i}"),
-        });
-        store.seed(&Seed { orgs: vec![NewOrg { id: "org".into(), name: "Org".into() }], robots: robots.collect(), ..Seed::default() }).await.unwrap();
+        let store = with_robots(&file, 400).await;
         // A reader's snapshot keeps the WAL from being copied back and
         // started over under the batches; it ends before the long batch.
         let reader = super::connect(&file).unwrap();
@@ -469,13 +470,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("clutchcall.db");
         let url = format!("sqlite://{}", file.display());
-        let store = crate::store::sql::SqliteStore::connect(&url).await.unwrap();
         // A robot per call (one open session each): 3,840 batches of 25.
-        let robots = (0..96_000).map(|i| NewRobot {
-            id: format!("r-{i}"), org_id: "org".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
-            req_cert: "pick-place · tier-1".into(), token_hash: format!("hash-{i}"),
-        });
-        store.seed(&Seed { orgs: vec![NewOrg { id: "org".into(), name: "Org".into() }], robots: robots.collect(), ..Seed::default() }).await.unwrap();
+        let store = with_robots(&file, 96_000).await;
         let reading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
         let readers: Vec<_> = (0..2)
             .map(|_| {

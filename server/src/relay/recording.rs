@@ -496,11 +496,18 @@ pub fn read_samples(path: &Path) -> std::io::Result<Vec<Sample>> {
 mod tests {
     use super::*;
 
+    /// A recorder in a directory of its own taking at most `cap` bytes a
+    /// recording, and where it says which recordings it finished.
+    fn new_recorder(cap: u64) -> (tempfile::TempDir, Recorder, mpsc::UnboundedReceiver<FinishedRecording>) {
+        let dir = tempfile::tempdir().unwrap();
+        let (finished, made) = mpsc::unbounded_channel();
+        let recorder = Recorder::start(dir.path().to_path_buf(), finished, cap).unwrap();
+        (dir, recorder, made)
+    }
+
     #[test]
     fn a_stalled_writer_costs_the_oldest_samples_not_memory() {
-        let dir = tempfile::tempdir().unwrap();
-        let (finished, _) = mpsc::unbounded_channel();
-        let recorder = Recorder::start(dir.path().to_path_buf(), finished, u64::MAX).unwrap();
+        let (_dir, recorder, _) = new_recorder(u64::MAX);
         for t_ms in 0..40 {
             recorder.push("s", Sample::Camera { t_ms, name: "front".into(), jpeg: vec![0; 1 << 20] });
         }
@@ -514,9 +521,7 @@ mod tests {
 
     #[test]
     fn a_recording_handed_off_is_written_and_never_finished_here() {
-        let dir = tempfile::tempdir().unwrap();
-        let (finished, mut made) = mpsc::unbounded_channel();
-        let recorder = Recorder::start(dir.path().to_path_buf(), finished, u64::MAX).unwrap();
+        let (dir, recorder, mut made) = new_recorder(u64::MAX);
         recorder.push("s", Sample::Resume { t_ms: 1 });
         assert!(recorder.holds("s"));
         recorder.hand_off("s");
@@ -620,9 +625,7 @@ mod tests {
     /// ever join.
     #[test]
     fn a_batch_for_a_part_taken_elsewhere_is_dropped_not_left_behind() {
-        let dir = tempfile::tempdir().unwrap();
-        let (finished, mut made) = mpsc::unbounded_channel();
-        let recorder = Recorder::start(dir.path().to_path_buf(), finished, u64::MAX).unwrap();
+        let (dir, recorder, mut made) = new_recorder(u64::MAX);
         recorder.push("p", Sample::Resume { t_ms: 1 });
         recorder.flush();
         written(&recorder, &mut made, "marker-1");
@@ -725,9 +728,7 @@ mod tests {
     /// the end) begins no new stint: nothing would ever finish it.
     #[test]
     fn a_sample_after_the_end_begins_no_stint() {
-        let dir = tempfile::tempdir().unwrap();
-        let (finished, mut made) = mpsc::unbounded_channel();
-        let recorder = Recorder::start(dir.path().to_path_buf(), finished, u64::MAX).unwrap();
+        let (dir, recorder, mut made) = new_recorder(u64::MAX);
         recorder.push("s", Sample::Resume { t_ms: 1 });
         recorder.finish("org", "s", true);
         assert_eq!(made.blocking_recv().expect("s is finished").session_id, "s");
@@ -742,9 +743,7 @@ mod tests {
 
     #[test]
     fn s09_a_recording_stops_taking_samples_at_its_cap_and_counts_the_rest() {
-        let dir = tempfile::tempdir().unwrap();
-        let (finished, _) = mpsc::unbounded_channel();
-        let recorder = Recorder::start(dir.path().to_path_buf(), finished, 10 * 1024).unwrap();
+        let (_dir, recorder, _) = new_recorder(10 * 1024);
         for t_ms in 0..20 {
             recorder.push("s", Sample::Camera { t_ms, name: "front".into(), jpeg: vec![0; 1024] });
             recorder.flush();

@@ -137,10 +137,16 @@ fn thread(name: &str, run: impl FnOnce() + Send + 'static) -> StoreResult<()> {
 /// once it holds `RESTART_FRAMES`, until the writer is dropped. A rewind
 /// a reader outlasted (SQLite's "busy") is counted and tried again on the
 /// next tick: backing off was tried and let the WAL grow under steady
-/// reads; each try holds writers back for `RESTART_WAITS_AT_MOST` at most.
+/// reads. Each try holds writers back while it waits for readers
+/// (`RESTART_WAITS_AT_MOST` at most) and while it copies what is left and
+/// syncs; one given up still copies what it can (SQLite's PASSIVE), the
+/// batch writer held meanwhile.
 fn checkpoint(connection: Connection, writer: &Mutex<Connection>, stop: mpsc::Receiver<()>, rewinds: Arc<Rewinds>) {
     // (busy, frames in the WAL) as SQLite reports them.
     let run = |mode: &str| connection.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |row| Ok((row.get::<_, i64>(0)? != 0, row.get::<_, i64>(1)?)));
+    // The WAL's size at the last rewind: a rewound WAL keeps its size
+    // until the next batch starts it over, and is not rewound again.
+    let mut rewound = None;
     while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY) {
         let frames = match run("PASSIVE") {
             Ok((_, frames)) => frames,
@@ -149,21 +155,23 @@ fn checkpoint(connection: Connection, writer: &Mutex<Connection>, stop: mpsc::Re
                 continue;
             }
         };
-        if frames < RESTART_FRAMES {
+        if frames < RESTART_FRAMES || rewound == Some(frames) {
             continue;
         }
-        let started = std::time::Instant::now();
         // SQLite's own lock cannot be waited for: a RESTART polls it while
         // it sleeps (1, 2, 5, … ms), and batches back to back held it at
         // nearly every poll (on a busy machine the WAL reached 22,000
         // frames before a rewind got in). Taking the writer's connection
-        // between two batches leaves SQLite only the readers to wait for.
+        // between two batches leaves SQLite the readers to wait for, and
+        // the pool's writers (rare: everything but the engine's journal).
         let _writer = writer.lock();
+        let started = std::time::Instant::now();
         match run("RESTART") {
-            Ok((busy, _)) => {
+            Ok((busy, frames)) => {
                 let counted = if busy { &rewinds.gave_up } else { &rewinds.done };
                 counted.fetch_add(1, Ordering::Relaxed);
                 crate::metrics::wal_rewound(!busy);
+                rewound = (!busy).then_some(frames);
             }
             Err(e) => tracing::warn!(error = %e, "the WAL rewind failed; trying again"),
         }
@@ -452,7 +460,8 @@ mod tests {
         while store.writer.rewinds() == 0 && std::time::Instant::now() < deadline {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
-        assert_eq!((store.writer.rewinds(), store.writer.rewinds_given_up()), (1, 0), "(rewound, given up)");
+        assert!(store.writer.rewinds() >= 1, "rewound");
+        assert_eq!(store.writer.rewinds_given_up(), 0, "given up");
     }
 
     /// Under steady reads (each holding a snapshot for a moment) a PASSIVE
@@ -485,13 +494,13 @@ mod tests {
                 })
             })
             .collect();
-        let batches: Vec<Vec<Write>> = (0..3_840).map(|batch| (batch * 25..batch * 25 + 25).map(call).collect()).collect();
         tokio::task::block_in_place(|| {
-            for batch in &batches {
+            for batch in 0..3_840 {
                 if store.writer.rewinds() >= 2 {
                     break;
                 }
-                store.writer.commit(batch, "org", &[]).unwrap();
+                let writes: Vec<Write> = (batch * 25..batch * 25 + 25).map(call).collect();
+                store.writer.commit(&writes, "org", &[]).unwrap();
             }
         });
         reading.store(false, std::sync::atomic::Ordering::Relaxed);

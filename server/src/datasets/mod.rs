@@ -180,14 +180,7 @@ impl DatasetService {
             cameras: plan.cameras().to_vec(),
             created_at: now_ms(),
         };
-        // The parts go only once the row is there (and its audit entry): a
-        // recording whose row could not be written keeps them, and is tried
-        // again. (A stop between the row and the entry loses the entry.)
-        let Some(index) = self.store.add_episode(&episode).await? else {
-            placing::remove_parts(&recording.parts);
-            return Ok(());
-        };
-        let entry = AuditEntry {
+        let entry = |index: i64| AuditEntry {
             at_ms: episode.created_at,
             actor_kind: domain::events::ActorKind::System,
             actor_id: None,
@@ -196,7 +189,13 @@ impl DatasetService {
             robot_id: Some(session.robot_id.clone()),
             detail: Some(format!("episode {index} of {}: {} frames at {} fps", session.site, episode.frames, DATASET_FPS)),
         };
-        self.store.record_audit(org_id, &entry).await?;
+        // The parts go only once the row and its audit entry are there
+        // (one transaction): a recording whose row could not be written
+        // keeps them, and is tried again.
+        let Some(entry) = self.store.add_episode(&episode, &entry).await? else {
+            placing::remove_parts(&recording.parts);
+            return Ok(());
+        };
         self.bus.publish(Topic::org(org_id), Event::Org(OrgEvent::Audit { entry }));
         placing::remove_parts(&recording.parts);
         Ok(())

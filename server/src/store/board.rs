@@ -101,6 +101,21 @@ pub const QUEUE_DEPTHS: &str = concat!(
     " AND queued_at IS NOT NULL GROUP BY skill ORDER BY skill",
 );
 
+/// An audit record's insert, bound: the one statement of every writer of
+/// the audit log (`record_audit`, and an episode's row with its entry,
+/// store/datasets.rs).
+macro_rules! insert_audit_record {
+    ($org_id:expr, $e:expr) => {
+        sqlx::query(
+            "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind($org_id).bind($e.at_ms).bind($e.actor_kind.as_str()).bind(&$e.actor_id).bind($e.action.as_str())
+        .bind(&$e.session_id).bind(&$e.robot_id).bind(&$e.detail)
+    };
+}
+pub(super) use insert_audit_record;
+
 macro_rules! board_store {
     ($store:ident) => {
         #[async_trait]
@@ -146,13 +161,7 @@ macro_rules! board_store {
             }
 
             async fn record_audit(&self, org_id: &str, e: &AuditEntry) -> StoreResult<()> {
-                sqlx::query(
-                    "INSERT INTO audit_records (org_id, at, actor_kind, actor_id, action, session_id, robot_id, detail) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                )
-                .bind(org_id).bind(e.at_ms).bind(e.actor_kind.as_str()).bind(&e.actor_id).bind(e.action.as_str())
-                .bind(&e.session_id).bind(&e.robot_id).bind(&e.detail)
-                .execute(&self.pool).await?;
+                insert_audit_record!(org_id, e).execute(&self.pool).await?;
                 Ok(())
             }
         }

@@ -1,10 +1,12 @@
 //! Episodes of the org's datasets (rules L11, L12): a row per COMPLETED
 //! session that recorded frames; the frames themselves are files.
 
+use super::board::insert_audit_record;
 use super::sql::StoreDb;
 use super::sql::{PgStore, SqliteStore};
 use super::StoreResult;
 use async_trait::async_trait;
+use domain::events::AuditEntry;
 
 /// An episode to add; its index is the next of its environment.
 #[derive(Clone, Debug)]
@@ -42,10 +44,11 @@ pub struct EpisodeRow {
 
 #[async_trait]
 pub trait DatasetStore: Send + Sync {
-    /// Adds the episode: its index in the environment, or `None` when the
-    /// session has one already (it is added once; two instances finishing
-    /// the same recording at once add one row).
-    async fn add_episode(&self, episode: &NewEpisode) -> StoreResult<Option<i64>>;
+    /// Adds the episode, the next index of its environment, and the audit
+    /// entry `entry` makes of that index, in one transaction: the entry, or
+    /// `None` when the session has its episode already (it is added once;
+    /// two instances finishing the same recording at once add one row).
+    async fn add_episode(&self, episode: &NewEpisode, entry: &(dyn Fn(i64) -> AuditEntry + Sync)) -> StoreResult<Option<AuditEntry>>;
     /// Whether the session has its episode's row.
     async fn has_episode(&self, session_id: &str) -> StoreResult<bool>;
     /// The org's episodes (only `client_id`'s when given), by environment and index.
@@ -62,13 +65,8 @@ macro_rules! dataset_store {
     ($store:ident) => {
         #[async_trait]
         impl DatasetStore for $store {
-            async fn add_episode(&self, e: &NewEpisode) -> StoreResult<Option<i64>> {
+            async fn add_episode(&self, e: &NewEpisode, entry: &(dyn Fn(i64) -> AuditEntry + Sync)) -> StoreResult<Option<AuditEntry>> {
                 let mut tx = <Self as StoreDb>::begin_write(&self.pool).await?;
-                if sqlx::query_scalar::<_, i64>("SELECT episode_index FROM episodes WHERE session_id = $1")
-                    .bind(&e.session_id).fetch_optional(&mut *tx).await?.is_some()
-                {
-                    return Ok(None);
-                }
                 let index: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(episode_index) + 1, 0) FROM episodes WHERE org_id = $1 AND environment = $2")
                     .bind(&e.org_id).bind(&e.environment).fetch_one(&mut *tx).await?;
                 let added = sqlx::query(
@@ -78,10 +76,16 @@ macro_rules! dataset_store {
                 .bind(&e.session_id).bind(&e.org_id).bind(&e.environment).bind(index).bind(&e.robot_id).bind(&e.operator_id).bind(&e.client_id)
                 .bind(&e.task).bind(e.fps).bind(e.frames).bind(e.duration_ms).bind(e.cameras.join(";")).bind(e.created_at)
                 .execute(&mut *tx).await?;
+                // (Another instance's row for the session is kept and this
+                // one is not; the transaction, which wrote nothing, is
+                // rolled back as it is dropped.)
+                if added.rows_affected() != 1 {
+                    return Ok(None);
+                }
+                let entry = entry(index);
+                insert_audit_record!(&e.org_id, entry).execute(&mut *tx).await?;
                 tx.commit().await?;
-                // (PostgreSQL: another instance's row for the session, added
-                // since the check above, is kept and this one is not.)
-                Ok((added.rows_affected() == 1).then_some(index))
+                Ok(Some(entry))
             }
 
             async fn has_episode(&self, session_id: &str) -> StoreResult<bool> {
@@ -110,3 +114,50 @@ macro_rules! dataset_store {
 
 dataset_store!(SqliteStore);
 dataset_store!(PgStore);
+
+#[cfg(test)]
+mod tests {
+    use super::NewEpisode;
+    use crate::store::{Lease, NewSession, Write};
+    use domain::events::{ActorKind, AuditAction, AuditEntry};
+
+    fn episode() -> NewEpisode {
+        NewEpisode {
+            session_id: "ses-1".into(), org_id: "org".into(), environment: "Leeds".into(), robot_id: "r-1".into(), operator_id: None,
+            client_id: None, task: "pick-place".into(), fps: 30, frames: 90, duration_ms: 3_000, cameras: vec!["front".into()], created_at: 7,
+        }
+    }
+
+    fn entry(index: i64) -> AuditEntry {
+        AuditEntry {
+            at_ms: 7, actor_kind: ActorKind::System, actor_id: None, action: AuditAction::EpisodeRecorded,
+            session_id: Some("ses-1".into()), robot_id: Some("r-1".into()), detail: Some(format!("episode {index}")),
+        }
+    }
+
+    /// An episode's row and its audit entry are written in one
+    /// transaction: when the database refuses the entry, the row is not
+    /// there either, and the recording is tried again later (before, the
+    /// row stayed without its entry, as a stop between the two left it).
+    /// Added once, the next try adds nothing.
+    #[tokio::test]
+    async fn an_episode_and_its_audit_entry_are_written_together_or_not_at_all() {
+        let (_dir, store, connection) = crate::store::sqlite_to_explain().await;
+        let call = NewSession {
+            id: "ses-1".into(), org_id: "org".into(), robot_id: "r-1".into(), skill: "pick-place".into(), pop: "uk-london".into(),
+            raised_at: 1, client_id: None, booking_id: None, planned_end_at: None,
+        };
+        store.commit(&Lease { org_id: "org".into(), epoch: 1 }, vec![Write::OpenSession(call)]).await.unwrap();
+        connection.execute_batch("CREATE TRIGGER refused BEFORE INSERT ON audit_records BEGIN SELECT RAISE(ABORT, 'refused'); END").unwrap();
+        assert!(store.add_episode(&episode(), &entry).await.is_err(), "the entry is refused");
+        assert!(!store.has_episode("ses-1").await.unwrap(), "and so is the row");
+        connection.execute_batch("DROP TRIGGER refused").unwrap();
+        let written = store.add_episode(&episode(), &entry).await.unwrap();
+        assert_eq!(written.and_then(|e| e.detail), Some("episode 0".into()), "the entry of index 0");
+        assert!(store.has_episode("ses-1").await.unwrap());
+        let actions = store.audit_actions("org").await.unwrap();
+        assert_eq!(actions.iter().filter(|(action, _)| action == "episode_recorded").count(), 1, "{actions:?}");
+        assert!(store.add_episode(&episode(), &entry).await.unwrap().is_none(), "added once");
+        assert_eq!(store.audit_actions("org").await.unwrap().len(), actions.len(), "and its entry once");
+    }
+}

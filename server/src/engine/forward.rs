@@ -13,7 +13,7 @@ use super::types::EngineError;
 use super::Shared;
 use crate::store::SharedStore;
 use futures::StreamExt;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -38,6 +38,9 @@ pub struct Forwarding {
     store: SharedStore,
     /// What is known of each org's owner's epoch.
     epochs: Arc<Mutex<HashMap<String, Arc<KnownEpoch>>>>,
+    /// Owners (org, epoch) of a build before `Request::Inputs` (`0130851`),
+    /// found during a rolling upgrade: their input goes one by one.
+    single_inputs: Arc<Mutex<HashSet<(String, i64)>>>,
 }
 
 /// What is known of an org's owner's epoch: the last read of it from the
@@ -107,7 +110,13 @@ pub(super) type Listening = crate::task::OwnedTask;
 impl Forwarding {
     /// Over the cluster bus's connection, in its namespace.
     pub fn new(bus: &crate::bus::nats::NatsBus, store: SharedStore) -> Forwarding {
-        Forwarding { client: bus.client().clone(), prefix: bus.cluster_subject("engine"), store, epochs: Arc::default() }
+        Forwarding {
+            client: bus.client().clone(),
+            prefix: bus.cluster_subject("engine"),
+            store,
+            epochs: Arc::default(),
+            single_inputs: Arc::default(),
+        }
     }
 
     /// The subject of the org's lease of `epoch`.
@@ -140,6 +149,11 @@ impl Forwarding {
         // listening there: the org moved) with the one the database has now.
         for fresh in [false, true] {
             let Some(epoch) = self.epoch(org_id, fresh).await? else { return Err(EngineError::DispatchedElsewhere) };
+            if let Request::Inputs { inputs } = request {
+                if self.single_inputs.lock().expect("inputs lock").contains(&(org_id.to_string(), epoch)) {
+                    return self.forward_one_by_one(org_id, inputs).await;
+                }
+            }
             let message = match tokio::time::timeout(ANSWER_WITHIN, self.client.request(self.subject(org_id, epoch), payload.clone())).await {
                 Ok(Ok(message)) => message,
                 // Nothing was run: safe to ask the current owner.
@@ -163,6 +177,19 @@ impl Forwarding {
                     self.forget(org_id);
                     Err(EngineError::DispatchedElsewhere)
                 }
+                // An owner of a build before `Inputs` cannot read the batch
+                // and says so; it reads the single `Input` it sent itself
+                // (a rolling upgrade: otherwise a session driven from an
+                // upgraded instance would meet its inactivity chain). An
+                // owner of this build says so only when its desk is gone
+                // (stopping): it reads single inputs as well, and the org's
+                // epoch moves on.
+                Ok(Err(Refusal::Unavailable)) if matches!(request, Request::Inputs { .. }) => {
+                    let Request::Inputs { inputs } = request else { unreachable!("matched") };
+                    tracing::info!(org = %org_id, epoch, "the org's owner reads operator input one by one (an instance of the build before): sent so");
+                    self.single_inputs.lock().expect("inputs lock").insert((org_id.to_string(), epoch));
+                    self.forward_one_by_one(org_id, inputs).await
+                }
                 Ok(answer) => answer.map_err(EngineError::from),
                 Err(e) => {
                     tracing::error!(org = %org_id, error = %e, "a forwarded answer could not be read");
@@ -171,6 +198,15 @@ impl Forwarding {
             };
         }
         Err(EngineError::DispatchedElsewhere)
+    }
+
+    /// `inputs` as single `Request::Input`s, at once.
+    async fn forward_one_by_one(&self, org_id: &str, inputs: &[super::request::OperatorInput]) -> Result<Answer, EngineError> {
+        let each = inputs.iter().map(|input| {
+            let single = Request::Input { operator_id: input.operator_id.clone(), session_id: input.session_id.clone() };
+            async move { Box::pin(self.forward(org_id, &single)).await }
+        });
+        futures::future::join_all(each).await.into_iter().find(Result::is_err).unwrap_or(Ok(Answer::Done))
     }
 
     /// Runs the org's forwarded requests for the lease of `epoch` on this
@@ -219,7 +255,45 @@ impl Forwarding {
 #[cfg(test)]
 mod tests {
     use super::KnownEpoch;
+    use crate::engine::request::{Answer, OperatorInput, Refusal, Request};
+    use futures::StreamExt;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// An owner of the build before `Inputs` (`0130851`) cannot read an
+    /// input batch and answers it "unavailable"; it reads single `Input`s.
+    /// The batch then goes to it one by one, and so do the next ones for
+    /// that owner, without the batch first. The owner here is a responder
+    /// on the org's subject on the local NATS answering as that build did.
+    #[tokio::test]
+    async fn an_owner_of_the_build_before_gets_operator_input_one_by_one() {
+        let dir = tempfile::tempdir().unwrap();
+        // (SQLite: the org's epoch is 1.)
+        let store = crate::store::sqlite_with_a_robot(dir.path()).await;
+        let cluster = uuid::Uuid::now_v7().simple().to_string();
+        let bus = crate::bus::nats::NatsBus::connect("nats://127.0.0.1:4222", "forward-test", &cluster).await.expect("NATS on 127.0.0.1:4222");
+        let forwarding = super::Forwarding::new(&bus, store);
+        let mut owner = bus.client().subscribe(forwarding.subject("org", 1)).await.unwrap();
+        bus.client().flush().await.unwrap();
+        let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let (client, noted) = (bus.client().clone(), heard.clone());
+        tokio::spawn(async move {
+            while let Some(message) = owner.next().await {
+                let request: serde_json::Value = serde_json::from_slice(&message.payload).unwrap();
+                let kind = request.as_object().and_then(|o| o.keys().next().cloned()).unwrap_or_default();
+                let answer: Result<Answer, Refusal> = if kind == "Input" { Ok(Answer::Done) } else { Err(Refusal::Unavailable) };
+                noted.lock().unwrap().push(kind);
+                client.publish(message.reply.unwrap(), serde_json::to_vec(&answer).unwrap().into()).await.unwrap();
+            }
+        });
+        let batch = |n: usize| Request::Inputs {
+            inputs: (0..n).map(|i| OperatorInput { operator_id: format!("op-{i}"), session_id: format!("s-{i}") }).collect(),
+        };
+        let kinds = |heard: &[String]| (heard.iter().filter(|k| *k == "Inputs").count(), heard.iter().filter(|k| *k == "Input").count());
+        assert!(matches!(forwarding.forward("org", &batch(3)).await, Ok(Answer::Done)));
+        assert_eq!(kinds(&heard.lock().unwrap()), (1, 3), "the batch, refused, then its three inputs");
+        assert!(matches!(forwarding.forward("org", &batch(2)).await, Ok(Answer::Done)));
+        assert_eq!(kinds(&heard.lock().unwrap()), (1, 5), "the next batch one by one at once");
+    }
 
     /// Requests for an org come in bursts; a burst finding the epoch stale
     /// reads it from the database once, not once per request. A forgotten

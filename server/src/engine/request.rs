@@ -43,8 +43,9 @@ pub enum Request {
     Extended { session_id: String, from: i64, to: i64 },
     /// Operator input on their sessions (`inputs::InputsNoted`'s batch).
     Inputs { inputs: Vec<OperatorInput> },
-    /// One operator input, as instances of the build before forward it
-    /// (read during a rolling upgrade; never sent).
+    /// One operator input, as instances of the build before `Inputs`
+    /// (`0130851`) forward it: read from them, and sent to an owner of
+    /// that build, which cannot read `Inputs` (a rolling upgrade).
     Input { operator_id: String, session_id: String },
     /// `tab`: the socket's id, unique in the cluster (opening it again is a no-op).
     TabOpened { operator_id: String, tab: String },

@@ -13,7 +13,7 @@ use super::types::EngineError;
 use super::Shared;
 use crate::store::SharedStore;
 use futures::StreamExt;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -29,6 +29,12 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 /// falls in this half second (it then waits `ANSWER_WITHIN` and is told 503).
 const EPOCH_KEPT: Duration = Duration::from_millis(500);
 
+/// How long an owner that refused an input batch gets single inputs before
+/// a batch is tried again: an owner of this build refuses one only when it
+/// could not take it then (a failed commit, the database away), and keeps
+/// its lease; an owner of the build before refuses one a minute.
+const SINGLE_INPUTS_FOR: Duration = Duration::from_secs(60);
+
 /// The way to the other instances' dispatchers.
 #[derive(Clone)]
 pub struct Forwarding {
@@ -38,9 +44,10 @@ pub struct Forwarding {
     store: SharedStore,
     /// What is known of each org's owner's epoch.
     epochs: Arc<Mutex<HashMap<String, Arc<KnownEpoch>>>>,
-    /// Owners (org, epoch) of a build before `Request::Inputs` (`0130851`),
-    /// found during a rolling upgrade: their input goes one by one.
-    single_inputs: Arc<Mutex<HashSet<(String, i64)>>>,
+    /// Owners (org, epoch) that refused an input batch, and when: most
+    /// likely of a build before `Request::Inputs` (`0130851`), during a
+    /// rolling upgrade. For `SINGLE_INPUTS_FOR` their input goes one by one.
+    single_inputs: Arc<Mutex<HashMap<(String, i64), std::time::Instant>>>,
 }
 
 /// What is known of an org's owner's epoch: the last read of it from the
@@ -150,7 +157,7 @@ impl Forwarding {
         for fresh in [false, true] {
             let Some(epoch) = self.epoch(org_id, fresh).await? else { return Err(EngineError::DispatchedElsewhere) };
             if let Request::Inputs { inputs } = request {
-                if self.single_inputs.lock().expect("inputs lock").contains(&(org_id.to_string(), epoch)) {
+                if self.gets_single_inputs(org_id, epoch) {
                     return self.forward_one_by_one(org_id, inputs).await;
                 }
             }
@@ -178,16 +185,16 @@ impl Forwarding {
                     Err(EngineError::DispatchedElsewhere)
                 }
                 // An owner of a build before `Inputs` cannot read the batch
-                // and says so; it reads the single `Input` it sent itself
-                // (a rolling upgrade: otherwise a session driven from an
-                // upgraded instance would meet its inactivity chain). An
-                // owner of this build says so only when its desk is gone
-                // (stopping): it reads single inputs as well, and the org's
-                // epoch moves on.
+                // and says "unavailable"; it reads the single `Input` it
+                // sent itself (a rolling upgrade: otherwise a session driven
+                // from an upgraded instance would meet its inactivity
+                // chain). An owner of this build says so when it could not
+                // take the batch (a failed commit, the database away): it
+                // reads single inputs as well, and gets them for a while.
                 Ok(Err(Refusal::Unavailable)) if matches!(request, Request::Inputs { .. }) => {
                     let Request::Inputs { inputs } = request else { unreachable!("matched") };
-                    tracing::info!(org = %org_id, epoch, "the org's owner reads operator input one by one (an instance of the build before): sent so");
-                    self.single_inputs.lock().expect("inputs lock").insert((org_id.to_string(), epoch));
+                    tracing::info!(org = %org_id, epoch, "the org's owner refused an input batch (an instance of the build before?): input goes one by one for a minute");
+                    self.single_inputs.lock().expect("inputs lock").insert((org_id.to_string(), epoch), std::time::Instant::now());
                     self.forward_one_by_one(org_id, inputs).await
                 }
                 Ok(answer) => answer.map_err(EngineError::from),
@@ -198,6 +205,14 @@ impl Forwarding {
             };
         }
         Err(EngineError::DispatchedElsewhere)
+    }
+
+    /// Whether the owner (org, epoch) refused an input batch within
+    /// `SINGLE_INPUTS_FOR` (older refusals are forgotten here).
+    fn gets_single_inputs(&self, org_id: &str, epoch: i64) -> bool {
+        let mut refused = self.single_inputs.lock().expect("inputs lock");
+        refused.retain(|_, at| at.elapsed() < SINGLE_INPUTS_FOR);
+        refused.contains_key(&(org_id.to_string(), epoch))
     }
 
     /// `inputs` as single `Request::Input`s, at once.

@@ -101,9 +101,8 @@ pub const QUEUE_DEPTHS: &str = concat!(
     " AND queued_at IS NOT NULL GROUP BY skill ORDER BY skill",
 );
 
-/// An audit record's insert, bound: the one statement of every writer of
-/// the audit log (`record_audit`, and an episode's row with its entry,
-/// store/datasets.rs).
+/// An audit record's insert, bound: `record_audit`'s, and that of an
+/// episode's entry, written with its row (store/datasets.rs).
 macro_rules! insert_audit_record {
     ($org_id:expr, $e:expr) => {
         sqlx::query(

@@ -65,6 +65,8 @@ pub(super) struct Writer {
 struct Rewinds {
     done: AtomicU64,
     gave_up: AtomicU64,
+    /// The checkpointer's ticks so far (a test waits for some to pass).
+    looks: AtomicU64,
 }
 
 impl Writer {
@@ -99,6 +101,12 @@ impl Writer {
     #[cfg(test)]
     pub fn rewinds_given_up(&self) -> u64 {
         self.rewinds.gave_up.load(Ordering::Relaxed)
+    }
+
+    /// How many times the checkpointer has looked at the WAL.
+    #[cfg(test)]
+    pub fn checkpointer_looks(&self) -> u64 {
+        self.rewinds.looks.load(Ordering::Relaxed)
     }
 
     /// Applies `writes` in one transaction, on this thread; the whole batch
@@ -148,6 +156,7 @@ fn checkpoint(connection: Connection, writer: &Mutex<Connection>, stop: mpsc::Re
     // until the next batch starts it over, and is not rewound again.
     let mut rewound = None;
     while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY) {
+        rewinds.looks.fetch_add(1, Ordering::Relaxed);
         let frames = match run("PASSIVE") {
             Ok((_, frames)) => frames,
             Err(e) => {
@@ -436,7 +445,8 @@ mod tests {
     /// make the rewind give up: the checkpointer waits for the writer's
     /// connection, then rewinds. Before, it polled SQLite's lock for
     /// `RESTART_WAITS_AT_MOST`, gave up, and under load did so tick after
-    /// tick while the WAL grew.
+    /// tick while the WAL grew. Rewound, a WAL nothing wrote to since is
+    /// not rewound again.
     #[tokio::test]
     async fn a_rewind_waits_for_a_long_batch_instead_of_giving_up() {
         let dir = tempfile::tempdir().unwrap();
@@ -462,6 +472,14 @@ mod tests {
         }
         assert!(store.writer.rewinds() >= 1, "rewound");
         assert_eq!(store.writer.rewinds_given_up(), 0, "given up");
+        // Rewound and not written since, the WAL keeps its size: later
+        // looks leave it be (they rewound it again every tick).
+        let looked = store.writer.checkpointer_looks();
+        while store.writer.checkpointer_looks() < looked + 3 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(store.writer.checkpointer_looks() >= looked + 3, "the checkpointer looks on");
+        assert_eq!(store.writer.rewinds(), 1, "rewound once");
     }
 
     /// Under steady reads (each holding a snapshot for a moment) a PASSIVE

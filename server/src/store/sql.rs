@@ -410,6 +410,9 @@ pub trait StoreDb {
     async fn cluster_id(pool: &sqlx::Pool<Self::Db>) -> StoreResult<String>;
     async fn current_epoch(pool: &sqlx::Pool<Self::Db>, org_id: &str) -> StoreResult<Option<i64>>;
     async fn maintain(pool: &sqlx::Pool<Self::Db>) -> StoreResult<bool>;
+    /// Holds `key` until `tx` ends, against every other transaction asking
+    /// for it (on SQLite a write transaction already holds everything).
+    async fn hold(tx: &mut sqlx::Transaction<'static, Self::Db>, key: &str) -> StoreResult<()>;
 }
 
 #[async_trait]
@@ -443,6 +446,11 @@ impl StoreDb for SqliteStore {
 
     async fn current_epoch(_pool: &sqlx::SqlitePool, _org_id: &str) -> StoreResult<Option<i64>> {
         Ok(Some(1))
+    }
+
+    // `begin_write` took SQLite's one write lock.
+    async fn hold(_tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>, _key: &str) -> StoreResult<()> {
+        Ok(())
     }
 
     // Rows change in place; the checkpointer keeps the WAL short.
@@ -493,6 +501,13 @@ impl StoreDb for PgStore {
 
     async fn cluster_id(pool: &sqlx::PgPool) -> StoreResult<String> {
         Ok(sqlx::query_scalar("SELECT id FROM cluster_identity").fetch_one(pool).await?)
+    }
+
+    // A transaction-level advisory lock on the key's 64-bit hash: keys
+    // that share a hash wait for each other, which only costs a wait.
+    async fn hold(tx: &mut sqlx::Transaction<'static, sqlx::Postgres>, key: &str) -> StoreResult<()> {
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))").bind(key).execute(&mut **tx).await?;
+        Ok(())
     }
 
     async fn current_epoch(pool: &sqlx::PgPool, org_id: &str) -> StoreResult<Option<i64>> {

@@ -355,13 +355,13 @@ fn tidy_every_second(c: &mut server::config::Config) {
     c.recording_tidy = Duration::from_secs(1);
 }
 
-/// Left as an instance that stopped between putting a recording in place
-/// as its episode's file and writing the episode's row leaves it: the file
-/// there, the part kept (parts go only once the row is written), no row.
-/// The recording is looked at again once quiet, and the episode is made
-/// from the file in place, once; the part goes. And left as an instance
-/// that died mid-copy leaves it (a filesystem without links): the file in
-/// place shorter than the part; it is made again from the part.
+// Left as an instance that stopped between putting a recording in place
+// as its episode's file and writing the episode's row leaves it: the file
+// there, the part kept (parts go only once the row is written), no row.
+// The recording is looked at again once quiet, and the episode is made
+// from the file in place, once; the part goes. And left as an instance
+// that died mid-copy leaves it (a filesystem without links): the file in
+// place shorter than the part; it is made again from the part.
 both_backends_with!(an_episode_whose_row_was_never_written_is_made_when_its_recording_is_looked_at_again, tidy_every_second, |app: TestApp| async move {
     let data_dir = app.config.data_dir.clone();
     let episodes = data_dir.join("datasets").join(ORG).join("episodes");
@@ -391,10 +391,10 @@ both_backends_with!(an_episode_whose_row_was_never_written_is_made_when_its_reco
     app.finish().await;
 });
 
-/// A part written after its session's episode was made (a batch that
-/// raced a hand-off, on a shared data directory) is deleted once quiet: the
-/// episode in place is neither read again nor made again from it, however
-/// large the part.
+// A part written after its session's episode was made (a batch that
+// raced a hand-off, on a shared data directory) is deleted once quiet: the
+// episode in place is neither read again nor made again from it, however
+// large the part.
 both_backends_with!(a_part_written_after_the_episode_goes_and_the_episode_stays, tidy_every_second, |app: TestApp| async move {
     let data_dir = app.config.data_dir.clone();
     let session = record_episode(&app, "uk-pick-01", 1.0).await;
@@ -409,3 +409,47 @@ both_backends_with!(a_part_written_after_the_episode_goes_and_the_episode_stays,
     assert_eq!(scalar(&app.database_url(), &format!("SELECT COUNT(*) FROM audit_records WHERE action = 'episode_recorded' AND session_id = '{session}'")).await, 1);
     app.finish().await;
 });
+
+/// Episodes of one environment made at once by several instances
+/// (PostgreSQL, READ COMMITTED) would each read the same next index: they
+/// take it in turn, and each is added with its own, 0, 1, … (before, all
+/// but one failed on the index's unique key and waited a minute for the
+/// janitor). The store on a PostgreSQL database of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn episodes_made_at_once_on_postgresql_each_get_their_own_index() {
+    use domain::events::{ActorKind, AuditAction, AuditEntry};
+    use server::store::{Lease, NewEpisode, NewOrg, NewRobot, NewSession, Seed, Write};
+    let Some((url, database)) = common::scratch_pg_database().await else { return };
+    let store = server::store::connect(&url).await.unwrap();
+    let robots = (0..20).map(|i| NewRobot {
+        id: format!("r-{i}"), org_id: "org".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
+        req_cert: "pick-place · tier-1".into(), token_hash: format!("hash-{i}"),
+    });
+    store.seed(&Seed { orgs: vec![NewOrg { id: "org".into(), name: "Org".into() }], robots: robots.collect(), ..Default::default() }).await.unwrap();
+    let lease: Lease = store.take_lease("org", "test", 60_000).await.unwrap().expect("the org's lease");
+    let calls = (0..20).map(|i| {
+        Write::OpenSession(NewSession {
+            id: format!("ses-{i}"), org_id: "org".into(), robot_id: format!("r-{i}"), skill: "pick-place".into(), pop: "uk-london".into(),
+            raised_at: 1, client_id: None, booking_id: None, planned_end_at: None,
+        })
+    });
+    store.commit(&lease, calls.collect()).await.unwrap();
+    let entry = |index: i64| AuditEntry {
+        at_ms: 7, actor_kind: ActorKind::System, actor_id: None, action: AuditAction::EpisodeRecorded,
+        session_id: None, robot_id: None, detail: Some(format!("episode {index}")),
+    };
+    let made = futures::future::join_all((0..20).map(|i| {
+        let store = store.clone();
+        let episode = NewEpisode {
+            session_id: format!("ses-{i}"), org_id: "org".into(), environment: "Leeds".into(), robot_id: format!("r-{i}"), operator_id: None,
+            client_id: None, task: "pick-place".into(), fps: 30, frames: 90, duration_ms: 3_000, cameras: vec!["front".into()], created_at: 7,
+        };
+        async move { store.add_episode(&episode, &entry).await }
+    }))
+    .await;
+    let mut indexes: Vec<String> = made.into_iter().map(|added| added.expect("added").expect("a row").detail.unwrap()).collect();
+    indexes.sort_by_key(|detail| detail["episode ".len()..].parse::<i64>().unwrap());
+    assert_eq!(indexes, (0..20).map(|i| format!("episode {i}")).collect::<Vec<_>>());
+    drop(store);
+    common::drop_pg_database(&database).await;
+}

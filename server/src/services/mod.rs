@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod bookings;
+pub mod heartbeats;
 pub mod integrations;
 pub mod passwords;
 pub mod people;

@@ -4,6 +4,7 @@
 
 use crate::bus::SharedBus;
 use crate::clock::now_ms;
+use crate::services::heartbeats::Heartbeats;
 use crate::services::OpenTabs;
 use crate::store::{NewRobot, RobotChange, RobotFields, RobotRecord, SharedStore, StoreError, StoreResult};
 use domain::events::{Event, OrgEvent, Topic};
@@ -116,6 +117,8 @@ pub struct RobotRegistry {
     tabs: Arc<OpenTabs>,
     /// Heartbeat deadlines for the lapse task.
     lapses: mpsc::UnboundedSender<(i64, String, String)>,
+    /// Where heartbeats are stored, in groups.
+    heartbeats: Heartbeats,
 }
 
 impl RobotRegistry {
@@ -124,7 +127,8 @@ impl RobotRegistry {
         let mut robots = Robots::default();
         robots.remember_all(store.robots_with_token(None).await?);
         let (lapses, rx) = mpsc::unbounded_channel();
-        let registry = Arc::new(RobotRegistry { store, bus, robots: RwLock::new(robots), tabs, lapses });
+        let heartbeats = Heartbeats::start(store.clone());
+        let registry = Arc::new(RobotRegistry { store, bus, robots: RwLock::new(robots), tabs, lapses, heartbeats });
         let task = tokio::spawn(lapse_heartbeats(Arc::downgrade(&registry), rx));
         Ok((registry, task))
     }
@@ -191,7 +195,7 @@ impl RobotRegistry {
     /// robot was offline.
     pub async fn heartbeat(&self, robot: &RobotRecord) -> StoreResult<i64> {
         let now = now_ms();
-        self.store.record_heartbeat(&robot.org_id, &robot.id, now).await?;
+        self.heartbeats.store(&robot.org_id, &robot.id, now).await?;
         let was = {
             let mut robots = self.robots.write().expect("robots lock");
             let token = robots.by_id.get(&(robot.org_id.clone(), robot.id.clone())).cloned();

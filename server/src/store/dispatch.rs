@@ -12,6 +12,14 @@ use domain::lifecycle::telemetry_allowed;
 use domain::models::{LifecycleState, SafetyState};
 use async_trait::async_trait;
 
+/// An edge agent's heartbeat: robot `robot_id` of `org_id` was heard at `at`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Heartbeat {
+    pub org_id: String,
+    pub robot_id: String,
+    pub at: i64,
+}
+
 /// A session known by its id alone (`DispatchStore::session_state`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SessionState {
@@ -23,7 +31,9 @@ pub struct SessionState {
 #[async_trait]
 pub trait DispatchStore: Send + Sync {
     async fn robot_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<super::RobotRecord>>;
-    async fn record_heartbeat(&self, org_id: &str, robot_id: &str, now: i64) -> StoreResult<()>;
+    /// Stores edge-agent heartbeats, all in one transaction (a group
+    /// made by `services::heartbeats`): each robot's at most once.
+    async fn record_heartbeats(&self, beats: Vec<Heartbeat>) -> StoreResult<()>;
     /// The robot's PENDING, ACTIVE or PAUSED session, if any.
     async fn live_session_for_robot(&self, org_id: &str, robot_id: &str) -> StoreResult<Option<String>>;
 
@@ -166,10 +176,9 @@ macro_rules! dispatch_store {
                     .bind(token_hash).fetch_optional(&self.pool).await?)
             }
 
-            async fn record_heartbeat(&self, org_id: &str, robot_id: &str, now: i64) -> StoreResult<()> {
-                sqlx::query("UPDATE robots SET last_heartbeat_at = $1 WHERE org_id = $2 AND id = $3")
-                    .bind(now).bind(org_id).bind(robot_id).execute(&self.pool).await?;
-                Ok(())
+            async fn record_heartbeats(&self, mut beats: Vec<Heartbeat>) -> StoreResult<()> {
+                beats.sort();
+                self.write_heartbeats(&beats).await
             }
 
             async fn live_session_for_robot(&self, org_id: &str, robot_id: &str) -> StoreResult<Option<String>> {
@@ -330,6 +339,12 @@ impl SqliteStore {
     async fn commit_batch(&self, lease: &Lease, writes: Vec<Write>, read_back: Vec<String>) -> StoreResult<Vec<SessionRow>> {
         self.writer.commit(&writes, &lease.org_id, &read_back)
     }
+
+    /// By the batch writer, between two batches (sqlite_writer.rs).
+    async fn write_heartbeats(&self, beats: &[Heartbeat]) -> StoreResult<()> {
+        let group: Vec<serde_json::Value> = beats.iter().map(|b| serde_json::json!([b.org_id, b.robot_id, b.at])).collect();
+        self.writer.write_heartbeats(serde_json::Value::Array(group).to_string()).await
+    }
 }
 
 impl PgStore {
@@ -354,5 +369,18 @@ impl PgStore {
             Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("CC001") => Err(super::StoreError::Fenced),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// In the robots' order, one round trip each, in one transaction: the
+    /// rows are locked in that order by every instance's group, so two
+    /// groups sharing robots never wait on each other in a circle.
+    async fn write_heartbeats(&self, beats: &[Heartbeat]) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        for beat in beats {
+            sqlx::query("UPDATE robots SET last_heartbeat_at = $1 WHERE org_id = $2 AND id = $3")
+                .bind(beat.at).bind(&beat.org_id).bind(&beat.robot_id).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 }

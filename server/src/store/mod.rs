@@ -53,7 +53,7 @@ mod writes;
 pub use board::{AnswerSpeedRow, AuditRow, BoardStore, QueueDepthRow};
 pub use booking::{BookingJudge, BookingRow, BookingStore, BookingsSeen, Extension, ExtensionJudge, NewBooking};
 pub use datasets::{DatasetStore, EpisodeRow, NewEpisode};
-pub use dispatch::{ActivityRow, DispatchStore, SessionState};
+pub use dispatch::{ActivityRow, DispatchStore, Heartbeat, SessionState};
 pub use event_log::{EventLogStore, LogRow, Logged};
 pub use integrations::{ApiKeyRow, DeliveryRow, IntegrationStore, NewKeyRow, NewWebhookRow, WebhookRow};
 pub use chat::{ChatRow, ChatStore};
@@ -95,7 +95,9 @@ pub enum StoreError {
     /// is refused, and it dispatches the org no longer (rule D13).
     #[error("this instance no longer holds the org's dispatch lease")]
     Fenced,
-    /// SQLite's batch writer (its own connection, outside sqlx) failed.
+    /// A writer of batches failed: SQLite's batch writer (its own
+    /// connection, outside sqlx), or the heartbeats' group writer (one
+    /// error told to every heartbeat of the group, as its text).
     #[error("database error: {0}")]
     Writer(String),
     /// A cluster-wide place's take whose COMMIT went unanswered, and whose

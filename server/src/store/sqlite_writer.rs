@@ -12,9 +12,9 @@
 //! the pages cached; a pool reader, whose cache every write empties, would
 //! read them from the WAL again) and answered with the commit.
 //!
-//! Only the engine's journal goes this way; everything else still writes
-//! through the sqlx pool, and SQLite's own lock (with a busy timeout on
-//! both sides) orders the two.
+//! Only the engine's journal and the edge agents' heartbeats (in groups)
+//! go this way; everything else still writes through the sqlx pool, and
+//! SQLite's own lock (with a busy timeout on both sides) orders the two.
 //!
 //! Checkpoints (copying the WAL back into the database file, with its
 //! fsync) run on a thread of their own, every `CHECKPOINT_EVERY`: left to
@@ -39,6 +39,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
+
+/// A group of heartbeats, `[[org, robot, at], …]`, in one statement.
+const HEARTBEATS: &str = "UPDATE robots SET last_heartbeat_at = b.at \
+     FROM (SELECT value ->> 0 AS org_id, value ->> 1 AS robot_id, value ->> 2 AS at FROM json_each(?1)) AS b \
+     WHERE robots.org_id = b.org_id AND robots.id = b.robot_id";
 
 /// How often the checkpointer copies the WAL into the database file.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
@@ -89,6 +94,23 @@ impl Writer {
         let writer = connection.clone();
         thread("sqlite-checkpointer", move || checkpoint(checkpointer, &writer, stop, counted))?;
         Ok(Writer { connection, _checkpoints: checkpoints, rewinds })
+    }
+
+    /// Stores a group of edge-agent heartbeats (`[[org, robot, at], …]` as
+    /// JSON; services/heartbeats.rs) with one statement on this connection,
+    /// between two batches, off the runtime's threads. Through the pool the
+    /// group waited for SQLite's lock in sleeps of 1, 2, 5 … ms, losing it
+    /// to back-to-back batches for up to a fifth of a second, and a batch
+    /// that found the lock held by it slept too (BENCHMARKS.md, Engine v3
+    /// twenty-fourth part).
+    pub async fn write_heartbeats(&self, group: String) -> StoreResult<()> {
+        let connection = self.connection.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            let connection = connection.lock();
+            connection.prepare_cached(HEARTBEATS).and_then(|mut statement| statement.execute([group])).map_err(embedded)
+        });
+        written.await.map_err(|e| StoreError::Writer(format!("the heartbeats' write failed: {e}")))??;
+        Ok(())
     }
 
     /// How many times the checkpointer has rewound the WAL.

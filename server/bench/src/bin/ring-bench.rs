@@ -22,6 +22,11 @@
 //! 127.0.0.2 on, that only heartbeat; it reports the server's memory per
 //! tab and its CPU with heartbeats alone before the call phase runs on top.
 //!
+//! `--robot-heartbeats R` has the call phase's robots (`lr-000`…) send R
+//! edge-agent heartbeats a second between them (`POST
+//! /v1/robots/{id}/heartbeat`, each a write of its own), as a fleet does
+//! beside its calls; their answers and latency are reported.
+//!
 //! `--instances N` (cluster mode, `--db postgres`, NATS at `--nats`) starts
 //! N servers on the one database, as behind a round-robin balancer:
 //! console k signs in at instance k mod N and call i is raised at instance
@@ -47,7 +52,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 const USAGE: &str = "usage: ring-bench [--server clutchcall|floor] [--target URL] [--db sqlite|postgres] [--mode cycle|queue] \
-                     [--consoles N] [--calls M] [--rate R] [--concurrency C] [--warmup-s S] [--every-s S] [--idle N --tabs T] [--instances N --nats URL]";
+                     [--consoles N] [--calls M] [--rate R] [--concurrency C] [--warmup-s S] [--every-s S] [--idle N --tabs T] [--robot-heartbeats R] [--instances N --nats URL]";
 
 /// What the consoles saw.
 #[derive(Default)]
@@ -221,6 +226,7 @@ async fn main() -> anyhow::Result<()> {
         ("every-s", "0"),
         ("idle", "0"),
         ("tabs", "50"),
+        ("robot-heartbeats", "0"),
         ("instances", "1"),
         ("nats", "nats://127.0.0.1:4222"),
     ])
@@ -376,6 +382,7 @@ async fn main() -> anyhow::Result<()> {
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut tasks = Vec::new();
+    let fleet = robot_heartbeats(&http, &bases, num("robot-heartbeats")?, calls.max(1));
     let one_call = {
         let (http, bases, samples, receipts) = (http.clone(), bases.clone(), samples.clone(), receipts.clone());
         move |i: usize| {
@@ -434,6 +441,13 @@ async fn main() -> anyhow::Result<()> {
         task.await?;
     }
     let wall = started.elapsed();
+    let fleet = match fleet {
+        Some((stop, task)) => {
+            let _ = stop.send(());
+            Some(task.await?)
+        }
+        None => None,
+    };
     // Give the last offers a moment to land.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_peak = rss("VmHWM");
@@ -493,10 +507,61 @@ async fn main() -> anyhow::Result<()> {
         rss_end,
         rss_peak,
     );
+    if let Some(mut beats) = fleet {
+        let others = beats.iter().filter(|(status, _)| *status != 200).count();
+        let mut took: Vec<Duration> = beats.drain(..).map(|(_, took)| took).collect();
+        took.sort();
+        println!(
+            "robot heartbeats {:.0}/s: {} sent, {others} not answered 200 | p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            took.len() as f64 / wall.as_secs_f64(),
+            took.len(),
+            ms(percentile(&took, 0.50)),
+            ms(percentile(&took, 0.99)),
+            ms(took.last().copied().unwrap_or_default()),
+        );
+    }
     drop(children);
     db.finish().await?;
     if failed > 0 || lost > 0 || receipts.double_offers.load(Ordering::Relaxed) > 0 {
         anyhow::bail!("failed={failed} lost={lost} double={}", receipts.double_offers.load(Ordering::Relaxed));
     }
     Ok(())
+}
+
+/// `--robot-heartbeats R`: robots `lr-000`… (`robots` of them) heartbeat R
+/// times a second between them, each on its own task, until told to stop;
+/// answers each heartbeat's status and latency.
+fn robot_heartbeats(
+    http: &reqwest::Client,
+    bases: &[String],
+    per_second: usize,
+    robots: usize,
+) -> Option<(oneshot::Sender<()>, tokio::task::JoinHandle<Vec<(u16, Duration)>>)> {
+    if per_second == 0 {
+        return None;
+    }
+    let (stop, mut stopped) = oneshot::channel();
+    let (http, bases) = (http.clone(), bases.to_vec());
+    let task = tokio::spawn(async move {
+        let (pace, started) = (Duration::from_secs_f64(1.0 / per_second as f64), tokio::time::Instant::now());
+        let mut sent = Vec::new();
+        for k in 0.. {
+            tokio::select! {
+                _ = &mut stopped => break,
+                _ = tokio::time::sleep_until(started + pace * k) => {}
+            }
+            let (http, base, i) = (http.clone(), bases[k as usize % bases.len()].clone(), k as usize % robots);
+            sent.push(tokio::spawn(async move {
+                let at = Instant::now();
+                let res = http.post(format!("{base}/v1/robots/lr-{i:03}/heartbeat")).bearer_auth(load_robot_token(i)).send().await;
+                (res.map(|r| r.status().as_u16()).unwrap_or(0), at.elapsed())
+            }));
+        }
+        let mut beats = Vec::with_capacity(sent.len());
+        for beat in sent {
+            beats.push(beat.await.unwrap_or((0, Duration::ZERO)));
+        }
+        beats
+    });
+    Some((stop, task))
 }

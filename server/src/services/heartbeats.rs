@@ -1,0 +1,147 @@
+//! Edge-agent heartbeats, stored in groups. A fleet heartbeats all the time
+//! (each robot every 10 s: 1,000 a second for 10,000 robots), and each
+//! heartbeat was a write transaction of its own: on SQLite each took the one
+//! write lock the dispatchers' batches need, and a batch that found it
+//! taken slept a millisecond or more (BENCHMARKS.md, Engine v3
+//! twenty-fourth part). One task writes them instead: the heartbeats that
+//! arrive while a group is being written make up the next group, written in
+//! one transaction, a robot's latest once. There is no timer: a lone
+//! heartbeat is written at once, and groups grow only as fast as writes lag.
+//! Each heartbeat is answered once its group is committed, as before.
+
+use crate::store::{Heartbeat, SharedStore, StoreError, StoreResult};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+/// At most this many heartbeats in one transaction.
+const GROUP_AT_MOST: usize = 512;
+
+/// A heartbeat waiting for its group, with where to answer.
+struct Waiting {
+    beat: Heartbeat,
+    stored: oneshot::Sender<Result<(), String>>,
+}
+
+/// The door to the group writer; its task ends when this is dropped.
+pub struct Heartbeats {
+    waiting: mpsc::UnboundedSender<Waiting>,
+    /// Groups written (read by the tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    groups: Arc<AtomicUsize>,
+}
+
+impl Heartbeats {
+    pub fn start(store: SharedStore) -> Heartbeats {
+        let (waiting, rx) = mpsc::unbounded_channel();
+        let groups = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(write_groups(store, rx, groups.clone()));
+        Heartbeats { waiting, groups }
+    }
+
+    /// Stores that `robot_id` of `org_id` was heard at `at`; answers once
+    /// it is committed (with the rest of its group).
+    pub async fn store(&self, org_id: &str, robot_id: &str, at: i64) -> StoreResult<()> {
+        let (stored, answer) = oneshot::channel();
+        let beat = Heartbeat { org_id: org_id.to_string(), robot_id: robot_id.to_string(), at };
+        self.waiting.send(Waiting { beat, stored }).map_err(|_| StoreError::Writer("the heartbeat writer has stopped".into()))?;
+        match answer.await {
+            Ok(stored) => stored.map_err(StoreError::Writer),
+            Err(_) => Err(StoreError::Writer("the heartbeat writer has stopped".into())),
+        }
+    }
+
+    /// How many groups have been written.
+    #[cfg(test)]
+    fn groups(&self) -> usize {
+        self.groups.load(Ordering::Relaxed)
+    }
+}
+
+async fn write_groups(store: SharedStore, mut waiting: mpsc::UnboundedReceiver<Waiting>, groups: Arc<AtomicUsize>) {
+    while let Some(first) = waiting.recv().await {
+        let mut group = vec![first];
+        while group.len() < GROUP_AT_MOST {
+            match waiting.try_recv() {
+                Ok(next) => group.push(next),
+                Err(_) => break,
+            }
+        }
+        let mut latest: BTreeMap<(&str, &str), i64> = BTreeMap::new();
+        for Waiting { beat, .. } in &group {
+            let at = latest.entry((&beat.org_id, &beat.robot_id)).or_insert(beat.at);
+            *at = (*at).max(beat.at);
+        }
+        let beats = latest.into_iter().map(|((org_id, robot_id), at)| Heartbeat { org_id: org_id.into(), robot_id: robot_id.into(), at }).collect();
+        // Every heartbeat of the group is answered alike: the store's error
+        // as its text (one error, several callers).
+        let stored = store.record_heartbeats(beats).await.map_err(|e| match e {
+            // Its own words: `StoreError::Writer` says "database error" again.
+            StoreError::Database(e) => e.to_string(),
+            e => e.to_string(),
+        });
+        groups.fetch_add(1, Ordering::Relaxed);
+        for Waiting { stored: answer, .. } in group {
+            let _ = answer.send(stored.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewOrg, NewRobot, Seed};
+
+    async fn store_with_robots(dir: &std::path::Path, robots: usize) -> SharedStore {
+        let store = crate::store::connect(&format!("sqlite://{}?mode=rwc", dir.join("db.sqlite").display())).await.unwrap();
+        let robots = (0..robots).map(|i| NewRobot {
+            id: format!("r-{i}"), org_id: "org".into(), model: "UR5e".into(), site: "Leeds".into(), pop: "uk-london".into(),
+            req_cert: "pick-place · tier-1".into(), token_hash: format!("hash-{i}"),
+        });
+        store.seed(&Seed { orgs: vec![NewOrg { id: "org".into(), name: "Org".into() }], robots: robots.collect(), ..Seed::default() }).await.unwrap();
+        store
+    }
+
+    /// 400 heartbeats of 20 robots at once: every one answered stored,
+    /// each robot's latest in the database, and far fewer transactions
+    /// than heartbeats (one each, this fails).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn heartbeats_at_once_are_stored_in_groups_each_robots_latest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_robots(dir.path(), 20).await;
+        let heartbeats = Arc::new(Heartbeats::start(store.clone()));
+        let sent = (0..400).map(|i| {
+            let heartbeats = heartbeats.clone();
+            tokio::spawn(async move { heartbeats.store("org", &format!("r-{}", i % 20), 1_000 + i).await })
+        });
+        for answer in futures::future::join_all(sent).await {
+            answer.unwrap().unwrap();
+        }
+        for r in 0..20 {
+            let robot = store.robot("org", &format!("r-{r}")).await.unwrap().unwrap();
+            assert_eq!(robot.last_heartbeat_at, Some(1_000 + 380 + r), "robot r-{r} holds its latest heartbeat");
+        }
+        assert!(heartbeats.groups() <= 100, "400 heartbeats in {} transactions", heartbeats.groups());
+    }
+
+    /// A group the database refuses is refused to each of its heartbeats,
+    /// and none of it is stored.
+    #[tokio::test]
+    async fn a_refused_group_is_refused_to_every_heartbeat_in_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_robots(dir.path(), 2).await;
+        let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", dir.path().join("db.sqlite").display())).await.unwrap();
+        sqlx::query("CREATE TRIGGER refuse_r1 BEFORE UPDATE ON robots WHEN NEW.id = 'r-1' BEGIN SELECT RAISE(ABORT, 'refused'); END")
+            .execute(&db).await.unwrap();
+        let heartbeats = Heartbeats::start(store.clone());
+        // On one thread both are queued before the writer runs: one group.
+        let (a, b) = tokio::join!(heartbeats.store("org", "r-0", 5), heartbeats.store("org", "r-1", 5));
+        assert_eq!(heartbeats.groups(), 1);
+        assert!(a.is_err() && b.is_err(), "{a:?} {b:?}");
+        assert_eq!(store.robot("org", "r-0").await.unwrap().unwrap().last_heartbeat_at, None, "nothing of the group is stored");
+        // The writer goes on: the next group is stored.
+        heartbeats.store("org", "r-0", 6).await.unwrap();
+        assert_eq!(store.robot("org", "r-0").await.unwrap().unwrap().last_heartbeat_at, Some(6));
+    }
+}

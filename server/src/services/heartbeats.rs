@@ -79,6 +79,7 @@ async fn write_groups(store: SharedStore, mut waiting: mpsc::UnboundedReceiver<W
         let stored = store.record_heartbeats(beats).await.map_err(|e| match e {
             // Its own words: `StoreError::Writer` says "database error" again.
             StoreError::Database(e) => e.to_string(),
+            StoreError::Writer(why) => why,
             e => e.to_string(),
         });
         groups.fetch_add(1, Ordering::Relaxed);

@@ -371,15 +371,27 @@ impl PgStore {
         }
     }
 
-    /// In the robots' order, one round trip each, in one transaction: the
-    /// rows are locked in that order by every instance's group, so two
-    /// groups sharing robots never wait on each other in a circle.
+    /// One transaction, two statements whatever the group's size: the
+    /// robots' rows are locked first, in their order (every instance's
+    /// group locks them so, and two groups sharing robots never wait on
+    /// each other in a circle, which an UPDATE's join order would not
+    /// promise), then updated. A robot's time never goes back.
     async fn write_heartbeats(&self, beats: &[Heartbeat]) -> StoreResult<()> {
+        let org_ids: Vec<&str> = beats.iter().map(|b| b.org_id.as_str()).collect();
+        let robot_ids: Vec<&str> = beats.iter().map(|b| b.robot_id.as_str()).collect();
+        let ats: Vec<i64> = beats.iter().map(|b| b.at).collect();
         let mut tx = self.pool.begin().await?;
-        for beat in beats {
-            sqlx::query("UPDATE robots SET last_heartbeat_at = $1 WHERE org_id = $2 AND id = $3")
-                .bind(beat.at).bind(&beat.org_id).bind(&beat.robot_id).execute(&mut *tx).await?;
-        }
+        sqlx::query(
+            "SELECT 1 FROM robots WHERE (org_id, id) IN (SELECT u.org_id, u.id FROM unnest($1::text[], $2::text[]) AS u(org_id, id)) \
+             ORDER BY org_id, id FOR NO KEY UPDATE",
+        )
+        .bind(&org_ids).bind(&robot_ids).execute(&mut *tx).await?;
+        sqlx::query(
+            "UPDATE robots r SET last_heartbeat_at = GREATEST(r.last_heartbeat_at, b.at) \
+             FROM unnest($1::text[], $2::text[], $3::bigint[]) AS b(org_id, robot_id, at) \
+             WHERE r.org_id = b.org_id AND r.id = b.robot_id",
+        )
+        .bind(&org_ids).bind(&robot_ids).bind(&ats).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -40,8 +40,10 @@ use parking_lot::Mutex;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-/// A group of heartbeats, `[[org, robot, at], …]`, in one statement.
-const HEARTBEATS: &str = "UPDATE robots SET last_heartbeat_at = b.at \
+/// A group of heartbeats, `[[org, robot, at], …]`, in one statement. A
+/// robot's time never goes back: a group written after a later one (two
+/// instances) leaves the later heartbeat.
+const HEARTBEATS: &str = "UPDATE robots SET last_heartbeat_at = max(coalesce(last_heartbeat_at, b.at), b.at) \
      FROM (SELECT value ->> 0 AS org_id, value ->> 1 AS robot_id, value ->> 2 AS at FROM json_each(?1)) AS b \
      WHERE robots.org_id = b.org_id AND robots.id = b.robot_id";
 
@@ -53,8 +55,10 @@ const RESTART_FRAMES: i64 = 2_000;
 const RESTART_WAITS_AT_MOST: Duration = Duration::from_millis(50);
 
 pub(super) struct Writer {
-    /// Taken by one batch at a time (the dispatch thread's), and by the
-    /// checkpointer for a rewind. parking_lot's lock is eventually fair:
+    /// Taken by one batch at a time (the dispatch thread's), by a group of
+    /// heartbeats, and by the checkpointer for a rewind. Whoever holds it
+    /// may wait there for a pool writer's transaction (SQLite's busy
+    /// timeout), and the dispatch thread with it, as for any batch. parking_lot's lock is eventually fair:
     /// a rewind waiting for it gets it after a batch or two, where std's
     /// could lose it to the next batch every time.
     connection: Arc<Mutex<Connection>>,

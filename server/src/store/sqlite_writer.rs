@@ -58,9 +58,10 @@ pub(super) struct Writer {
     /// Taken by one batch at a time (the dispatch thread's), by a group of
     /// heartbeats, and by the checkpointer for a rewind. Whoever holds it
     /// may wait there for a pool writer's transaction (SQLite's busy
-    /// timeout), and the dispatch thread with it, as for any batch. parking_lot's lock is eventually fair:
-    /// a rewind waiting for it gets it after a batch or two, where std's
-    /// could lose it to the next batch every time.
+    /// timeout), and the dispatch thread with it, as for any batch.
+    /// parking_lot's lock is eventually fair: a rewind waiting for it gets
+    /// it after a batch or two, where std's could lose it to the next
+    /// batch every time.
     connection: Arc<Mutex<Connection>>,
     /// Dropped with the writer: the checkpointer's thread then ends.
     _checkpoints: mpsc::Sender<()>,
@@ -104,7 +105,7 @@ impl Writer {
     /// JSON; services/heartbeats.rs) with one statement on this connection,
     /// between two batches, off the runtime's threads. Through the pool the
     /// group waited for SQLite's lock in sleeps of 1, 2, 5 … ms, losing it
-    /// to back-to-back batches for up to a fifth of a second, and a batch
+    /// to back-to-back batches for up to a quarter of a second, and a batch
     /// that found the lock held by it slept too (BENCHMARKS.md, Engine v3
     /// twenty-fourth part).
     pub async fn write_heartbeats(&self, group: String) -> StoreResult<()> {

@@ -120,6 +120,7 @@ async fn metrics_are_served_on_their_own_address_in_prometheus_format() {
         "clutchcall_queue_depth{org=\"org-northstar\",skill=\"welding\"}",
         "# TYPE clutchcall_dispatch_seconds histogram",
         "clutchcall_dispatch_seconds_bucket{le=\"0.01\"}",
+        "clutchcall_scrape_read_database 1",
     ] {
         assert!(text.contains(line), "{line} missing from:\n{text}");
     }

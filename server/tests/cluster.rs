@@ -5,6 +5,8 @@
 mod common;
 #[path = "cluster/caps.rs"]
 mod caps;
+#[path = "cluster/cut_off.rs"]
+mod cut_off;
 #[path = "cluster/limits.rs"]
 mod limits;
 #[path = "cluster/relay.rs"]

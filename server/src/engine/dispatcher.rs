@@ -369,7 +369,7 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
                 }
                 return;
             }
-            Stop::TakenOver => tracing::warn!(org = %org_id, epoch = lease.epoch, "another instance took this org over: stepped down"),
+            Stop::TakenOver => tracing::warn!(org = %org_id, epoch = lease.epoch, "the org's lease was taken over or lapsed: stepped down"),
         }
     }
 }
@@ -383,11 +383,13 @@ fn taken_over(waiting: Vec<Command>) -> Stop {
 }
 
 /// The lease is lost: the batch in flight is answered as it went (the
-/// database refuses it if it came too late); what was decided after it, and
-/// every command still waiting, is told another instance dispatches the org.
+/// database refuses it if it came too late; one the database does not
+/// answer within a renewal's interval is answered 503); what was decided
+/// after it, and every command still waiting, is told another instance
+/// dispatches the org.
 async fn step_down(shared: &Shared, committing: Option<Committing>, decided: Decided, waiting: Vec<Command>) -> Stop {
     if let Some(batch) = committing {
-        let _ = batch.finish(shared).await;
+        batch.finish_within(shared, lease::RENEW_EVERY).await;
     }
     decided.fail(|| EngineError::DispatchedElsewhere);
     taken_over(waiting)

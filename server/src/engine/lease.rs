@@ -21,6 +21,9 @@ pub const RENEW_EVERY: Duration = Duration::from_secs(1);
 /// An instance that does not dispatch an org tries to take it this often.
 pub const TAKE_EVERY: Duration = Duration::from_secs(1);
 
+// A transaction a vanished owner left open ends before its org may be taken.
+const _: () = assert!(crate::store::ABANDONED_TRANSACTION_AFTER.as_millis() <= LEASE_TTL_MS as u128);
+
 /// What asking for the org's lease found.
 pub(super) enum Asked {
     Taken(Lease),
@@ -30,9 +33,15 @@ pub(super) enum Asked {
     Unreachable,
 }
 
-/// Asks once for the org's lease.
+/// Asks once for the org's lease, waiting for the database at most until
+/// the next ask: a database that does not answer (its network cut, say)
+/// is unreachable, not a dispatcher that waits as long as TCP does.
 pub(super) async fn ask(shared: &Shared, org_id: &str) -> Asked {
-    match shared.store.take_lease(org_id, &shared.owner, LEASE_TTL_MS).await {
+    let Ok(asked) = tokio::time::timeout(TAKE_EVERY, shared.store.take_lease(org_id, &shared.owner, LEASE_TTL_MS)).await else {
+        tracing::warn!(org = %org_id, "the database did not answer for the org's dispatch lease within {TAKE_EVERY:?}");
+        return Asked::Unreachable;
+    };
+    match asked {
         Ok(Some(lease)) => {
             tracing::info!(org = %org_id, epoch = lease.epoch, instance = %shared.owner, "dispatching this org here");
             Asked::Taken(lease)
@@ -56,9 +65,18 @@ impl Renewals {
     }
 
     /// Renews the lease; false once it is lost: taken over, or not renewed
-    /// for a whole lease (another instance may hold it by now).
+    /// for a whole lease (another instance may hold it by now). A renewal
+    /// the database does not answer is given up when the lease lapses (but
+    /// after a `RENEW_EVERY` at least, so one right after a pause can still
+    /// find the lease its own): an owner cut off from the database steps
+    /// down when its lease ends, whatever TCP makes of the silence.
     pub async fn renew(&mut self, shared: &Shared, lease: &Lease) -> bool {
-        match shared.store.renew_lease(lease, LEASE_TTL_MS).await {
+        let left = Duration::from_millis(LEASE_TTL_MS as u64).saturating_sub(self.last_renewed.elapsed());
+        let Ok(renewed) = tokio::time::timeout(left.max(RENEW_EVERY), shared.store.renew_lease(lease, LEASE_TTL_MS)).await else {
+            tracing::warn!(org = %lease.org_id, "the database did not answer the renewal of the org's dispatch lease");
+            return self.current();
+        };
+        match renewed {
             Ok(true) => {
                 self.last_renewed = tokio::time::Instant::now();
                 true

@@ -14,6 +14,7 @@ use axum::Router;
 use metrics_exporter_prometheus::PrometheusHandle;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(Clone)]
 struct Scrape {
@@ -34,11 +35,27 @@ pub async fn serve(addr: SocketAddr, views: Arc<OrgViews>) -> std::io::Result<(S
     Ok((bound, task))
 }
 
+/// The database's part of a scrape waits at most this: past it the
+/// counters and the gauges as last read are served, and
+/// `clutchcall_scrape_read_database` says 0 (a scrape is most wanted when
+/// the database is away or cut off).
+const READS_WITHIN: Duration = Duration::from_secs(2);
+
 async fn scrape(State(s): State<Scrape>) -> String {
-    match s.views.org_ids().await {
+    let read = tokio::time::timeout(READS_WITHIN, read_orgs(&s.views)).await.is_ok();
+    if !read {
+        tracing::warn!("metrics: the database did not answer within {READS_WITHIN:?}; the org gauges are as last read");
+    }
+    metrics::gauge!("clutchcall_scrape_read_database").set(if read { 1.0 } else { 0.0 });
+    s.handle.render()
+}
+
+/// Every org's gauges, from the database.
+async fn read_orgs(views: &OrgViews) {
+    match views.org_ids().await {
         Ok(orgs) => {
             for org in orgs {
-                match s.views.ops_board(&org).await {
+                match views.ops_board(&org).await {
                     Ok(board) => record(&org, &board),
                     Err(e) => tracing::warn!(%org, error = %e, "metrics: org picture failed"),
                 }
@@ -46,7 +63,6 @@ async fn scrape(State(s): State<Scrape>) -> String {
         }
         Err(e) => tracing::warn!(error = %e, "metrics: org list failed"),
     }
-    s.handle.render()
 }
 
 /// The overview's figures for one org, as gauges labelled by org.

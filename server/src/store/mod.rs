@@ -68,7 +68,7 @@ pub use journal::{
     AnsweredOfferRow, DispatchRecord, DispatchRecordRow, LiveSessionRow, NewOffer, NewSession, OpenOfferRow, Lease,
     HeldElsewhereRow, OrgSnapshot, PendingCallRow, SessionRow, Telemetry, TelemetryOutcome, Write,
 };
-pub use sql::{PgStore, SqliteStore};
+pub use sql::{pg_options, PgStore, SqliteStore, ABANDONED_TRANSACTION_AFTER};
 
 /// The reads whose plans the integration tests check (`tests/dispatch.rs`
 /// on both backends, `tests/cluster.rs` on PostgreSQL): the store's own

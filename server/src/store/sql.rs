@@ -10,7 +10,7 @@ use super::{
 };
 use domain::models::{LinkFloor, Role};
 use async_trait::async_trait;
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::Row;
 use std::collections::HashMap;
@@ -63,11 +63,27 @@ impl PgStore {
             .max_connections(16)
             .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(10))
-            .connect(url)
+            .connect_with(pg_options(url)?)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
         Ok(PgStore { pool })
     }
+}
+
+/// A transaction this server leaves open this long between two statements
+/// is ended by PostgreSQL (`idle_in_transaction_session_timeout`). Ours run
+/// their statements back to back, so only an instance that vanished in the
+/// middle of one (its host gone, its network cut: nothing tells PostgreSQL)
+/// leaves one open, and the rows it locked (a heartbeat group's robots, a
+/// member's rows) would hold up the instance that takes its orgs over. Not
+/// longer than a lease (`engine::lease`): they are free again by the time
+/// another instance may take the org.
+pub const ABANDONED_TRANSACTION_AFTER: Duration = Duration::from_secs(3);
+
+/// How this server opens a PostgreSQL connection to `url`.
+pub fn pg_options(url: &str) -> StoreResult<PgConnectOptions> {
+    let after = format!("{}ms", ABANDONED_TRANSACTION_AFTER.as_millis());
+    Ok(PgConnectOptions::from_str(url)?.options([("idle_in_transaction_session_timeout", after)]))
 }
 
 pub(super) fn role_of(text: &str) -> StoreResult<Role> {

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod process;
+pub mod proxy;
 
 use server::config::Config;
 use server::Running;

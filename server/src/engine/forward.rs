@@ -269,7 +269,7 @@ impl Forwarding {
 
 #[cfg(test)]
 mod tests {
-    use super::KnownEpoch;
+    use super::{KnownEpoch, SINGLE_INPUTS_FOR};
     use crate::engine::request::{Answer, OperatorInput, Refusal, Request};
     use futures::StreamExt;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -277,10 +277,10 @@ mod tests {
     /// An owner of the build before `Inputs` (`0130851`) cannot read an
     /// input batch and answers it "unavailable"; it reads single `Input`s.
     /// The batch then goes to it one by one, and so do the next ones for
-    /// that owner, without the batch first. The owner here is a responder
+    /// that owner for `SINGLE_INPUTS_FOR`, without the batch first. The owner here is a responder
     /// on the org's subject on the local NATS answering as that build did.
     #[tokio::test]
-    async fn an_owner_of_the_build_before_gets_operator_input_one_by_one() {
+    async fn an_owner_of_the_build_before_gets_operator_input_one_by_one_for_a_while() {
         let dir = tempfile::tempdir().unwrap();
         // (SQLite: the org's epoch is 1.)
         let store = crate::store::sqlite_with_a_robot(dir.path()).await;
@@ -308,6 +308,14 @@ mod tests {
         assert_eq!(kinds(&heard.lock().unwrap()), (1, 3), "the batch, refused, then its three inputs");
         assert!(matches!(forwarding.forward("org", &batch(2)).await, Ok(Answer::Done)));
         assert_eq!(kinds(&heard.lock().unwrap()), (1, 5), "the next batch one by one at once");
+        // Remembered for `SINGLE_INPUTS_FOR`: past it, the batch is tried
+        // first again (an owner of this build that refused one while its
+        // database was away takes batches again).
+        for refused_at in forwarding.single_inputs.lock().unwrap().values_mut() {
+            *refused_at -= SINGLE_INPUTS_FOR;
+        }
+        assert!(matches!(forwarding.forward("org", &batch(2)).await, Ok(Answer::Done)));
+        assert_eq!(kinds(&heard.lock().unwrap()), (2, 7), "past the while, the batch first, refused, then its inputs");
     }
 
     /// Requests for an org come in bursts; a burst finding the epoch stale

@@ -382,17 +382,22 @@ fn taken_over(waiting: Vec<Command>) -> Stop {
     Stop::TakenOver
 }
 
-/// The lease is lost: the batch in flight is answered as it went (the
-/// database refuses it if it came too late; one the database does not
-/// answer within a renewal's interval is answered 503); what was decided
-/// after it, and every command still waiting, is told another instance
-/// dispatches the org.
-async fn step_down(shared: &Shared, committing: Option<Committing>, decided: Decided, waiting: Vec<Command>) -> Stop {
+/// The lease is lost: the batch in flight is answered as it goes (the
+/// database refuses it if it came too late), on a task of its own, so a
+/// database that does not answer (its network cut) holds only its callers,
+/// not the dispatcher; what was decided after it, and every command still
+/// waiting, is told `refusal` (another instance dispatches the org, or,
+/// when the database stopped answering, unavailable).
+fn step_down(shared: &Shared, committing: Option<Committing>, decided: Decided, waiting: Vec<Command>, refusal: fn() -> EngineError) -> Stop {
     if let Some(batch) = committing {
-        batch.finish_within(shared, lease::RENEW_EVERY).await;
+        let shared = shared.clone();
+        tokio::spawn(async move { drop(batch.finish(&shared).await) });
     }
-    decided.fail(|| EngineError::DispatchedElsewhere);
-    taken_over(waiting)
+    decided.fail(refusal);
+    for command in waiting {
+        command.refuse(refusal);
+    }
+    Stop::TakenOver
 }
 
 /// The engine stops: what is in flight and what was decided are committed
@@ -428,12 +433,10 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
         tokio::select! {
             // Renewals first: a stream of commands must never starve them.
             biased;
-            _ = renew.tick() => {
-                if !renewals.renew(shared, lease).await {
-                    return step_down(shared, committing, decided, commands).await;
-                }
-                continue;
-            }
+            _ = renew.tick() => match renewals.renew(shared, lease).await {
+                lease::Renewed::Held => continue,
+                lost => return step_down(shared, committing, decided, commands, lost.refusal()),
+            },
             committed = async { committing.as_mut().expect("guarded").committed().await }, if committing.is_some() => {
                 let batch = committing.take().expect("guarded");
                 let writes = batch.writes;
@@ -444,7 +447,7 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
                     // happened (nor will anything else this instance decides).
                     Err(StoreError::Fenced) => {
                         tracing::error!(org = %lease.org_id, epoch = lease.epoch, writes, "batch refused: the org was taken over");
-                        return step_down(shared, None, decided, commands).await;
+                        return step_down(shared, None, decided, commands, || EngineError::DispatchedElsewhere);
                     }
                     Err(e) => {
                         tracing::error!(org = %lease.org_id, error = %e, writes, "batch not committed: answered 503, reloading");
@@ -470,8 +473,11 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
         }
         // A lease not renewed for a whole lease may be another's by now (a
         // stall, a slow database): renewed first, or nothing is answered.
-        if !renewals.current() && !renewals.renew(shared, lease).await {
-            return step_down(shared, committing, decided, commands).await;
+        if !renewals.current() {
+            match renewals.renew(shared, lease).await {
+                lease::Renewed::Held => {}
+                lost => return step_down(shared, committing, decided, commands, lost.refusal()),
+            }
         }
         decide(desk, &mut commands, &mut decided, shared.clock.now_ms());
         if committing.is_none() && !decided.is_empty() {

@@ -8,8 +8,9 @@
 //! steps down. On SQLite one process holds every org and the lease is
 //! always its own.
 
+use super::types::EngineError;
 use super::Shared;
-use crate::store::Lease;
+use crate::store::{Lease, StoreError};
 use std::time::Duration;
 
 /// A lease lapses this long after its last renewal: another instance may
@@ -21,7 +22,7 @@ pub const RENEW_EVERY: Duration = Duration::from_secs(1);
 /// An instance that does not dispatch an org tries to take it this often.
 pub const TAKE_EVERY: Duration = Duration::from_secs(1);
 
-// A transaction a vanished owner left open ends before its org may be taken.
+// A transaction a vanished owner left open ends about when its lease lapses.
 const _: () = assert!(crate::store::ABANDONED_TRANSACTION_AFTER.as_millis() <= LEASE_TTL_MS as u128);
 
 /// What asking for the org's lease found.
@@ -54,6 +55,28 @@ pub(super) async fn ask(shared: &Shared, org_id: &str) -> Asked {
     }
 }
 
+/// What a renewal found.
+pub(super) enum Renewed {
+    /// The lease is still this instance's.
+    Held,
+    /// The database says it is not (taken over, or lapsed there): another
+    /// instance dispatches the org, or soon will.
+    Lost,
+    /// The database has not answered (or has failed) for a whole lease:
+    /// whose the org is, this instance cannot know.
+    Lapsed,
+}
+
+impl Renewed {
+    /// What the requests of a desk that stepped down are told.
+    pub fn refusal(&self) -> fn() -> EngineError {
+        match self {
+            Renewed::Lapsed => || EngineError::Unavailable,
+            Renewed::Held | Renewed::Lost => || EngineError::DispatchedElsewhere,
+        }
+    }
+}
+
 /// The owner's renewals: whether it still holds the org.
 pub(super) struct Renewals {
     last_renewed: tokio::time::Instant,
@@ -64,27 +87,26 @@ impl Renewals {
         Renewals { last_renewed: tokio::time::Instant::now() }
     }
 
-    /// Renews the lease; false once it is lost: taken over, or not renewed
-    /// for a whole lease (another instance may hold it by now). A renewal
-    /// the database does not answer is given up when the lease lapses (but
-    /// after a `RENEW_EVERY` at least, so one right after a pause can still
-    /// find the lease its own): an owner cut off from the database steps
-    /// down when its lease ends, whatever TCP makes of the silence.
-    pub async fn renew(&mut self, shared: &Shared, lease: &Lease) -> bool {
+    /// Renews the lease. A renewal the database does not answer is given
+    /// up when the lease lapses (but after a `RENEW_EVERY` at least, so one
+    /// right after a pause can still find the lease its own): an owner cut
+    /// off from the database steps down when its lease ends, whatever TCP
+    /// makes of the silence.
+    pub async fn renew(&mut self, shared: &Shared, lease: &Lease) -> Renewed {
         let left = Duration::from_millis(LEASE_TTL_MS as u64).saturating_sub(self.last_renewed.elapsed());
-        let Ok(renewed) = tokio::time::timeout(left.max(RENEW_EVERY), shared.store.renew_lease(lease, LEASE_TTL_MS)).await else {
-            tracing::warn!(org = %lease.org_id, "the database did not answer the renewal of the org's dispatch lease");
-            return self.current();
+        let renewed = match tokio::time::timeout(left.max(RENEW_EVERY), shared.store.renew_lease(lease, LEASE_TTL_MS)).await {
+            Ok(renewed) => renewed,
+            Err(_) => Err(StoreError::Writer(format!("no answer within {:?}", left.max(RENEW_EVERY)))),
         };
         match renewed {
             Ok(true) => {
                 self.last_renewed = tokio::time::Instant::now();
-                true
+                Renewed::Held
             }
-            Ok(false) => false,
+            Ok(false) => Renewed::Lost,
             Err(e) => {
                 tracing::warn!(org = %lease.org_id, error = %e, "could not renew the org's dispatch lease");
-                self.current()
+                if self.current() { Renewed::Held } else { Renewed::Lapsed }
             }
         }
     }

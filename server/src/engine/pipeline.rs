@@ -117,18 +117,6 @@ impl Committing {
         committed.map(drop)
     }
 
-    /// As `finish`, waiting at most `within`: past it the batch's outcome is
-    /// unknown (a database that stopped answering), and its callers are
-    /// answered 503 as for a failed commit. Whatever it did write, the
-    /// next owner loads.
-    pub async fn finish_within(mut self, shared: &Shared, within: std::time::Duration) {
-        let committed = match tokio::time::timeout(within, self.committed()).await {
-            Ok(committed) => committed,
-            Err(_) => Err(StoreError::Writer(format!("no answer from the database within {within:?}"))),
-        };
-        self.settle(shared, &committed);
-    }
-
     /// Answers as the commit went (`committed` is its outcome).
     pub fn settle(self, shared: &Shared, committed: &StoreResult<Vec<SessionRow>>) {
         match committed {

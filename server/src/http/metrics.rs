@@ -37,32 +37,42 @@ pub async fn serve(addr: SocketAddr, views: Arc<OrgViews>) -> std::io::Result<(S
 
 /// The database's part of a scrape waits at most this: past it the
 /// counters and the gauges as last read are served, and
-/// `clutchcall_scrape_read_database` says 0 (a scrape is most wanted when
-/// the database is away or cut off).
+/// `clutchcall_scrape_read_database` says 0, as it does when a read failed
+/// (a scrape is most wanted when the database is away or cut off).
 const READS_WITHIN: Duration = Duration::from_secs(2);
 
 async fn scrape(State(s): State<Scrape>) -> String {
-    let read = tokio::time::timeout(READS_WITHIN, read_orgs(&s.views)).await.is_ok();
-    if !read {
-        tracing::warn!("metrics: the database did not answer within {READS_WITHIN:?}; the org gauges are as last read");
-    }
+    let read = match tokio::time::timeout(READS_WITHIN, read_orgs(&s.views)).await {
+        Ok(read) => read,
+        Err(_) => {
+            tracing::warn!("metrics: the database did not answer within {READS_WITHIN:?}; the org gauges are as last read");
+            false
+        }
+    };
     metrics::gauge!("clutchcall_scrape_read_database").set(if read { 1.0 } else { 0.0 });
     s.handle.render()
 }
 
-/// Every org's gauges, from the database.
-async fn read_orgs(views: &OrgViews) {
-    match views.org_ids().await {
-        Ok(orgs) => {
-            for org in orgs {
-                match views.ops_board(&org).await {
-                    Ok(board) => record(&org, &board),
-                    Err(e) => tracing::warn!(%org, error = %e, "metrics: org picture failed"),
-                }
+/// Every org's gauges, from the database: whether every read succeeded.
+async fn read_orgs(views: &OrgViews) -> bool {
+    let orgs = match views.org_ids().await {
+        Ok(orgs) => orgs,
+        Err(e) => {
+            tracing::warn!(error = %e, "metrics: org list failed");
+            return false;
+        }
+    };
+    let mut all = true;
+    for org in orgs {
+        match views.ops_board(&org).await {
+            Ok(board) => record(&org, &board),
+            Err(e) => {
+                tracing::warn!(%org, error = %e, "metrics: org picture failed");
+                all = false;
             }
         }
-        Err(e) => tracing::warn!(error = %e, "metrics: org list failed"),
     }
+    all
 }
 
 /// The overview's figures for one org, as gauges labelled by org.

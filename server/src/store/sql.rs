@@ -76,8 +76,8 @@ impl PgStore {
 /// middle of one (its host gone, its network cut: nothing tells PostgreSQL)
 /// leaves one open, and the rows it locked (a heartbeat group's robots, a
 /// member's rows) would hold up the instance that takes its orgs over. Not
-/// longer than a lease (`engine::lease`): they are free again by the time
-/// another instance may take the org.
+/// longer than a lease (`engine::lease`): they are free again about when
+/// the vanished owner's lease lapses (within a renewal interval of it).
 pub const ABANDONED_TRANSACTION_AFTER: Duration = Duration::from_secs(3);
 
 /// How this server opens a PostgreSQL connection to `url`.

@@ -1,10 +1,11 @@
-//! An instance cut off from the database (issue "Scale out": "its
-//! PostgreSQL connection gone", "a host gone"): nothing tells PostgreSQL or
-//! the instance, as a network that drops packets does not. The org still
-//! moves to a survivor, and the cut-off instance neither holds rows nor
-//! claims the org past its lease.
+//! An instance cut off from the database or from NATS (issue "Scale out":
+//! "its PostgreSQL connection gone", "a host gone", "a NATS outage at run
+//! time"), by a network that goes quiet: nothing tells either end. The org
+//! still moves to a survivor when its owner loses the database, and the
+//! cut-off instance neither holds rows nor claims the org past its lease;
+//! an owner that loses NATS keeps its org, and the others answer for it.
 
-use super::{instance, owned_by, owner, raise, scalar, Cluster, ORG};
+use super::{instance, nats_url, owned_by, owner, raise, scalar, Cluster, ORG};
 use crate::common::{self, proxy::Proxy};
 use reqwest::StatusCode;
 use sqlx::Connection;
@@ -41,10 +42,11 @@ async fn a_transaction_left_open_by_a_vanished_instance_holds_its_rows_no_longer
 /// The owner of the demo org is cut off from the database (no NATS: each
 /// instance answers for the orgs it holds). The survivor takes the org; the
 /// cut-off owner stops claiming it when its lease ends (`/metrics`, which
-/// answers without the database, saying so), and
-/// answers calls (the one whose batch was in flight, and the next) with a
-/// 503 of its own rather than holding them until the request's timeout. Mended, it finds the org dispatched elsewhere, and
-/// nothing of its own was written.
+/// answers without the database, saying so), and answers the next call
+/// with a 503 of its own rather than holding it until the request's
+/// timeout; the call whose batch was in flight is answered as that batch
+/// went once the database answers. Mended, it finds the org dispatched
+/// elsewhere, and nothing of its own was written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d14_an_owner_cut_off_from_the_database_steps_down_when_its_lease_ends() {
     let Some((url, name)) = common::scratch_pg_database().await else { return };
@@ -62,7 +64,7 @@ async fn d14_an_owner_cut_off_from_the_database_steps_down_when_its_lease_ends()
     assert_eq!(beat.status(), StatusCode::OK);
 
     proxy.cut();
-    // A call raised as the network went: its batch is sent and never answered.
+    // A call raised as the network went: its batch is sent and not answered.
     let base = cluster.base(0).to_string();
     let in_flight = tokio::spawn(async move { raise(&base, "uk-pick-01").await });
     owned_by(&url, "second").await;
@@ -73,16 +75,21 @@ async fn d14_an_owner_cut_off_from_the_database_steps_down_when_its_lease_ends()
     }
     let scraped = common::http().get(format!("http://127.0.0.1:{}/metrics", cluster.metrics[0])).send().await.unwrap();
     assert!(scraped.text().await.unwrap().contains("clutchcall_scrape_read_database 0"), "the scrape did not say its org gauges are old");
-    // Both calls answered by its engine (the one in flight when it stepped
-    // down, the next while the database is unreachable), not by the
-    // request's timeout, which answers 503 with no body.
-    for refused in [in_flight.await.unwrap(), raise(cluster.base(0), "uk-pick-01").await] {
-        assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
-        let body = refused.text().await.unwrap();
-        assert!(body.contains("\"unavailable\""), "{body:?}");
-    }
+    // The next call is answered by its engine (the database unreachable),
+    // not by the request's timeout, which answers 503 with no body.
+    let refused = raise(cluster.base(0), "uk-pick-01").await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = refused.text().await.unwrap();
+    assert!(body.contains("\"unavailable\""), "{body:?}");
 
     proxy.mend();
+    // The call in flight is answered as its batch went once the database
+    // answers it: refused by the epoch, the org being the second's by then
+    // (or unavailable, had it reached the desk only after the step-down).
+    let in_flight = in_flight.await.unwrap();
+    assert_eq!(in_flight.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = in_flight.text().await.unwrap();
+    assert!(body.contains("\"dispatched_elsewhere\"") || body.contains("\"unavailable\""), "{body:?}");
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let res = raise(cluster.base(0), "uk-pick-01").await;
@@ -96,5 +103,37 @@ async fn d14_an_owner_cut_off_from_the_database_steps_down_when_its_lease_ends()
     assert_eq!(scalar(&url, &format!("SELECT COUNT(*) FROM sessions WHERE org_id = '{ORG}'")).await, 0, "nothing of the cut-off owner's was written");
     assert!(raise(cluster.base(1), "uk-pick-01").await.status().is_success());
     assert!(owner(&url).await.starts_with("second/"));
+    cluster.finish().await;
+}
+
+/// The owner's NATS goes quiet (its connection through a forwarder that is
+/// cut). It keeps dispatching its org for calls raised on it; a call raised
+/// on the other instance, forwarded into the silence, is answered 503
+/// `unavailable` when the forward's wait ends, not held; mended, forwarding
+/// works again with neither instance restarted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_whose_nats_goes_quiet_keeps_its_org_and_the_others_answer_for_it() {
+    let Some(nats) = nats_url().await else { return };
+    let Some((url, name)) = common::scratch_pg_database().await else { return };
+    let (proxy, through) = Proxy::to(&nats).await;
+    let dir = tempfile::tempdir().unwrap();
+    let metrics: Vec<u16> = (0..2).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()).collect();
+    let first = instance(&url, Some(&through), dir.path(), "first", metrics[0], &[]).await;
+    let second = instance(&url, Some(&nats), dir.path(), "second", metrics[1], &[]).await;
+    let cluster = Cluster { servers: vec![first, second], metrics, url: url.clone(), name, dir, settings: Vec::new() };
+    assert!(owner(&url).await.starts_with("first/"));
+    // Nobody is ready: each call is acknowledged queued (202) by the owner.
+    assert_eq!(raise(cluster.base(1), "uk-pick-01").await.status(), StatusCode::ACCEPTED, "forwarded before the cut");
+
+    proxy.cut();
+    assert_eq!(raise(cluster.base(0), "ue-pick-02").await.status(), StatusCode::ACCEPTED, "raised on the owner itself");
+    let forwarded = raise(cluster.base(1), "uw-weld-01").await;
+    assert_eq!(forwarded.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = forwarded.text().await.unwrap();
+    assert!(body.contains("\"unavailable\""), "{body:?}");
+
+    proxy.mend();
+    assert_eq!(raise(cluster.base(1), "uk-insp-01").await.status(), StatusCode::ACCEPTED, "forwarded once mended");
+    assert!(owner(&url).await.starts_with("first/"), "the org never moved");
     cluster.finish().await;
 }

@@ -20,7 +20,7 @@ impl Proxy {
     /// and the same URL through it.
     pub async fn to(url: &str) -> (Proxy, String) {
         let mut through = reqwest::Url::parse(url).unwrap();
-        let target = format!("{}:{}", through.host_str().unwrap(), through.port().unwrap());
+        let target = format!("{}:{}", through.host_str().unwrap(), through.port().expect("the URL names its port"));
         let proxy = Proxy::start(target).await;
         through.set_host(Some("127.0.0.1")).unwrap();
         through.set_port(Some(proxy.port)).unwrap();
@@ -71,7 +71,10 @@ async fn pipe(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut cut: watch::R
         }
         let read = tokio::select! {
             read = from.read(&mut buf) => read,
-            _ = cut.wait_for(|cut| *cut) => continue,
+            gone = cut.wait_for(|cut| *cut) => match gone {
+                Ok(_) => continue,
+                Err(_) => return,
+            },
         };
         let n = match read {
             Ok(0) | Err(_) => return,

@@ -12,6 +12,7 @@ pub mod config;
 pub mod datasets;
 pub mod engine;
 pub mod http;
+pub mod kept;
 pub mod metrics;
 pub mod relay;
 pub mod ring;

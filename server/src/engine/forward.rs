@@ -11,6 +11,7 @@
 use super::request::{Answer, Refusal, Request};
 use super::types::EngineError;
 use super::Shared;
+use crate::kept::Kept;
 use crate::store::SharedStore;
 use futures::StreamExt;
 use std::collections::HashMap;
@@ -47,7 +48,7 @@ pub struct Forwarding {
     /// Owners (org, epoch) that refused an input batch, and when: most
     /// likely of a build before `Request::Inputs` (`0130851`), during a
     /// rolling upgrade. For `SINGLE_INPUTS_FOR` their input goes one by one.
-    single_inputs: Arc<Mutex<HashMap<(String, i64), std::time::Instant>>>,
+    single_inputs: Arc<Kept<(String, i64)>>,
 }
 
 /// What is known of an org's owner's epoch: the last read of it from the
@@ -122,7 +123,7 @@ impl Forwarding {
             prefix: bus.cluster_subject("engine"),
             store,
             epochs: Arc::default(),
-            single_inputs: Arc::default(),
+            single_inputs: Arc::new(Kept::new(SINGLE_INPUTS_FOR)),
         }
     }
 
@@ -194,7 +195,7 @@ impl Forwarding {
                 Ok(Err(Refusal::Unavailable)) if matches!(request, Request::Inputs { .. }) => {
                     let Request::Inputs { inputs } = request else { unreachable!("matched") };
                     tracing::info!(org = %org_id, epoch, "the org's owner refused an input batch (an instance of the build before?): input goes one by one for a minute");
-                    self.single_inputs.lock().expect("inputs lock").insert((org_id.to_string(), epoch), std::time::Instant::now());
+                    self.single_inputs.note((org_id.to_string(), epoch), ());
                     self.forward_one_by_one(org_id, inputs).await
                 }
                 Ok(answer) => answer.map_err(EngineError::from),
@@ -208,11 +209,9 @@ impl Forwarding {
     }
 
     /// Whether the owner (org, epoch) refused an input batch within
-    /// `SINGLE_INPUTS_FOR` (older refusals are forgotten here).
+    /// `SINGLE_INPUTS_FOR`.
     fn gets_single_inputs(&self, org_id: &str, epoch: i64) -> bool {
-        let mut refused = self.single_inputs.lock().expect("inputs lock");
-        refused.retain(|_, at| at.elapsed() < SINGLE_INPUTS_FOR);
-        refused.contains_key(&(org_id.to_string(), epoch))
+        self.single_inputs.contains(&(org_id.to_string(), epoch))
     }
 
     /// `inputs` as single `Request::Input`s, at once.
@@ -311,9 +310,7 @@ mod tests {
         // Remembered for `SINGLE_INPUTS_FOR`: past it, the batch is tried
         // first again (an owner of this build that refused one while its
         // database was away takes batches again).
-        for refused_at in forwarding.single_inputs.lock().unwrap().values_mut() {
-            *refused_at -= SINGLE_INPUTS_FOR;
-        }
+        forwarding.single_inputs.age(SINGLE_INPUTS_FOR);
         assert!(matches!(forwarding.forward("org", &batch(2)).await, Ok(Answer::Done)));
         assert_eq!(kinds(&heard.lock().unwrap()), (2, 7), "past the while, the batch first, refused, then its inputs");
     }

@@ -22,6 +22,7 @@ pub use socket::{relay_handler, watch_handler, READ_BUFFER_BYTES};
 
 use crate::bus::{Delivery, SharedBus};
 use crate::clock::Clock;
+use crate::kept::Kept;
 use futures::StreamExt;
 use crate::services::SessionService;
 use domain::events::{Event, OrgEvent, Topic};
@@ -54,9 +55,9 @@ pub struct Relay {
     /// The rate caps of each channel's directions.
     limits: RelayLimits,
     /// Cluster mode: the way to other instances' sockets, and what each
-    /// other instance last reported carrying (by publisher) and when.
+    /// other instance last reported carrying (by publisher), for `REPORT_KEPT`.
     link: Option<Arc<RelayLink>>,
-    reports: Mutex<HashMap<String, (Instant, Vec<Part>)>>,
+    reports: Kept<String, Vec<Part>>,
     /// Where a channel reads its session again after a gap in its org's events.
     sessions: Arc<SessionService>,
     /// The last lifecycle event heard of each live session that has no
@@ -102,7 +103,7 @@ impl Relay {
             recorder,
             limits,
             link: link.clone(),
-            reports: Mutex::default(),
+            reports: Kept::new(REPORT_KEPT),
             sessions,
             unheard: Mutex::default(),
         });
@@ -250,18 +251,14 @@ impl Relay {
     /// Other instances' reports young enough to stand (an instance that
     /// stopped reporting is gone, with its sockets), by publisher.
     fn fresh_reports(&self) -> Vec<(String, Vec<Part>)> {
-        let reports = self.reports.lock().expect("relay lock");
-        reports.iter().filter(|(_, (at, _))| at.elapsed() < REPORT_KEPT).map(|(publisher, (_, parts))| (publisher.clone(), parts.clone())).collect()
+        self.reports.entries()
     }
 
     /// Another instance's report: kept (replacing its last), and every
     /// channel here learns what is on it elsewhere.
     fn heard(&self, report: Report) {
         let Report { publisher, parts } = report;
-        let mut reports = self.reports.lock().expect("relay lock");
-        reports.insert(publisher, (Instant::now(), parts));
-        reports.retain(|_, (at, _)| at.elapsed() < REPORT_KEPT);
-        drop(reports);
+        self.reports.note(publisher, parts);
         self.update_elsewhere();
     }
 
@@ -446,7 +443,7 @@ impl Relay {
                 }
             });
             link.report(here.clone()).await;
-            self.reports.lock().expect("relay lock").retain(|_, (at, _)| at.elapsed() < REPORT_KEPT);
+            self.reports.forget_old();
             self.update_elsewhere();
         }
         let mut by_org = self.merged(here.clone());

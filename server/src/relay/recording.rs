@@ -13,6 +13,7 @@
 //! instance finished (the one recording it died mid-session) is found by
 //! `tidy` once nothing has written to it for a while, and finished then.
 
+use crate::kept::Kept;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -94,10 +95,10 @@ pub struct Recorder {
     recordings: Mutex<HashMap<String, Recording>>,
     /// Sessions whose recording went on at another instance (cluster mode).
     handed_off: Mutex<std::collections::HashSet<String>>,
-    /// Sessions finished here lately, and when (`FINISHED_KEPT`): a sample
+    /// Sessions finished here lately (`FINISHED_KEPT`): a sample
     /// that raced the end begins no stint nobody would ever finish. Taken
     /// inside `recordings`' lock, never the other way round.
-    finished: Mutex<HashMap<String, std::time::Instant>>,
+    finished: Kept<String>,
     /// A session's recording takes no more than this (finding 9: frames
     /// from a public demo token must not fill the disk).
     max_bytes: u64,
@@ -133,7 +134,7 @@ impl Recorder {
         let (tx, rx) = std_mpsc::channel::<Job>();
         let writer_dir = dir.clone();
         std::thread::Builder::new().name("recording-writer".into()).spawn(move || write_jobs(&writer_dir, rx, finished))?;
-        Ok(Recorder { dir, recordings: Mutex::default(), handed_off: Mutex::default(), finished: Mutex::default(), max_bytes, writer: Mutex::new(tx) })
+        Ok(Recorder { dir, recordings: Mutex::default(), handed_off: Mutex::default(), finished: Kept::new(FINISHED_KEPT), max_bytes, writer: Mutex::new(tx) })
     }
 
     /// The file of a stint of the session's recording that began at
@@ -183,7 +184,7 @@ impl Recorder {
                 unrecorded: 0,
             };
             recordings = self.recordings.lock().expect("recorder lock");
-            if self.finished.lock().expect("recorder lock").contains_key(session_id) {
+            if self.finished.contains(session_id) {
                 // The session ended meanwhile (or just before): not recorded.
                 return;
             }
@@ -263,9 +264,7 @@ impl Recorder {
         let handed_off = self.handed_off.lock().expect("recorder lock").remove(session_id);
         let recording = {
             let mut recordings = self.recordings.lock().expect("recorder lock");
-            let mut finished = self.finished.lock().expect("recorder lock");
-            finished.retain(|_, at| at.elapsed() < FINISHED_KEPT);
-            finished.insert(session_id.to_string(), std::time::Instant::now());
+            self.finished.note(session_id.to_string(), ());
             recordings.remove(session_id)
         };
         let Some(recording) = recording else {

@@ -72,7 +72,8 @@ impl Renewed {
     pub fn refusal(&self) -> fn() -> EngineError {
         match self {
             Renewed::Lapsed => || EngineError::Unavailable,
-            Renewed::Held | Renewed::Lost => || EngineError::DispatchedElsewhere,
+            Renewed::Lost => || EngineError::DispatchedElsewhere,
+            Renewed::Held => unreachable!("a desk steps down only when its lease is gone"),
         }
     }
 }

@@ -150,6 +150,10 @@ impl From<JsonRejection> for ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
+        if let StoreError::Unanswered(_) = e {
+            tracing::warn!(error = %e, "store unanswered");
+            return ApiError::Unavailable { code: ErrorCode::Unavailable, message: e.to_string() };
+        }
         tracing::error!(error = %e, "store failure");
         ApiError::Internal
     }

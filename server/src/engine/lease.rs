@@ -97,7 +97,7 @@ impl Renewals {
         let left = Duration::from_millis(LEASE_TTL_MS as u64).saturating_sub(self.last_renewed.elapsed());
         let renewed = match tokio::time::timeout(left.max(RENEW_EVERY), shared.store.renew_lease(lease, LEASE_TTL_MS)).await {
             Ok(renewed) => renewed,
-            Err(_) => Err(StoreError::Writer(format!("no answer within {:?}", left.max(RENEW_EVERY)))),
+            Err(_) => Err(StoreError::Unanswered(format!("within {:?}", left.max(RENEW_EVERY)))),
         };
         match renewed {
             Ok(true) => {

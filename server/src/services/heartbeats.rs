@@ -7,36 +7,67 @@
 //! arrive while a group is being written make up the next group, written in
 //! one transaction, a robot's latest once. There is no timer: a lone
 //! heartbeat is written at once, and groups grow only as fast as writes lag.
-//! Each heartbeat is answered once its group is committed, as before.
+//! Each heartbeat is answered once its group is committed, as before. A
+//! group the database does not answer within `WRITE_WITHIN` (its network
+//! cut, its lock held) is answered 503, and so is every heartbeat that came
+//! while it waited: none is held longer, and none piles up behind it.
 
 use crate::store::{Heartbeat, SharedStore, StoreError, StoreResult};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 /// At most this many heartbeats in one transaction.
 const GROUP_AT_MOST: usize = 512;
 
+/// A group not answered within this is given up (an edge agent heartbeats
+/// again within 10 s).
+const WRITE_WITHIN: Duration = Duration::from_secs(5);
+
 /// A heartbeat waiting for its group, with where to answer.
 struct Waiting {
     beat: Heartbeat,
-    stored: oneshot::Sender<Result<(), String>>,
+    stored: oneshot::Sender<Result<(), Failed>>,
+}
+
+/// Why a group was not stored, told to each of its heartbeats.
+#[derive(Clone, Debug)]
+enum Failed {
+    /// The database refused it (its error, in its own words).
+    Refused(String),
+    /// The database did not answer within the bound.
+    Unanswered(String),
+}
+
+impl From<Failed> for StoreError {
+    fn from(failed: Failed) -> StoreError {
+        match failed {
+            Failed::Refused(why) => StoreError::Writer(why),
+            Failed::Unanswered(why) => StoreError::Unanswered(why),
+        }
+    }
 }
 
 /// The door to the group writer; its task ends when this is dropped.
 pub struct Heartbeats {
     waiting: mpsc::UnboundedSender<Waiting>,
-    /// Groups written (read by the tests).
+    /// Groups begun (read by the tests).
     #[cfg_attr(not(test), allow(dead_code))]
     groups: Arc<AtomicUsize>,
 }
 
 impl Heartbeats {
     pub fn start(store: SharedStore) -> Heartbeats {
+        Heartbeats::start_within(store, WRITE_WITHIN)
+    }
+
+    /// As `start`, a group given up after `within`.
+    fn start_within(store: SharedStore, within: Duration) -> Heartbeats {
         let (waiting, rx) = mpsc::unbounded_channel();
         let groups = Arc::new(AtomicUsize::new(0));
-        tokio::spawn(write_groups(store, rx, groups.clone()));
+        tokio::spawn(write_groups(store, rx, groups.clone(), within));
         Heartbeats { waiting, groups }
     }
 
@@ -47,19 +78,19 @@ impl Heartbeats {
         let beat = Heartbeat { org_id: org_id.to_string(), robot_id: robot_id.to_string(), at };
         self.waiting.send(Waiting { beat, stored }).map_err(|_| StoreError::Writer("the heartbeat writer has stopped".into()))?;
         match answer.await {
-            Ok(stored) => stored.map_err(StoreError::Writer),
+            Ok(stored) => stored.map_err(StoreError::from),
             Err(_) => Err(StoreError::Writer("the heartbeat writer has stopped".into())),
         }
     }
 
-    /// How many groups have been written.
+    /// How many groups have been begun.
     #[cfg(test)]
     fn groups(&self) -> usize {
         self.groups.load(Ordering::Relaxed)
     }
 }
 
-async fn write_groups(store: SharedStore, mut waiting: mpsc::UnboundedReceiver<Waiting>, groups: Arc<AtomicUsize>) {
+async fn write_groups(store: SharedStore, mut waiting: mpsc::UnboundedReceiver<Waiting>, groups: Arc<AtomicUsize>, within: Duration) {
     while let Some(first) = waiting.recv().await {
         let mut group = vec![first];
         while group.len() < GROUP_AT_MOST {
@@ -76,15 +107,26 @@ async fn write_groups(store: SharedStore, mut waiting: mpsc::UnboundedReceiver<W
         let beats = latest.into_iter().map(|((org_id, robot_id), at)| Heartbeat { org_id: org_id.into(), robot_id: robot_id.into(), at }).collect();
         // Every heartbeat of the group is answered alike: the store's error
         // as its text (one error, several callers).
-        let stored = store.record_heartbeats(beats).await.map_err(|e| match e {
-            // Its own words: `StoreError::Writer` says "database error" again.
-            StoreError::Database(e) => e.to_string(),
-            StoreError::Writer(why) => why,
-            e => e.to_string(),
-        });
         groups.fetch_add(1, Ordering::Relaxed);
+        let stored = match tokio::time::timeout(within, store.record_heartbeats(beats)).await {
+            Ok(stored) => stored.map_err(|e| match e {
+                // Its own words: `StoreError::Writer` says "database error" again.
+                StoreError::Database(e) => Failed::Refused(e.to_string()),
+                StoreError::Writer(why) => Failed::Refused(why),
+                e => Failed::Refused(e.to_string()),
+            }),
+            // Given up here. Should it be stored later after all, it moves
+            // no robot's time back (a stored time only goes forward).
+            Err(_) => Err(Failed::Unanswered(format!("within {within:?}"))),
+        };
         for Waiting { stored: answer, .. } in group {
             let _ = answer.send(stored.clone());
+        }
+        if let Err(Failed::Unanswered(_)) = &stored {
+            // Those that came meanwhile would wait as long again.
+            while let Ok(Waiting { stored: answer, .. }) = waiting.try_recv() {
+                let _ = answer.send(stored.clone());
+            }
         }
     }
 }
@@ -124,6 +166,41 @@ mod tests {
             assert_eq!(robot.last_heartbeat_at, Some(1_000 + 380 + r), "robot r-{r} holds its latest heartbeat");
         }
         assert!(heartbeats.groups() <= 100, "400 heartbeats in {} transactions", heartbeats.groups());
+    }
+
+    /// A group the database does not answer within the bound (its write
+    /// lock held by another connection here) is answered "unanswered", and
+    /// so is every heartbeat that came while it waited, without a group of
+    /// their own that would wait as long again. The writer goes on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_group_the_database_does_not_answer_is_given_up_with_those_behind_it() {
+        use sqlx::Connection;
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_robots(dir.path(), 3).await;
+        let mut holder = sqlx::SqliteConnection::connect(&format!("sqlite://{}", dir.path().join("db.sqlite").display())).await.unwrap();
+        sqlx::query("BEGIN IMMEDIATE").execute(&mut holder).await.unwrap();
+        let heartbeats = Arc::new(Heartbeats::start_within(store.clone(), Duration::from_secs(1)));
+        let beat = |robot: &'static str, at: i64| {
+            let heartbeats = heartbeats.clone();
+            tokio::spawn(async move { heartbeats.store("org", robot, at).await })
+        };
+        let first = beat("r-0", 5);
+        while heartbeats.groups() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let behind = [beat("r-1", 5), beat("r-2", 5)];
+        for answer in futures::future::join_all(std::iter::once(first).chain(behind)).await {
+            assert!(matches!(answer.unwrap(), Err(StoreError::Unanswered(_))));
+        }
+        assert_eq!(heartbeats.groups(), 1, "those behind the unanswered group were answered with it");
+        sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+        // The writer goes on once the lock is free (the given-up write,
+        // still waiting in SQLite's busy handler, may take it first).
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while let Err(e) = heartbeats.store("org", "r-0", 6).await {
+            assert!(std::time::Instant::now() < deadline, "never stored again: {e}");
+        }
+        assert_eq!(store.robot("org", "r-0").await.unwrap().unwrap().last_heartbeat_at, Some(6));
     }
 
     /// A group the database refuses is refused to each of its heartbeats,

@@ -100,6 +100,10 @@ pub enum StoreError {
     /// error told to every heartbeat of the group, as its text).
     #[error("database error: {0}")]
     Writer(String),
+    /// The database did not answer within a bound (a network cut, a lock
+    /// held): the caller may retry (HTTP 503 `unavailable`).
+    #[error("the database did not answer {0}")]
+    Unanswered(String),
     /// A cluster-wide place's take whose COMMIT went unanswered, and whose
     /// take-back failed too: the place may be held (`PlaceStore::take_place`).
     #[error("database error: {0}")]

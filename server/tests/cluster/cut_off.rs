@@ -43,8 +43,8 @@ async fn a_transaction_left_open_by_a_vanished_instance_holds_its_rows_no_longer
 /// instance answers for the orgs it holds). The survivor takes the org; the
 /// cut-off owner stops claiming it when its lease ends (`/metrics`, which
 /// answers without the database, saying so), and answers the next call
-/// with a 503 of its own rather than holding it until the request's
-/// timeout; the call whose batch was in flight is answered as that batch
+/// and a heartbeat with a 503 of its own rather than holding them until the
+/// request's timeout; the call whose batch was in flight is answered as that batch
 /// went once the database answers. Mended, it finds the org dispatched
 /// elsewhere, and nothing of its own was written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -80,6 +80,12 @@ async fn d14_an_owner_cut_off_from_the_database_steps_down_when_its_lease_ends()
     let refused = raise(cluster.base(0), "uk-pick-01").await;
     assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
     let body = refused.text().await.unwrap();
+    assert!(body.contains("\"unavailable\""), "{body:?}");
+    // So is a heartbeat, when its group is given up.
+    let beat = common::http().post(format!("{}/v1/robots/uk-pick-01/heartbeat", cluster.base(0)));
+    let beat = beat.bearer_auth(server::seed::demo_robot_token("uk-pick-01")).send().await.unwrap();
+    assert_eq!(beat.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = beat.text().await.unwrap();
     assert!(body.contains("\"unavailable\""), "{body:?}");
 
     proxy.mend();

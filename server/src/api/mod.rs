@@ -276,7 +276,7 @@ pub struct HeartbeatAck {
     responses(
         (status = 200, body = HeartbeatAck),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 429, body = ErrorBody),
+        (status = 429, body = ErrorBody), (status = 503, body = ErrorBody, description = "the database did not answer in time"),
     ),
     security(("robot_token" = []), ("admin_session" = []))
 )]

@@ -9,10 +9,13 @@
 //! heartbeat is written at once, and groups grow only as fast as writes lag.
 //! Each heartbeat is answered once its group is committed, as before. A
 //! group the database does not answer within `WRITE_WITHIN` (its network
-//! cut, its lock held) is answered 503, and so is every heartbeat that came
-//! while it waited: none is held longer, and none piles up behind it.
+//! cut, its lock held) is answered 503 and its write left to run; until
+//! that write ends, every group is answered 503 at once, and no other write
+//! begins. So a heartbeat waits two bounds at most (its group's, after the
+//! one before it), and none piles up.
 
 use crate::store::{Heartbeat, SharedStore, StoreError, StoreResult};
+use tokio::task::JoinHandle;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -91,6 +94,12 @@ impl Heartbeats {
 }
 
 async fn write_groups(store: SharedStore, mut waiting: mpsc::UnboundedReceiver<Waiting>, groups: Arc<AtomicUsize>, within: Duration) {
+    // A write given up (unanswered within the bound) and still running:
+    // while it runs, no other is begun. Another would wait behind it, and
+    // would hold one more of the pool's connections (PostgreSQL) or queue
+    // on the writer connection's lock before the dispatchers' batches
+    // (SQLite).
+    let mut given_up: Option<JoinHandle<StoreResult<()>>> = None;
     while let Some(first) = waiting.recv().await {
         let mut group = vec![first];
         while group.len() < GROUP_AT_MOST {
@@ -99,34 +108,44 @@ async fn write_groups(store: SharedStore, mut waiting: mpsc::UnboundedReceiver<W
                 Err(_) => break,
             }
         }
+        if given_up.as_ref().is_some_and(|write| !write.is_finished()) {
+            let unanswered = Err(Failed::Unanswered(format!("within {within:?} (an earlier write is still waiting for it)")));
+            for Waiting { stored: answer, .. } in group {
+                let _ = answer.send(unanswered.clone());
+            }
+            continue;
+        }
         let mut latest: BTreeMap<(&str, &str), i64> = BTreeMap::new();
         for Waiting { beat, .. } in &group {
             let at = latest.entry((&beat.org_id, &beat.robot_id)).or_insert(beat.at);
             *at = (*at).max(beat.at);
         }
-        let beats = latest.into_iter().map(|((org_id, robot_id), at)| Heartbeat { org_id: org_id.into(), robot_id: robot_id.into(), at }).collect();
+        let beats: Vec<Heartbeat> = latest.into_iter().map(|((org_id, robot_id), at)| Heartbeat { org_id: org_id.into(), robot_id: robot_id.into(), at }).collect();
+        groups.fetch_add(1, Ordering::Relaxed);
+        let mut write = tokio::spawn({
+            let store = store.clone();
+            async move { store.record_heartbeats(beats).await }
+        });
         // Every heartbeat of the group is answered alike: the store's error
         // as its text (one error, several callers).
-        groups.fetch_add(1, Ordering::Relaxed);
-        let stored = match tokio::time::timeout(within, store.record_heartbeats(beats)).await {
-            Ok(stored) => stored.map_err(|e| match e {
+        let stored = match tokio::time::timeout(within, &mut write).await {
+            Ok(Ok(stored)) => stored.map_err(|e| match e {
                 // Its own words: `StoreError::Writer` says "database error" again.
                 StoreError::Database(e) => Failed::Refused(e.to_string()),
                 StoreError::Writer(why) => Failed::Refused(why),
+                StoreError::Unanswered(why) => Failed::Unanswered(why),
                 e => Failed::Refused(e.to_string()),
             }),
-            // Given up here. Should it be stored later after all, it moves
-            // no robot's time back (a stored time only goes forward).
-            Err(_) => Err(Failed::Unanswered(format!("within {within:?}"))),
+            Ok(Err(ended)) => Err(Failed::Refused(format!("the heartbeats' write ended: {ended}"))),
+            // Given up here, and left to run. Should it be stored after all,
+            // it moves no robot's time back (a stored time only goes forward).
+            Err(_) => {
+                given_up = Some(write);
+                Err(Failed::Unanswered(format!("within {within:?}")))
+            }
         };
         for Waiting { stored: answer, .. } in group {
             let _ = answer.send(stored.clone());
-        }
-        if let Err(Failed::Unanswered(_)) = &stored {
-            // Those that came meanwhile would wait as long again.
-            while let Ok(Waiting { stored: answer, .. }) = waiting.try_recv() {
-                let _ = answer.send(stored.clone());
-            }
         }
     }
 }
@@ -170,8 +189,9 @@ mod tests {
 
     /// A group the database does not answer within the bound (its write
     /// lock held by another connection here) is answered "unanswered", and
-    /// so is every heartbeat that came while it waited, without a group of
-    /// their own that would wait as long again. The writer goes on.
+    /// so are the heartbeats after it while its write still waits, without
+    /// a write of their own that would wait as long again behind it. The
+    /// writer goes on once the database answers.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_group_the_database_does_not_answer_is_given_up_with_those_behind_it() {
         use sqlx::Connection;
@@ -192,7 +212,7 @@ mod tests {
         for answer in futures::future::join_all(std::iter::once(first).chain(behind)).await {
             assert!(matches!(answer.unwrap(), Err(StoreError::Unanswered(_))));
         }
-        assert_eq!(heartbeats.groups(), 1, "those behind the unanswered group were answered with it");
+        assert_eq!(heartbeats.groups(), 1, "a second write begun behind the unanswered one");
         sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
         // The writer goes on once the lock is free (the given-up write,
         // still waiting in SQLite's busy handler, may take it first).

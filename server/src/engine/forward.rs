@@ -276,8 +276,9 @@ mod tests {
     /// An owner of the build before `Inputs` (`0130851`) cannot read an
     /// input batch and answers it "unavailable"; it reads single `Input`s.
     /// The batch then goes to it one by one, and so do the next ones for
-    /// that owner for `SINGLE_INPUTS_FOR`, without the batch first. The owner here is a responder
-    /// on the org's subject on the local NATS answering as that build did.
+    /// that owner for `SINGLE_INPUTS_FOR`, without the batch first. The
+    /// owner here is a responder on the org's subject on the local NATS
+    /// answering as that build did.
     #[tokio::test]
     async fn an_owner_of_the_build_before_gets_operator_input_one_by_one_for_a_while() {
         let dir = tempfile::tempdir().unwrap();

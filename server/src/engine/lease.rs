@@ -95,9 +95,10 @@ impl Renewals {
     /// makes of the silence.
     pub async fn renew(&mut self, shared: &Shared, lease: &Lease) -> Renewed {
         let left = Duration::from_millis(LEASE_TTL_MS as u64).saturating_sub(self.last_renewed.elapsed());
-        let renewed = match tokio::time::timeout(left.max(RENEW_EVERY), shared.store.renew_lease(lease, LEASE_TTL_MS)).await {
+        let within = left.max(RENEW_EVERY);
+        let renewed = match tokio::time::timeout(within, shared.store.renew_lease(lease, LEASE_TTL_MS)).await {
             Ok(renewed) => renewed,
-            Err(_) => Err(StoreError::Unanswered(format!("within {:?}", left.max(RENEW_EVERY)))),
+            Err(_) => Err(StoreError::Unanswered(format!("within {within:?}"))),
         };
         match renewed {
             Ok(true) => {

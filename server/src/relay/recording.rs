@@ -95,9 +95,9 @@ pub struct Recorder {
     recordings: Mutex<HashMap<String, Recording>>,
     /// Sessions whose recording went on at another instance (cluster mode).
     handed_off: Mutex<std::collections::HashSet<String>>,
-    /// Sessions finished here lately (`FINISHED_KEPT`): a sample
-    /// that raced the end begins no stint nobody would ever finish. Taken
-    /// inside `recordings`' lock, never the other way round.
+    /// Sessions finished here lately (`FINISHED_KEPT`): a sample that raced
+    /// the end begins no stint nobody would ever finish. Taken inside
+    /// `recordings`' lock, never the other way round.
     finished: Kept<String>,
     /// A session's recording takes no more than this (finding 9: frames
     /// from a public demo token must not fill the disk).

@@ -15,12 +15,12 @@
 //! one before it), and none piles up.
 
 use crate::store::{Heartbeat, SharedStore, StoreError, StoreResult};
-use tokio::task::JoinHandle;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 
 /// At most this many heartbeats in one transaction.
 const GROUP_AT_MOST: usize = 512;

@@ -220,10 +220,14 @@ impl Cluster {
         self.servers[index] = instance(&self.url, nats, self.dir.path(), NAMES[index], self.metrics[index], &self.settings).await;
     }
 
+    /// Instance `index`'s `/metrics` text.
+    async fn scrape(&self, index: usize) -> String {
+        common::http().get(format!("http://127.0.0.1:{}/metrics", self.metrics[index])).send().await.unwrap().text().await.unwrap()
+    }
+
     /// Whether instance `index` says on `/metrics` that it dispatches the demo org.
     async fn dispatching(&self, index: usize) -> bool {
-        let text = common::http().get(format!("http://127.0.0.1:{}/metrics", self.metrics[index])).send().await.unwrap().text().await.unwrap();
-        text.lines().any(|line| line == format!("clutchcall_dispatching{{org=\"{ORG}\"}} 1"))
+        self.scrape(index).await.lines().any(|line| line == format!("clutchcall_dispatching{{org=\"{ORG}\"}} 1"))
     }
 
     /// The instance's base URL (`http://127.0.0.1:port`).

@@ -374,10 +374,11 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
     }
 }
 
-/// The org was taken over: the commands still waiting are told so.
-fn taken_over(waiting: Vec<Command>) -> Stop {
+/// The org is no longer this instance's: the commands still waiting are
+/// told `refusal`.
+fn taken_over(waiting: Vec<Command>, refusal: fn() -> EngineError) -> Stop {
     for command in waiting {
-        command.refuse(|| EngineError::DispatchedElsewhere);
+        command.refuse(refusal);
     }
     Stop::TakenOver
 }
@@ -394,10 +395,7 @@ fn step_down(shared: &Shared, committing: Option<Committing>, decided: Decided, 
         tokio::spawn(async move { drop(batch.finish(&shared).await) });
     }
     decided.fail(refusal);
-    for command in waiting {
-        command.refuse(refusal);
-    }
-    Stop::TakenOver
+    taken_over(waiting, refusal)
 }
 
 /// The engine stops: what is in flight and what was decided are committed
@@ -434,8 +432,8 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
             // Renewals first: a stream of commands must never starve them.
             biased;
             _ = renew.tick() => match renewals.renew(shared, lease).await {
-                lease::Renewed::Held => continue,
-                lost => return step_down(shared, committing, decided, commands, lost.refusal()),
+                Ok(()) => continue,
+                Err(gone) => return step_down(shared, committing, decided, commands, gone.refusal()),
             },
             committed = async { committing.as_mut().expect("guarded").committed().await }, if committing.is_some() => {
                 let batch = committing.take().expect("guarded");
@@ -447,14 +445,14 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
                     // happened (nor will anything else this instance decides).
                     Err(StoreError::Fenced) => {
                         tracing::error!(org = %lease.org_id, epoch = lease.epoch, writes, "batch refused: the org was taken over");
-                        return step_down(shared, None, decided, commands, || EngineError::DispatchedElsewhere);
+                        return step_down(shared, None, decided, commands, lease::Gone::Lost.refusal());
                     }
                     Err(e) => {
                         tracing::error!(org = %lease.org_id, error = %e, writes, "batch not committed: answered 503, reloading");
                         // Decided on top of the failed batch: it fails with it.
                         std::mem::take(&mut decided).fail(|| EngineError::Unavailable);
                         if load(shared, lease, desk, false).await.is_err() {
-                            return taken_over(commands);
+                            return taken_over(commands, || EngineError::DispatchedElsewhere);
                         }
                     }
                 }
@@ -474,9 +472,8 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
         // A lease not renewed for a whole lease may be another's by now (a
         // stall, a slow database): renewed first, or nothing is answered.
         if !renewals.current() {
-            match renewals.renew(shared, lease).await {
-                lease::Renewed::Held => {}
-                lost => return step_down(shared, committing, decided, commands, lost.refusal()),
+            if let Err(gone) = renewals.renew(shared, lease).await {
+                return step_down(shared, committing, decided, commands, gone.refusal());
             }
         }
         decide(desk, &mut commands, &mut decided, shared.clock.now_ms());

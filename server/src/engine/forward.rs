@@ -11,7 +11,7 @@
 use super::request::{Answer, Refusal, Request};
 use super::types::EngineError;
 use super::Shared;
-use crate::kept::Kept;
+use crate::recent::Recent;
 use crate::store::SharedStore;
 use futures::StreamExt;
 use std::collections::HashMap;
@@ -48,7 +48,7 @@ pub struct Forwarding {
     /// Owners (org, epoch) that refused an input batch, and when: most
     /// likely of a build before `Request::Inputs` (`0130851`), during a
     /// rolling upgrade. For `SINGLE_INPUTS_FOR` their input goes one by one.
-    single_inputs: Arc<Kept<(String, i64)>>,
+    single_inputs: Arc<Recent<(String, i64)>>,
 }
 
 /// What is known of an org's owner's epoch: the last read of it from the
@@ -123,7 +123,7 @@ impl Forwarding {
             prefix: bus.cluster_subject("engine"),
             store,
             epochs: Arc::default(),
-            single_inputs: Arc::new(Kept::new(SINGLE_INPUTS_FOR)),
+            single_inputs: Arc::new(Recent::new(SINGLE_INPUTS_FOR)),
         }
     }
 

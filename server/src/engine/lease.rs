@@ -55,25 +55,22 @@ pub(super) async fn ask(shared: &Shared, org_id: &str) -> Asked {
     }
 }
 
-/// What a renewal found.
-pub(super) enum Renewed {
-    /// The lease is still this instance's.
-    Held,
-    /// The database says it is not (taken over, or lapsed there): another
-    /// instance dispatches the org, or soon will.
+/// Why a lease is gone.
+pub(super) enum Gone {
+    /// The database says it is not this instance's (taken over, or lapsed
+    /// there): another instance dispatches the org, or soon will.
     Lost,
     /// The database has not answered (or has failed) for a whole lease:
     /// whose the org is, this instance cannot know.
     Lapsed,
 }
 
-impl Renewed {
+impl Gone {
     /// What the requests of a desk that stepped down are told.
     pub fn refusal(&self) -> fn() -> EngineError {
         match self {
-            Renewed::Lapsed => || EngineError::Unavailable,
-            Renewed::Lost => || EngineError::DispatchedElsewhere,
-            Renewed::Held => unreachable!("a desk steps down only when its lease is gone"),
+            Gone::Lapsed => || EngineError::Unavailable,
+            Gone::Lost => || EngineError::DispatchedElsewhere,
         }
     }
 }
@@ -93,7 +90,7 @@ impl Renewals {
     /// right after a pause can still find the lease its own): an owner cut
     /// off from the database steps down when its lease ends, whatever TCP
     /// makes of the silence.
-    pub async fn renew(&mut self, shared: &Shared, lease: &Lease) -> Renewed {
+    pub async fn renew(&mut self, shared: &Shared, lease: &Lease) -> Result<(), Gone> {
         let left = Duration::from_millis(LEASE_TTL_MS as u64).saturating_sub(self.last_renewed.elapsed());
         let within = left.max(RENEW_EVERY);
         let renewed = match tokio::time::timeout(within, shared.store.renew_lease(lease, LEASE_TTL_MS)).await {
@@ -103,12 +100,12 @@ impl Renewals {
         match renewed {
             Ok(true) => {
                 self.last_renewed = tokio::time::Instant::now();
-                Renewed::Held
+                Ok(())
             }
-            Ok(false) => Renewed::Lost,
+            Ok(false) => Err(Gone::Lost),
             Err(e) => {
                 tracing::warn!(org = %lease.org_id, error = %e, "could not renew the org's dispatch lease");
-                if self.current() { Renewed::Held } else { Renewed::Lapsed }
+                if self.current() { Ok(()) } else { Err(Gone::Lapsed) }
             }
         }
     }

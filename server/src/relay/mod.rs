@@ -22,7 +22,7 @@ pub use socket::{relay_handler, watch_handler, READ_BUFFER_BYTES};
 
 use crate::bus::{Delivery, SharedBus};
 use crate::clock::Clock;
-use crate::kept::Kept;
+use crate::recent::Recent;
 use futures::StreamExt;
 use crate::services::SessionService;
 use domain::events::{Event, OrgEvent, Topic};
@@ -57,7 +57,7 @@ pub struct Relay {
     /// Cluster mode: the way to other instances' sockets, and what each
     /// other instance last reported carrying (by publisher), for `REPORT_KEPT`.
     link: Option<Arc<RelayLink>>,
-    reports: Kept<String, Vec<Part>>,
+    reports: Recent<String, Vec<Part>>,
     /// Where a channel reads its session again after a gap in its org's events.
     sessions: Arc<SessionService>,
     /// The last lifecycle event heard of each live session that has no
@@ -103,7 +103,7 @@ impl Relay {
             recorder,
             limits,
             link: link.clone(),
-            reports: Kept::new(REPORT_KEPT),
+            reports: Recent::new(REPORT_KEPT),
             sessions,
             unheard: Mutex::default(),
         });

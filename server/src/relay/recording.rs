@@ -13,7 +13,7 @@
 //! instance finished (the one recording it died mid-session) is found by
 //! `tidy` once nothing has written to it for a while, and finished then.
 
-use crate::kept::Kept;
+use crate::recent::Recent;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -98,7 +98,7 @@ pub struct Recorder {
     /// Sessions finished here lately (`FINISHED_KEPT`): a sample that raced
     /// the end begins no stint nobody would ever finish. Taken inside
     /// `recordings`' lock, never the other way round.
-    finished: Kept<String>,
+    finished: Recent<String>,
     /// A session's recording takes no more than this (finding 9: frames
     /// from a public demo token must not fill the disk).
     max_bytes: u64,
@@ -134,7 +134,7 @@ impl Recorder {
         let (tx, rx) = std_mpsc::channel::<Job>();
         let writer_dir = dir.clone();
         std::thread::Builder::new().name("recording-writer".into()).spawn(move || write_jobs(&writer_dir, rx, finished))?;
-        Ok(Recorder { dir, recordings: Mutex::default(), handed_off: Mutex::default(), finished: Kept::new(FINISHED_KEPT), max_bytes, writer: Mutex::new(tx) })
+        Ok(Recorder { dir, recordings: Mutex::default(), handed_off: Mutex::default(), finished: Recent::new(FINISHED_KEPT), max_bytes, writer: Mutex::new(tx) })
     }
 
     /// The file of a stint of the session's recording that began at

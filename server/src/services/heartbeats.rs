@@ -108,7 +108,8 @@ async fn write_groups(store: SharedStore, mut waiting: mpsc::UnboundedReceiver<W
                 Err(_) => break,
             }
         }
-        if given_up.as_ref().is_some_and(|write| !write.is_finished()) {
+        given_up = given_up.filter(|write| !write.is_finished());
+        if given_up.is_some() {
             let unanswered = Err(Failed::Unanswered(format!("within {within:?} (an earlier write is still waiting for it)")));
             for Waiting { stored: answer, .. } in group {
                 let _ = answer.send(unanswered.clone());

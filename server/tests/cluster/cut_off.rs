@@ -5,11 +5,23 @@
 //! cut-off instance neither holds rows nor claims the org past its lease;
 //! an owner that loses NATS keeps its org, and the others answer for it.
 
-use super::{instance, nats_url, owned_by, owner, raise, scalar, Cluster, ORG};
+use super::{heartbeat, instance, nats_url, owned_by, owner, raise, scalar, Cluster, ORG};
 use crate::common::{self, proxy::Proxy};
 use reqwest::StatusCode;
 use sqlx::Connection;
 use std::time::{Duration, Instant};
+
+/// "first" and "second" on the scratch database `name` (at `url`), each
+/// reaching the database and NATS at its own addresses (`(database,
+/// nats)`): through a forwarder or not. The first starts first and takes
+/// the demo org.
+async fn first_and_second(url: &str, name: String, first: (&str, Option<&str>), second: (&str, Option<&str>)) -> Cluster {
+    let dir = tempfile::tempdir().unwrap();
+    let metrics: Vec<u16> = (0..2).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()).collect();
+    let first = instance(first.0, first.1, dir.path(), "first", metrics[0], &[]).await;
+    let second = instance(second.0, second.1, dir.path(), "second", metrics[1], &[]).await;
+    Cluster { servers: vec![first, second], metrics, url: url.to_string(), name, dir, settings: Vec::new() }
+}
 
 /// A transaction left open by an instance that vanished in the middle of
 /// it holds its rows no longer than a lease (`ABANDONED_TRANSACTION_AFTER`):
@@ -51,17 +63,11 @@ async fn a_transaction_left_open_by_a_vanished_instance_holds_its_rows_no_longer
 async fn d14_an_owner_cut_off_from_the_database_steps_down_when_its_lease_ends() {
     let Some((url, name)) = common::scratch_pg_database().await else { return };
     let (proxy, through) = Proxy::to(&url).await;
-    let dir = tempfile::tempdir().unwrap();
-    let metrics: Vec<u16> = (0..2).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()).collect();
-    let first = instance(&through, None, dir.path(), "first", metrics[0], &[]).await;
-    let second = instance(&url, None, dir.path(), "second", metrics[1], &[]).await;
-    let cluster = Cluster { servers: vec![first, second], metrics, url: url.clone(), name, dir, settings: Vec::new() };
+    let cluster = first_and_second(&url, name, (&through, None), (&url, None)).await;
     assert!(owner(&url).await.starts_with("first/"));
     assert!(cluster.dispatching(0).await);
     // The robot's token known to the first before the cut (its registry's cache).
-    let beat = common::http().post(format!("{}/v1/robots/uk-pick-01/heartbeat", cluster.base(0)));
-    let beat = beat.bearer_auth(server::seed::demo_robot_token("uk-pick-01")).send().await.unwrap();
-    assert_eq!(beat.status(), StatusCode::OK);
+    assert_eq!(heartbeat(cluster.base(0), &server::seed::demo_robot_token("uk-pick-01")).await, StatusCode::OK);
 
     proxy.cut();
     // A call raised as the network went: its batch is sent and not answered.
@@ -73,8 +79,7 @@ async fn d14_an_owner_cut_off_from_the_database_steps_down_when_its_lease_ends()
         assert!(Instant::now() < deadline, "the cut-off owner still claims the org");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let scraped = common::http().get(format!("http://127.0.0.1:{}/metrics", cluster.metrics[0])).send().await.unwrap();
-    assert!(scraped.text().await.unwrap().contains("clutchcall_scrape_read_database 0"), "the scrape did not say its org gauges are old");
+    assert!(cluster.scrape(0).await.contains("clutchcall_scrape_read_database 0"), "the scrape did not say its org gauges are old");
     // The next call is answered by its engine (the database unreachable),
     // not by the request's timeout, which answers 503 with no body.
     let refused = raise(cluster.base(0), "uk-pick-01").await;
@@ -126,11 +131,7 @@ async fn an_owner_whose_nats_goes_quiet_keeps_its_org_and_the_others_answer_for_
     let Some(nats) = nats_url().await else { return };
     let Some((url, name)) = common::scratch_pg_database().await else { return };
     let (proxy, through) = Proxy::to(&nats).await;
-    let dir = tempfile::tempdir().unwrap();
-    let metrics: Vec<u16> = (0..2).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()).collect();
-    let first = instance(&url, Some(&through), dir.path(), "first", metrics[0], &[]).await;
-    let second = instance(&url, Some(&nats), dir.path(), "second", metrics[1], &[]).await;
-    let cluster = Cluster { servers: vec![first, second], metrics, url: url.clone(), name, dir, settings: Vec::new() };
+    let cluster = first_and_second(&url, name, (&url, Some(&through)), (&url, Some(&nats))).await;
     assert!(owner(&url).await.starts_with("first/"));
     // Nobody is ready: each call is acknowledged queued (202) by the owner.
     assert_eq!(raise(cluster.base(1), "uk-pick-01").await.status(), StatusCode::ACCEPTED, "forwarded before the cut");

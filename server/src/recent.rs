@@ -10,15 +10,15 @@ use std::hash::Hash;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-pub struct Kept<K, V = ()> {
-    kept: Duration,
+pub struct Recent<K, V = ()> {
+    lasts: Duration,
     entries: Mutex<HashMap<K, (Instant, V)>>,
 }
 
-impl<K: Eq + Hash, V> Kept<K, V> {
-    /// Remembers each entry for `kept` from its last note.
-    pub fn new(kept: Duration) -> Self {
-        Kept { kept, entries: Mutex::default() }
+impl<K: Eq + Hash, V> Recent<K, V> {
+    /// Remembers each entry for `lasts` from its last note.
+    pub fn new(lasts: Duration) -> Self {
+        Recent { lasts, entries: Mutex::default() }
     }
 
     /// Remembers `key` with `value` from now, in place of what it had.
@@ -51,35 +51,35 @@ impl<K: Eq + Hash, V> Kept<K, V> {
     /// Makes every entry older by `by` (tests of what the while does).
     #[cfg(test)]
     pub fn age(&self, by: Duration) {
-        for (at, _) in self.entries.lock().expect("kept lock").values_mut() {
+        for (at, _) in self.entries.lock().expect("recent lock").values_mut() {
             *at -= by;
         }
     }
 
     /// The map without its old entries, locked.
     fn young(&self) -> MutexGuard<'_, HashMap<K, (Instant, V)>> {
-        let mut entries = self.entries.lock().expect("kept lock");
-        entries.retain(|_, (at, _)| at.elapsed() < self.kept);
+        let mut entries = self.entries.lock().expect("recent lock");
+        entries.retain(|_, (at, _)| at.elapsed() < self.lasts);
         entries
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::Kept;
+    use super::Recent;
     use std::time::Duration;
 
     #[test]
     fn an_entry_lasts_the_while_from_its_last_note() {
-        let kept: Kept<String, u32> = Kept::new(Duration::from_secs(60));
-        kept.note("a".into(), 1);
-        kept.note("b".into(), 2);
-        assert!(kept.contains("a"));
-        kept.age(Duration::from_secs(30));
-        kept.note("a".into(), 3);
-        kept.age(Duration::from_secs(31));
-        assert!(kept.contains("a"), "noted again 31 s ago");
-        assert!(!kept.contains("b"), "noted 61 s ago");
-        assert_eq!(kept.entries(), vec![("a".to_string(), 3)]);
+        let recent: Recent<String, u32> = Recent::new(Duration::from_secs(60));
+        recent.note("a".into(), 1);
+        recent.note("b".into(), 2);
+        assert!(recent.contains("a"));
+        recent.age(Duration::from_secs(30));
+        recent.note("a".into(), 3);
+        recent.age(Duration::from_secs(31));
+        assert!(recent.contains("a"), "noted again 31 s ago");
+        assert!(!recent.contains("b"), "noted 61 s ago");
+        assert_eq!(recent.entries(), vec![("a".to_string(), 3)]);
     }
 }

@@ -268,7 +268,8 @@ pub(super) fn poke(shared: &Shared, orgs: Vec<String>) {
 }
 
 /// Loads the org and commits recovery, retrying until the database
-/// answers; `Err` when the org was taken over meanwhile. `taken`: the lease
+/// answers (`load_holding` bounds that by the lease); `Err` when the org
+/// was taken over meanwhile. `taken`: the lease
 /// was just taken, so the open consoles (here or on other instances) are
 /// asked to register again.
 async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> Result<(), Fenced> {
@@ -320,6 +321,25 @@ async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> R
 /// The org was taken over by another instance.
 struct Fenced;
 
+/// `load`, renewing the lease meanwhile: a load longer than a lease (a big
+/// org, a slow database) keeps the org, and one the database stops
+/// answering (its network gone quiet) ends when the lease does, by this
+/// instance's clock, not when TCP gives up. Its callers, waiting in the
+/// channel, are then told by `take_lease` instead of held until their
+/// request's timeout.
+async fn load_holding(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool, renewals: &mut lease::Renewals) -> Result<(), lease::Gone> {
+    let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + lease::RENEW_EVERY, lease::RENEW_EVERY);
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let loading = load(shared, lease, desk, taken);
+    tokio::pin!(loading);
+    loop {
+        tokio::select! {
+            loaded = &mut loading => return loaded.map_err(|Fenced| lease::Gone::Lost),
+            _ = renew.tick() => renewals.renew(shared, lease).await?,
+        }
+    }
+}
+
 /// Why an owner stopped dispatching its org.
 enum Stop {
     /// The engine stopped (its channel closed).
@@ -335,6 +355,8 @@ enum Stop {
 pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>, started: oneshot::Sender<()>) {
     let mut started = Some(started);
     while let Some(lease) = take_lease(&shared, &org_id, &mut rx, &mut started).await {
+        // The lease was taken (its time set by the database) just now.
+        let mut renewals = lease::Renewals::new();
         // A fresh desk for every lease: what changed under another owner
         // (or before a lapse) is in the database, and the open consoles
         // register again (`Desk::call_tabs_back`) with their presences.
@@ -345,18 +367,19 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
             Some(forwarding) => forwarding.listen(shared.clone(), org_id.clone(), lease.epoch).await,
             None => None,
         };
-        let stop = match load(&shared, &lease, &mut desk, true).await {
+        let stop = match load_holding(&shared, &lease, &mut desk, true, &mut renewals).await {
             Ok(()) => {
                 crate::metrics::dispatching(&org_id, true);
                 if let Some(started) = started.take() {
                     let _ = started.send(());
                 }
-                let stop = serve(&shared, &lease, &mut desk, &mut rx).await;
+                let stop = serve(&shared, &lease, &mut desk, &mut rx, renewals).await;
                 crate::metrics::dispatching(&org_id, false);
                 crate::metrics::uncommitted(&org_id).set(0.0);
                 stop
             }
-            Err(Fenced) => Stop::TakenOver,
+            // (The requests waiting meanwhile are told by `take_lease`.)
+            Err(_) => Stop::TakenOver,
         };
         drop(listening);
         desk.release_offers(true);
@@ -417,11 +440,10 @@ async fn close(shared: &Shared, lease: &Lease, committing: Option<Committing>, d
 /// Dispatches the loaded org while `lease` holds it. Commands are decided
 /// as they come (at most `MAX_BATCH` waiting for one commit), while the
 /// batch before them commits (`pipeline.rs`; on SQLite, once it has).
-async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::Receiver<Command>) -> Stop {
+async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::Receiver<Command>, mut renewals: lease::Renewals) -> Stop {
     let mut commands: Vec<Command> = Vec::with_capacity(MAX_BATCH);
     let mut decided = Decided::default();
     let mut committing: Option<Committing> = None;
-    let mut renewals = lease::Renewals::new();
     let mut renew = tokio::time::interval(lease::RENEW_EVERY);
     renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let uncommitted = crate::metrics::uncommitted(&lease.org_id);
@@ -451,8 +473,8 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
                         tracing::error!(org = %lease.org_id, error = %e, writes, "batch not committed: answered 503, reloading");
                         // Decided on top of the failed batch: it fails with it.
                         std::mem::take(&mut decided).fail(|| EngineError::Unavailable);
-                        if load(shared, lease, desk, false).await.is_err() {
-                            return taken_over(commands, || EngineError::DispatchedElsewhere);
+                        if let Err(gone) = load_holding(shared, lease, desk, false, &mut renewals).await {
+                            return taken_over(commands, gone.refusal());
                         }
                     }
                 }

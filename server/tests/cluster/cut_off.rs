@@ -148,3 +148,50 @@ async fn an_owner_whose_nats_goes_quiet_keeps_its_org_and_the_others_answer_for_
     assert!(owner(&url).await.starts_with("first/"), "the org never moved");
     cluster.finish().await;
 }
+
+/// The instance that takes the org over loses the database while it loads
+/// the org: its first read is held by a table lock until its network is
+/// cut, so the read's answer never reaches it. It gives the org up when its
+/// lease ends, by its own clock, and answers a call raised meanwhile 503
+/// `unavailable` of its own rather than holding it until the request's
+/// timeout (which answers 503 with no body). Mended, it takes the org again
+/// and dispatches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d14_an_instance_cut_off_while_it_loads_the_org_answers_when_its_lease_ends() {
+    let Some((url, name)) = common::scratch_pg_database().await else { return };
+    let (proxy, through) = Proxy::to(&url).await;
+    let mut cluster = first_and_second(&url, name, (&url, None), (&through, None)).await;
+    assert!(owner(&url).await.starts_with("first/"));
+    // The robot's token known to the second before the cut (its registry's cache).
+    assert_eq!(heartbeat(cluster.base(1), &server::seed::demo_robot_token("uk-pick-01")).await, StatusCode::OK);
+
+    // The load's first read (the org's link floors) waits for this lock.
+    let mut holder = sqlx::PgConnection::connect(&url).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut holder).await.unwrap();
+    sqlx::query("LOCK TABLE org_link_floors IN ACCESS EXCLUSIVE MODE").execute(&mut holder).await.unwrap();
+    cluster.servers[0].child.start_kill().unwrap();
+    owned_by(&url, "second").await;
+    let loading = "SELECT COUNT(*) FROM pg_locks WHERE relation = 'org_link_floors'::regclass AND NOT granted";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while scalar(&url, loading).await == 0 {
+        assert!(Instant::now() < deadline, "the second never began loading the org");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    proxy.cut();
+    sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+
+    let raised = Instant::now();
+    let refused = raise(cluster.base(1), "uk-pick-01").await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = refused.text().await.unwrap();
+    assert!(body.contains("\"unavailable\""), "held until the request's timeout ({:?}): {body:?}", raised.elapsed());
+
+    proxy.mend();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !raise(cluster.base(1), "uk-pick-01").await.status().is_success() {
+        assert!(Instant::now() < deadline, "the mended instance never dispatched the org");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(cluster.dispatching(1).await);
+    cluster.finish().await;
+}

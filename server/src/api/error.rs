@@ -30,9 +30,10 @@ pub enum ApiError {
     /// Over the robot token's request rate (`Retry-After`).
     #[error("too many requests for this token: retry in {retry_after_s} s")]
     RateLimited { retry_after_s: u64 },
-    /// Retry shortly (`Retry-After`).
+    /// Retry after `retry_after_s` (`Retry-After`; 1 unless the route
+    /// says otherwise).
     #[error("{message}")]
-    Unavailable { code: ErrorCode, message: String },
+    Unavailable { code: ErrorCode, message: String, retry_after_s: u64 },
     /// What was asked for was deleted (events past the retention).
     #[error("{0}")]
     Gone(String),
@@ -116,6 +117,19 @@ impl ApiError {
     pub fn not_found(what: &str, id: &str) -> ApiError {
         ApiError::NotFound(format!("{what} {id} not found"))
     }
+
+    /// A 503 unavailable for `code`, to be retried after a second.
+    pub fn unavailable(code: ErrorCode, message: String) -> ApiError {
+        ApiError::Unavailable { code, message, retry_after_s: 1 }
+    }
+
+    /// As this error, a 503 asking to be retried after `seconds` instead.
+    pub fn retry_after(self, seconds: u64) -> ApiError {
+        match self {
+            ApiError::Unavailable { code, message, .. } => ApiError::Unavailable { code, message, retry_after_s: seconds },
+            other => other,
+        }
+    }
 }
 
 impl IntoResponse for ApiError {
@@ -123,8 +137,7 @@ impl IntoResponse for ApiError {
         let body = ErrorBody { error: ErrorDetail { code: self.code(), message: self.to_string() } };
         let mut response = (self.status(), axum::Json(body)).into_response();
         let retry_after_s = match self {
-            ApiError::Unavailable { .. } => Some(1),
-            ApiError::RateLimited { retry_after_s } => Some(retry_after_s),
+            ApiError::Unavailable { retry_after_s, .. } | ApiError::RateLimited { retry_after_s } => Some(retry_after_s),
             _ => None,
         };
         if let Some(seconds) = retry_after_s {
@@ -152,7 +165,7 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         if let StoreError::Unanswered(_) = e {
             tracing::warn!(error = %e, "store unanswered");
-            return ApiError::Unavailable { code: ErrorCode::Unavailable, message: e.to_string() };
+            return ApiError::unavailable(ErrorCode::Unavailable, e.to_string());
         }
         tracing::error!(error = %e, "store failure");
         ApiError::Internal
@@ -176,8 +189,8 @@ impl From<EngineError> for ApiError {
             EngineError::NotHandoverCandidate => ApiError::Conflict { code: ErrorCode::NotHandoverCandidate, message: e.to_string() },
             EngineError::CannotExtend(_) => ApiError::Conflict { code: ErrorCode::CannotExtend, message: e.to_string() },
             EngineError::CannotTakeOver(_) => ApiError::Conflict { code: ErrorCode::NotHandoverCandidate, message: e.to_string() },
-            EngineError::Unavailable => ApiError::Unavailable { code: ErrorCode::Unavailable, message: e.to_string() },
-            EngineError::DispatchedElsewhere => ApiError::Unavailable { code: ErrorCode::DispatchedElsewhere, message: e.to_string() },
+            EngineError::Unavailable => ApiError::unavailable(ErrorCode::Unavailable, e.to_string()),
+            EngineError::DispatchedElsewhere => ApiError::unavailable(ErrorCode::DispatchedElsewhere, e.to_string()),
             EngineError::Store(e) => e.into(),
         }
     }

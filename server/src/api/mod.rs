@@ -269,6 +269,10 @@ pub struct HeartbeatAck {
     pub at: String,
 }
 
+/// How often an edge agent heartbeats (the robot reads `offline` 15 s
+/// after its last).
+const HEARTBEAT_EVERY_S: u64 = 10;
+
 /// Edge-agent heartbeat: the robot reads `online` in the registry.
 #[utoipa::path(
     post, path = "/v1/robots/{id}/heartbeat", tag = "robots",
@@ -276,13 +280,16 @@ pub struct HeartbeatAck {
     responses(
         (status = 200, body = HeartbeatAck),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 429, body = ErrorBody), (status = 503, body = ErrorBody, description = "the database did not answer in time"),
+        (status = 429, body = ErrorBody), (status = 503, body = ErrorBody, description = "the database did not answer in time; `Retry-After` is the agent's heartbeat interval"),
     ),
     security(("robot_token" = []), ("admin_session" = []))
 )]
 async fn heartbeat(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<HeartbeatAck>, ApiError> {
     let robot = caller.robot(&state, &id).await?;
-    let now = state.robots.heartbeat(&robot).await?;
+    // Unstored, it is retried by the agent's next heartbeat: an agent that
+    // obeyed a second's `Retry-After` would heartbeat ten times as often
+    // while the database is away.
+    let now = state.robots.heartbeat(&robot).await.map_err(|e| ApiError::from(e).retry_after(HEARTBEAT_EVERY_S))?;
     Ok(Json(HeartbeatAck { robot_id: robot.id, status: domain::models::RegistryStatus::Online, at: rfc3339(now) }))
 }
 

@@ -90,6 +90,7 @@ async fn d14_an_owner_cut_off_from_the_database_steps_down_when_its_lease_ends()
     let beat = common::http().post(format!("{}/v1/robots/uk-pick-01/heartbeat", cluster.base(0)));
     let beat = beat.bearer_auth(server::seed::demo_robot_token("uk-pick-01")).send().await.unwrap();
     assert_eq!(beat.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(beat.headers()["retry-after"], "10", "an unstored heartbeat is retried by the agent's next, not every second");
     let body = beat.text().await.unwrap();
     assert!(body.contains("\"unavailable\""), "{body:?}");
 

@@ -15,7 +15,7 @@
 //! one before it), and none piles up.
 
 use crate::store::{Heartbeat, SharedStore, StoreError, StoreResult};
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,7 +116,8 @@ async fn write_groups(store: SharedStore, mut waiting: mpsc::UnboundedReceiver<W
             }
             continue;
         }
-        let mut latest: BTreeMap<(&str, &str), i64> = BTreeMap::new();
+        // (In no order: the store writes them in the robots' order.)
+        let mut latest: HashMap<(&str, &str), i64> = HashMap::with_capacity(group.len());
         for Waiting { beat, .. } in &group {
             let at = latest.entry((&beat.org_id, &beat.robot_id)).or_insert(beat.at);
             *at = (*at).max(beat.at);

@@ -342,8 +342,10 @@ impl SqliteStore {
 
     /// By the batch writer, between two batches (sqlite_writer.rs).
     async fn write_heartbeats(&self, beats: &[Heartbeat]) -> StoreResult<()> {
-        let group: Vec<serde_json::Value> = beats.iter().map(|b| serde_json::json!([b.org_id, b.robot_id, b.at])).collect();
-        self.writer.write_heartbeats(serde_json::Value::Array(group).to_string()).await
+        // `[[org, robot, at], …]`, for the statement's `json_each`.
+        let group: Vec<(&str, &str, i64)> = beats.iter().map(|b| (b.org_id.as_str(), b.robot_id.as_str(), b.at)).collect();
+        let group = serde_json::to_string(&group).map_err(|e| super::StoreError::Writer(format!("the heartbeats could not be written as JSON: {e}")))?;
+        self.writer.write_heartbeats(group).await
     }
 }
 

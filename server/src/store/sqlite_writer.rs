@@ -399,6 +399,17 @@ mod tests {
         }
     }
 
+    /// A group of heartbeats finds each robot's row by its key: the plan
+    /// walks the group and searches the robots, and never scans the
+    /// fleet's table (a whole read of it per group).
+    #[tokio::test]
+    async fn a_group_of_heartbeats_finds_each_robot_by_its_key() {
+        let (_dir, _store, connection) = crate::store::sqlite_to_explain().await;
+        let plan = crate::store::explained(&connection, &format!("EXPLAIN QUERY PLAN {}", super::HEARTBEATS), "detail");
+        assert!(plan.iter().any(|step| step.starts_with("SEARCH robots USING")), "{plan:?}");
+        assert!(!plan.iter().any(|step| step.starts_with("SCAN robots")), "{plan:?}");
+    }
+
     /// Each b-tree a batch's statement writes costs its commit a WAL frame
     /// (a page), and the frames are a third of the dispatch thread: every
     /// statement writes its table and the indexes some read needs, no more.

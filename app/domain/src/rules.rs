@@ -5,6 +5,10 @@ use crate::models::RegistryStatus;
 /// Without an edge-agent heartbeat for this long a robot reads `offline`.
 pub const ROBOT_HEARTBEAT_TIMEOUT_MS: i64 = 15_000;
 
+/// How often an edge agent heartbeats (within the timeout above).
+pub const ROBOT_HEARTBEAT_EVERY_MS: i64 = 10_000;
+const _: () = assert!(ROBOT_HEARTBEAT_EVERY_MS < ROBOT_HEARTBEAT_TIMEOUT_MS, "a robot that heartbeats reads online");
+
 /// The middle dot that separates a certification's skill from its tier.
 const MIDDOT: char = '\u{00B7}';
 

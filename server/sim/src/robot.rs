@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
-const HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
+const HEARTBEAT_EVERY: Duration = Duration::from_millis(domain::rules::ROBOT_HEARTBEAT_EVERY_MS as u64);
 const JOINTS: usize = 6;
 
 pub struct Robot {

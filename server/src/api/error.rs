@@ -123,8 +123,9 @@ impl ApiError {
         ApiError::Unavailable { code, message, retry_after_s: 1 }
     }
 
-    /// As this error, a 503 asking to be retried after `seconds` instead.
-    pub fn retry_after(self, seconds: u64) -> ApiError {
+    /// A 503 `Unavailable` asking to be retried after `seconds` instead of
+    /// a second; any other error as it is.
+    pub fn with_retry_after(self, seconds: u64) -> ApiError {
         match self {
             ApiError::Unavailable { code, message, .. } => ApiError::Unavailable { code, message, retry_after_s: seconds },
             other => other,

@@ -269,10 +269,6 @@ pub struct HeartbeatAck {
     pub at: String,
 }
 
-/// How often an edge agent heartbeats (the robot reads `offline` 15 s
-/// after its last).
-const HEARTBEAT_EVERY_S: u64 = 10;
-
 /// Edge-agent heartbeat: the robot reads `online` in the registry.
 #[utoipa::path(
     post, path = "/v1/robots/{id}/heartbeat", tag = "robots",
@@ -285,12 +281,15 @@ const HEARTBEAT_EVERY_S: u64 = 10;
     security(("robot_token" = []), ("admin_session" = []))
 )]
 async fn heartbeat(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<HeartbeatAck>, ApiError> {
-    let robot = caller.robot(&state, &id).await?;
+    let beat = async {
+        let robot = caller.robot(&state, &id).await?;
+        let now = state.robots.heartbeat(&robot).await?;
+        Ok(Json(HeartbeatAck { robot_id: robot.id, status: domain::models::RegistryStatus::Online, at: rfc3339(now) }))
+    };
     // Unstored, it is retried by the agent's next heartbeat: an agent that
     // obeyed a second's `Retry-After` would heartbeat ten times as often
     // while the database is away.
-    let now = state.robots.heartbeat(&robot).await.map_err(|e| ApiError::from(e).retry_after(HEARTBEAT_EVERY_S))?;
-    Ok(Json(HeartbeatAck { robot_id: robot.id, status: domain::models::RegistryStatus::Online, at: rfc3339(now) }))
+    beat.await.map_err(|e: ApiError| e.with_retry_after(domain::rules::ROBOT_HEARTBEAT_EVERY_MS as u64 / 1000))
 }
 
 #[derive(Deserialize, ToSchema)]

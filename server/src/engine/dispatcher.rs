@@ -223,13 +223,20 @@ fn read(desk: &Desk, command: Command) -> Pending {
 /// Waits until this instance holds the org's lease (`lease.rs`); meanwhile
 /// requests are answered that another instance dispatches the org (or,
 /// while the database does not answer, that dispatch is unavailable).
-/// `started` is told as soon as the org is known to be dispatched
-/// elsewhere. `None` once the engine stops.
-async fn take_lease(shared: &Shared, org_id: &str, rx: &mut mpsc::Receiver<Command>, started: &mut Option<oneshot::Sender<()>>) -> Option<Lease> {
+/// `pause`: a take interval passes before the first ask (the org was just
+/// given up here: another instance may take it meanwhile). `started` is
+/// told as soon as the org is known to be dispatched elsewhere. `None`
+/// once the engine stops.
+async fn take_lease(
+    shared: &Shared, org_id: &str, rx: &mut mpsc::Receiver<Command>, started: &mut Option<oneshot::Sender<()>>, pause: bool,
+) -> Option<(Lease, lease::Renewals)> {
+    if pause && !refuse_for(rx, lease::TAKE_EVERY, || EngineError::Unavailable).await {
+        return None;
+    }
     let mut elsewhere_told = false;
     loop {
-        let reachable = match lease::ask(shared, org_id).await {
-            lease::Asked::Taken(lease) => return Some(lease),
+        let refusal: fn() -> EngineError = match lease::ask(shared, org_id).await {
+            lease::Asked::Taken(lease, renewals) => return Some((lease, renewals)),
             lease::Asked::Elsewhere => {
                 if !elsewhere_told {
                     tracing::info!(org = %org_id, "another instance dispatches this org");
@@ -238,18 +245,25 @@ async fn take_lease(shared: &Shared, org_id: &str, rx: &mut mpsc::Receiver<Comma
                 if let Some(started) = started.take() {
                     let _ = started.send(());
                 }
-                true
+                || EngineError::DispatchedElsewhere
             }
-            lease::Asked::Unreachable => false,
+            lease::Asked::Unreachable => || EngineError::Unavailable,
         };
-        let deadline = tokio::time::Instant::now() + lease::TAKE_EVERY;
-        loop {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(command)) if reachable => command.refuse(|| EngineError::DispatchedElsewhere),
-                Ok(Some(command)) => command.refuse(|| EngineError::Unavailable),
-                Ok(None) => return None,
-                Err(_) => break,
-            }
+        if !refuse_for(rx, lease::TAKE_EVERY, refusal).await {
+            return None;
+        }
+    }
+}
+
+/// Answers every request that comes within `while_` with `refusal`;
+/// `false` once the engine stops (the channel closed).
+async fn refuse_for(rx: &mut mpsc::Receiver<Command>, while_: Duration, refusal: fn() -> EngineError) -> bool {
+    let deadline = tokio::time::Instant::now() + while_;
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(command)) => command.refuse(refusal),
+            Ok(None) => return false,
+            Err(_) => return true,
         }
     }
 }
@@ -267,12 +281,15 @@ pub(super) fn poke(shared: &Shared, orgs: Vec<String>) {
     }
 }
 
-/// Loads the org and commits recovery, retrying until the database
-/// answers (`load_holding` bounds that by the lease); `Err` when the org
-/// was taken over meanwhile. `taken`: the lease
-/// was just taken, so the open consoles (here or on other instances) are
-/// asked to register again.
-async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> Result<(), Fenced> {
+/// Loads the org and commits recovery, retrying while the database fails
+/// for less than a lease; `Err` when the org was taken over meanwhile
+/// (`Lost`), or the load kept failing (`Lapsed`: the lease is given up,
+/// so another instance, or this one again, tries the org).
+/// (`load_holding` bounds a database that does not answer.) `taken`: the
+/// lease was just taken, so the open consoles (here or on other instances)
+/// are asked to register again.
+async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> Result<(), lease::Gone> {
+    let mut failing_since = None;
     loop {
         // The org's own floors, read with the rest of its state (and retried with it).
         let loaded = async {
@@ -283,7 +300,7 @@ async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> R
             shared.store.org_snapshot(&desk.org_id).await
         }
         .await;
-        match loaded {
+        let failed = match loaded {
             Ok(snapshot) => {
                 let now = shared.clock.now_ms();
                 desk.load(snapshot, now);
@@ -292,34 +309,51 @@ async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> R
                 }
                 desk.recover(now);
                 desk.serve_queues(now);
-                let mut fx = desk.take_effects();
-                let committed = match fx.writes.is_empty() {
-                    true => Ok(()),
-                    false => shared.store.commit(lease, std::mem::take(&mut fx.writes)).await,
-                };
-                match committed {
-                    Ok(()) => {
-                        for (topic, event) in fx.events {
-                            shared.bus.publish(topic, event);
-                        }
-                        poke(shared, fx.pokes);
-                        for (operator_id, org_id) in fx.freed {
-                            shared.busy.free(&operator_id, &org_id);
-                        }
-                        return Ok(());
-                    }
-                    Err(StoreError::Fenced) => return Err(Fenced),
-                    Err(e) => tracing::error!(org = %desk.org_id, error = %e, "recovery could not be committed; retrying"),
+                match commit_recovery(shared, lease, desk.take_effects()).await {
+                    Ok(()) => return Ok(()),
+                    Err(StoreError::Fenced) => return Err(lease::Gone::Lost),
+                    Err(e) => format!("recovery could not be committed: {e}"),
                 }
             }
-            Err(e) => tracing::error!(org = %desk.org_id, error = %e, "could not load the org's dispatch state; retrying"),
+            Err(e) => format!("could not load the org's dispatch state: {e}"),
+        };
+        let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
+        if since.elapsed() >= Duration::from_millis(lease::LEASE_TTL_MS as u64) {
+            // Another instance may load it (one of another build, during a
+            // rolling upgrade, say): the lease is given up, and this one
+            // asks again after a pause (`take_lease`).
+            tracing::error!(org = %desk.org_id, error = %failed, "the org could not be loaded for a lease: giving its lease up");
+            if let Ok(Err(e)) = tokio::time::timeout(lease::TAKE_EVERY, shared.store.release_lease(lease)).await {
+                tracing::warn!(org = %desk.org_id, error = %e, "could not release the org's dispatch lease");
+            }
+            return Err(lease::Gone::Lapsed);
         }
+        tracing::error!(org = %desk.org_id, error = %failed, "retrying");
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 
-/// The org was taken over by another instance.
-struct Fenced;
+/// Commits what recovering the org decided, on a task of its own that then
+/// publishes its events, pokes and frees: should the load be given up
+/// while the commit is on its way (the lease lapsed), a commit that lands
+/// is still told, as a stepped-down batch is.
+async fn commit_recovery(shared: &Shared, lease: &Lease, mut fx: super::desk::Effects) -> Result<(), StoreError> {
+    let (shared, lease) = (shared.clone(), lease.clone());
+    let committing = tokio::spawn(async move {
+        if !fx.writes.is_empty() {
+            shared.store.commit(&lease, std::mem::take(&mut fx.writes)).await?;
+        }
+        for (topic, event) in fx.events {
+            shared.bus.publish(topic, event);
+        }
+        poke(&shared, fx.pokes);
+        for (operator_id, org_id) in fx.freed {
+            shared.busy.free(&operator_id, &org_id);
+        }
+        Ok(())
+    });
+    committing.await.unwrap_or_else(|ended| Err(StoreError::Writer(format!("the recovery's commit ended: {ended}"))))
+}
 
 /// `load`, renewing the lease meanwhile: a load longer than a lease (a big
 /// org, a slow database) keeps the org, and one the database stops
@@ -328,13 +362,13 @@ struct Fenced;
 /// channel, are then told by `take_lease` instead of held until their
 /// request's timeout.
 async fn load_holding(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool, renewals: &mut lease::Renewals) -> Result<(), lease::Gone> {
-    let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + lease::RENEW_EVERY, lease::RENEW_EVERY);
+    let mut renew = tokio::time::interval_at(renewals.next_due(), lease::RENEW_EVERY);
     renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let loading = load(shared, lease, desk, taken);
     tokio::pin!(loading);
     loop {
         tokio::select! {
-            loaded = &mut loading => return loaded.map_err(|Fenced| lease::Gone::Lost),
+            loaded = &mut loading => return loaded,
             _ = renew.tick() => renewals.renew(shared, lease).await?,
         }
     }
@@ -344,8 +378,8 @@ async fn load_holding(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bo
 enum Stop {
     /// The engine stopped (its channel closed).
     Closed,
-    /// Another instance took the org over.
-    TakenOver,
+    /// The lease is gone: taken over, or lapsed.
+    Gone(lease::Gone),
 }
 
 /// Runs the org's dispatcher until its channel closes: it takes the org's
@@ -354,9 +388,8 @@ enum Stop {
 /// is told once the org is loaded and recovered (or found dispatched elsewhere).
 pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>, started: oneshot::Sender<()>) {
     let mut started = Some(started);
-    while let Some(lease) = take_lease(&shared, &org_id, &mut rx, &mut started).await {
-        // The lease was taken (its time set by the database) just now.
-        let mut renewals = lease::Renewals::new();
+    let mut pause = false;
+    while let Some((lease, mut renewals)) = take_lease(&shared, &org_id, &mut rx, &mut started, pause).await {
         // A fresh desk for every lease: what changed under another owner
         // (or before a lapse) is in the database, and the open consoles
         // register again (`Desk::call_tabs_back`) with their presences.
@@ -379,7 +412,7 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
                 stop
             }
             // (The requests waiting meanwhile are told by `take_lease`.)
-            Err(_) => Stop::TakenOver,
+            Err(gone) => Stop::Gone(gone),
         };
         drop(listening);
         desk.release_offers(true);
@@ -392,33 +425,41 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
                 }
                 return;
             }
-            Stop::TakenOver => tracing::warn!(org = %org_id, epoch = lease.epoch, "the org's lease was taken over or lapsed: stepped down"),
+            Stop::Gone(gone) => {
+                match gone {
+                    lease::Gone::Lost => tracing::warn!(org = %org_id, epoch = lease.epoch, "the org's lease was taken over: stepped down"),
+                    lease::Gone::Lapsed => tracing::warn!(org = %org_id, epoch = lease.epoch, "the org's lease lapsed or was given up: stepped down"),
+                }
+                // Those waiting are answered by `take_lease`: at once after
+                // a lapse (it asks again after a pause), else as it finds.
+                pause = matches!(gone, lease::Gone::Lapsed);
+            }
         }
     }
 }
 
 /// The org is no longer this instance's: the commands still waiting are
-/// told `refusal`.
-fn taken_over(waiting: Vec<Command>, refusal: fn() -> EngineError) -> Stop {
+/// told why (`Gone::refusal`).
+fn taken_over(waiting: Vec<Command>, gone: lease::Gone) -> Stop {
     for command in waiting {
-        command.refuse(refusal);
+        command.refuse(gone.refusal());
     }
-    Stop::TakenOver
+    Stop::Gone(gone)
 }
 
 /// The lease is lost: the batch in flight is answered as it goes (the
 /// database refuses it if it came too late), on a task of its own, so a
 /// database that does not answer (its network cut) holds only its callers,
 /// not the dispatcher; what was decided after it, and every command still
-/// waiting, is told `refusal` (another instance dispatches the org, or,
-/// when the database stopped answering, unavailable).
-fn step_down(shared: &Shared, committing: Option<Committing>, decided: Decided, waiting: Vec<Command>, refusal: fn() -> EngineError) -> Stop {
+/// waiting, is told why (another instance dispatches the org, or, when
+/// the database stopped answering, unavailable).
+fn step_down(shared: &Shared, committing: Option<Committing>, decided: Decided, waiting: Vec<Command>, gone: lease::Gone) -> Stop {
     if let Some(batch) = committing {
         let shared = shared.clone();
         tokio::spawn(async move { drop(batch.finish(&shared).await) });
     }
-    decided.fail(refusal);
-    taken_over(waiting, refusal)
+    decided.fail(gone.refusal());
+    taken_over(waiting, gone)
 }
 
 /// The engine stops: what is in flight and what was decided are committed
@@ -455,7 +496,7 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
             biased;
             _ = renew.tick() => match renewals.renew(shared, lease).await {
                 Ok(()) => continue,
-                Err(gone) => return step_down(shared, committing, decided, commands, gone.refusal()),
+                Err(gone) => return step_down(shared, committing, decided, commands, gone),
             },
             committed = async { committing.as_mut().expect("guarded").committed().await }, if committing.is_some() => {
                 let batch = committing.take().expect("guarded");
@@ -467,14 +508,14 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
                     // happened (nor will anything else this instance decides).
                     Err(StoreError::Fenced) => {
                         tracing::error!(org = %lease.org_id, epoch = lease.epoch, writes, "batch refused: the org was taken over");
-                        return step_down(shared, None, decided, commands, lease::Gone::Lost.refusal());
+                        return step_down(shared, None, decided, commands, lease::Gone::Lost);
                     }
                     Err(e) => {
                         tracing::error!(org = %lease.org_id, error = %e, writes, "batch not committed: answered 503, reloading");
                         // Decided on top of the failed batch: it fails with it.
                         std::mem::take(&mut decided).fail(|| EngineError::Unavailable);
                         if let Err(gone) = load_holding(shared, lease, desk, false, &mut renewals).await {
-                            return taken_over(commands, gone.refusal());
+                            return taken_over(commands, gone);
                         }
                     }
                 }
@@ -495,7 +536,7 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
         // stall, a slow database): renewed first, or nothing is answered.
         if !renewals.current() {
             if let Err(gone) = renewals.renew(shared, lease).await {
-                return step_down(shared, committing, decided, commands, gone.refusal());
+                return step_down(shared, committing, decided, commands, gone);
             }
         }
         decide(desk, &mut commands, &mut decided, shared.clock.now_ms());

@@ -27,7 +27,8 @@ const _: () = assert!(crate::store::ABANDONED_TRANSACTION_AFTER.as_millis() <= L
 
 /// What asking for the org's lease found.
 pub(super) enum Asked {
-    Taken(Lease),
+    /// Taken: the lease, and its renewals' clock (from when it was asked).
+    Taken(Lease, Renewals),
     /// Another instance holds it.
     Elsewhere,
     /// The database did not answer.
@@ -38,6 +39,8 @@ pub(super) enum Asked {
 /// the next ask: a database that does not answer (its network cut, say)
 /// is unreachable, not a dispatcher that waits as long as TCP does.
 pub(super) async fn ask(shared: &Shared, org_id: &str) -> Asked {
+    // The database dates the lease when the ask reaches it: never before this.
+    let asked_at = tokio::time::Instant::now();
     let Ok(asked) = tokio::time::timeout(TAKE_EVERY, shared.store.take_lease(org_id, &shared.owner, LEASE_TTL_MS)).await else {
         tracing::warn!(org = %org_id, "the database did not answer for the org's dispatch lease within {TAKE_EVERY:?}");
         return Asked::Unreachable;
@@ -45,7 +48,7 @@ pub(super) async fn ask(shared: &Shared, org_id: &str) -> Asked {
     match asked {
         Ok(Some(lease)) => {
             tracing::info!(org = %org_id, epoch = lease.epoch, instance = %shared.owner, "dispatching this org here");
-            Asked::Taken(lease)
+            Asked::Taken(lease, Renewals { last_renewed: asked_at })
         }
         Ok(None) => Asked::Elsewhere,
         Err(e) => {
@@ -81,8 +84,9 @@ pub(super) struct Renewals {
 }
 
 impl Renewals {
-    pub fn new() -> Renewals {
-        Renewals { last_renewed: tokio::time::Instant::now() }
+    /// When the next renewal is due.
+    pub fn next_due(&self) -> tokio::time::Instant {
+        self.last_renewed + RENEW_EVERY
     }
 
     /// Renews the lease. A renewal the database does not answer is given
@@ -93,13 +97,15 @@ impl Renewals {
     pub async fn renew(&mut self, shared: &Shared, lease: &Lease) -> Result<(), Gone> {
         let left = Duration::from_millis(LEASE_TTL_MS as u64).saturating_sub(self.last_renewed.elapsed());
         let within = left.max(RENEW_EVERY);
+        // (The lease's new end is dated when the renewal reaches the database.)
+        let sent = tokio::time::Instant::now();
         let renewed = match tokio::time::timeout(within, shared.store.renew_lease(lease, LEASE_TTL_MS)).await {
             Ok(renewed) => renewed,
             Err(_) => Err(StoreError::Unanswered(format!("within {within:?}"))),
         };
         match renewed {
             Ok(true) => {
-                self.last_renewed = tokio::time::Instant::now();
+                self.last_renewed = sent;
                 Ok(())
             }
             Ok(false) => Err(Gone::Lost),

@@ -4,8 +4,9 @@
 //! still moves to a survivor when its owner loses the database, and the
 //! cut-off instance neither holds rows nor claims the org past its lease;
 //! an owner that loses NATS keeps its org, and the others answer for it.
+//! (And an org its new owner cannot load while the database answers.)
 
-use super::{heartbeat, instance, nats_url, owned_by, owner, raise, scalar, Cluster, ORG};
+use super::{execute, heartbeat, instance, nats_url, owned_by, owner, raise, scalar, Cluster, ORG};
 use crate::common::{self, proxy::Proxy};
 use reqwest::StatusCode;
 use sqlx::Connection;
@@ -172,7 +173,8 @@ async fn d14_an_instance_cut_off_while_it_loads_the_org_answers_when_its_lease_e
     sqlx::query("LOCK TABLE org_link_floors IN ACCESS EXCLUSIVE MODE").execute(&mut holder).await.unwrap();
     cluster.servers[0].child.start_kill().unwrap();
     owned_by(&url, "second").await;
-    let loading = "SELECT COUNT(*) FROM pg_locks WHERE relation = 'org_link_floors'::regclass AND NOT granted";
+    let loading = "SELECT COUNT(*) FROM pg_locks WHERE relation = 'org_link_floors'::regclass AND NOT granted \
+                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
     let deadline = Instant::now() + Duration::from_secs(20);
     while scalar(&url, loading).await == 0 {
         assert!(Instant::now() < deadline, "the second never began loading the org");
@@ -186,6 +188,7 @@ async fn d14_an_instance_cut_off_while_it_loads_the_org_answers_when_its_lease_e
     assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
     let body = refused.text().await.unwrap();
     assert!(body.contains("\"unavailable\""), "held until the request's timeout ({:?}): {body:?}", raised.elapsed());
+    assert!(raised.elapsed() < Duration::from_secs(10), "answered after {:?}", raised.elapsed());
 
     proxy.mend();
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -194,5 +197,47 @@ async fn d14_an_instance_cut_off_while_it_loads_the_org_answers_when_its_lease_e
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(cluster.dispatching(1).await);
+    cluster.finish().await;
+}
+
+/// The instance that takes the org over cannot load it while the database
+/// answers (a table the load reads renamed away, as a build that reads
+/// another schema would find it). It gives the lease up after failing for
+/// a lease, so another instance may take the org, and answers a call
+/// raised meanwhile 503 `unavailable` rather than holding it until the
+/// request's timeout. With the table back, it takes the org again and
+/// dispatches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d14_an_instance_that_cannot_load_the_org_gives_it_up_and_answers() {
+    let Some((url, name)) = common::scratch_pg_database().await else { return };
+    let mut cluster = first_and_second(&url, name, (&url, None), (&url, None)).await;
+    assert!(owner(&url).await.starts_with("first/"));
+    // The robot's token known to the second (its registry's cache).
+    assert_eq!(heartbeat(cluster.base(1), &server::seed::demo_robot_token("uk-pick-01")).await, StatusCode::OK);
+
+    execute(&url, "ALTER TABLE org_link_floors RENAME TO org_link_floors_away").await;
+    cluster.servers[0].child.start_kill().unwrap();
+    owned_by(&url, "second").await;
+    let raised = Instant::now();
+    let refused = raise(cluster.base(1), "uk-pick-01").await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = refused.text().await.unwrap();
+    assert!(body.contains("\"unavailable\""), "held until the request's timeout ({:?}): {body:?}", raised.elapsed());
+    assert!(raised.elapsed() < Duration::from_secs(10), "answered after {:?}", raised.elapsed());
+    // Given up (`release_lease`: the lease ends at 0), for a take interval
+    // each time before the second asks again.
+    let released = format!("SELECT COUNT(*) FROM org_leases WHERE org_id = '{ORG}' AND expires_at = 0");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while scalar(&url, &released).await == 0 {
+        assert!(Instant::now() < deadline, "the second never gave the lease of an org it could not load up");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    execute(&url, "ALTER TABLE org_link_floors_away RENAME TO org_link_floors").await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !raise(cluster.base(1), "uk-pick-01").await.status().is_success() {
+        assert!(Instant::now() < deadline, "the second never dispatched the org once it could load it");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     cluster.finish().await;
 }

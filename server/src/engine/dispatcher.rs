@@ -281,13 +281,15 @@ pub(super) fn poke(shared: &Shared, orgs: Vec<String>) {
     }
 }
 
-/// Loads the org and commits recovery, retrying while the database fails
-/// for less than a lease; `Err` when the org was taken over meanwhile
-/// (`Lost`), or the load kept failing (`Lapsed`: the lease is given up,
-/// so another instance, or this one again, tries the org).
-/// (`load_holding` bounds a database that does not answer.) `taken`: the
-/// lease was just taken, so the open consoles (here or on other instances)
-/// are asked to register again.
+/// Loads the org and commits recovery, retrying while the load fails for
+/// less than a lease; `Err` when the org was taken over meanwhile
+/// (`Lost`), or the load kept failing (`GivenUp`: `load_holding` gives the
+/// lease up, so another instance, or this one again, tries the org). A
+/// database that does not answer ends the load with the lease
+/// (`load_holding`); one that answers renewals but not the load's reads
+/// (a lock held on a table they read) holds it, as it would hold every
+/// instance's. `taken`: the lease was just taken, so the open consoles
+/// (here or on other instances) are asked to register again.
 async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> Result<(), lease::Gone> {
     let mut failing_since = None;
     loop {
@@ -319,14 +321,8 @@ async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> R
         };
         let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
         if since.elapsed() >= Duration::from_millis(lease::LEASE_TTL_MS as u64) {
-            // Another instance may load it (one of another build, during a
-            // rolling upgrade, say): the lease is given up, and this one
-            // asks again after a pause (`take_lease`).
             tracing::error!(org = %desk.org_id, error = %failed, "the org could not be loaded for a lease: giving its lease up");
-            if let Ok(Err(e)) = tokio::time::timeout(lease::TAKE_EVERY, shared.store.release_lease(lease)).await {
-                tracing::warn!(org = %desk.org_id, error = %e, "could not release the org's dispatch lease");
-            }
-            return Err(lease::Gone::Lapsed);
+            return Err(lease::Gone::GivenUp);
         }
         tracing::error!(org = %desk.org_id, error = %failed, "retrying");
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -366,12 +362,21 @@ async fn load_holding(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bo
     renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let loading = load(shared, lease, desk, taken);
     tokio::pin!(loading);
-    loop {
+    let loaded = loop {
         tokio::select! {
-            loaded = &mut loading => return loaded,
+            loaded = &mut loading => break loaded,
             _ = renew.tick() => renewals.renew(shared, lease).await?,
         }
+    };
+    if let Err(lease::Gone::GivenUp) = loaded {
+        // Another instance may load it (one of another build, during a
+        // rolling upgrade, say); this one asks again after a pause
+        // (`take_lease`). Released here, with no renewal beside it.
+        if let Ok(Err(e)) = tokio::time::timeout(lease::TAKE_EVERY, shared.store.release_lease(lease)).await {
+            tracing::warn!(org = %lease.org_id, error = %e, "could not release the org's dispatch lease");
+        }
     }
+    loaded
 }
 
 /// Why an owner stopped dispatching its org.
@@ -411,8 +416,15 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
                 crate::metrics::uncommitted(&org_id).set(0.0);
                 stop
             }
-            // (The requests waiting meanwhile are told by `take_lease`.)
-            Err(gone) => Stop::Gone(gone),
+            Err(gone) => {
+                // Not loaded here: the engine's start goes on without it
+                // (the org's requests are answered 503 until it loads).
+                if let Some(started) = started.take() {
+                    let _ = started.send(());
+                }
+                // (The requests waiting meanwhile are told by `take_lease`.)
+                Stop::Gone(gone)
+            }
         };
         drop(listening);
         desk.release_offers(true);
@@ -428,11 +440,12 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
             Stop::Gone(gone) => {
                 match gone {
                     lease::Gone::Lost => tracing::warn!(org = %org_id, epoch = lease.epoch, "the org's lease was taken over: stepped down"),
-                    lease::Gone::Lapsed => tracing::warn!(org = %org_id, epoch = lease.epoch, "the org's lease lapsed or was given up: stepped down"),
+                    lease::Gone::Lapsed => tracing::warn!(org = %org_id, epoch = lease.epoch, "the org's lease lapsed: stepped down"),
+                    lease::Gone::GivenUp => tracing::warn!(org = %org_id, epoch = lease.epoch, "the org's lease was given up: stepped down"),
                 }
                 // Those waiting are answered by `take_lease`: at once after
-                // a lapse (it asks again after a pause), else as it finds.
-                pause = matches!(gone, lease::Gone::Lapsed);
+                // a give-up (it asks again after a pause), else as it finds.
+                pause = matches!(gone, lease::Gone::GivenUp);
             }
         }
     }

@@ -66,13 +66,16 @@ pub(super) enum Gone {
     /// The database has not answered (or has failed) for a whole lease:
     /// whose the org is, this instance cannot know.
     Lapsed,
+    /// This instance gave it up: it could not load the org for a lease
+    /// (`dispatcher::load`), so another instance may try.
+    GivenUp,
 }
 
 impl Gone {
     /// What the requests of a desk that stepped down are told.
     pub fn refusal(&self) -> fn() -> EngineError {
         match self {
-            Gone::Lapsed => || EngineError::Unavailable,
+            Gone::Lapsed | Gone::GivenUp => || EngineError::Unavailable,
             Gone::Lost => || EngineError::DispatchedElsewhere,
         }
     }

@@ -241,3 +241,30 @@ async fn d14_an_instance_that_cannot_load_the_org_gives_it_up_and_answers() {
     }
     cluster.finish().await;
 }
+
+/// An instance that starts while its org cannot be loaded (the same
+/// renamed table) still starts: its engine goes on without the org, whose
+/// calls are answered 503 `unavailable` until the org loads. (Its start
+/// waited for every org's load, and so never listened.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_starts_while_its_org_cannot_be_loaded() {
+    let Some(mut cluster) = Cluster::start(None, 1).await else { return };
+    let url = cluster.url.clone();
+    execute(&url, "ALTER TABLE org_link_floors RENAME TO org_link_floors_away").await;
+    cluster.servers[0].child.start_kill().unwrap();
+    let _ = cluster.servers[0].child.wait().await;
+    // (It takes its own lease back at once: the same instance, another boot.)
+    cluster.restart(0, None).await;
+    let refused = raise(cluster.base(0), "uk-pick-01").await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = refused.text().await.unwrap();
+    assert!(body.contains("\"unavailable\""), "{body:?}");
+
+    execute(&url, "ALTER TABLE org_link_floors_away RENAME TO org_link_floors").await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !raise(cluster.base(0), "uk-pick-01").await.status().is_success() {
+        assert!(Instant::now() < deadline, "the org never loaded once it could");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    cluster.finish().await;
+}

@@ -57,6 +57,11 @@ async fn d13_a_batch_of_a_taken_over_owner_is_refused_and_writes_nothing() {
     assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions WHERE id = 'ses-stale'").await, 0);
     store.commit(&new, vec![session("ses-owner")]).await.unwrap();
     assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions WHERE id = 'ses-owner'").await, 1);
+    // The same run asking again while it holds the lease (an ask of its
+    // own that the network held, say) takes nothing: a new epoch would
+    // fence the lease it holds.
+    assert_eq!(store.take_lease(ORG, "b/1", 3_000).await.unwrap(), None, "a run took its own lease again");
+    assert!(store.renew_lease(&new, 3_000).await.unwrap(), "the lease it holds was fenced by its own ask");
     // A later run of the same instance (another boot) takes its own lease at once.
     let restarted = store.take_lease(ORG, "b/2", 3_000).await.unwrap().expect("the same instance, restarted");
     assert!(restarted.epoch > new.epoch);

@@ -324,15 +324,15 @@ async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> R
             tracing::error!(org = %desk.org_id, error = %failed, "the org could not be loaded for a lease: giving its lease up");
             return Err(lease::Gone::GivenUp);
         }
-        tracing::error!(org = %desk.org_id, error = %failed, "retrying");
+        tracing::error!(org = %desk.org_id, error = %failed, "the org could not be loaded: retrying");
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 
 /// Commits what recovering the org decided, on a task of its own that then
-/// publishes its events, pokes and frees: should the load be given up
-/// while the commit is on its way (the lease lapsed), a commit that lands
-/// is still told, as a stepped-down batch is.
+/// publishes its events, pokes and frees: should the load be dropped while
+/// the commit is on its way (its lease ended: `load_holding`), a commit
+/// that lands is still told, as a stepped-down batch is.
 async fn commit_recovery(shared: &Shared, lease: &Lease, mut fx: super::desk::Effects) -> Result<(), StoreError> {
     let (shared, lease) = (shared.clone(), lease.clone());
     let committing = tokio::spawn(async move {
@@ -383,7 +383,7 @@ async fn load_holding(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bo
 enum Stop {
     /// The engine stopped (its channel closed).
     Closed,
-    /// The lease is gone: taken over, or lapsed.
+    /// The lease is gone: taken over, lapsed, or given up.
     Gone(lease::Gone),
 }
 

@@ -491,11 +491,15 @@ impl StoreDb for PgStore {
 
     async fn take_lease(pool: &sqlx::PgPool, org_id: &str, owner: &str, ttl_ms: i64) -> StoreResult<Option<Lease>> {
         // A new epoch on every take. An earlier run of the same instance
-        // (same name, another boot) is gone: its port is ours now.
+        // (same name, another boot) is gone: its port is ours now. This
+        // run's own ask, held in the network past the answer it timed out
+        // waiting for, takes nothing from itself: a new epoch would fence
+        // the lease it holds by then.
         let epoch: Option<i64> = sqlx::query_scalar(&format!(
             "INSERT INTO org_leases AS l (org_id, owner, epoch, expires_at) VALUES ($1, $2, 1, {PG_NOW_MS} + $3) \
              ON CONFLICT (org_id) DO UPDATE SET owner = excluded.owner, epoch = l.epoch + 1, expires_at = excluded.expires_at \
-             WHERE l.expires_at < {PG_NOW_MS} OR split_part(l.owner, '/', 1) = split_part(excluded.owner, '/', 1) \
+             WHERE l.expires_at < {PG_NOW_MS} \
+                OR (split_part(l.owner, '/', 1) = split_part(excluded.owner, '/', 1) AND l.owner <> excluded.owner) \
              RETURNING epoch"
         ))
         .bind(org_id).bind(owner).bind(ttl_ms).fetch_optional(pool).await?;

@@ -24,6 +24,28 @@ async fn first_and_second(url: &str, name: String, first: (&str, Option<&str>), 
     Cluster { servers: vec![first, second], metrics, url: url.to_string(), name, dir, settings: Vec::new() }
 }
 
+/// A call raised for the demo robot at `base` is answered 503
+/// `unavailable` by the instance itself within 10 s (the request's own
+/// timeout, at 30 s, answers with no body).
+async fn answered_unavailable(base: &str) {
+    let raised = Instant::now();
+    let refused = raise(base, "uk-pick-01").await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = refused.text().await.unwrap();
+    assert!(body.contains("\"unavailable\""), "held until the request's timeout ({:?}): {body:?}", raised.elapsed());
+    assert!(raised.elapsed() < Duration::from_secs(10), "answered after {:?}", raised.elapsed());
+}
+
+/// Waits (at most 20 s) until a call raised for the demo robot at `base`
+/// is taken (201 or 202); `never` says what did not happen.
+async fn until_a_call_is_taken(base: &str, never: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !raise(base, "uk-pick-01").await.status().is_success() {
+        assert!(Instant::now() < deadline, "{never}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// A transaction left open by an instance that vanished in the middle of
 /// it holds its rows no longer than a lease (`ABANDONED_TRANSACTION_AFTER`):
 /// another instance's write of the same row goes through. Without the
@@ -83,10 +105,7 @@ async fn d14_an_owner_cut_off_from_the_database_steps_down_when_its_lease_ends()
     assert!(cluster.scrape(0).await.contains("clutchcall_scrape_read_database 0"), "the scrape did not say its org gauges are old");
     // The next call is answered by its engine (the database unreachable),
     // not by the request's timeout, which answers 503 with no body.
-    let refused = raise(cluster.base(0), "uk-pick-01").await;
-    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let body = refused.text().await.unwrap();
-    assert!(body.contains("\"unavailable\""), "{body:?}");
+    answered_unavailable(cluster.base(0)).await;
     // So is a heartbeat, when its group is given up.
     let beat = common::http().post(format!("{}/v1/robots/uk-pick-01/heartbeat", cluster.base(0)));
     let beat = beat.bearer_auth(server::seed::demo_robot_token("uk-pick-01")).send().await.unwrap();
@@ -183,19 +202,10 @@ async fn d14_an_instance_cut_off_while_it_loads_the_org_answers_when_its_lease_e
     proxy.cut();
     sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
 
-    let raised = Instant::now();
-    let refused = raise(cluster.base(1), "uk-pick-01").await;
-    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let body = refused.text().await.unwrap();
-    assert!(body.contains("\"unavailable\""), "held until the request's timeout ({:?}): {body:?}", raised.elapsed());
-    assert!(raised.elapsed() < Duration::from_secs(10), "answered after {:?}", raised.elapsed());
+    answered_unavailable(cluster.base(1)).await;
 
     proxy.mend();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !raise(cluster.base(1), "uk-pick-01").await.status().is_success() {
-        assert!(Instant::now() < deadline, "the mended instance never dispatched the org");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_a_call_is_taken(cluster.base(1), "the mended instance never dispatched the org").await;
     assert!(cluster.dispatching(1).await);
     cluster.finish().await;
 }
@@ -218,12 +228,7 @@ async fn d14_an_instance_that_cannot_load_the_org_gives_it_up_and_answers() {
     execute(&url, "ALTER TABLE org_link_floors RENAME TO org_link_floors_away").await;
     cluster.servers[0].child.start_kill().unwrap();
     owned_by(&url, "second").await;
-    let raised = Instant::now();
-    let refused = raise(cluster.base(1), "uk-pick-01").await;
-    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let body = refused.text().await.unwrap();
-    assert!(body.contains("\"unavailable\""), "held until the request's timeout ({:?}): {body:?}", raised.elapsed());
-    assert!(raised.elapsed() < Duration::from_secs(10), "answered after {:?}", raised.elapsed());
+    answered_unavailable(cluster.base(1)).await;
     // Given up (`release_lease`: the lease ends at 0), for a take interval
     // each time before the second asks again.
     let released = format!("SELECT COUNT(*) FROM org_leases WHERE org_id = '{ORG}' AND expires_at = 0");
@@ -234,11 +239,7 @@ async fn d14_an_instance_that_cannot_load_the_org_gives_it_up_and_answers() {
     }
 
     execute(&url, "ALTER TABLE org_link_floors_away RENAME TO org_link_floors").await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !raise(cluster.base(1), "uk-pick-01").await.status().is_success() {
-        assert!(Instant::now() < deadline, "the second never dispatched the org once it could load it");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_a_call_is_taken(cluster.base(1), "the second never dispatched the org once it could load it").await;
     cluster.finish().await;
 }
 
@@ -255,16 +256,9 @@ async fn an_instance_starts_while_its_org_cannot_be_loaded() {
     let _ = cluster.servers[0].child.wait().await;
     // (It takes its own lease back at once: the same instance, another boot.)
     cluster.restart(0, None).await;
-    let refused = raise(cluster.base(0), "uk-pick-01").await;
-    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let body = refused.text().await.unwrap();
-    assert!(body.contains("\"unavailable\""), "{body:?}");
+    answered_unavailable(cluster.base(0)).await;
 
     execute(&url, "ALTER TABLE org_link_floors_away RENAME TO org_link_floors").await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !raise(cluster.base(0), "uk-pick-01").await.status().is_success() {
-        assert!(Instant::now() < deadline, "the org never loaded once it could");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_a_call_is_taken(cluster.base(0), "the org never loaded once it could").await;
     cluster.finish().await;
 }

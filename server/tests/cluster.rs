@@ -43,13 +43,13 @@ async fn d13_a_batch_of_a_taken_over_owner_is_refused_and_writes_nothing() {
     let (store, url) = (app.running().store.clone(), app.database_url());
     app.running().engine.stop().await;
     lapse(&url).await;
-    let old = store.take_lease(ORG, "a/1", 3_000).await.unwrap().expect("a lapsed lease is taken");
+    let old = store.take_lease(ORG, "a/1", 3_000, 0).await.unwrap().expect("a lapsed lease is taken");
     // Held and renewed: nobody else takes it.
-    assert_eq!(store.take_lease(ORG, "b/1", 3_000).await.unwrap(), None);
+    assert_eq!(store.take_lease(ORG, "b/1", 3_000, 0).await.unwrap(), None);
     assert!(store.renew_lease(&old, 3_000).await.unwrap());
     // It lapses (the owner was paused) and another instance takes over.
     lapse(&url).await;
-    let new = store.take_lease(ORG, "b/1", 3_000).await.unwrap().expect("taken over");
+    let new = store.take_lease(ORG, "b/1", 60_000, 0).await.unwrap().expect("taken over");
     assert!(new.epoch > old.epoch);
     // The old owner wakes up: its renewal and its batch are refused, and the batch wrote nothing.
     assert!(!store.renew_lease(&old, 3_000).await.unwrap());
@@ -57,15 +57,20 @@ async fn d13_a_batch_of_a_taken_over_owner_is_refused_and_writes_nothing() {
     assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions WHERE id = 'ses-stale'").await, 0);
     store.commit(&new, vec![session("ses-owner")]).await.unwrap();
     assert_eq!(scalar(&url, "SELECT COUNT(*) FROM sessions WHERE id = 'ses-owner'").await, 1);
-    // The same run asking again while it holds the lease (an ask of its
-    // own that the network held, say) takes nothing: a new epoch would
-    // fence the lease it holds.
-    assert_eq!(store.take_lease(ORG, "b/1", 3_000).await.unwrap(), None, "a run took its own lease again");
-    assert!(store.renew_lease(&new, 3_000).await.unwrap(), "the lease it holds was fenced by its own ask");
-    // A later run of the same instance (another boot) takes its own lease at once.
-    let restarted = store.take_lease(ORG, "b/2", 3_000).await.unwrap().expect("the same instance, restarted");
-    assert!(restarted.epoch > new.epoch);
+    // An ask of the same run's that the network held, sent before it took
+    // this lease (it had stepped down from none), takes nothing: a new
+    // epoch would fence the lease it holds.
+    assert_eq!(store.take_lease(ORG, "b/1", 3_000, 0).await.unwrap(), None, "a run's late ask took the lease it holds");
+    assert!(store.renew_lease(&new, 60_000).await.unwrap(), "the lease it holds was fenced by its own ask");
+    // Once it has stepped down from this lease (its clock said it lapsed),
+    // it takes it back at once, and its in-flight batch is fenced.
+    let again = store.take_lease(ORG, "b/1", 60_000, new.epoch).await.unwrap().expect("a run takes back the lease it stepped down from");
+    assert!(again.epoch > new.epoch);
     assert!(matches!(store.commit(&new, vec![session("ses-older")]).await, Err(StoreError::Fenced)));
+    // A later run of the same instance (another boot) takes its own lease at once.
+    let restarted = store.take_lease(ORG, "b/2", 3_000, 0).await.unwrap().expect("the same instance, restarted");
+    assert!(restarted.epoch > again.epoch);
+    assert!(matches!(store.commit(&again, vec![session("ses-older")]).await, Err(StoreError::Fenced)));
     app.finish().await;
 }
 

@@ -426,7 +426,7 @@ async fn episodes_made_at_once_on_postgresql_each_get_their_own_index() {
         req_cert: "pick-place · tier-1".into(), token_hash: format!("hash-{i}"),
     });
     store.seed(&Seed { orgs: vec![NewOrg { id: "org".into(), name: "Org".into() }], robots: robots.collect(), ..Default::default() }).await.unwrap();
-    let lease: Lease = store.take_lease("org", "test", 60_000).await.unwrap().expect("the org's lease");
+    let lease: Lease = store.take_lease("org", "test", 60_000, 0).await.unwrap().expect("the org's lease");
     let calls = (0..20).map(|i| {
         Write::OpenSession(NewSession {
             id: format!("ses-{i}"), org_id: "org".into(), robot_id: format!("r-{i}"), skill: "pick-place".into(), pop: "uk-london".into(),

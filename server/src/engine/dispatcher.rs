@@ -221,21 +221,24 @@ fn read(desk: &Desk, command: Command) -> Pending {
 }
 
 /// Waits until this instance holds the org's lease (`lease.rs`); meanwhile
-/// requests are answered that another instance dispatches the org (or,
-/// while the database does not answer, that dispatch is unavailable).
+/// requests are answered that another instance dispatches the org (or
+/// will: `lease::Asked::Elsewhere`), or, while the database does not
+/// answer, that dispatch is unavailable.
 /// `pause`: a take interval passes before the first ask (the org was just
-/// given up here: another instance may take it meanwhile). `started` is
-/// told as soon as the org is known to be dispatched elsewhere. `None`
-/// once the engine stops.
+/// given up here: another instance may take it meanwhile).
+/// `stepped_down`: the epoch of the lease this dispatcher last held (0:
+/// none), which it may take back at once. `started` is told as soon as
+/// the org is known to be dispatched elsewhere. `None` once the engine
+/// stops.
 async fn take_lease(
-    shared: &Shared, org_id: &str, rx: &mut mpsc::Receiver<Command>, started: &mut Option<oneshot::Sender<()>>, pause: bool,
+    shared: &Shared, org_id: &str, rx: &mut mpsc::Receiver<Command>, started: &mut Option<oneshot::Sender<()>>, pause: bool, stepped_down: i64,
 ) -> Option<(Lease, lease::Renewals)> {
     if pause && !refuse_for(rx, lease::TAKE_EVERY, || EngineError::Unavailable).await {
         return None;
     }
     let mut elsewhere_told = false;
     loop {
-        let refusal: fn() -> EngineError = match lease::ask(shared, org_id).await {
+        let refusal: fn() -> EngineError = match lease::ask(shared, org_id, stepped_down).await {
             lease::Asked::Taken(lease, renewals) => return Some((lease, renewals)),
             lease::Asked::Elsewhere => {
                 if !elsewhere_told {
@@ -372,8 +375,10 @@ async fn load_holding(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bo
         // Another instance may load it (one of another build, during a
         // rolling upgrade, say); this one asks again after a pause
         // (`take_lease`). Released here, with no renewal beside it.
-        if let Ok(Err(e)) = tokio::time::timeout(lease::TAKE_EVERY, shared.store.release_lease(lease)).await {
-            tracing::warn!(org = %lease.org_id, error = %e, "could not release the org's dispatch lease");
+        match tokio::time::timeout(lease::TAKE_EVERY, shared.store.release_lease(lease)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(org = %lease.org_id, error = %e, "could not release the org's dispatch lease: it lapses"),
+            Err(_) => tracing::warn!(org = %lease.org_id, "the database did not answer the release of the org's dispatch lease: it lapses"),
         }
     }
     loaded
@@ -393,8 +398,8 @@ enum Stop {
 /// is told once the org is loaded and recovered (or found dispatched elsewhere).
 pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>, started: oneshot::Sender<()>) {
     let mut started = Some(started);
-    let mut pause = false;
-    while let Some((lease, mut renewals)) = take_lease(&shared, &org_id, &mut rx, &mut started, pause).await {
+    let (mut pause, mut stepped_down) = (false, 0);
+    while let Some((lease, mut renewals)) = take_lease(&shared, &org_id, &mut rx, &mut started, pause, stepped_down).await {
         // A fresh desk for every lease: what changed under another owner
         // (or before a lapse) is in the database, and the open consoles
         // register again (`Desk::call_tabs_back`) with their presences.
@@ -446,6 +451,7 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
                 // Those waiting are answered by `take_lease`: at once after
                 // a give-up (it asks again after a pause), else as it finds.
                 pause = matches!(gone, lease::Gone::GivenUp);
+                stepped_down = lease.epoch;
             }
         }
     }

@@ -29,7 +29,8 @@ const _: () = assert!(crate::store::ABANDONED_TRANSACTION_AFTER.as_millis() <= L
 pub(super) enum Asked {
     /// Taken: the lease, and its renewals' clock (from when it was asked).
     Taken(Lease, Renewals),
-    /// Another instance holds it.
+    /// Another instance holds it (or a lease of this run's that it has
+    /// not heard of: an ask that timed out and took it later, until it lapses).
     Elsewhere,
     /// The database did not answer.
     Unreachable,
@@ -38,10 +39,10 @@ pub(super) enum Asked {
 /// Asks once for the org's lease, waiting for the database at most until
 /// the next ask: a database that does not answer (its network cut, say)
 /// is unreachable, not a dispatcher that waits as long as TCP does.
-pub(super) async fn ask(shared: &Shared, org_id: &str) -> Asked {
+pub(super) async fn ask(shared: &Shared, org_id: &str, stepped_down: i64) -> Asked {
     // The database dates the lease when the ask reaches it: never before this.
     let asked_at = tokio::time::Instant::now();
-    let Ok(asked) = tokio::time::timeout(TAKE_EVERY, shared.store.take_lease(org_id, &shared.owner, LEASE_TTL_MS)).await else {
+    let Ok(asked) = tokio::time::timeout(TAKE_EVERY, shared.store.take_lease(org_id, &shared.owner, LEASE_TTL_MS, stepped_down)).await else {
         tracing::warn!(org = %org_id, "the database did not answer for the org's dispatch lease within {TAKE_EVERY:?}");
         return Asked::Unreachable;
     };

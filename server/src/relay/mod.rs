@@ -559,7 +559,7 @@ mod tests {
         let store = crate::store::connect(&format!("sqlite://{}?mode=rwc", dir.join("db.sqlite").display())).await.unwrap();
         store.seed(&crate::seed::demo_seed()).await.unwrap();
         let org = crate::seed::DEMO_ORG_ID;
-        let lease = store.take_lease(org, "test", 60_000).await.unwrap().unwrap();
+        let lease = store.take_lease(org, "test", 60_000, 0).await.unwrap().unwrap();
         let session = NewSession {
             id: "ses-resync".into(),
             org_id: org.into(),

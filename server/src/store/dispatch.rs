@@ -39,11 +39,14 @@ pub trait DispatchStore: Send + Sync {
 
     async fn org_ids(&self) -> StoreResult<Vec<String>>;
     async fn org_snapshot(&self, org_id: &str) -> StoreResult<OrgSnapshot>;
-    /// Takes the org's dispatch lock: `None` when another instance holds it.
     /// Takes the org's dispatch lease for `owner` (`instance/boot`) when
-    /// nobody holds it unexpired, or its holder is an earlier run of the
-    /// same instance: the lease with its new epoch, else `None`.
-    async fn take_lease(&self, org_id: &str, owner: &str, ttl_ms: i64) -> StoreResult<Option<Lease>>;
+    /// nobody holds it unexpired, its holder is another run of the same
+    /// instance, or it is this run's own lease of an epoch no newer than
+    /// `stepped_down` (the newest this run stepped down from; 0 for none):
+    /// the lease with its new epoch, else `None`. (A newer lease of this
+    /// run's was taken by a later ask: an earlier ask that the network
+    /// held must not fence it.)
+    async fn take_lease(&self, org_id: &str, owner: &str, ttl_ms: i64, stepped_down: i64) -> StoreResult<Option<Lease>>;
     /// Extends the lease by `ttl_ms` from now; false when the org has been
     /// taken over meanwhile.
     async fn renew_lease(&self, lease: &Lease, ttl_ms: i64) -> StoreResult<bool>;
@@ -208,8 +211,8 @@ macro_rules! dispatch_store {
                 Ok(OrgSnapshot { operators, pending, open_offers, answered, live, held_elsewhere })
             }
 
-            async fn take_lease(&self, org_id: &str, owner: &str, ttl_ms: i64) -> StoreResult<Option<Lease>> {
-                <Self as StoreDb>::take_lease(&self.pool, org_id, owner, ttl_ms).await
+            async fn take_lease(&self, org_id: &str, owner: &str, ttl_ms: i64, stepped_down: i64) -> StoreResult<Option<Lease>> {
+                <Self as StoreDb>::take_lease(&self.pool, org_id, owner, ttl_ms, stepped_down).await
             }
 
             async fn renew_lease(&self, lease: &Lease, ttl_ms: i64) -> StoreResult<bool> {

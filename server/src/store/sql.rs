@@ -420,7 +420,7 @@ sql_store!(PgStore, "postgres");
 pub trait StoreDb {
     type Db: sqlx::Database;
     async fn begin_write(pool: &sqlx::Pool<Self::Db>) -> StoreResult<sqlx::Transaction<'static, Self::Db>>;
-    async fn take_lease(pool: &sqlx::Pool<Self::Db>, org_id: &str, owner: &str, ttl_ms: i64) -> StoreResult<Option<Lease>>;
+    async fn take_lease(pool: &sqlx::Pool<Self::Db>, org_id: &str, owner: &str, ttl_ms: i64, stepped_down: i64) -> StoreResult<Option<Lease>>;
     async fn renew_lease(pool: &sqlx::Pool<Self::Db>, lease: &Lease, ttl_ms: i64) -> StoreResult<bool>;
     async fn release_lease(pool: &sqlx::Pool<Self::Db>, lease: &Lease) -> StoreResult<()>;
     async fn cluster_id(pool: &sqlx::Pool<Self::Db>) -> StoreResult<String>;
@@ -443,7 +443,7 @@ impl StoreDb for SqliteStore {
 
     // An SQLite file belongs to one process, which holds every org: its
     // leases are never contended and need no table.
-    async fn take_lease(_pool: &sqlx::SqlitePool, org_id: &str, _owner: &str, _ttl_ms: i64) -> StoreResult<Option<Lease>> {
+    async fn take_lease(_pool: &sqlx::SqlitePool, org_id: &str, _owner: &str, _ttl_ms: i64, _stepped_down: i64) -> StoreResult<Option<Lease>> {
         Ok(Some(Lease { org_id: org_id.to_string(), epoch: 1 }))
     }
 
@@ -489,20 +489,21 @@ impl StoreDb for PgStore {
         Ok(pool.begin().await?)
     }
 
-    async fn take_lease(pool: &sqlx::PgPool, org_id: &str, owner: &str, ttl_ms: i64) -> StoreResult<Option<Lease>> {
-        // A new epoch on every take. An earlier run of the same instance
+    async fn take_lease(pool: &sqlx::PgPool, org_id: &str, owner: &str, ttl_ms: i64, stepped_down: i64) -> StoreResult<Option<Lease>> {
+        // A new epoch on every take. Another run of the same instance
         // (same name, another boot) is gone: its port is ours now. This
-        // run's own ask, held in the network past the answer it timed out
-        // waiting for, takes nothing from itself: a new epoch would fence
-        // the lease it holds by then.
+        // run takes back only a lease it stepped down from: an ask of its
+        // own that the network held past its timeout, arriving after a
+        // later ask took the lease, would fence the lease it holds.
         let epoch: Option<i64> = sqlx::query_scalar(&format!(
             "INSERT INTO org_leases AS l (org_id, owner, epoch, expires_at) VALUES ($1, $2, 1, {PG_NOW_MS} + $3) \
              ON CONFLICT (org_id) DO UPDATE SET owner = excluded.owner, epoch = l.epoch + 1, expires_at = excluded.expires_at \
              WHERE l.expires_at < {PG_NOW_MS} \
                 OR (split_part(l.owner, '/', 1) = split_part(excluded.owner, '/', 1) AND l.owner <> excluded.owner) \
+                OR (l.owner = excluded.owner AND l.epoch <= $4) \
              RETURNING epoch"
         ))
-        .bind(org_id).bind(owner).bind(ttl_ms).fetch_optional(pool).await?;
+        .bind(org_id).bind(owner).bind(ttl_ms).bind(stepped_down).fetch_optional(pool).await?;
         Ok(epoch.map(|epoch| Lease { org_id: org_id.to_string(), epoch }))
     }
 

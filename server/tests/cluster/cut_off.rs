@@ -36,8 +36,8 @@ async fn answered_unavailable(base: &str) {
     assert!(raised.elapsed() < Duration::from_secs(10), "answered after {:?}", raised.elapsed());
 }
 
-/// Waits (at most 20 s) until a call raised for the demo robot at `base`
-/// is taken (201 or 202); `never` says what did not happen.
+/// Waits (about 20 s) until a call raised for the demo robot at `base` is
+/// taken (answered 2xx: offered or queued); `never` says what did not happen.
 async fn until_a_call_is_taken(base: &str, never: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !raise(base, "uk-pick-01").await.status().is_success() {

@@ -43,7 +43,7 @@ async fn d13_a_batch_of_a_taken_over_owner_is_refused_and_writes_nothing() {
     let (store, url) = (app.running().store.clone(), app.database_url());
     app.running().engine.stop().await;
     lapse(&url).await;
-    let old = store.take_lease(ORG, "a/1", 3_000, 0).await.unwrap().expect("a lapsed lease is taken");
+    let old = store.take_lease(ORG, "a/1", 60_000, 0).await.unwrap().expect("a lapsed lease is taken");
     // Held and renewed: nobody else takes it.
     assert_eq!(store.take_lease(ORG, "b/1", 3_000, 0).await.unwrap(), None);
     assert!(store.renew_lease(&old, 3_000).await.unwrap());
@@ -67,6 +67,9 @@ async fn d13_a_batch_of_a_taken_over_owner_is_refused_and_writes_nothing() {
     let again = store.take_lease(ORG, "b/1", 60_000, new.epoch).await.unwrap().expect("a run takes back the lease it stepped down from");
     assert!(again.epoch > new.epoch);
     assert!(matches!(store.commit(&new, vec![session("ses-older")]).await, Err(StoreError::Fenced)));
+    // And an ask of that step-down's that the network held takes nothing from the lease taken since.
+    assert_eq!(store.take_lease(ORG, "b/1", 3_000, new.epoch).await.unwrap(), None, "a run's late ask took the lease it holds");
+    assert!(store.renew_lease(&again, 60_000).await.unwrap());
     // A later run of the same instance (another boot) takes its own lease at once.
     let restarted = store.take_lease(ORG, "b/2", 3_000, 0).await.unwrap().expect("the same instance, restarted");
     assert!(restarted.epoch > again.epoch);

@@ -242,7 +242,7 @@ async fn take_lease(
             lease::Asked::Taken(lease, renewals) => return Some((lease, renewals)),
             lease::Asked::Elsewhere => {
                 if !elsewhere_told {
-                    tracing::info!(org = %org_id, "another instance dispatches this org");
+                    tracing::info!(org = %org_id, "another instance (or a lease of this run's not heard of here) holds this org");
                     elsewhere_told = true;
                 }
                 if let Some(started) = started.take() {
@@ -375,13 +375,19 @@ async fn load_holding(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bo
         // Another instance may load it (one of another build, during a
         // rolling upgrade, say); this one asks again after a pause
         // (`take_lease`). Released here, with no renewal beside it.
-        match tokio::time::timeout(lease::TAKE_EVERY, shared.store.release_lease(lease)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(org = %lease.org_id, error = %e, "could not release the org's dispatch lease: it lapses"),
-            Err(_) => tracing::warn!(org = %lease.org_id, "the database did not answer the release of the org's dispatch lease: it lapses"),
-        }
+        release(shared, lease).await;
     }
     loaded
+}
+
+/// Gives the lease up, so another instance may take the org at once;
+/// waits a take interval at most (else the lease lapses).
+async fn release(shared: &Shared, lease: &Lease) {
+    match tokio::time::timeout(lease::TAKE_EVERY, shared.store.release_lease(lease)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(org = %lease.org_id, error = %e, "could not release the org's dispatch lease: it lapses"),
+        Err(_) => tracing::warn!(org = %lease.org_id, "the database did not answer the release of the org's dispatch lease: it lapses"),
+    }
 }
 
 /// Why an owner stopped dispatching its org.
@@ -437,9 +443,7 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
         match stop {
             Stop::Closed => {
                 // A clean stop: the next instance need not wait for the lease to lapse.
-                if let Err(e) = shared.store.release_lease(&lease).await {
-                    tracing::warn!(org = %org_id, error = %e, "could not release the org's dispatch lease");
-                }
+                release(&shared, &lease).await;
                 return;
             }
             Stop::Gone(gone) => {
@@ -451,7 +455,12 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
                 // Those waiting are answered by `take_lease`: at once after
                 // a give-up (it asks again after a pause), else as it finds.
                 pause = matches!(gone, lease::Gone::GivenUp);
-                stepped_down = lease.epoch;
+                // A lease given up is not taken back before it lapses,
+                // should its release not have reached the database: the
+                // give-up is another instance's chance.
+                if !pause {
+                    stepped_down = lease.epoch;
+                }
             }
         }
     }

@@ -29,8 +29,10 @@ const _: () = assert!(crate::store::ABANDONED_TRANSACTION_AFTER.as_millis() <= L
 pub(super) enum Asked {
     /// Taken: the lease, and its renewals' clock (from when it was asked).
     Taken(Lease, Renewals),
-    /// Another instance holds it (or a lease of this run's that it has
-    /// not heard of: an ask that timed out and took it later, until it lapses).
+    /// Another instance holds it, or a lease of this run's that the
+    /// asking dispatcher has not heard of (taken by an ask whose answer it
+    /// timed out on, or held by an earlier dispatcher of the org that
+    /// ended), until it lapses.
     Elsewhere,
     /// The database did not answer.
     Unreachable,

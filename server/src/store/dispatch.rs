@@ -42,7 +42,8 @@ pub trait DispatchStore: Send + Sync {
     /// Takes the org's dispatch lease for `owner` (`instance/boot`) when
     /// nobody holds it unexpired, its holder is another run of the same
     /// instance, or it is this run's own lease of an epoch no newer than
-    /// `stepped_down` (the newest this run stepped down from; 0 for none):
+    /// `stepped_down` (the newest the asking dispatcher stepped down from
+    /// and did not give up; 0 for none):
     /// the lease with its new epoch, else `None`. (A newer lease of this
     /// run's was taken by a later ask: an earlier ask that the network
     /// held must not fence it.)

@@ -68,8 +68,8 @@ async fn d13_a_batch_of_a_taken_over_owner_is_refused_and_writes_nothing() {
     assert!(again.epoch > new.epoch);
     assert!(matches!(store.commit(&new, vec![session("ses-older")]).await, Err(StoreError::Fenced)));
     // And an ask of that step-down's that the network held takes nothing from the lease taken since.
-    assert_eq!(store.take_lease(ORG, "b/1", 3_000, new.epoch).await.unwrap(), None, "a run's late ask took the lease it holds");
-    assert!(store.renew_lease(&again, 60_000).await.unwrap());
+    assert_eq!(store.take_lease(ORG, "b/1", 3_000, new.epoch).await.unwrap(), None, "a late ask of the step-down took the lease taken since");
+    assert!(store.renew_lease(&again, 60_000).await.unwrap(), "the lease taken back was fenced by a late ask of its step-down");
     // A later run of the same instance (another boot) takes its own lease at once.
     let restarted = store.take_lease(ORG, "b/2", 3_000, 0).await.unwrap().expect("the same instance, restarted");
     assert!(restarted.epoch > again.epoch);

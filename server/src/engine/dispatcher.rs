@@ -226,8 +226,9 @@ fn read(desk: &Desk, command: Command) -> Pending {
 /// answer, that dispatch is unavailable.
 /// `pause`: a take interval passes before the first ask (the org was just
 /// given up here: another instance may take it meanwhile).
-/// `stepped_down`: the epoch of the lease this dispatcher last held (0:
-/// none), which it may take back at once. `started` is told as soon as
+/// `stepped_down`: the epoch of the newest lease this dispatcher stepped
+/// down from other than by giving it up (0: none), which it may take back
+/// at once. `started` is told as soon as
 /// the org is known to be dispatched elsewhere. `None` once the engine
 /// stops.
 async fn take_lease(
@@ -242,7 +243,7 @@ async fn take_lease(
             lease::Asked::Taken(lease, renewals) => return Some((lease, renewals)),
             lease::Asked::Elsewhere => {
                 if !elsewhere_told {
-                    tracing::info!(org = %org_id, "another instance (or a lease of this run's not heard of here) holds this org");
+                    tracing::info!(org = %org_id, "another instance, or a lease of this run's (given up, or not heard of here), holds this org");
                     elsewhere_told = true;
                 }
                 if let Some(started) = started.take() {
@@ -381,7 +382,8 @@ async fn load_holding(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bo
 }
 
 /// Gives the lease up, so another instance may take the org at once;
-/// waits a take interval at most (else the lease lapses).
+/// waits a take interval at most (else the lease lapses), a clean stop's
+/// release too.
 async fn release(shared: &Shared, lease: &Lease) {
     match tokio::time::timeout(lease::TAKE_EVERY, shared.store.release_lease(lease)).await {
         Ok(Ok(())) => {}
@@ -458,7 +460,7 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
                 // A lease given up is not taken back before it lapses,
                 // should its release not have reached the database: the
                 // give-up is another instance's chance.
-                if !pause {
+                if !matches!(gone, lease::Gone::GivenUp) {
                     stepped_down = lease.epoch;
                 }
             }

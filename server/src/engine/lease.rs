@@ -30,9 +30,10 @@ pub(super) enum Asked {
     /// Taken: the lease, and its renewals' clock (from when it was asked).
     Taken(Lease, Renewals),
     /// Another instance holds it, or a lease of this run's that the
-    /// asking dispatcher has not heard of (taken by an ask whose answer it
-    /// timed out on, or held by an earlier dispatcher of the org that
-    /// ended), until it lapses.
+    /// asking dispatcher may not take back (one it gave up whose release
+    /// did not reach the database, one taken by an ask whose answer it
+    /// timed out on, or one an earlier dispatcher of the org held), until
+    /// it lapses.
     Elsewhere,
     /// The database did not answer.
     Unreachable,

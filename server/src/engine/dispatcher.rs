@@ -324,7 +324,7 @@ async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> R
             Err(e) => format!("could not load the org's dispatch state: {e}"),
         };
         let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
-        if since.elapsed() >= Duration::from_millis(lease::LEASE_TTL_MS as u64) {
+        if since.elapsed() >= lease::LEASE {
             tracing::error!(org = %desk.org_id, error = %failed, "the org could not be loaded for a lease: giving its lease up");
             return Err(lease::Gone::GivenUp);
         }
@@ -343,13 +343,7 @@ async fn commit_recovery(shared: &Shared, lease: &Lease, mut fx: super::desk::Ef
         if !fx.writes.is_empty() {
             shared.store.commit(&lease, std::mem::take(&mut fx.writes)).await?;
         }
-        for (topic, event) in fx.events {
-            shared.bus.publish(topic, event);
-        }
-        poke(&shared, fx.pokes);
-        for (operator_id, org_id) in fx.freed {
-            shared.busy.free(&operator_id, &org_id);
-        }
+        super::pipeline::announce(&shared, fx);
         Ok(())
     });
     committing.await.unwrap_or_else(|ended| Err(StoreError::Writer(format!("the recovery's commit ended: {ended}"))))

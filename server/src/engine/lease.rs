@@ -17,6 +17,8 @@ use std::time::Duration;
 /// then take the org (failover within 5 s: this, plus one `TAKE_EVERY`,
 /// plus loading the desk).
 pub const LEASE_TTL_MS: i64 = 3_000;
+/// The same, as this instance's clock counts it.
+pub const LEASE: Duration = Duration::from_millis(LEASE_TTL_MS as u64);
 /// The owner renews its lease this often.
 pub const RENEW_EVERY: Duration = Duration::from_secs(1);
 /// An instance that does not dispatch an org tries to take it this often.
@@ -102,7 +104,7 @@ impl Renewals {
     /// off from the database steps down when its lease ends, whatever TCP
     /// makes of the silence.
     pub async fn renew(&mut self, shared: &Shared, lease: &Lease) -> Result<(), Gone> {
-        let left = Duration::from_millis(LEASE_TTL_MS as u64).saturating_sub(self.last_renewed.elapsed());
+        let left = LEASE.saturating_sub(self.last_renewed.elapsed());
         let within = left.max(RENEW_EVERY);
         // (The lease's new end is dated when the renewal reaches the database.)
         let sent = tokio::time::Instant::now();
@@ -127,6 +129,6 @@ impl Renewals {
     /// instance may hold the org, and nothing is answered from this desk
     /// (not even a batch without writes, which the commit cannot fence).
     pub fn current(&self) -> bool {
-        self.last_renewed.elapsed() < Duration::from_millis(LEASE_TTL_MS as u64)
+        self.last_renewed.elapsed() < LEASE
     }
 }

@@ -72,6 +72,19 @@ impl Decided {
     }
 }
 
+/// What committed decisions tell others: their events published, the orgs
+/// to look at their queues again poked, the operators freed told (rule
+/// D10). (`fx.writes` are committed by then.)
+pub(super) fn announce(shared: &Shared, fx: Effects) {
+    for (topic, event) in fx.events {
+        shared.bus.publish(topic, event);
+    }
+    super::dispatcher::poke(shared, fx.pokes);
+    for (operator_id, org_id) in fx.freed {
+        shared.busy.free(&operator_id, &org_id);
+    }
+}
+
 /// A batch on its way into the database.
 pub(super) struct Committing {
     commit: JoinHandle<StoreResult<Vec<SessionRow>>>,
@@ -95,13 +108,7 @@ impl Committing {
         for answer in answers {
             answer(Ok(read));
         }
-        for (topic, event) in fx.events {
-            shared.bus.publish(topic, event);
-        }
-        super::dispatcher::poke(shared, fx.pokes);
-        for (operator_id, org_id) in fx.freed {
-            shared.busy.free(&operator_id, &org_id);
-        }
+        announce(shared, fx);
     }
 
     /// Requests held for this commit.

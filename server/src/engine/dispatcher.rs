@@ -356,14 +356,12 @@ async fn commit_recovery(shared: &Shared, lease: &Lease, mut fx: super::desk::Ef
 /// channel, are then told by `take_lease` instead of held until their
 /// request's timeout.
 async fn load_holding(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool, renewals: &mut lease::Renewals) -> Result<(), lease::Gone> {
-    let mut renew = tokio::time::interval_at(renewals.next_due(), lease::RENEW_EVERY);
-    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let loading = load(shared, lease, desk, taken);
     tokio::pin!(loading);
     let loaded = loop {
         tokio::select! {
             loaded = &mut loading => break loaded,
-            _ = renew.tick() => renewals.renew(shared, lease).await?,
+            _ = renewals.due() => renewals.renew(shared, lease).await?,
         }
     };
     if let Err(lease::Gone::GivenUp) = loaded {
@@ -409,7 +407,7 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
         // Other instances' requests for the org come here while the lease
         // holds (they wait in the channel while the org loads).
         let listening = match &shared.forwarding {
-            Some(forwarding) => forwarding.listen(shared.clone(), org_id.clone(), lease.epoch).await,
+            Some(forwarding) => Some(forwarding.listen(shared.clone(), org_id.clone(), lease.epoch).await),
             None => None,
         };
         let stop = match load_holding(&shared, &lease, &mut desk, true, &mut renewals).await {
@@ -509,8 +507,6 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
     let mut commands: Vec<Command> = Vec::with_capacity(MAX_BATCH);
     let mut decided = Decided::default();
     let mut committing: Option<Committing> = None;
-    let mut renew = tokio::time::interval(lease::RENEW_EVERY);
-    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let uncommitted = crate::metrics::uncommitted(&lease.org_id);
     loop {
         uncommitted.set((decided.held() + committing.as_ref().map_or(0, Committing::held)) as f64);
@@ -518,7 +514,7 @@ async fn serve(shared: &Shared, lease: &Lease, desk: &mut Desk, rx: &mut mpsc::R
         tokio::select! {
             // Renewals first: a stream of commands must never starve them.
             biased;
-            _ = renew.tick() => match renewals.renew(shared, lease).await {
+            _ = renewals.due() => match renewals.renew(shared, lease).await {
                 Ok(()) => continue,
                 Err(gone) => return step_down(shared, committing, decided, commands, gone),
             },

@@ -24,6 +24,14 @@ use std::time::Duration;
 /// still be applied by a slow owner, and a retry sees it done.
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 
+/// How long a new owner waits for NATS to take its subscription for the
+/// org's forwarded requests before it dispatches the org regardless (its
+/// lease runs meanwhile, unrenewed: well within it).
+const LISTEN_WITHIN: Duration = Duration::from_secs(1);
+// A new owner asks (a take interval at most), listens, then renews: all
+// within its lease.
+const _: () = assert!(super::lease::TAKE_EVERY.as_millis() + LISTEN_WITHIN.as_millis() < super::lease::LEASE.as_millis());
+
 /// How long a requester keeps an org's epoch before reading it again: a
 /// takeover comes at least a lease (3 s) after its old owner's last
 /// renewal, so a request is sent to a stale owner only when the takeover
@@ -224,20 +232,25 @@ impl Forwarding {
     }
 
     /// Runs the org's forwarded requests for the lease of `epoch` on this
-    /// instance's dispatcher until the returned guard is dropped. Listening
-    /// has begun when this returns; `None` when NATS refused it.
-    pub(super) async fn listen(&self, shared: Shared, org_id: String, epoch: i64) -> Option<Listening> {
-        let client = self.client.clone();
-        let mut requests = match client.subscribe(self.subject(&org_id, epoch)).await {
-            Ok(requests) => requests,
-            Err(e) => {
-                tracing::error!(org = %org_id, error = %e, "cannot listen for requests forwarded by other instances");
-                return None;
-            }
-        };
-        // Unconfirmed: forwarders retry a request nobody answered.
-        crate::bus::nats::confirm(&client, &format!("org {org_id}'s forwarded requests' subscription")).await;
-        Some(Listening::spawn(async move {
+    /// instance's dispatcher until the returned guard is dropped. Returns
+    /// once NATS has confirmed the subscription, or after `LISTEN_WITHIN`:
+    /// NATS away (while its client reconnects it may take no command at
+    /// all), the owner dispatches its org meanwhile and listens as soon as
+    /// NATS lets it, and other instances are told nobody listens (503).
+    pub(super) async fn listen(&self, shared: Shared, org_id: String, epoch: i64) -> Listening {
+        let (client, subject, org) = (self.client.clone(), self.subject(&org_id, epoch), org_id.clone());
+        let (begun, listening) = tokio::sync::oneshot::channel();
+        let listener = Listening::spawn(async move {
+            let mut requests = match client.subscribe(subject).await {
+                Ok(requests) => requests,
+                Err(e) => {
+                    tracing::error!(org = %org_id, error = %e, "cannot listen for requests forwarded by other instances");
+                    return;
+                }
+            };
+            // Unconfirmed: forwarders retry a request nobody answered.
+            crate::bus::nats::confirm(&client, &format!("org {org_id}'s forwarded requests' subscription")).await;
+            let _ = begun.send(());
             while let Some(message) = requests.next().await {
                 let Some(reply_to) = message.reply.clone() else { continue };
                 let (shared, client, org_id) = (shared.clone(), client.clone(), org_id.clone());
@@ -262,7 +275,12 @@ impl Forwarding {
                     }
                 });
             }
-        }))
+        });
+        // (Told nothing when the subscription failed: logged above.)
+        if tokio::time::timeout(LISTEN_WITHIN, listening).await.is_err() {
+            tracing::warn!(org = %org, "NATS has not taken the subscription for the org's forwarded requests: dispatching it here, and listening once NATS does");
+        }
+        listener
     }
 }
 
@@ -272,6 +290,45 @@ mod tests {
     use crate::engine::request::{Answer, OperatorInput, Refusal, Request};
     use futures::StreamExt;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A new owner whose NATS client takes no command (reconnecting: its
+    /// queue full, as under a burst of events while NATS is away) goes on
+    /// to dispatch its org within `LISTEN_WITHIN` rather than waiting on
+    /// NATS, unrenewed, past its lease.
+    #[tokio::test]
+    async fn a_new_owner_dispatches_its_org_while_nats_takes_no_subscription() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::sqlite_with_a_robot(dir.path()).await;
+        // Nothing answers on port 1: the client keeps trying to connect and
+        // holds one command meanwhile; a publisher fills it.
+        let connecting = async_nats::ConnectOptions::new().retry_on_initial_connect().client_capacity(1);
+        let client = connecting.connect("nats://127.0.0.1:1").await.unwrap();
+        let filler = client.clone();
+        tokio::spawn(async move {
+            loop {
+                let _ = filler.publish("filler", bytes::Bytes::new()).await;
+            }
+        });
+        let forwarding = super::Forwarding {
+            client,
+            prefix: "clutchcall.test.engine".into(),
+            store: store.clone(),
+            epochs: Default::default(),
+            single_inputs: std::sync::Arc::new(crate::recent::Recent::new(SINGLE_INPUTS_FOR)),
+        };
+        let shared = crate::engine::Shared {
+            store,
+            bus: crate::bus::InProcessBus::new(),
+            clock: crate::clock::Clock::system(),
+            settings: crate::engine::desk_tests::SETTINGS,
+            busy: Default::default(),
+            owner: "test/1".into(),
+            desks: Default::default(),
+            forwarding: None,
+        };
+        let listening = tokio::time::timeout(super::LISTEN_WITHIN * 3, forwarding.listen(shared, "org".into(), 1)).await;
+        assert!(listening.is_ok(), "the owner waited on NATS past three times LISTEN_WITHIN");
+    }
 
     /// An owner of the build before `Inputs` (`0130851`) cannot read an
     /// input batch and answers it "unavailable"; it reads single `Input`s.

@@ -54,7 +54,7 @@ pub(super) async fn ask(shared: &Shared, org_id: &str, stepped_down: i64) -> Ask
     match asked {
         Ok(Some(lease)) => {
             tracing::info!(org = %org_id, epoch = lease.epoch, instance = %shared.owner, "dispatching this org here");
-            Asked::Taken(lease, Renewals { last_renewed: asked_at })
+            Asked::Taken(lease, Renewals::since(asked_at))
         }
         Ok(None) => Asked::Elsewhere,
         Err(e) => {
@@ -87,15 +87,40 @@ impl Gone {
     }
 }
 
-/// The owner's renewals: whether it still holds the org.
+/// A renewal after one the database took `RENEW_EVERY` or more to answer
+/// waits this long at least: the owner's loops put renewals first, and
+/// renewing back to back they would do nothing else (the lease, dated
+/// when the renewal reached the database, has most of its time left).
+const BETWEEN_RENEWALS: Duration = Duration::from_millis(100);
+
+/// When the renewal after one sent at `sent` and ended (answered or
+/// given up) at `ended` is due.
+fn next_renewal(sent: tokio::time::Instant, ended: tokio::time::Instant) -> tokio::time::Instant {
+    (sent + RENEW_EVERY).max(ended + BETWEEN_RENEWALS)
+}
+
+/// The owner's renewals: whether it still holds the org, and when it
+/// renews next. One clock for every loop the owner runs (loading the org,
+/// dispatching it): each selects on `due` beside its work and renews when
+/// it is ready.
 pub(super) struct Renewals {
+    /// When the last renewal that the database answered was sent (or the
+    /// lease asked for).
     last_renewed: tokio::time::Instant,
+    /// A `RENEW_EVERY` after the last renewal was sent, answered or not
+    /// (`next_renewal`).
+    due: std::pin::Pin<Box<tokio::time::Sleep>>,
 }
 
 impl Renewals {
-    /// When the next renewal is due.
-    pub fn next_due(&self) -> tokio::time::Instant {
-        self.last_renewed + RENEW_EVERY
+    /// The renewals of a lease asked for at `asked_at`.
+    fn since(asked_at: tokio::time::Instant) -> Self {
+        Renewals { last_renewed: asked_at, due: Box::pin(tokio::time::sleep_until(asked_at + RENEW_EVERY)) }
+    }
+
+    /// Ready once the next renewal is due (and until `renew` is called).
+    pub fn due(&mut self) -> &mut std::pin::Pin<Box<tokio::time::Sleep>> {
+        &mut self.due
     }
 
     /// Renews the lease. A renewal the database does not answer is given
@@ -112,6 +137,7 @@ impl Renewals {
             Ok(renewed) => renewed,
             Err(_) => Err(StoreError::Unanswered(format!("within {within:?}"))),
         };
+        self.due.as_mut().reset(next_renewal(sent, tokio::time::Instant::now()));
         match renewed {
             Ok(true) => {
                 self.last_renewed = sent;
@@ -130,5 +156,21 @@ impl Renewals {
     /// (not even a batch without writes, which the commit cannot fence).
     pub fn current(&self) -> bool {
         self.last_renewed.elapsed() < LEASE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Renewals come every `RENEW_EVERY` from when each was sent; one the
+    /// database was slow to answer leaves the owner's other work a turn
+    /// before the next.
+    #[test]
+    fn a_slow_renewal_is_not_followed_by_another_at_once() {
+        let sent = tokio::time::Instant::now();
+        assert_eq!(next_renewal(sent, sent + Duration::from_millis(5)), sent + RENEW_EVERY);
+        let slow = sent + RENEW_EVERY + Duration::from_millis(200);
+        assert_eq!(next_renewal(sent, slow), slow + BETWEEN_RENEWALS);
     }
 }

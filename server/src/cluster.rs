@@ -83,7 +83,8 @@ impl TellBusy for ToOthers {
 /// tallies what it sent. After any that may have been lost (a publisher
 /// skipped a number or tallied more than was heard, the connection to
 /// NATS came back, NATS found this instance too slow) the sockets and the
-/// token cache here are checked against the store (`reconcile`). Returns
+/// robot cache (tokens and records) here are checked against the store
+/// (`reconcile`). Returns
 /// the listening task. Every `sweep` they are checked whether or not any
 /// seems lost: a revocation whose sender died before it went out, tallied
 /// by nobody, leaves no trace, so that bounds how long it can be missed.
@@ -159,6 +160,7 @@ pub async fn join(
             }
             match serde_json::from_slice::<Revocation>(&message.payload) {
                 Ok(Revocation::RobotToken { org_id, robot_id, secret }) => robots.revoked_elsewhere(&org_id, &robot_id, secret.as_deref()),
+                Ok(Revocation::RobotChanged { org_id, robot_id, pop }) => robots.changed_elsewhere(&org_id, &robot_id, &pop),
                 Ok(revocation) => {
                     tabs.revoked_elsewhere(&revocation);
                 }

@@ -556,6 +556,85 @@ async fn a_sign_out_and_a_token_rotation_on_one_instance_hold_on_the_other() {
     cluster.finish().await;
 }
 
+/// The skill a call raised by the demo robot at the instance at `base` is
+/// dispatched on (from the robot's record as that instance has it); the
+/// call, queued (nobody is ready), is withdrawn.
+async fn skill_raised_at(base: &str) -> String {
+    let res = raise(base, "uk-pick-01").await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED, "queued: nobody is ready");
+    let body: serde_json::Value = res.json().await.unwrap();
+    let session = body["sessionId"].as_str().unwrap();
+    let withdrawn = common::http().delete(format!("{base}/v1/sessions/{session}")).bearer_auth(server::seed::demo_robot_token("uk-pick-01"));
+    assert_eq!(withdrawn.send().await.unwrap().status(), StatusCode::OK);
+    body["skill"].as_str().unwrap().to_string()
+}
+
+/// Waits (at most `within_s`) until the demo robot's calls at `base` are
+/// dispatched on `skill`.
+async fn until_raised_as(base: &str, skill: &str, within_s: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(within_s);
+    while skill_raised_at(base).await != skill {
+        assert!(std::time::Instant::now() < deadline, "the instance at {base} still raises the robot's calls as it was before its edit");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A robot edited on one instance raises its calls as edited on another
+/// that had its record cached: that instance is told through NATS, in
+/// milliseconds (the sweep, a minute away, plays no part).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_robot_edited_on_one_instance_raises_calls_as_edited_on_the_other() {
+    let Some(nats) = nats_url().await else { return };
+    let Some(cluster) = Cluster::start(Some(&nats), 2).await else { return };
+    let (first, second) = (cluster.base(0), cluster.base(1));
+    assert_eq!(skill_raised_at(second).await, "pick-place", "as seeded, and now cached on the second");
+    let cookie = admin_cookie(first).await;
+    assert_eq!(call_at(first, &cookie, "edit_robot", &EDITED).await.status(), StatusCode::OK);
+    until_raised_as(second, "welding", 5).await;
+    cluster.finish().await;
+}
+
+/// The demo robot's edit: a new reqCert (so a new skill), the rest as seeded.
+const EDITED: [(&str, &str); 5] = [("robot_id", "uk-pick-01"), ("model", "Franka FR3"), ("site", "Leeds Hub"), ("pop", "uk-london"), ("req_cert", "welding · tier-1")];
+
+/// The instance that heard a robot's last heartbeat reports it offline
+/// when its heartbeats stop, though the robot was edited on another
+/// instance meanwhile (which makes this one forget its cached record).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_robot_edited_elsewhere_is_still_reported_offline_where_its_heartbeats_stopped() {
+    let Some(nats) = nats_url().await else { return };
+    let Some(cluster) = Cluster::start(Some(&nats), 2).await else { return };
+    let (first, second) = (cluster.base(0), cluster.base(1));
+    assert_eq!(heartbeat(second, &server::seed::demo_robot_token("uk-pick-01")).await, StatusCode::OK);
+    let cookie = admin_cookie(first).await;
+    assert_eq!(call_at(first, &cookie, "edit_robot", &EDITED).await.status(), StatusCode::OK);
+    // Only the second heard a heartbeat: only it can tell the silence.
+    let logged = format!("SELECT COUNT(*) FROM org_events WHERE org_id = '{ORG}' AND robot_id = 'uk-pick-01' AND kind = 'robot.offline'");
+    let silent = std::time::Duration::from_millis(domain::rules::ROBOT_HEARTBEAT_TIMEOUT_MS as u64);
+    let deadline = std::time::Instant::now() + silent + std::time::Duration::from_secs(10);
+    while scalar(&cluster.url, &logged).await == 0 {
+        assert!(std::time::Instant::now() < deadline, "the robot's silence was never reported");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    cluster.finish().await;
+}
+
+/// An edit whose message no instance heard (made in the database alone)
+/// still reaches a cached record within the sweep, as a lost revocation does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_robot_edit_no_instance_heard_of_takes_effect_within_the_sweep() {
+    use sqlx::Connection;
+    let Some(nats) = nats_url().await else { return };
+    let Some(cluster) = Cluster::start_with(Some(&nats), 2, vec![("CLUTCHCALL_REVOCATION_SWEEP_S", "2".into())]).await else { return };
+    let second = cluster.base(1);
+    assert_eq!(skill_raised_at(second).await, "pick-place", "as seeded, and now cached on the second");
+    let mut db = sqlx::PgConnection::connect(&cluster.url).await.unwrap();
+    let edit = format!("UPDATE robots SET req_cert = 'welding · tier-1' WHERE org_id = '{ORG}' AND id = 'uk-pick-01'");
+    assert_eq!(sqlx::query(&edit).execute(&mut db).await.unwrap().rows_affected(), 1);
+    until_raised_as(second, "welding", 10).await;
+    cluster.finish().await;
+}
+
 /// A revocation lost on the way between instances still takes effect.
 /// Changes made in the database alone stand for changes whose revocations
 /// never reached the second instance: it keeps trusting what it cached

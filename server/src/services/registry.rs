@@ -5,6 +5,7 @@
 use crate::bus::SharedBus;
 use crate::clock::now_ms;
 use crate::services::heartbeats::Heartbeats;
+use crate::services::tabs::Revocation;
 use crate::services::OpenTabs;
 use crate::store::{NewRobot, RobotChange, RobotFields, RobotRecord, SharedStore, StoreError, StoreResult};
 use domain::events::{Event, OrgEvent, Topic};
@@ -46,7 +47,9 @@ struct Robots {
     by_id: HashMap<(String, String), String>,
     /// Org → the PoPs of its robots (what every console tab measures).
     pops: HashMap<String, BTreeSet<String>>,
-    /// Counts token revocations (rotations, retirements) in this process.
+    /// Counts changes to what is cached that a store read begun before
+    /// them must not undo: token revocations (rotations, retirements),
+    /// edits (here or elsewhere) and reconciles.
     /// A store lookup remembers what it read only if no revocation came
     /// between its read and its remembering: otherwise the row it read may
     /// hold a token already revoked (finding 10), whether or not that robot
@@ -55,8 +58,10 @@ struct Robots {
 }
 
 impl Robots {
-    /// Forgets the robot's token; it never works again in this process.
-    fn revoke(&mut self, org_id: &str, robot_id: &str) -> Option<RobotRecord> {
+    /// Forgets what is cached of the robot (its token and record): the
+    /// next lookup reads the store, and a read begun before this is not
+    /// remembered.
+    fn forget_robot(&mut self, org_id: &str, robot_id: &str) -> Option<RobotRecord> {
         self.epoch += 1;
         let hash = self.by_id.remove(&(org_id.to_string(), robot_id.to_string()))?;
         self.by_token.remove(&hash)
@@ -86,6 +91,30 @@ impl Robots {
     fn remember_all(&mut self, read: Vec<(RobotRecord, String)>) {
         for (robot, token_hash) in read {
             self.remember(robot, token_hash);
+        }
+    }
+
+    /// Brings the cached records of robots read from the store at `epoch`
+    /// up to date with the read (an edit on another instance whose message
+    /// was lost). Only records `cached_before` the read are judged (one a
+    /// lookup remembered since may be newer than it), and none when a
+    /// robot was forgotten or edited here since (the read may be older than
+    /// the cache then: the next reconcile does it).
+    fn refresh_read_at(&mut self, epoch: u64, cached_before: &HashSet<String>, read: Vec<(RobotRecord, String)>) {
+        if self.epoch != epoch {
+            return;
+        }
+        for (robot, token_hash) in read {
+            self.pops.entry(robot.org_id.clone()).or_default().insert(robot.pop.clone());
+            if !cached_before.contains(&token_hash) {
+                continue;
+            }
+            let Some(cached) = self.by_token.get_mut(&token_hash) else { continue };
+            let read = (&robot.model, &robot.site, &robot.pop, &robot.req_cert);
+            if (&cached.model, &cached.site, &cached.pop, &cached.req_cert) != read {
+                tracing::warn!(robot = %robot.id, "a robot edited on another instance was cached here as it was (the edit's message was lost): brought up to date");
+                *cached = RobotRecord { last_heartbeat_at: cached.last_heartbeat_at, ..robot };
+            }
         }
     }
 
@@ -276,7 +305,12 @@ impl RobotRegistry {
     pub async fn edit(&self, org_id: &str, robot_id: &str, fields: &RobotFields, actor: &str) -> Result<RobotRecord, DirectoryError> {
         match self.store.edit_robot(org_id, robot_id, fields, actor, now_ms()).await? {
             RobotChange::Done(robot, entry, _) => {
+                let changed = Revocation::RobotChanged { org_id: org_id.to_string(), robot_id: robot_id.to_string(), pop: robot.pop.clone() };
+                self.tabs.tell_others(&changed);
                 let mut robots = self.robots.write().expect("robots lock");
+                // A lookup that read the record before the edit must not
+                // remember it after this.
+                robots.epoch += 1;
                 if let Some(hash) = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned() {
                     let heartbeat = robots.by_token.get(&hash).and_then(|r| r.last_heartbeat_at);
                     robots.remember(RobotRecord { last_heartbeat_at: heartbeat, ..robot.clone() }, hash);
@@ -317,7 +351,7 @@ impl RobotRegistry {
                 self.tell_others_token_ended(org_id, robot_id, ended.clone());
                 {
                     let mut robots = self.robots.write().expect("robots lock");
-                    let heartbeat = robots.revoke(org_id, robot_id).and_then(|r| r.last_heartbeat_at);
+                    let heartbeat = robots.forget_robot(org_id, robot_id).and_then(|r| r.last_heartbeat_at);
                     robots.remember(RobotRecord { last_heartbeat_at: heartbeat, ..robot }, hash);
                 }
                 self.publish_audit(org_id, entry);
@@ -334,46 +368,50 @@ impl RobotRegistry {
     /// Tells the other instances the robot's token ended (`secret`: its
     /// hash, as the store held it), so their caches forget it.
     fn tell_others_token_ended(&self, org_id: &str, robot_id: &str, secret: Option<String>) {
-        self.tabs.tell_others(&super::tabs::Revocation::RobotToken { org_id: org_id.to_string(), robot_id: robot_id.to_string(), secret });
+        self.tabs.tell_others(&Revocation::RobotToken { org_id: org_id.to_string(), robot_id: robot_id.to_string(), secret });
     }
 
     /// Forgets the robot's cached token in this process; the hash it had.
     fn forget_here(&self, org_id: &str, robot_id: &str) -> Option<String> {
         let mut robots = self.robots.write().expect("robots lock");
         let old = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned();
-        robots.revoke(org_id, robot_id);
+        robots.forget_robot(org_id, robot_id);
         old
     }
 
     /// Forgets every cached token the store no longer holds (revocations
     /// from other instances may have been lost) and closes the sockets
-    /// opened with them here. Returns how many were forgotten, and every
-    /// token the store holds. Only tokens cached before the store is read
-    /// are judged: a token never comes back once revoked, so one missing
-    /// from the read is revoked, while one cached later may be newer than
-    /// the read.
+    /// opened with them here; brings cached records up to date with the
+    /// store (edits on other instances may have been lost too). Returns
+    /// how many tokens were forgotten, and every token the store holds.
+    /// Only tokens cached before the store is read are judged: a token
+    /// never comes back once revoked, so one missing from the read is
+    /// revoked, while one cached later may be newer than the read.
     pub async fn reconcile(&self) -> StoreResult<(usize, HashSet<String>)> {
-        let cached: Vec<String> = {
+        let (cached, epoch): (HashSet<String>, u64) = {
             // A lookup that read the store before this and remembers after
             // it might bring back a token this read finds gone: the epoch
             // moves, so it remembers nothing (`remember_read_at`).
             let mut robots = self.robots.write().expect("robots lock");
             robots.epoch += 1;
-            robots.by_token.keys().cloned().collect()
+            (robots.by_token.keys().cloned().collect(), robots.epoch)
         };
         // Every org's robots in one read (not one per org: a sweep runs
         // every minute on every instance).
-        let held: HashSet<String> = self.store.robots_with_token(None).await?.into_iter().map(|(_, hash)| hash).collect();
-        let gone: Vec<String> = cached.into_iter().filter(|hash| !held.contains(hash)).collect();
+        let read = self.store.robots_with_token(None).await?;
+        let held: HashSet<String> = read.iter().map(|(_, hash)| hash.clone()).collect();
+        let gone: Vec<String> = cached.iter().filter(|hash| !held.contains(*hash)).cloned().collect();
         {
             let mut robots = self.robots.write().expect("robots lock");
+            // (Before the forgetting, which moves the epoch.)
+            robots.refresh_read_at(epoch, &cached, read);
             for hash in &gone {
                 robots.forget_token(hash);
             }
         }
         for hash in &gone {
             tracing::warn!("a robot token revoked on another instance was still cached here (a revocation was lost): forgotten");
-            self.tabs.revoked_elsewhere(&super::tabs::Revocation::CredentialEnded { secret: hash.clone() });
+            self.tabs.revoked_elsewhere(&Revocation::CredentialEnded { secret: hash.clone() });
         }
         Ok((gone.len(), held))
     }
@@ -392,8 +430,18 @@ impl RobotRegistry {
             None => self.forget_here(org_id, robot_id),
         };
         if let Some(ended) = ended {
-            self.tabs.revoked_elsewhere(&super::tabs::Revocation::CredentialEnded { secret: ended });
+            self.tabs.revoked_elsewhere(&Revocation::CredentialEnded { secret: ended });
         }
+    }
+
+    /// Another instance edited the robot: what is cached of it here is
+    /// forgotten, so its next request reads the new record (its token
+    /// still holds: its sockets stay), and this instance's consoles measure
+    /// its PoP.
+    pub fn changed_elsewhere(&self, org_id: &str, robot_id: &str, pop: &str) {
+        let mut robots = self.robots.write().expect("robots lock");
+        robots.forget_robot(org_id, robot_id);
+        robots.pops.entry(org_id.to_string()).or_default().insert(pop.to_string());
     }
 
     fn publish_audit(&self, org_id: &str, entry: domain::events::AuditEntry) {
@@ -422,7 +470,18 @@ async fn lapse_heartbeats(registry: std::sync::Weak<RobotRegistry>, mut rx: mpsc
                 let Some(Reverse((_, org_id, robot_id))) = due.pop() else { continue };
                 let Some(registry) = registry.upgrade() else { return };
                 let now = now_ms();
-                let last = registry.cached(&org_id, &robot_id).and_then(|r| r.last_heartbeat_at);
+                let last = match registry.cached(&org_id, &robot_id) {
+                    Some(robot) => robot.last_heartbeat_at,
+                    // Forgotten here since its heartbeat (edited on another
+                    // instance, say): the store has its last heartbeat.
+                    None => match registry.store.robot(&org_id, &robot_id).await {
+                        Ok(robot) => robot.and_then(|r| r.last_heartbeat_at),
+                        Err(e) => {
+                            tracing::warn!(error = %e, robot = %robot_id, "whether the robot went offline could not be read");
+                            None
+                        }
+                    },
+                };
                 // A later heartbeat has its own deadline in the queue.
                 if last.is_some_and(|at| registry_status(Some(at), now) == RegistryStatus::Offline) {
                     registry.publish(&org_id, &robot_id, RegistryStatus::Offline, now);
@@ -459,7 +518,7 @@ mod tests {
         // A lookup reads the store (the robot was not in memory, e.g. made
         // by a seed after start) while its token is rotated.
         let read_at = robots.epoch;
-        robots.revoke("o", "r1");
+        robots.forget_robot("o", "r1");
         assert!(!robots.remember_read_at(read_at, robot("r1"), "old-hash".into()), "the stale row stays out");
         assert!(!robots.by_token.contains_key("old-hash"));
         // A read after the rotation is remembered.
@@ -467,8 +526,37 @@ mod tests {
         assert!(robots.remember_read_at(read_at, robot("r1"), "new-hash".into()));
         assert_eq!(robots.by_token.get("new-hash").map(|r| r.id.as_str()), Some("r1"));
         // Revoking forgets it.
-        robots.revoke("o", "r1");
+        robots.forget_robot("o", "r1");
         assert!(!robots.by_token.contains_key("new-hash"));
+    }
+
+    /// A robot edited on another instance whose message was lost: the
+    /// reconcile's read of the store brings the cached record up to date
+    /// (its heartbeat kept) and adds its PoP to those measured, unless the
+    /// cache changed after the read began (an edit here, a revocation) or
+    /// the record was remembered after it.
+    #[test]
+    fn a_reconcile_brings_a_robot_edited_elsewhere_up_to_date_unless_the_cache_moved_since() {
+        let mut robots = Robots::default();
+        robots.remember(RobotRecord { last_heartbeat_at: Some(7), ..robot("r1") }, "hash".into());
+        let edited = RobotRecord { pop: "q".into(), req_cert: "welding".into(), ..robot("r1") };
+
+        let cached_before: HashSet<String> = ["hash".to_string()].into();
+
+        let read_at = robots.epoch;
+        robots.epoch += 1;
+        robots.refresh_read_at(read_at, &cached_before, vec![(edited.clone(), "hash".into())]);
+        assert_eq!(robots.by_token["hash"].req_cert, "c", "a read older than the cache changes nothing");
+
+        let read_at = robots.epoch;
+        robots.refresh_read_at(read_at, &HashSet::new(), vec![(edited.clone(), "hash".into())]);
+        assert_eq!(robots.by_token["hash"].req_cert, "c", "a record remembered after the read began may be newer than it");
+
+        let read_at = robots.epoch;
+        robots.refresh_read_at(read_at, &cached_before, vec![(edited, "hash".into())]);
+        let cached = &robots.by_token["hash"];
+        assert_eq!((cached.req_cert.as_str(), cached.pop.as_str(), cached.last_heartbeat_at), ("welding", "q", Some(7)));
+        assert!(robots.pops["o"].contains("q"));
     }
 
     /// The token was rotated on another instance and the robot presents

@@ -110,6 +110,11 @@ pub enum Revocation {
         #[serde(default)]
         secret: Option<String>,
     },
+    /// A robot's model, site, PoP or reqCert was edited: caches forget
+    /// its record (its token still holds), and consoles measure `pop`.
+    /// (Not a revocation, but it must reach every instance as they do, and
+    /// a lost one is noticed as theirs are.)
+    RobotChanged { org_id: String, robot_id: String, pop: String },
 }
 
 /// How revocations made here reach the other instances.
@@ -254,7 +259,7 @@ impl OpenTabs {
             Revocation::SignInMoved { secret, org_id } => {
                 self.end(|c| matches!(c, Credential::SignIn { sign_in, org_id: o, .. } if sign_in == secret && o != org_id), Ended::AccessChanged)
             }
-            Revocation::RobotToken { .. } => 0,
+            Revocation::RobotToken { .. } | Revocation::RobotChanged { .. } => 0,
         }
     }
 

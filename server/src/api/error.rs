@@ -173,6 +173,17 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// A stream tied to a sign-in (`Accounts::socket_pass`) that could not be opened.
+impl From<crate::services::SocketRefused> for ApiError {
+    fn from(refused: crate::services::SocketRefused) -> Self {
+        match refused {
+            crate::services::SocketRefused::TooManyTabs => ApiError::RateLimited { retry_after_s: 5 },
+            crate::services::SocketRefused::Ended => ApiError::Unauthenticated("the sign-in session has ended".into()),
+            crate::services::SocketRefused::Unavailable => ApiError::unavailable(ErrorCode::Unavailable, "the sign-in could not be checked: try again in a moment".into()),
+        }
+    }
+}
+
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         match e {

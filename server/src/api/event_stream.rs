@@ -111,6 +111,7 @@ pub struct EventPage {
         (status = 403, description = "A robot token, a non-admin, or a key without `events:read`", body = ErrorBody),
         (status = 410, description = "`events_gone`: records after the reader's last id are past the retention (`CLUTCHCALL_EVENT_RETENTION_DAYS`); start again without `since`", body = ErrorBody),
         (status = 429, description = "Too many open streams for this key", body = ErrorBody),
+        (status = 503, description = "`unavailable`: the database did not answer; try again after `Retry-After`", body = ErrorBody),
     ),
     security(("api_key" = []), ("admin_session" = []))
 )]
@@ -157,11 +158,7 @@ pub async fn events(State(state): State<AppState>, reader: EventReader, query: R
             }
             pass
         }
-        Holder::Admin { token, user_id } => state.accounts.socket_pass(&token, &user_id, &reader.org_id, Role::Admin).await.map_err(|refused| match refused {
-            crate::services::SocketRefused::TooManyTabs => ApiError::RateLimited { retry_after_s: 5 },
-            crate::services::SocketRefused::Ended => ApiError::Unauthenticated("the sign-in session has ended".into()),
-            crate::services::SocketRefused::Unavailable => ApiError::Internal,
-        })?,
+        Holder::Admin { token, user_id } => state.accounts.socket_pass(&token, &user_id, &reader.org_id, Role::Admin).await?,
     };
     let wake = state.engine.subscribe(&Topic::org(&reader.org_id));
     let reading = Reading { log, org_id: reader.org_id, after, buffered: VecDeque::new(), pass, wake, limit, key, checked: Instant::now() };

@@ -2,12 +2,14 @@
 //! import's format (admins), and an environment's dataset as LeRobot.
 
 use crate::api::error::ApiError;
-use crate::services::Principal;
+use crate::datasets::TarStream;
+use crate::services::{Principal, TabPass};
 use crate::state::AppState;
 use domain::models::Role;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt};
 
 pub async fn people_csv(State(state): State<AppState>, principal: Principal) -> Result<Response, ApiError> {
     let org = principal.selected_org().filter(|org| org.role == Role::Admin).ok_or_else(|| ApiError::Forbidden("only admins export the directory".into()))?;
@@ -37,7 +39,7 @@ pub async fn dataset_tar(
     axum::extract::Path(environment): axum::extract::Path<String>,
     axum::extract::Query(params): axum::extract::Query<ExportParams>,
 ) -> Result<Response, ApiError> {
-    let Principal::User { user, .. } = &principal else {
+    let Principal::User { user, token } = &principal else {
         return Err(ApiError::Forbidden("datasets are for people".into()));
     };
     let org = user.selected_org.as_ref().ok_or_else(|| ApiError::Forbidden("choose an organisation first".into()))?;
@@ -46,6 +48,10 @@ pub async fn dataset_tar(
         .ok_or_else(|| ApiError::Invalid("version must be v3.0 or v2.1".into()))?;
     // At most two at once per org; the place is held until the tar is sent.
     let place = state.datasets.export_place(&org.org_id).await.map_err(|_| ApiError::RateLimited { retry_after_s: 30 })?;
+    // Tied to the sign-in as a socket is: signed out, removed from the org,
+    // given another role or switched to another org (on any instance), the
+    // download stops.
+    let pass = state.accounts.socket_pass(token, &user.user_id, &org.org_id, org.role).await?;
     let tar = state.datasets.export(&org.org_id, &environment, version, client, place).await.map_err(|e| {
         tracing::error!(error = %e, "dataset export failed");
         ApiError::Internal
@@ -53,5 +59,47 @@ pub async fn dataset_tar(
     let tar = tar.ok_or_else(|| ApiError::not_found("dataset", &environment))?;
     let name = format!("attachment; filename=\"lerobot-{}-{}.tar\"", crate::datasets::slug(&environment), version.as_str());
     let headers = [(header::CONTENT_TYPE, "application/x-tar".to_string()), (header::CONTENT_DISPOSITION, name), (header::CACHE_CONTROL, "no-store".into())];
-    Ok((headers, axum::body::Body::from_stream(tar)).into_response())
+    Ok((headers, axum::body::Body::from_stream(while_holding(tar, pass))).into_response())
+}
+
+/// The download's chunks while the credential that asked for it holds;
+/// once it ends, an error, which aborts the response (the client sees the
+/// download fail, not a shorter tar).
+fn while_holding(tar: TarStream, pass: TabPass) -> impl Stream<Item = std::io::Result<bytes::Bytes>> + Send {
+    // (One wait for the whole download, holding the pass until it ends.)
+    let ended: futures::future::BoxFuture<'static, crate::services::Ended> = Box::pin(async move { pass.ended().await });
+    futures::stream::unfold(Some((tar, ended)), |held| async move {
+        let (mut tar, mut ended) = held?;
+        tokio::select! {
+            biased;
+            why = &mut ended => Some((Err(std::io::Error::other(format!("the download's sign-in no longer holds ({why:?})"))), None)),
+            next = tar.next() => Some((next?, Some((tar, ended)))),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::services::{Credential, OpenTabs};
+
+    /// A download goes on while its sign-in holds, ends with its tar, and
+    /// fails as soon as the sign-in ends (signed out, say).
+    #[tokio::test]
+    async fn a_download_stops_when_its_sign_in_ends() {
+        let tabs = OpenTabs::new();
+        let sign_in = |hash: &str| Credential::SignIn { person: "p".into(), sign_in: hash.into(), org_id: "o".into(), role: Role::Admin };
+        let (parts, tar) = futures::channel::mpsc::unbounded::<std::io::Result<bytes::Bytes>>();
+        let mut download = Box::pin(while_holding(tar.boxed(), tabs.open(sign_in("signed-in"), None).await.unwrap()));
+        parts.unbounded_send(Ok(bytes::Bytes::from_static(b"part"))).unwrap();
+        assert_eq!(&download.next().await.unwrap().unwrap()[..], b"part");
+        tabs.credential_ended("signed-in");
+        assert!(download.next().await.unwrap().is_err(), "the download fails once its sign-in ends");
+        assert!(download.next().await.is_none());
+
+        let (parts, tar) = futures::channel::mpsc::unbounded::<std::io::Result<bytes::Bytes>>();
+        let mut download = Box::pin(while_holding(tar.boxed(), tabs.open(sign_in("still-signed-in"), None).await.unwrap()));
+        drop(parts);
+        assert!(download.next().await.is_none(), "a whole tar ends the download");
+    }
 }

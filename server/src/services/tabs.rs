@@ -1,6 +1,7 @@
 //! Every long-lived socket (a console, a watch tab, either side of the
-//! relay) holds a `TabPass` tied to the credential that opened it: a
-//! person's sign-in in one org, or a robot's bearer token. When that
+//! relay), event stream and dataset download holds a `TabPass` tied to the
+//! credential that opened it: a person's sign-in in one org, a robot's
+//! bearer token or an org's API key. When that
 //! credential ends (sign-out, password change, expiry, token rotation,
 //! retirement) or the person's access in the org changes (removal, a new
 //! role), every socket it opened is told at once and closes: one

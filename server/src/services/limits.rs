@@ -48,7 +48,13 @@ pub struct Limit {
     name: &'static str,
     rate: Rate,
     state: State,
+    /// Refuses a request whose budget the database could not tell.
+    refuse_unread: bool,
 }
+
+/// How long a request is asked to wait when its limit could not be read
+/// and the limit refuses then (`Limit::refusing_unread`).
+const UNREAD_WAIT: Duration = Duration::from_secs(1);
 
 enum State {
     Memory(DefaultKeyedRateLimiter<String>),
@@ -61,12 +67,22 @@ impl Limit {
             Kept::InMemory => State::Memory(RateLimiter::keyed(rate.quota())),
             Kept::InDatabase(store) => State::Database(store.clone()),
         };
-        Limit { name, rate, state }
+        Limit { name, rate, state, refuse_unread: false }
+    }
+
+    /// This limit, refusing (for `UNREAD_WAIT`) what it cannot read its
+    /// budget for, rather than letting it through: for a limit that guards
+    /// passwords, which must hold while a flood starves the database of
+    /// connections (a request that could not spend its budget may still
+    /// get one to check its guess).
+    pub fn refusing_unread(self) -> Limit {
+        Limit { refuse_unread: true, ..self }
     }
 
     /// Takes one for `key`; `Err(wait)` when its budget is spent. A
     /// database that does not answer lets the request through (logged):
-    /// what it asked for will need the database anyway.
+    /// what it asked for will need the database anyway; unless the limit
+    /// is `refusing_unread`.
     pub async fn take(&self, key: &str) -> Result<(), Duration> {
         match &self.state {
             State::Memory(limiter) => {
@@ -81,6 +97,10 @@ impl Limit {
                 match store.spend_limit(&format!("{}:{key}", self.name), crate::clock::now_ms(), every_ms, i64::from(self.rate.burst)).await {
                     Ok(None) => Ok(()),
                     Ok(Some(wait_ms)) => Err(Duration::from_millis(wait_ms.max(1) as u64)),
+                    Err(e) if self.refuse_unread => {
+                        tracing::warn!(limit = self.name, error = %e, "a rate limit could not be read: the request is refused");
+                        Err(UNREAD_WAIT)
+                    }
                     Err(e) => {
                         tracing::warn!(limit = self.name, error = %e, "a rate limit could not be read: the request goes through");
                         Ok(())
@@ -115,6 +135,17 @@ impl Limit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A limit kept in a database it cannot read lets a request through,
+    /// unless it refuses then (a sign-in throttle).
+    #[tokio::test]
+    async fn a_limit_that_cannot_read_its_budget_refuses_only_if_it_guards_passwords() {
+        let (_dir, store, connection) = crate::store::sqlite_to_explain().await;
+        connection.execute_batch("DROP TABLE rate_limits").unwrap();
+        let (rate, kept) = (Rate { burst: 3, every: Duration::from_secs(2) }, Kept::InDatabase(store));
+        assert_eq!(Limit::new("writes", rate, &kept).take("k").await, Ok(()));
+        assert_eq!(Limit::new("sign-in", rate, &kept).refusing_unread().take("k").await, Err(UNREAD_WAIT));
+    }
 
     #[tokio::test]
     async fn a_key_gets_its_burst_then_waits_about_one_interval() {

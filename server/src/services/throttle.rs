@@ -9,7 +9,8 @@
 //! bytes per key and is swept once a key's limit has recovered, so a flood
 //! of distinct emails cannot grow it without bound. In cluster mode the
 //! limits are kept in the database (`limits::Kept`), so spreading guesses
-//! over the instances gains nothing.
+//! over the instances gains nothing, and an attempt whose limit could not
+//! be read there is refused, not let through.
 
 use super::limits::{Kept, Limit, Rate};
 use std::net::IpAddr;
@@ -33,8 +34,8 @@ pub struct SignInThrottle {
 impl SignInThrottle {
     pub fn new(per_address_per_minute: u32, kept: &Kept) -> SignInThrottle {
         SignInThrottle {
-            per_address: Limit::new("sign-in-address", Rate::per_minute(per_address_per_minute), kept),
-            per_pair: Limit::new("sign-in-pair", Rate { burst: PAIR_BURST, every: PAIR_REFILL }, kept),
+            per_address: Limit::new("sign-in-address", Rate::per_minute(per_address_per_minute), kept).refusing_unread(),
+            per_pair: Limit::new("sign-in-pair", Rate { burst: PAIR_BURST, every: PAIR_REFILL }, kept).refusing_unread(),
         }
     }
 

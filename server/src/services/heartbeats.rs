@@ -1,6 +1,7 @@
 //! Edge-agent heartbeats, stored in groups. A fleet heartbeats all the time
-//! (each robot every 10 s: 1,000 a second for 10,000 robots), and each
-//! heartbeat was a write transaction of its own: on SQLite each took the one
+//! (each robot every `domain::rules::ROBOT_HEARTBEAT_EVERY_MS`, 10 s: 1,000
+//! a second for 10,000 robots), and each heartbeat was a write
+//! transaction of its own: on SQLite each took the one
 //! write lock the dispatchers' batches need, and a batch that found it
 //! taken slept a millisecond or more (BENCHMARKS.md, Engine v3
 //! twenty-fourth part). One task writes them instead: the heartbeats that
@@ -26,8 +27,9 @@ use tokio::task::JoinHandle;
 const GROUP_AT_MOST: usize = 512;
 
 /// A group not answered within this is given up (an edge agent heartbeats
-/// again within 10 s).
+/// again within `ROBOT_HEARTBEAT_EVERY_MS`).
 const WRITE_WITHIN: Duration = Duration::from_secs(5);
+const _: () = assert!((WRITE_WITHIN.as_millis() as i64) < domain::rules::ROBOT_HEARTBEAT_EVERY_MS, "a group is given up before its robots heartbeat again");
 
 /// A heartbeat waiting for its group, with where to answer.
 struct Waiting {

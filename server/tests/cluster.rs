@@ -585,12 +585,57 @@ async fn until_raised_as(base: &str, skill: &str, within_s: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_robot_edited_on_one_instance_raises_calls_as_edited_on_the_other() {
     let Some(nats) = nats_url().await else { return };
-    let Some(cluster) = Cluster::start(Some(&nats), 2).await else { return };
+    // No sweep during the test: only the edit's message can tell the second.
+    let Some(cluster) = Cluster::start_with(Some(&nats), 2, vec![("CLUTCHCALL_REVOCATION_SWEEP_S", "3600".into())]).await else { return };
     let (first, second) = (cluster.base(0), cluster.base(1));
     assert_eq!(skill_raised_at(second).await, "pick-place", "as seeded, and now cached on the second");
     let cookie = admin_cookie(first).await;
     assert_eq!(call_at(first, &cookie, "edit_robot", &EDITED).await.status(), StatusCode::OK);
     until_raised_as(second, "welding", 5).await;
+    cluster.finish().await;
+}
+
+/// When the demo robot's `offline` reaches `tab` (kept open with pings
+/// meanwhile), `within` at most.
+async fn robot_offline_heard(tab: &mut common::Tab, within: std::time::Duration) -> std::time::Instant {
+    use domain::events::OrgEvent;
+    use domain::models::RegistryStatus;
+    use domain::ring::{ConsoleMsg, RingMsg};
+    let deadline = std::time::Instant::now() + within;
+    for nonce in 1.. {
+        assert!(std::time::Instant::now() < deadline, "the robot's silence was never told");
+        match tab.try_next(std::time::Duration::from_secs(2)).await {
+            Ok(Some(RingMsg::Org { event: OrgEvent::RobotStatus { robot_id, status: RegistryStatus::Offline, .. } })) if robot_id == "uk-pick-01" => break,
+            Ok(_) => tab.send(ConsoleMsg::Ping { nonce }).await,
+            Err(()) => panic!("the wallboard closed"),
+        }
+    }
+    std::time::Instant::now()
+}
+
+/// A robot whose edge agent moved from one instance to another is told
+/// offline when it falls silent there, not when its silence on the first
+/// would have come: the store, which has its later heartbeat, decides, and
+/// the instance that logs the silence tells it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_robot_whose_agent_moved_to_another_instance_is_told_offline_only_once_silent_there() {
+    use domain::ring::RingMsg;
+    let Some(nats) = nats_url().await else { return };
+    let Some(cluster) = Cluster::start(Some(&nats), 2).await else { return };
+    let (first, second) = (cluster.base(0), cluster.base(1));
+    let cookie = admin_cookie(first).await;
+    let mut wallboard = common::Tab::open_at(first, &cookie, "/ws?watch=org").await;
+    wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
+    let token = server::seed::demo_robot_token("uk-pick-01");
+    assert_eq!(heartbeat(first, &token).await, StatusCode::OK);
+    // (The spacing the scenario needs: the first's silence would end 2 s
+    // before the second's.)
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let moved = std::time::Instant::now();
+    assert_eq!(heartbeat(second, &token).await, StatusCode::OK);
+    let silent = std::time::Duration::from_millis(domain::rules::ROBOT_HEARTBEAT_TIMEOUT_MS as u64);
+    let told = robot_offline_heard(&mut wallboard, silent + std::time::Duration::from_secs(10)).await;
+    assert!(told >= moved + silent, "told offline {:?} after its last heartbeat", told - moved);
     cluster.finish().await;
 }
 

@@ -311,6 +311,7 @@ impl RobotRegistry {
                 // A lookup that read the record before the edit must not
                 // remember it after this.
                 robots.epoch += 1;
+                robots.pops.entry(org_id.to_string()).or_default().insert(robot.pop.clone());
                 if let Some(hash) = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned() {
                     let heartbeat = robots.by_token.get(&hash).and_then(|r| r.last_heartbeat_at);
                     robots.remember(RobotRecord { last_heartbeat_at: heartbeat, ..robot.clone() }, hash);
@@ -454,6 +455,10 @@ impl RobotRegistry {
     }
 }
 
+/// How long the lapse task waits for the store about one robot: the
+/// deadlines after it wait meanwhile.
+const STORE_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Publishes `offline` for robots whose heartbeats stopped, from one
 /// deadline queue (not a scan of the fleet).
 async fn lapse_heartbeats(registry: std::sync::Weak<RobotRegistry>, mut rx: mpsc::UnboundedReceiver<(i64, String, String)>) {
@@ -474,20 +479,36 @@ async fn lapse_heartbeats(registry: std::sync::Weak<RobotRegistry>, mut rx: mpsc
                     Some(robot) => robot.last_heartbeat_at,
                     // Forgotten here since its heartbeat (edited on another
                     // instance, say): the store has its last heartbeat.
-                    None => match registry.store.robot(&org_id, &robot_id).await {
-                        Ok(robot) => robot.and_then(|r| r.last_heartbeat_at),
-                        Err(e) => {
+                    None => match tokio::time::timeout(STORE_WITHIN, registry.store.robot(&org_id, &robot_id)).await {
+                        Ok(Ok(robot)) => robot.and_then(|r| r.last_heartbeat_at),
+                        Ok(Err(e)) => {
                             tracing::warn!(error = %e, robot = %robot_id, "whether the robot went offline could not be read");
+                            None
+                        }
+                        Err(_) => {
+                            tracing::warn!(robot = %robot_id, "whether the robot went offline could not be read within {STORE_WITHIN:?}");
                             None
                         }
                     },
                 };
                 // A later heartbeat has its own deadline in the queue.
                 if last.is_some_and(|at| registry_status(Some(at), now) == RegistryStatus::Offline) {
-                    registry.publish(&org_id, &robot_id, RegistryStatus::Offline, now);
-                    // Logged once however many instances saw its heartbeats.
-                    if let Err(e) = registry.store.log_robot_offline(&org_id, &robot_id, now, ROBOT_HEARTBEAT_TIMEOUT_MS).await {
-                        tracing::warn!(error = %e, robot = %robot_id, "robot.offline not logged");
+                    // The store decides, once however many instances saw the
+                    // robot's heartbeats: its last one may be a later one
+                    // another instance heard (the agent reconnected there),
+                    // and the instance that logs the silence tells it. A
+                    // store that does not answer: this instance's view is told.
+                    match tokio::time::timeout(STORE_WITHIN, registry.store.log_robot_offline(&org_id, &robot_id, now, ROBOT_HEARTBEAT_TIMEOUT_MS)).await {
+                        Ok(Ok(true)) => registry.publish(&org_id, &robot_id, RegistryStatus::Offline, now),
+                        Ok(Ok(false)) => {}
+                        Ok(Err(e)) => {
+                            tracing::warn!(error = %e, robot = %robot_id, "robot.offline not logged: told as this instance saw it");
+                            registry.publish(&org_id, &robot_id, RegistryStatus::Offline, now);
+                        }
+                        Err(_) => {
+                            tracing::warn!(robot = %robot_id, "robot.offline not logged within {STORE_WITHIN:?}: told as this instance saw it");
+                            registry.publish(&org_id, &robot_id, RegistryStatus::Offline, now);
+                        }
                     }
                 }
             }

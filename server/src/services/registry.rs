@@ -224,7 +224,13 @@ impl RobotRegistry {
     /// robot was offline.
     pub async fn heartbeat(&self, robot: &RobotRecord) -> StoreResult<i64> {
         let now = now_ms();
-        self.heartbeats.store(&robot.org_id, &robot.id, now).await?;
+        let stored = self.heartbeats.store(&robot.org_id, &robot.id, now).await;
+        if stored.is_err() {
+            // A write given up may still land: its silence is judged at its
+            // deadline too (the store decides then).
+            let _ = self.lapses.send((now + ROBOT_HEARTBEAT_TIMEOUT_MS + 1, robot.org_id.clone(), robot.id.clone()));
+        }
+        stored?;
         let was = {
             let mut robots = self.robots.write().expect("robots lock");
             let token = robots.by_id.get(&(robot.org_id.clone(), robot.id.clone())).cloned();
@@ -455,10 +461,6 @@ impl RobotRegistry {
     }
 }
 
-/// How long the lapse task waits for the store about one robot: the
-/// deadlines after it wait meanwhile.
-const STORE_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// Publishes `offline` for robots whose heartbeats stopped, from one
 /// deadline queue (not a scan of the fleet).
 async fn lapse_heartbeats(registry: std::sync::Weak<RobotRegistry>, mut rx: mpsc::UnboundedReceiver<(i64, String, String)>) {
@@ -474,43 +476,45 @@ async fn lapse_heartbeats(registry: std::sync::Weak<RobotRegistry>, mut rx: mpsc
             _ = async { tokio::time::sleep(wait.expect("guarded")).await }, if wait.is_some() => {
                 let Some(Reverse((_, org_id, robot_id))) = due.pop() else { continue };
                 let Some(registry) = registry.upgrade() else { return };
-                let now = now_ms();
-                let last = match registry.cached(&org_id, &robot_id) {
-                    Some(robot) => robot.last_heartbeat_at,
-                    // Forgotten here since its heartbeat (edited on another
-                    // instance, say): the store has its last heartbeat.
-                    None => match tokio::time::timeout(STORE_WITHIN, registry.store.robot(&org_id, &robot_id)).await {
-                        Ok(Ok(robot)) => robot.and_then(|r| r.last_heartbeat_at),
-                        Ok(Err(e)) => {
-                            tracing::warn!(error = %e, robot = %robot_id, "whether the robot went offline could not be read");
-                            None
-                        }
-                        Err(_) => {
-                            tracing::warn!(robot = %robot_id, "whether the robot went offline could not be read within {STORE_WITHIN:?}");
-                            None
-                        }
-                    },
-                };
-                // A later heartbeat has its own deadline in the queue.
-                if last.is_some_and(|at| registry_status(Some(at), now) == RegistryStatus::Offline) {
-                    // The store decides, once however many instances saw the
-                    // robot's heartbeats: its last one may be a later one
-                    // another instance heard (the agent reconnected there),
-                    // and the instance that logs the silence tells it. A
-                    // store that does not answer: this instance's view is told.
-                    match tokio::time::timeout(STORE_WITHIN, registry.store.log_robot_offline(&org_id, &robot_id, now, ROBOT_HEARTBEAT_TIMEOUT_MS)).await {
-                        Ok(Ok(true)) => registry.publish(&org_id, &robot_id, RegistryStatus::Offline, now),
-                        Ok(Ok(false)) => {}
-                        Ok(Err(e)) => {
-                            tracing::warn!(error = %e, robot = %robot_id, "robot.offline not logged: told as this instance saw it");
-                            registry.publish(&org_id, &robot_id, RegistryStatus::Offline, now);
-                        }
-                        Err(_) => {
-                            tracing::warn!(robot = %robot_id, "robot.offline not logged within {STORE_WITHIN:?}: told as this instance saw it");
-                            registry.publish(&org_id, &robot_id, RegistryStatus::Offline, now);
-                        }
-                    }
+                // On a task of its own: the store may be slow, and the
+                // deadlines after this one do not wait for it.
+                tokio::spawn(async move { registry.judge_silence(&org_id, &robot_id).await });
+            }
+        }
+    }
+}
+
+impl RobotRegistry {
+    /// A heartbeat's deadline passed: `offline` is told if the robot has
+    /// been silent since. The store decides, once however many instances
+    /// saw its heartbeats: its last one may be a later one another
+    /// instance heard (the agent reconnected there), and the instance that
+    /// logs the silence tells it. A store that fails: this instance's view
+    /// is told (not logged).
+    async fn judge_silence(&self, org_id: &str, robot_id: &str) {
+        let now = now_ms();
+        let last = match self.cached(org_id, robot_id) {
+            Some(robot) => robot.last_heartbeat_at,
+            // Forgotten here since its heartbeat (edited on another
+            // instance, say): the store has its last heartbeat.
+            None => match self.store.robot(org_id, robot_id).await {
+                Ok(robot) => robot.and_then(|r| r.last_heartbeat_at),
+                Err(e) => {
+                    tracing::warn!(error = %e, robot = %robot_id, "whether the robot went offline could not be read");
+                    return;
                 }
+            },
+        };
+        // (A later heartbeat has its own deadline.)
+        if !last.is_some_and(|at| registry_status(Some(at), now) == RegistryStatus::Offline) {
+            return;
+        }
+        match self.store.log_robot_offline(org_id, robot_id, now, ROBOT_HEARTBEAT_TIMEOUT_MS).await {
+            Ok(true) => self.publish(org_id, robot_id, RegistryStatus::Offline, now),
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, robot = %robot_id, "robot.offline not logged: told as this instance saw it");
+                self.publish(org_id, robot_id, RegistryStatus::Offline, now);
             }
         }
     }

@@ -294,6 +294,17 @@ impl Channel {
         }
     }
 
+    /// A robot frame from an edge agent on another instance (counted and
+    /// capped there): to each cockpit and live view here, within this
+    /// instance's cap too, so a robot token's sockets on several instances
+    /// send a cockpit no more than one socket may (what is held back here
+    /// is counted here).
+    pub fn from_robot_elsewhere(&self, message: Message) {
+        if self.up.admit(frame_bytes(&message)) {
+            self.to_cockpits(message);
+        }
+    }
+
     /// A robot frame to each cockpit and live view here that keeps up
     /// (from this instance's edge agent, or from another instance's).
     pub fn to_cockpits(&self, message: Message) {
@@ -318,10 +329,15 @@ impl Channel {
     }
 
     /// An operator action from a cockpit on another instance (checked,
-    /// counted and rate-capped there): to the edge agent here, and recorded
-    /// here. Not while PAUSED as this instance knows it (rule L03): the
-    /// instances hear a pause at slightly different times.
+    /// counted and rate-capped there): to the edge agent here, within this
+    /// instance's cap too (an operator's cockpits on several instances send
+    /// the robot no more than one may), and recorded here. Not while
+    /// PAUSED as this instance knows it (rule L03): the instances hear a
+    /// pause at slightly different times.
     pub fn from_operator_elsewhere(&self, message: Message, recorder: &Recorder, now: i64) {
+        if !self.down.admit(frame_bytes(&message)) {
+            return;
+        }
         let sample = match &message {
             Message::Text(text) => match serde_json::from_str(text) {
                 Ok(domain::relay::RelayMsg::Action { values, .. }) if (1..=MAX_VECTOR).contains(&values.len()) => Sample::Action { t_ms: now, values },
@@ -471,6 +487,15 @@ impl Channel {
             open_since_ms: self.open_since_ms,
             unrecorded: 0,
         }
+    }
+}
+
+/// A frame's payload, as the caps count it.
+fn frame_bytes(message: &Message) -> usize {
+    match message {
+        Message::Text(text) => text.len(),
+        Message::Binary(data) => data.len(),
+        Message::Ping(_) | Message::Pong(_) | Message::Close(_) => 0,
     }
 }
 

@@ -466,7 +466,7 @@ impl link::Arrivals for Relay {
     fn arrived(&self, session_id: &str, direction: Direction, message: Message) {
         let Some(channel) = self.get(session_id) else { return };
         match direction {
-            Direction::Up => channel.to_cockpits(message),
+            Direction::Up => channel.from_robot_elsewhere(message),
             Direction::Down => channel.from_operator_elsewhere(message, &self.recorder, self.clock.now_ms()),
             Direction::Watch => channel.to_supervisors(&message),
         }

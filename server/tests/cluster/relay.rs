@@ -69,6 +69,38 @@ async fn next_state(ws: &mut common::RelaySocket) -> Vec<f32> {
     .await
 }
 
+/// A robot's token holds relay sockets on two instances (its agent's, and
+/// one more opened with its token) and floods the session from both: the
+/// cockpit on a third gets no more than one socket may send (a second's
+/// burst of the cap), not one cap per instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_robots_sockets_on_two_instances_send_a_cockpit_no_more_than_one_may() {
+    let Some(nats) = super::nats_url().await else { return };
+    let Some(cluster) = Cluster::start_with(Some(&nats), 3, vec![("CLUTCHCALL_RELAY_MAX_FPS", "5".into())]).await else { return };
+    let session = asha_attached(&cluster).await;
+    let mut first = common::relay_at(cluster.base(0), &session, Some("ue-pick-01"), None).await.expect("the robot joins on the first");
+    let mut second = common::relay_at(cluster.base(1), &session, Some("ue-pick-01"), None).await.expect("and on the second");
+    let asha = cookie_at(cluster.base(2), common::OPERATOR).await;
+    let mut cockpit = common::relay_at(cluster.base(2), &session, None, Some(&asha)).await.expect("the cockpit joins on the third");
+    for side in [&mut first, &mut second, &mut cockpit] {
+        both_on(side).await;
+    }
+    // 40 frames from each at once: one second's burst of 5 passes in all.
+    for i in 0..40 {
+        let state = text(&RelayMsg::State { t_ms: i, joints: vec![i as f32; 6], fields: Default::default() });
+        first.send(state.clone()).await.unwrap();
+        second.send(state).await.unwrap();
+    }
+    let mut states = 0;
+    while let Ok(Some(Ok(message))) = tokio::time::timeout(std::time::Duration::from_millis(700), cockpit.next()).await {
+        if let Message::Text(text) = message {
+            states += usize::from(text.contains("\"state\""));
+        }
+    }
+    assert!((1..=7).contains(&states), "{states} frames reached the cockpit");
+    cluster.finish().await;
+}
+
 /// The edge agent on the first instance, the cockpit on the second:
 /// state, camera frames and actions pass both ways; the panel on the
 /// third shows one channel with both sides and every count, from every

@@ -224,13 +224,7 @@ impl RobotRegistry {
     /// robot was offline.
     pub async fn heartbeat(&self, robot: &RobotRecord) -> StoreResult<i64> {
         let now = now_ms();
-        let stored = self.heartbeats.store(&robot.org_id, &robot.id, now).await;
-        if stored.is_err() {
-            // A write given up may still land: its silence is judged at its
-            // deadline too (the store decides then).
-            let _ = self.lapses.send((now + ROBOT_HEARTBEAT_TIMEOUT_MS + 1, robot.org_id.clone(), robot.id.clone()));
-        }
-        stored?;
+        self.heartbeats.store(&robot.org_id, &robot.id, now).await?;
         let was = {
             let mut robots = self.robots.write().expect("robots lock");
             let token = robots.by_id.get(&(robot.org_id.clone(), robot.id.clone())).cloned();
@@ -476,9 +470,10 @@ async fn lapse_heartbeats(registry: std::sync::Weak<RobotRegistry>, mut rx: mpsc
             _ = async { tokio::time::sleep(wait.expect("guarded")).await }, if wait.is_some() => {
                 let Some(Reverse((_, org_id, robot_id))) = due.pop() else { continue };
                 let Some(registry) = registry.upgrade() else { return };
-                // On a task of its own: the store may be slow, and the
-                // deadlines after this one do not wait for it.
-                tokio::spawn(async move { registry.judge_silence(&org_id, &robot_id).await });
+                // One at a time, for as long as the store takes: while it
+                // is away, the deadlines wait (and are judged late), rather
+                // than each taking a connection of its own.
+                registry.judge_silence(&org_id, &robot_id).await;
             }
         }
     }
@@ -490,7 +485,7 @@ impl RobotRegistry {
     /// saw its heartbeats: its last one may be a later one another
     /// instance heard (the agent reconnected there), and the instance that
     /// logs the silence tells it. A store that fails: this instance's view
-    /// is told (not logged).
+    /// is told (not logged), unless a heartbeat came meanwhile.
     async fn judge_silence(&self, org_id: &str, robot_id: &str) {
         let now = now_ms();
         let last = match self.cached(org_id, robot_id) {
@@ -514,7 +509,10 @@ impl RobotRegistry {
             Ok(false) => {}
             Err(e) => {
                 tracing::warn!(error = %e, robot = %robot_id, "robot.offline not logged: told as this instance saw it");
-                self.publish(org_id, robot_id, RegistryStatus::Offline, now);
+                let still = self.cached(org_id, robot_id).map(|r| r.last_heartbeat_at);
+                if still.is_none_or(|last| registry_status(last, now_ms()) == RegistryStatus::Offline) {
+                    self.publish(org_id, robot_id, RegistryStatus::Offline, now);
+                }
             }
         }
     }

@@ -173,7 +173,9 @@ impl From<StoreError> for ApiError {
     }
 }
 
-/// A stream tied to a sign-in (`Accounts::socket_pass`) that could not be opened.
+/// A stream tied to a sign-in (`Accounts::socket_pass`) that could not be
+/// opened, answered as the API answers (JSON); a socket's upgrade is
+/// answered in plain text (`SocketRefused`'s own `IntoResponse`).
 impl From<crate::services::SocketRefused> for ApiError {
     fn from(refused: crate::services::SocketRefused) -> Self {
         match refused {

@@ -452,7 +452,7 @@ pub async fn run(shared: Shared, org_id: String, mut rx: mpsc::Receiver<Command>
                 // A lease given up is not taken back before it lapses,
                 // should its release not have reached the database: the
                 // give-up is another instance's chance.
-                if !matches!(gone, lease::Gone::GivenUp) {
+                if !pause {
                     stepped_down = lease.epoch;
                 }
             }

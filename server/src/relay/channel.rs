@@ -491,7 +491,7 @@ impl Channel {
 }
 
 /// A frame's payload, as the caps count it.
-fn frame_bytes(message: &Message) -> usize {
+pub(super) fn frame_bytes(message: &Message) -> usize {
     match message {
         Message::Text(text) => text.len(),
         Message::Binary(data) => data.len(),

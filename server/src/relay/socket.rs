@@ -206,10 +206,9 @@ async fn handle(state: &AppState, channel: &Channel, side: &Side, own: &mpsc::Se
     let now = state.engine.clock().now_ms();
     let recorder = &state.relay.recorder;
     let bytes = match &message {
-        Message::Text(text) => text.len(),
-        Message::Binary(data) => data.len(),
         Message::Close(_) => return false,
         Message::Ping(_) | Message::Pong(_) => return true,
+        Message::Text(_) | Message::Binary(_) => super::channel::frame_bytes(&message),
     };
     match (side, &message) {
         (Side::Robot, Message::Text(text)) => match serde_json::from_str::<RelayMsg>(text) {

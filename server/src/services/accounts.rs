@@ -74,6 +74,8 @@ pub enum SocketRefused {
     Unavailable,
 }
 
+/// A socket's refused upgrade, in plain text; an API stream's is JSON
+/// (`ApiError::from`).
 impl IntoResponse for SocketRefused {
     fn into_response(self) -> Response {
         match self {

@@ -94,6 +94,19 @@ impl Robots {
         }
     }
 
+    /// Consoles of the org measure their RTT to `pop` (a robot is reached there).
+    fn measure_pop(&mut self, org_id: &str, pop: &str) {
+        self.pops.entry(org_id.to_string()).or_default().insert(pop.to_string());
+    }
+
+    /// A robot of the org was edited (here or on another instance), now
+    /// reached through `pop`: a lookup that read its row before the edit
+    /// must not remember it after this.
+    fn edited(&mut self, org_id: &str, pop: &str) {
+        self.epoch += 1;
+        self.measure_pop(org_id, pop);
+    }
+
     /// Brings the cached records of robots read from the store at `epoch`
     /// up to date with the read (an edit on another instance whose message
     /// was lost). Only records `cached_before` the read are judged (one a
@@ -105,13 +118,12 @@ impl Robots {
             return;
         }
         for (robot, token_hash) in read {
-            self.pops.entry(robot.org_id.clone()).or_default().insert(robot.pop.clone());
+            self.measure_pop(&robot.org_id, &robot.pop);
             if !cached_before.contains(&token_hash) {
                 continue;
             }
             let Some(cached) = self.by_token.get_mut(&token_hash) else { continue };
-            let read = (&robot.model, &robot.site, &robot.pop, &robot.req_cert);
-            if (&cached.model, &cached.site, &cached.pop, &cached.req_cert) != read {
+            if !cached.same_directory_fields(&robot) {
                 tracing::warn!(robot = %robot.id, "a robot edited on another instance was cached here as it was (the edit's message was lost): brought up to date");
                 *cached = RobotRecord { last_heartbeat_at: cached.last_heartbeat_at, ..robot };
             }
@@ -131,7 +143,7 @@ impl Robots {
             self.forget_token(&cached);
             return false;
         }
-        self.pops.entry(robot.org_id.clone()).or_default().insert(robot.pop.clone());
+        self.measure_pop(&robot.org_id, &robot.pop);
         self.by_id.insert(key, token_hash.clone());
         self.by_token.insert(token_hash, robot);
         true
@@ -308,10 +320,7 @@ impl RobotRegistry {
                 let changed = Revocation::RobotChanged { org_id: org_id.to_string(), robot_id: robot_id.to_string(), pop: robot.pop.clone() };
                 self.tabs.tell_others(&changed);
                 let mut robots = self.robots.write().expect("robots lock");
-                // A lookup that read the record before the edit must not
-                // remember it after this.
-                robots.epoch += 1;
-                robots.pops.entry(org_id.to_string()).or_default().insert(robot.pop.clone());
+                robots.edited(org_id, &robot.pop);
                 if let Some(hash) = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned() {
                     let heartbeat = robots.by_token.get(&hash).and_then(|r| r.last_heartbeat_at);
                     robots.remember(RobotRecord { last_heartbeat_at: heartbeat, ..robot.clone() }, hash);
@@ -442,7 +451,7 @@ impl RobotRegistry {
     pub fn changed_elsewhere(&self, org_id: &str, robot_id: &str, pop: &str) {
         let mut robots = self.robots.write().expect("robots lock");
         robots.forget_robot(org_id, robot_id);
-        robots.pops.entry(org_id.to_string()).or_default().insert(pop.to_string());
+        robots.edited(org_id, pop);
     }
 
     fn publish_audit(&self, org_id: &str, entry: domain::events::AuditEntry) {

@@ -135,6 +135,14 @@ pub struct RobotRecord {
     pub token_rotated_at: Option<i64>,
 }
 
+impl RobotRecord {
+    /// Whether `other` has the same directory fields (what an admin edits),
+    /// whatever the two say of heartbeats and rotations.
+    pub fn same_directory_fields(&self, other: &RobotRecord) -> bool {
+        (&self.model, &self.site, &self.pop, &self.req_cert) == (&other.model, &other.site, &other.pop, &other.req_cert)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct OperatorRecord {
     pub user_id: String,

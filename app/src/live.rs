@@ -192,13 +192,12 @@ mod browser {
     }
 
     impl Handler for Watcher {
-        fn opened(&mut self, reconnected: bool) {
+        /// Not a reload: the server's first word on every connection,
+        /// first or not, is `Resync`, once its subscription is live, so
+        /// the reload comes after what it would miss (a reload at the
+        /// socket's open could land before the server subscribed).
+        fn opened(&mut self, _reconnected: bool) {
             self.connected.set(true);
-            // Whatever changed while disconnected: reload once (the first
-            // connection follows a fresh load).
-            if reconnected {
-                self.reloader.poke();
-            }
         }
 
         fn text(&mut self, text: String) {

@@ -117,3 +117,33 @@ test('W11 W13 L09 L10: an E-stop from the cockpit latches the card on the wallbo
   await tom.context().close();
   await adminCtx.close();
 });
+
+// The cockpit loads the session, then its watch socket subscribes: what
+// changed in between (telemetry, here) must still reach the screen, by the
+// reload the server's first `resync` asks for, not by the 15 s poll.
+test('a cockpit shows telemetry posted while its watch socket was still connecting', async ({ browser, request, org }) => {
+  test.setTimeout(60_000);
+  const tom = await readyOperator(browser, org, org.people.tom);
+  let posted!: () => void;
+  const telemetryPosted = new Promise<void>((resolve) => { posted = resolve; });
+  // The socket reaches the server only after the telemetry is in.
+  await tom.routeWebSocket(/\/ws\?watch=mine/, async (ws) => {
+    await telemetryPosted;
+    ws.connectToServer();
+  });
+  const session = await raise(request, org, 'uk-pick-01');
+  await expect(tom.getByTestId('offer-robot')).toHaveText(org.robots['uk-pick-01'].id);
+  await tom.keyboard.press('Enter');
+  await expect(tom).toHaveURL(new RegExp(`/cockpit/${session}$`));
+  await hydrated(tom);
+  await expect(tom.getByTestId('cockpit-safety')).toHaveText('BOOT');
+  const telemetry = await request.post(`/v1/sessions/${session}/telemetry`, {
+    headers: org.auth('uk-pick-01'),
+    data: { state: 'ARMED', rttMs: 120, divergenceDeg: 1.0, velocityScale: 0.8 },
+  });
+  expect(telemetry.status()).toBe(200);
+  posted();
+  // Well inside the 15 s poll: the reload comes from the socket.
+  await expect(tom.getByTestId('cockpit-safety')).toHaveText('ARMED', { timeout: 5_000 });
+  await tom.context().close();
+});

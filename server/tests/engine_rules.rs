@@ -266,6 +266,20 @@ both_backends!(d12_an_admin_watching_the_org_never_becomes_a_presence, |app: Tes
     app.finish().await;
 });
 
+both_backends!(d12_a_live_screens_socket_first_says_resync_for_what_changed_before_it_subscribed, |app: TestApp| async move {
+    // A screen loads its data, then its socket subscribes: a change in
+    // between reaches it only by the reload the first message asks for.
+    let mut org = watch(&app).await;
+    assert_eq!(org.next().await, RingMsg::Resync, "the admins' watch");
+    let asha = session_cookie(&app, OPERATOR).await;
+    let mut mine = Tab::open_path(&app, &asha, "/ws?watch=mine").await;
+    assert_eq!(mine.next().await, RingMsg::Resync, "an operator's party watch");
+    // Once: what follows is the org's events.
+    app.engine().operator_ready(ORG, "u-carla", true).await.unwrap();
+    assert!(matches!(org.next().await, RingMsg::Org { event: OrgEvent::Presence { .. } }));
+    app.finish().await;
+});
+
 both_backends_with!(r08_a_tab_that_goes_silent_is_closed_and_lapses_never_deaf, |c: &mut server::config::Config| c.presence_ttl_ms = 800, |app: TestApp| async move {
     // The socket stays open but the tab stops heartbeating (a frozen tab).
     let mut tab = Tab::open(&app, &session_cookie(&app, OPERATOR).await).await;

@@ -441,6 +441,12 @@ impl Engine {
         self.shared.bus.subscribe(topic)
     }
 
+    /// Whether events published on `topic` from now on reach this
+    /// instance's subscribers (see `EventBus::is_live`).
+    pub fn is_live(&self, topic: &Topic) -> bool {
+        self.shared.bus.is_live(topic)
+    }
+
     /// How long a call nobody takes waits before it is cancelled.
     pub fn pending_timeout_ms(&self) -> i64 {
         self.shared.settings.pending_timeout_ms

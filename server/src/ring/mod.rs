@@ -314,7 +314,16 @@ async fn rejoin(state: &AppState, owner: &TabOwner, tab: &str, shown: PresenceSt
 async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut parties: Option<party::Parties>) {
     let (sink, mut stream) = socket.split();
     let (tx, writer) = spawn_writer(sink);
-    let mut topic = state.engine.subscribe(&Topic::org(&owner.org_id));
+    let org_topic = Topic::org(&owner.org_id);
+    let mut topic = state.engine.subscribe(&org_topic);
+    // The screen loaded its data before this subscription (the page, or
+    // before a reconnect): what changed in between reaches it only by a
+    // reload, so the socket's first word is `Resync`. A topic that is not
+    // yet live here (a bus between instances still subscribing) says
+    // `Resync` itself once it is, which is when reloading helps.
+    if state.engine.is_live(&org_topic) {
+        let _ = tx.try_send(RingMsg::Resync);
+    }
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
     let mut heard = Instant::now();
     loop {

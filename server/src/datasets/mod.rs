@@ -30,14 +30,13 @@ pub const DATASET_FPS: u32 = 30;
 /// in a loop must not take the disk and the cores from dispatch.
 pub const EXPORTS_PER_ORG: usize = 2;
 /// The tar is sent in pieces of this size, at most `TAR_PIECES_AHEAD`
-/// ahead of the client, so the archive is never held in memory, and a
-/// client that goes away (or reads nothing for `CLIENT_STALL`) stops the
-/// export. The dataset itself is written to disk first, a batch of frames
+/// ahead of its reader, so the archive is never held in memory, and a
+/// reader that goes away stops the export (the download's reader gives up
+/// a client that stalls: `http::export`). The dataset itself is written to disk first, a batch of frames
 /// in memory at a time (`lerobot::write_dataset`), each recording read a
 /// line at a time (`stream`).
 const TAR_PIECE_BYTES: usize = 64 * 1024;
 const TAR_PIECES_AHEAD: usize = 4;
-const CLIENT_STALL: std::time::Duration = std::time::Duration::from_secs(60);
 /// An episode's file found in place is read once nothing was written to it
 /// for this long (the instance that placed it may still be writing it), and
 /// a joining file is swept at start after as long.
@@ -227,7 +226,6 @@ impl DatasetService {
         let work = self.dir.join(".exports").join(uuid::Uuid::now_v7().simple().to_string());
         let name = format!("lerobot-{}-{}", slug(environment), version.as_str());
         let (pieces, received) = mpsc::channel::<std::io::Result<bytes::Bytes>>(TAR_PIECES_AHEAD);
-        let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
             let _place = place;
             let written = (|| -> anyhow::Result<()> {
@@ -242,7 +240,7 @@ impl DatasetService {
                 }
                 let root = work.join(&name);
                 lerobot::write_dataset(&root, version, &robot_type, &episodes)?;
-                let mut archive = tar::Builder::new(std::io::BufWriter::with_capacity(TAR_PIECE_BYTES, Pieces(pieces.clone(), runtime.clone())));
+                let mut archive = tar::Builder::new(std::io::BufWriter::with_capacity(TAR_PIECE_BYTES, Pieces(pieces.clone())));
                 archive.append_dir_all(&name, &root)?;
                 archive.into_inner()?.into_inner().map_err(|e| e.into_error())?;
                 Ok(())
@@ -278,17 +276,17 @@ impl Episode for Recorded<'_> {
     }
 }
 
-/// The tar's bytes, handed to the response a piece at a time; a write
-/// fails once the response is gone (the client went away) or the client
-/// read nothing for `CLIENT_STALL`, which frees the org's export place.
-struct Pieces(mpsc::Sender<std::io::Result<bytes::Bytes>>, tokio::runtime::Handle);
+/// The tar's bytes, handed to its reader a piece at a time; a write fails
+/// once the reader is gone (the client went away, or stalled and was given
+/// up), which ends the export and frees the org's export place.
+struct Pieces(mpsc::Sender<std::io::Result<bytes::Bytes>>);
 
 impl std::io::Write for Pieces {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let piece = Ok(bytes::Bytes::copy_from_slice(buf));
-        match self.1.block_on(self.0.send_timeout(piece, CLIENT_STALL)) {
+        match self.0.blocking_send(piece) {
             Ok(()) => Ok(buf.len()),
-            Err(_) => Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away or stopped reading")),
+            Err(_) => Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the download's reader is gone")),
         }
     }
 

@@ -62,20 +62,77 @@ pub async fn dataset_tar(
     Ok((headers, axum::body::Body::from_stream(while_holding(tar, pass))).into_response())
 }
 
-/// The download's chunks while the credential that asked for it holds;
-/// once it ends, an error, which aborts the response (the client sees the
-/// download fail, not a shorter tar).
+/// How long a download's client may take nothing before it is given up.
+/// The body of a client that stopped reading is never polled again, so
+/// nothing inside it can notice: the download is sent by a task of its
+/// own, which can.
+const CLIENT_STALL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// What the sending task hands the response.
+enum Piece {
+    Bytes(bytes::Bytes),
+    Failed(std::io::Error),
+    /// The whole tar was sent.
+    End,
+}
+
+/// The download's pieces, sent by a task that holds the credential's pass
+/// and the tar (and with it the org's export place) for as long as the
+/// credential holds and the client takes a piece every `CLIENT_STALL`.
+/// Given up (signed out, stalled, the tar failed), it drops all three at
+/// once and the response fails: the client sees the download fail, never
+/// a shorter tar.
 fn while_holding(tar: TarStream, pass: TabPass) -> impl Stream<Item = std::io::Result<bytes::Bytes>> + Send {
-    // (One wait for the whole download, holding the pass until it ends.)
-    let ended: futures::future::BoxFuture<'static, crate::services::Ended> = Box::pin(async move { pass.ended().await });
-    futures::stream::unfold(Some((tar, ended)), |held| async move {
-        let (mut tar, mut ended) = held?;
-        tokio::select! {
-            biased;
-            why = &mut ended => Some((Err(std::io::Error::other(format!("the download's sign-in no longer holds ({why:?})"))), None)),
-            next = tar.next() => Some((next?, Some((tar, ended)))),
+    let (pieces, received) = tokio::sync::mpsc::channel::<Piece>(1);
+    tokio::spawn(send_while_holding(tar, pass, pieces));
+    // `None` from the channel without `End` first: the task gave up.
+    futures::stream::unfold(Some(received), |received| async move {
+        let mut received = received?;
+        match received.recv().await {
+            Some(Piece::Bytes(bytes)) => Some((Ok(bytes), Some(received))),
+            Some(Piece::End) => None,
+            Some(Piece::Failed(e)) => Some((Err(e), None)),
+            None => Some((Err(std::io::Error::other("the download was given up")), None)),
         }
     })
+}
+
+async fn send_while_holding(mut tar: TarStream, pass: TabPass, pieces: tokio::sync::mpsc::Sender<Piece>) {
+    use tokio::sync::mpsc::error::SendTimeoutError;
+    let ended = pass.ended();
+    tokio::pin!(ended);
+    loop {
+        let piece = tokio::select! {
+            biased;
+            why = &mut ended => Piece::Failed(std::io::Error::other(format!("the download's sign-in no longer holds ({why:?})"))),
+            next = tar.next() => match next {
+                Some(Ok(bytes)) => Piece::Bytes(bytes),
+                Some(Err(e)) => Piece::Failed(e),
+                None => Piece::End,
+            },
+        };
+        if let Piece::Failed(_) = piece {
+            // Told if there is room; if not, the closed channel says it.
+            let _ = pieces.try_send(piece);
+            return;
+        }
+        let end = matches!(piece, Piece::End);
+        tokio::select! {
+            biased;
+            why = &mut ended => {
+                let _ = pieces.try_send(Piece::Failed(std::io::Error::other(format!("the download's sign-in no longer holds ({why:?})"))));
+                return;
+            }
+            sent = pieces.send_timeout(piece, CLIENT_STALL) => match sent {
+                Ok(()) if !end => {}
+                Ok(()) | Err(SendTimeoutError::Closed(_)) => return,
+                Err(SendTimeoutError::Timeout(_)) => {
+                    tracing::info!("a download's client took nothing for {CLIENT_STALL:?}: given up");
+                    return;
+                }
+            },
+        }
+    }
 }
 
 #[cfg(test)]
@@ -101,5 +158,28 @@ mod tests {
         let mut download = Box::pin(while_holding(tar.boxed(), tabs.open(sign_in("still-signed-in"), None).await.unwrap()));
         drop(parts);
         assert!(download.next().await.is_none(), "a whole tar ends the download");
+    }
+
+    /// A client that stops reading is given up after `CLIENT_STALL`: the
+    /// pass and the tar (with the org's export place) are let go at once,
+    /// and the download, read at last, fails: never a shorter tar.
+    #[tokio::test(start_paused = true)]
+    async fn a_download_whose_client_stops_reading_is_given_up() {
+        let tabs = OpenTabs::new();
+        let reading = Credential::SignIn { person: "p".into(), sign_in: "reading".into(), org_id: "o".into(), role: Role::Admin };
+        let (parts, tar) = futures::channel::mpsc::unbounded::<std::io::Result<bytes::Bytes>>();
+        for _ in 0..3 {
+            parts.unbounded_send(Ok(bytes::Bytes::from_static(b"part"))).unwrap();
+        }
+        let mut download = Box::pin(while_holding(tar.boxed(), tabs.open(reading, None).await.unwrap()));
+        assert_eq!(&download.next().await.unwrap().unwrap()[..], b"part");
+        tokio::time::sleep(CLIENT_STALL - std::time::Duration::from_secs(1)).await;
+        assert!(!parts.is_closed() && tabs.count("p") == 1, "held while the stall is not up");
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        assert!(parts.is_closed(), "the tar, and the export's place with it, let go");
+        assert_eq!(tabs.count("p"), 0, "the pass let go");
+        assert!(download.next().await.unwrap().is_ok(), "the piece that was waiting");
+        assert!(download.next().await.unwrap().is_err(), "then a failure");
+        assert!(download.next().await.is_none());
     }
 }

@@ -226,7 +226,7 @@ impl DatasetService {
         let work = self.dir.join(".exports").join(uuid::Uuid::now_v7().simple().to_string());
         let name = format!("lerobot-{}-{}", slug(environment), version.as_str());
         let (pieces, received) = mpsc::channel::<std::io::Result<bytes::Bytes>>(TAR_PIECES_AHEAD);
-        tokio::task::spawn_blocking(move || {
+        let writer = tokio::task::spawn_blocking(move || {
             let _place = place;
             let written = (|| -> anyhow::Result<()> {
                 // Every recording is read once here for its plan, and once
@@ -251,8 +251,23 @@ impl DatasetService {
             }
             let _ = std::fs::remove_dir_all(&work);
         });
-        Ok(Some(Box::pin(futures::stream::unfold(received, |mut received| async move { received.recv().await.map(|piece| (piece, received)) }))))
+        Ok(Some(pieces_then_end(received, writer)))
     }
+}
+
+/// The writer's pieces, then its end: a writer that panicked sent no
+/// error, and its tar must not read as whole.
+fn pieces_then_end(received: mpsc::Receiver<std::io::Result<bytes::Bytes>>, writer: tokio::task::JoinHandle<()>) -> TarStream {
+    Box::pin(futures::stream::unfold(Some((received, writer)), |held| async move {
+        let (mut received, writer) = held?;
+        match received.recv().await {
+            Some(piece) => Some((piece, Some((received, writer)))),
+            None => match writer.await {
+                Ok(()) => None,
+                Err(e) => Some((Err(std::io::Error::other(format!("the export failed: {e}"))), None)),
+            },
+        }
+    }))
 }
 
 /// An episode as an export reads it: its recording, a line at a time.
@@ -310,6 +325,27 @@ pub fn slug(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use futures::StreamExt;
+
+    /// A tar whose writer panicked part way fails; one whose writer
+    /// finished ends.
+    #[tokio::test]
+    async fn a_tar_whose_writer_panicked_fails_rather_than_ending_short() {
+        for panics in [true, false] {
+            let (pieces, received) = tokio::sync::mpsc::channel(4);
+            let writer = tokio::task::spawn_blocking(move || {
+                pieces.blocking_send(Ok(bytes::Bytes::from_static(b"part"))).unwrap();
+                assert!(!panics, "the writer's bug");
+            });
+            let mut tar = super::pieces_then_end(received, writer);
+            assert_eq!(&tar.next().await.unwrap().unwrap()[..], b"part");
+            match tar.next().await {
+                Some(Err(_)) => assert!(panics, "a finished writer's tar ends"),
+                None => assert!(!panics, "a panicked writer's tar fails"),
+                Some(Ok(_)) => panic!("one piece was sent"),
+            }
+        }
+    }
 
     #[tokio::test]
     async fn s08_an_org_runs_two_exports_at_once_and_a_finished_one_frees_its_place() {

@@ -105,6 +105,9 @@ async fn send_while_holding(mut tar: TarStream, pass: TabPass, pieces: tokio::sy
         let piece = tokio::select! {
             biased;
             why = &mut ended => Piece::Failed(std::io::Error::other(format!("the download's sign-in no longer holds ({why:?})"))),
+            // The client went away (the response was dropped): the tar,
+            // still being written before its first byte perhaps, stops.
+            () = pieces.closed() => return,
             next = tar.next() => match next {
                 Some(Ok(bytes)) => Piece::Bytes(bytes),
                 Some(Err(e)) => Piece::Failed(e),
@@ -158,6 +161,20 @@ mod tests {
         let mut download = Box::pin(while_holding(tar.boxed(), tabs.open(sign_in("still-signed-in"), None).await.unwrap()));
         drop(parts);
         assert!(download.next().await.is_none(), "a whole tar ends the download");
+    }
+
+    /// A client that leaves before the first piece (the dataset is still
+    /// being written) stops the tar at once, and lets the pass go.
+    #[tokio::test]
+    async fn a_download_whose_client_left_stops_its_tar() {
+        let tabs = OpenTabs::new();
+        let leaving = Credential::SignIn { person: "p".into(), sign_in: "leaving".into(), org_id: "o".into(), role: Role::Admin };
+        let (parts, mut tar) = tokio::sync::mpsc::channel::<std::io::Result<bytes::Bytes>>(4);
+        let tar = futures::stream::poll_fn(move |cx| tar.poll_recv(cx)).boxed();
+        let download = while_holding(tar, tabs.open(leaving, None).await.unwrap());
+        drop(download);
+        tokio::time::timeout(std::time::Duration::from_secs(5), parts.closed()).await.expect("the tar let go once the client left");
+        assert_eq!(tabs.count("p"), 0, "and the pass");
     }
 
     /// A client that stops reading is given up after `CLIENT_STALL`: the

@@ -147,3 +147,36 @@ test('a cockpit shows telemetry posted while its watch socket was still connecti
   await expect(tom.getByTestId('cockpit-safety')).toHaveText('ARMED', { timeout: 5_000 });
   await tom.context().close();
 });
+
+// The cockpit's chat is loaded, then its sockets subscribe: a message
+// posted in between must still show, by the reload the watch socket's
+// first `resync` asks for (no poll reloads the chat).
+test('a reloaded cockpit shows a chat message posted while its sockets were still connecting', async ({ browser, request, org }) => {
+  test.setTimeout(60_000);
+  const tom = await readyOperator(browser, org, org.people.tom);
+  const session = await raise(request, org, 'uk-pick-01');
+  await expect(tom.getByTestId('offer-robot')).toHaveText(org.robots['uk-pick-01'].id);
+  await tom.keyboard.press('Enter');
+  await expect(tom).toHaveURL(new RegExp(`/cockpit/${session}$`));
+  let posted!: () => void;
+  const chatPosted = new Promise<void>((resolve) => { posted = resolve; });
+  // After the reload, the console's and the watch's sockets reach the
+  // server only once the message is in.
+  for (const socket of [/\/ws$/, /\/ws\?watch=mine/]) {
+    await tom.routeWebSocket(socket, async (ws) => {
+      await chatPosted;
+      ws.connectToServer();
+    });
+  }
+  await tom.reload();
+  await hydrated(tom);
+  await expect(tom.getByText('No messages yet.')).toBeVisible();
+  const admin = await signedIn(browser, org, org.admin);
+  const origin = test.info().project.use.baseURL!;
+  const chat = await admin.request.post('/api/post_chat', { headers: { origin }, form: { session_id: session, body: 'Guard closed, go ahead.' } });
+  expect(chat.status(), await chat.text()).toBe(200);
+  posted();
+  await expect(tom.getByTestId('chat')).toContainText('Guard closed, go ahead.', { timeout: 5_000 });
+  await admin.close();
+  await tom.context().close();
+});

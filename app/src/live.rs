@@ -103,12 +103,9 @@ pub enum WatchNotice {
     /// The relay's counts (every second while channels are open): applied
     /// as they are, never a reload.
     Relay(Vec<crate::relay::RelayStat>),
-    /// Something in the org changed: reload.
+    /// Something in the org changed, or events may have been missed (the
+    /// socket's first word, or it fell behind): reload.
     Changed,
-    /// Events may have been missed (the socket's first word, or it fell
-    /// behind): reload, and forget pushed relay counts, which a missed
-    /// last (empty) one would leave showing.
-    Resync,
     /// Nothing a screen acts on (a pong, an error).
     Nothing,
 }
@@ -151,8 +148,7 @@ pub fn read_watch(text: &str) -> WatchNotice {
 
     match crate::page_data::read_json::<Message>(text) {
         Ok(Message { kind: MessageKind::Org, event: Some(Event { kind: EventKind::Relay, stats: Some(stats) }) }) => WatchNotice::Relay(stats),
-        Ok(Message { kind: MessageKind::Org, .. }) => WatchNotice::Changed,
-        Ok(Message { kind: MessageKind::Resync, .. }) => WatchNotice::Resync,
+        Ok(Message { kind: MessageKind::Org | MessageKind::Resync, .. }) => WatchNotice::Changed,
         _ => WatchNotice::Nothing,
     }
 }
@@ -209,10 +205,6 @@ mod browser {
             match read_watch(&text) {
                 WatchNotice::Relay(stats) => self.relay.set(Some(stats)),
                 WatchNotice::Changed => self.reloader.poke(),
-                WatchNotice::Resync => {
-                    self.relay.set(None);
-                    self.reloader.poke();
-                }
                 WatchNotice::Nothing => {}
             }
         }
@@ -298,7 +290,7 @@ mod tests {
         };
         assert_eq!(read_watch(&wire(&RingMsg::Org { event: lifecycle })), WatchNotice::Changed);
         assert_eq!(read_watch(&wire(&RingMsg::Org { event: OrgEvent::Bookings { robot_id: "r".into() } })), WatchNotice::Changed);
-        assert_eq!(read_watch(&wire(&RingMsg::Resync)), WatchNotice::Resync, "missed events: reload, and forget pushed counts");
+        assert_eq!(read_watch(&wire(&RingMsg::Resync)), WatchNotice::Changed, "missed events: reload");
         assert_eq!(read_watch(&wire(&RingMsg::Pong { nonce: 3 })), WatchNotice::Nothing);
         assert_eq!(read_watch(&wire(&RingMsg::error(RingError::SignedOut))), WatchNotice::Nothing);
         assert_eq!(read_watch("not json"), WatchNotice::Nothing);

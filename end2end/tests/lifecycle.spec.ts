@@ -148,9 +148,9 @@ test('a cockpit shows telemetry posted while its watch socket was still connecti
   await tom.context().close();
 });
 
-// The cockpit's chat is loaded, then its sockets subscribe: a message
-// posted in between must still show, by the reload the watch socket's
-// first `resync` asks for (no poll reloads the chat).
+// The cockpit's chat is loaded, then its console socket subscribes: a
+// message posted in between must still show, by the reload its `Welcome`
+// brings (the chat is pushed on that socket, and not polled).
 test('a reloaded cockpit shows a chat message posted while its sockets were still connecting', async ({ browser, request, org }) => {
   test.setTimeout(60_000);
   const tom = await readyOperator(browser, org, org.people.tom);

@@ -504,6 +504,10 @@ impl Inner {
                     self.notify(&format!("Distress call: {}", offer.robot_id), &offer.site);
                 }
                 console.offer.set(offer);
+                // The chat is pushed on this socket only once it is
+                // subscribed: a message posted before (the page's load, a
+                // reconnect, a resync) is read again now.
+                console.chat_version.update(|v| *v += 1);
                 *self.pops.borrow_mut() = pops;
                 self.rtt.borrow_mut().connected();
                 self.ping();

@@ -109,10 +109,7 @@ fn cockpit_panels(revision: Signal<Revision>, chat_version: Signal<u64>, ended: 
         <section class="panel" aria-label="Hand over">
             <HandoverPanel session_id=session_id() ended/>
         </section>
-        // The console socket's chat pushes come first; the watch socket's
-        // (whose first word is a resync) catch a message posted before
-        // either subscribed, or while the console's reconnected.
-        <ChatPanel session_id refresh=move || chat_version.get().wrapping_add(revision.with(|r| r.5)) read_only=ended/>
+        <ChatPanel session_id refresh=move || chat_version.get() read_only=ended/>
         <section class="panel" aria-labelledby="activity-h">
             <h2 id="activity-h">"Activity"</h2>
             <Transition fallback=|| view! { <p class="loading">"Loading the activity…"</p> }>

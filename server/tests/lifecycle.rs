@@ -182,6 +182,32 @@ both_backends_with!(l07_an_idle_session_is_checked_warned_over_the_ring_channel_
     app.finish().await;
 });
 
+both_backends_with!(
+    l07_a_console_opened_after_the_warning_is_warned_too,
+    |c: &mut server::config::Config| c.inactivity = domain::inactivity::InactivityPolicy { stop_after_warning_ms: 30_000, ..SHORT_CHAIN },
+    |app: TestApp| async move {
+        use domain::ring::RingMsg;
+        let cookie = common::session_cookie(&app, OPERATOR).await;
+        let mut tab = common::Tab::open(&app, &cookie).await;
+        let session = attach_asha(&app, "uk-pick-01").await;
+        let warning = |m: RingMsg| match m {
+            RingMsg::InactivityWarning { session_id, stop_at_ms } if session_id == session => Some(stop_at_ms),
+            _ => None,
+        };
+        let stop_at = tab.until(warning).await;
+        // A tab opened after it (a reload, a reconnect) is told it too,
+        // after its Welcome (which would otherwise be all it hears).
+        let mut reloaded = common::Tab::open(&app, &cookie).await;
+        assert!(matches!(reloaded.next().await, RingMsg::Welcome { .. }));
+        assert_eq!(reloaded.until(warning).await, stop_at);
+        // A tab that resyncs (it fell behind) asks for them again: told on
+        // the operator's topic, to every tab.
+        app.engine().retell(ORG, "u-asha").await.unwrap();
+        assert_eq!(tab.until(warning).await, stop_at);
+        app.finish().await;
+    }
+);
+
 both_backends_with!(l03_l07_input_keeps_a_session_alive_and_a_paused_one_takes_no_input, short_chain, |app: TestApp| async move {
     use futures::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::Message;

@@ -14,6 +14,12 @@ pub const MAX_TASK_CHARS: usize = 200;
 pub const PLANNED_END_NOTICE_MS: i64 = 2 * 60_000;
 /// Why the platform completes a session at its planned end.
 pub const PLANNED_END_REACHED: &str = "planned end reached";
+
+/// Whether the operator's notice of a planned end at `at` stands at `now`:
+/// from `PLANNED_END_NOTICE_MS` before it until it.
+pub fn planned_end_notice_stands(at: i64, now: i64) -> bool {
+    (at - PLANNED_END_NOTICE_MS..at).contains(&now)
+}
 /// Extensions offered, in minutes.
 pub const EXTENSION_CHOICES_MIN: [i64; 3] = [10, 15, 30];
 pub const MAX_EXTENSION_MIN: i64 = 120;
@@ -189,6 +195,15 @@ pub fn monthly_billable(sessions: &[(i64, i64)]) -> Vec<MonthBill> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn l13_the_planned_end_notice_stands_from_two_minutes_before_until_the_end() {
+        let at = 10 * 60_000;
+        assert!(!planned_end_notice_stands(at, at - PLANNED_END_NOTICE_MS - 1));
+        assert!(planned_end_notice_stands(at, at - PLANNED_END_NOTICE_MS));
+        assert!(planned_end_notice_stands(at, at - 1));
+        assert!(!planned_end_notice_stands(at, at), "ended");
+    }
 
     const MIN: i64 = 60_000;
 

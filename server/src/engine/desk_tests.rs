@@ -294,6 +294,40 @@ fn l07_the_chain_checks_warns_the_operator_and_cancels_an_idle_session() {
     assert!(activities(&mut desk).is_empty(), "the chain ended with the session");
 }
 
+/// Whether the desk told the operator's tabs `notice` just now.
+fn told(desk: &mut Desk, notice: impl Fn(&OperatorEvent) -> bool) -> bool {
+    desk.take_effects().events.iter().any(|(_, e)| matches!(e, Event::Operator(o) if notice(o)))
+}
+
+#[test]
+fn l07_l13_a_tab_that_opens_is_told_the_warning_and_the_planned_end_notice_that_stand() {
+    let (mut desk, session) = attached(0);
+    for t in [30_000, 60_000, 90_000, 120_000] {
+        tick(&mut desk, t);
+    }
+    desk.take_effects();
+    // Warned at 120 s: a tab opened since (a reload, a reconnect) is told again.
+    // Her tabs were gone past the TTL: she lapsed offline, the session
+    // still hers (its chain runs on).
+    desk.offline("asha", 125_000).unwrap();
+    desk.take_effects();
+    desk.tab_opened("asha", "reloaded", 130_000).unwrap();
+    let warning = |o: &OperatorEvent| matches!(o, OperatorEvent::InactivityWarning { session_id, stop_at_ms: 180_000 } if *session_id == session);
+    assert!(told(&mut desk, warning), "the warning stands until input, whatever her presence");
+    desk.input("asha", &session, 131_000).unwrap();
+    desk.take_effects();
+    desk.tab_opened("asha", "again", 132_000).unwrap();
+    assert!(!told(&mut desk, |o| matches!(o, OperatorEvent::InactivityWarning { .. })), "input took it back");
+
+    desk.plan_end(&session, 600_000);
+    desk.take_effects();
+    desk.tab_opened("asha", "early", 479_999).unwrap();
+    let notice = |o: &OperatorEvent| matches!(o, OperatorEvent::PlannedEndSoon { session_id, planned_end_ms: 600_000 } if *session_id == session);
+    assert!(!told(&mut desk, notice), "not yet two minutes before");
+    desk.tab_opened("asha", "late", 480_000).unwrap();
+    assert!(told(&mut desk, notice), "the notice stands from two minutes before");
+}
+
 #[test]
 fn l07_input_resets_the_chain_and_a_paused_session_runs_none_and_takes_no_input() {
     let (mut desk, session) = attached(0);

@@ -58,6 +58,8 @@ pub enum Command {
     Inputs { inputs: Vec<super::request::OperatorInput>, reply: Reply<()> },
     TabOpened { operator_id: String, tab: String, reply: Reply<(OperatorPresence, Option<Offer>)> },
     TabClosed { operator_id: String, tab: String, last_seen: i64, reply: Reply<()> },
+    /// A tab resynced: the notices that stand for the operator, told again.
+    Retell { operator_id: String, reply: Reply<()> },
     LoadOperator { record: OperatorRecord, reply: Reply<()> },
     /// The operator left the org: never dispatched to again.
     DropOperator { operator_id: String, reply: Reply<()> },
@@ -82,6 +84,7 @@ impl Command {
             | Command::Offline { reply, .. }
             | Command::Rtt { reply, .. }
             | Command::TabClosed { reply, .. }
+            | Command::Retell { reply, .. }
             | Command::LoadOperator { reply, .. }
             | Command::DropOperator { reply, .. }
             | Command::SetFloors { reply, .. }
@@ -181,6 +184,10 @@ fn apply(desk: &mut Desk, command: Command, now: i64, read_back: &mut Vec<String
         // Changes without an answer of their own: told done once committed.
         Command::TabClosed { operator_id, tab, last_seen, reply } => {
             desk.tab_closed(&operator_id, &tab, last_seen);
+            hold(reply, Ok(()))
+        }
+        Command::Retell { operator_id, reply } => {
+            desk.retell_standing_notices(&operator_id, now);
             hold(reply, Ok(()))
         }
         Command::LoadOperator { record, reply } => {

@@ -433,6 +433,12 @@ impl Engine {
         self.ask(org_id, Request::Console { operator_id: operator_id.to_string() }).await.ok().flatten()
     }
 
+    /// A console tab resynced: the notices that stand for the operator
+    /// (`Desk::retell_standing_notices`) are told again, on their topic.
+    pub async fn retell(&self, org_id: &str, operator_id: &str) -> Result<(), EngineError> {
+        self.ask(org_id, Request::Retell { operator_id: operator_id.to_string() }).await
+    }
+
     pub async fn presence_of(&self, org_id: &str, operator_id: &str) -> Option<OperatorPresence> {
         self.console(org_id, operator_id).await.map(|(presence, _)| presence)
     }

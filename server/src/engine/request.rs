@@ -50,6 +50,9 @@ pub enum Request {
     /// `tab`: the socket's id, unique in the cluster (opening it again is a no-op).
     TabOpened { operator_id: String, tab: String },
     TabClosed { operator_id: String, tab: String, last_seen: i64 },
+    /// A console tab resynced: the notices that stand, told again (an
+    /// owner of the build before cannot read it; the tab goes without).
+    Retell { operator_id: String },
     Presences,
     Console { operator_id: String },
     /// The operator's directory entry changed: the desk reads it again.
@@ -192,6 +195,7 @@ impl Shared {
             }
             Request::TabOpened { operator_id, tab } => ask(desk, |reply| Command::TabOpened { operator_id, tab, reply }, |(p, o)| Answer::Tab(p, o)).await,
             Request::TabClosed { operator_id, tab, last_seen } => ask(desk, |reply| Command::TabClosed { operator_id, tab, last_seen, reply }, |()| Answer::Done).await,
+            Request::Retell { operator_id } => ask(desk, |reply| Command::Retell { operator_id, reply }, |()| Answer::Done).await,
             Request::Presences => ask(desk, |reply| Command::Presences { reply }, Answer::Presences).await,
             Request::Console { operator_id } => ask(desk, |reply| Command::Console { operator_id, reply }, Answer::Console).await,
             Request::ReloadOperator { operator_id } => match self.store.operator(org_id, &operator_id).await? {

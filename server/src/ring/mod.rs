@@ -275,6 +275,11 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                     if tx.try_send(welcome(&owner, &state, presence, offer)).is_err() {
                         break;
                     }
+                    // And what was told while this tab was behind (or, in
+                    // cluster mode, before its topic was live here).
+                    if let Err(e) = state.engine.retell(&owner.org_id, &owner.user_id).await {
+                        tracing::debug!(error = %e, "standing notices not told again");
+                    }
                 }
                 None => break,
             },

@@ -200,10 +200,9 @@ both_backends_with!(
         let mut reloaded = common::Tab::open(&app, &cookie).await;
         assert!(matches!(reloaded.next().await, RingMsg::Welcome { .. }));
         assert_eq!(reloaded.until(warning).await, stop_at);
-        // A tab that resyncs (it fell behind) asks for them again: told on
-        // the operator's topic, to every tab.
-        app.engine().retell(ORG, "u-asha").await.unwrap();
-        assert_eq!(tab.until(warning).await, stop_at);
+        // A tab that resyncs (it fell behind) asks for them again.
+        let standing = app.engine().standing_notices(ORG, "u-asha").await.unwrap();
+        assert_eq!(standing, [domain::events::OperatorEvent::InactivityWarning { session_id: session.clone(), stop_at_ms: stop_at }]);
         app.finish().await;
     }
 );

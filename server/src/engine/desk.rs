@@ -321,19 +321,23 @@ impl Desk {
             self.presence_event(operator_id, PresenceEvent::SignedIn, Some(NOT_READY), now);
         }
         let presence = self.operators[operator_id].presence.clone();
-        self.retell_standing_notices(operator_id, now);
+        // Told after the tab's Welcome (it reads its topic only then),
+        // which clears neither.
+        for notice in self.standing_notices(operator_id, now) {
+            self.fx.events.push((Topic::operator(&self.org_id, operator_id), Event::Operator(notice)));
+        }
         Ok((presence, self.offers.get(operator_id).cloned()))
     }
 
     /// What the operator was told about the sessions they operate and
-    /// still stands (rule L07's warning, rule L13's notice), told again
-    /// when a tab opens or resyncs: a tab that was closed, reconnecting or
-    /// behind when it was told would otherwise never show it (the session
-    /// then cancelled, or ended, without a word). After the tab's
-    /// `Welcome`, which clears neither. The sessions are found by their
-    /// operator, not by the presence's current call: an operator who
+    /// still stands (rule L07's warning, rule L13's notice), for a tab
+    /// that opens (published, above) or resyncs (`Request::Notices`, sent
+    /// to that tab alone): one that was closed, reconnecting or behind when
+    /// it was told would otherwise never show it (the session then
+    /// cancelled, or ended, without a word). The sessions are found by
+    /// their operator, not by the presence's current call: an operator who
     /// lapsed offline, or went to aux, still operates theirs.
-    pub fn retell_standing_notices(&mut self, operator_id: &str, now: i64) {
+    pub fn standing_notices(&self, operator_id: &str, now: i64) -> Vec<OperatorEvent> {
         let stop_after_warning = self.settings.inactivity.stop_after_warning_ms;
         let mut notices = Vec::new();
         for (session_id, live) in self.live.iter().filter(|(_, l)| l.operator_id.as_deref() == Some(operator_id)) {
@@ -344,9 +348,7 @@ impl Desk {
                 notices.push(OperatorEvent::PlannedEndSoon { session_id: session_id.clone(), planned_end_ms: at });
             }
         }
-        for notice in notices {
-            self.fx.events.push((Topic::operator(&self.org_id, operator_id), Event::Operator(notice)));
-        }
+        notices
     }
 
     /// A tab closed; when it was the last, presence lapses `ttl` after the

@@ -58,8 +58,6 @@ pub enum Command {
     Inputs { inputs: Vec<super::request::OperatorInput>, reply: Reply<()> },
     TabOpened { operator_id: String, tab: String, reply: Reply<(OperatorPresence, Option<Offer>)> },
     TabClosed { operator_id: String, tab: String, last_seen: i64, reply: Reply<()> },
-    /// A tab resynced: the notices that stand for the operator, told again.
-    Retell { operator_id: String, reply: Reply<()> },
     LoadOperator { record: OperatorRecord, reply: Reply<()> },
     /// The operator left the org: never dispatched to again.
     DropOperator { operator_id: String, reply: Reply<()> },
@@ -70,6 +68,8 @@ pub enum Command {
     Poke,
     /// One operator's presence and ringing offer (a tab's resync).
     Console { operator_id: String, reply: Reply<Option<(OperatorPresence, Option<Offer>)>> },
+    /// The notices that stand for one operator (a tab's resync).
+    Notices { operator_id: String, reply: Reply<Vec<domain::events::OperatorEvent>> },
 }
 
 impl Command {
@@ -84,7 +84,6 @@ impl Command {
             | Command::Offline { reply, .. }
             | Command::Rtt { reply, .. }
             | Command::TabClosed { reply, .. }
-            | Command::Retell { reply, .. }
             | Command::LoadOperator { reply, .. }
             | Command::DropOperator { reply, .. }
             | Command::SetFloors { reply, .. }
@@ -100,6 +99,7 @@ impl Command {
             Command::TabOpened { reply, .. } => drop(reply.send(Err(error()))),
             Command::Presences { reply } => drop(reply.send(Err(error()))),
             Command::Console { reply, .. } => drop(reply.send(Err(error()))),
+            Command::Notices { reply, .. } => drop(reply.send(Err(error()))),
             Command::Poke => {}
         }
     }
@@ -186,10 +186,6 @@ fn apply(desk: &mut Desk, command: Command, now: i64, read_back: &mut Vec<String
             desk.tab_closed(&operator_id, &tab, last_seen);
             hold(reply, Ok(()))
         }
-        Command::Retell { operator_id, reply } => {
-            desk.retell_standing_notices(&operator_id, now);
-            hold(reply, Ok(()))
-        }
         Command::LoadOperator { record, reply } => {
             desk.update_operator(record, now);
             hold(reply, Ok(()))
@@ -211,15 +207,16 @@ fn apply(desk: &mut Desk, command: Command, now: i64, read_back: &mut Vec<String
             desk.poke();
             return Applied::Done;
         }
-        read @ (Command::Presences { .. } | Command::Console { .. }) => return Applied::Read(read),
+        read @ (Command::Presences { .. } | Command::Console { .. } | Command::Notices { .. }) => return Applied::Read(read),
     })
 }
 
 /// A read's answer from the desk, held until its batch is committed.
-fn read(desk: &Desk, command: Command) -> Pending {
+fn read(desk: &Desk, command: Command, now: i64) -> Pending {
     match command {
         Command::Presences { reply } => hold(reply, Ok(desk.presences())),
         Command::Console { operator_id, reply } => hold(reply, Ok(desk.console(&operator_id))),
+        Command::Notices { operator_id, reply } => hold(reply, Ok(desk.standing_notices(&operator_id, now))),
         other => {
             other.refuse(|| EngineError::Unavailable);
             Box::new(|_| {})
@@ -590,7 +587,7 @@ fn decide(desk: &mut Desk, commands: &mut Vec<Command>, decided: &mut Decided, n
     desk.serve_queues(now);
     // Reads see these decisions, so they are sent with them, once committed.
     for command in reads {
-        decided.answers.push(read(desk, command));
+        decided.answers.push(read(desk, command, now));
     }
     decided.take_from(desk);
 }

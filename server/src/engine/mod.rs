@@ -40,7 +40,7 @@ pub use types::{CallOutcome, EngineError, MatchedOperator, OperatorPresence, Set
 use crate::bus::{SharedBus, Subscription};
 use crate::clock::Clock;
 use crate::store::{RobotRecord, SharedStore};
-use domain::events::Topic;
+use domain::events::{OperatorEvent, Topic};
 use domain::models::{LifecycleState, Offer, SessionRecord};
 use busy::BusyOperators;
 use dispatcher::Command;
@@ -433,10 +433,10 @@ impl Engine {
         self.ask(org_id, Request::Console { operator_id: operator_id.to_string() }).await.ok().flatten()
     }
 
-    /// A console tab resynced: the notices that stand for the operator
-    /// (`Desk::retell_standing_notices`) are told again, on their topic.
-    pub async fn retell(&self, org_id: &str, operator_id: &str) -> Result<(), EngineError> {
-        self.ask(org_id, Request::Retell { operator_id: operator_id.to_string() }).await
+    /// The notices that stand for the operator (`Desk::standing_notices`),
+    /// for a console tab that resynced.
+    pub async fn standing_notices(&self, org_id: &str, operator_id: &str) -> Result<Vec<OperatorEvent>, EngineError> {
+        self.ask(org_id, Request::Notices { operator_id: operator_id.to_string() }).await
     }
 
     pub async fn presence_of(&self, org_id: &str, operator_id: &str) -> Option<OperatorPresence> {

@@ -50,9 +50,10 @@ pub enum Request {
     /// `tab`: the socket's id, unique in the cluster (opening it again is a no-op).
     TabOpened { operator_id: String, tab: String },
     TabClosed { operator_id: String, tab: String, last_seen: i64 },
-    /// A console tab resynced: the notices that stand, told again (an
-    /// owner of the build before cannot read it; the tab goes without).
-    Retell { operator_id: String },
+    /// The notices that stand for an operator, for a console tab that
+    /// resynced (an owner of the build before cannot read it: the tab
+    /// goes without).
+    Notices { operator_id: String },
     Presences,
     Console { operator_id: String },
     /// The operator's directory entry changed: the desk reads it again.
@@ -79,6 +80,7 @@ pub enum Answer {
     Tab(OperatorPresence, Option<Offer>),
     Console(Option<(OperatorPresence, Option<Offer>)>),
     Presences(Vec<OperatorPresence>),
+    Notices(Vec<domain::events::OperatorEvent>),
 }
 
 /// What the desk did to a session it was asked to end or steer.
@@ -120,6 +122,7 @@ expect!((i64, i64), Answer::Window(from, to) => (from, to));
 expect!((OperatorPresence, Option<Offer>), Answer::Tab(presence, offer) => (presence, offer));
 expect!(Option<(OperatorPresence, Option<Offer>)>, Answer::Console(console) => console);
 expect!(Vec<OperatorPresence>, Answer::Presences(presences) => presences);
+expect!(Vec<domain::events::OperatorEvent>, Answer::Notices(notices) => notices);
 
 impl Request {
     /// The operator the request names, when the desk must know them.
@@ -195,7 +198,7 @@ impl Shared {
             }
             Request::TabOpened { operator_id, tab } => ask(desk, |reply| Command::TabOpened { operator_id, tab, reply }, |(p, o)| Answer::Tab(p, o)).await,
             Request::TabClosed { operator_id, tab, last_seen } => ask(desk, |reply| Command::TabClosed { operator_id, tab, last_seen, reply }, |()| Answer::Done).await,
-            Request::Retell { operator_id } => ask(desk, |reply| Command::Retell { operator_id, reply }, |()| Answer::Done).await,
+            Request::Notices { operator_id } => ask(desk, |reply| Command::Notices { operator_id, reply }, Answer::Notices).await,
             Request::Presences => ask(desk, |reply| Command::Presences { reply }, Answer::Presences).await,
             Request::Console { operator_id } => ask(desk, |reply| Command::Console { operator_id, reply }, Answer::Console).await,
             Request::ReloadOperator { operator_id } => match self.store.operator(org_id, &operator_id).await? {

@@ -253,16 +253,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                         shown = presence.state;
                     }
                 }
-                let msg = match event {
-                    OperatorEvent::Offer { offer } => RingMsg::Offer { offer },
-                    OperatorEvent::OfferClosed { session_id, how } => RingMsg::OfferClosed { session_id, how },
-                    OperatorEvent::Presence { presence } => RingMsg::Presence { presence },
-                    OperatorEvent::InactivityWarning { session_id, stop_at_ms } => RingMsg::InactivityWarning { session_id, stop_at_ms },
-                    OperatorEvent::Chat { session_id, message } => RingMsg::Chat { session_id, message },
-                    OperatorEvent::Handover { notice } => RingMsg::Handover { notice },
-                    OperatorEvent::PlannedEndSoon { session_id, planned_end_ms } => RingMsg::PlannedEndSoon { session_id, planned_end_ms },
-                    OperatorEvent::Rejoin => unreachable!("handled above"),
-                };
+                let Some(msg) = told(event) else { continue };
                 if tx.try_send(msg).is_err() {
                     tracing::info!(operator = %owner.user_id, "console tab not reading: disconnected (it resyncs on reconnect)");
                     break;
@@ -276,10 +267,9 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                         break;
                     }
                     // And what was told while this tab was behind (or, in
-                    // cluster mode, before its topic was live here).
-                    if let Err(e) = state.engine.retell(&owner.org_id, &owner.user_id).await {
-                        tracing::debug!(error = %e, "standing notices not told again");
-                    }
+                    // cluster mode, before its topic was live here): to this
+                    // tab alone, and not waited for (another batch's commit).
+                    tokio::spawn(tell_standing_notices(state.engine.clone(), owner.org_id.clone(), owner.user_id.clone(), tx.clone()));
                 }
                 None => break,
             },
@@ -291,6 +281,34 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     // Told once the socket is finished with: the dispatcher answers after
     // its commit, which may wait while the database is away.
     state.engine.tab_closed(&owner.org_id, &owner.user_id, &tab, last_seen).await;
+}
+
+/// What a console tab is told of an event on its operator's topic
+/// (`Rejoin` is the tab's own business, not the browser's).
+fn told(event: OperatorEvent) -> Option<RingMsg> {
+    Some(match event {
+        OperatorEvent::Offer { offer } => RingMsg::Offer { offer },
+        OperatorEvent::OfferClosed { session_id, how } => RingMsg::OfferClosed { session_id, how },
+        OperatorEvent::Presence { presence } => RingMsg::Presence { presence },
+        OperatorEvent::InactivityWarning { session_id, stop_at_ms } => RingMsg::InactivityWarning { session_id, stop_at_ms },
+        OperatorEvent::Chat { session_id, message } => RingMsg::Chat { session_id, message },
+        OperatorEvent::Handover { notice } => RingMsg::Handover { notice },
+        OperatorEvent::PlannedEndSoon { session_id, planned_end_ms } => RingMsg::PlannedEndSoon { session_id, planned_end_ms },
+        OperatorEvent::Rejoin => return None,
+    })
+}
+
+/// Tells one tab that resynced the notices that stand for its operator
+/// (`Desk::standing_notices`).
+async fn tell_standing_notices(engine: std::sync::Arc<crate::engine::Engine>, org_id: String, operator_id: String, tab: mpsc::Sender<RingMsg>) {
+    match engine.standing_notices(&org_id, &operator_id).await {
+        Ok(notices) => {
+            for msg in notices.into_iter().filter_map(told) {
+                let _ = tab.try_send(msg);
+            }
+        }
+        Err(e) => tracing::debug!(error = %e, "standing notices not told again"),
+    }
 }
 
 /// The org's dispatch moved to another instance (`OperatorEvent::Rejoin`):

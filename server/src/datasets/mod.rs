@@ -32,9 +32,10 @@ pub const EXPORTS_PER_ORG: usize = 2;
 /// The tar is sent in pieces of this size, at most `TAR_PIECES_AHEAD`
 /// ahead of its reader, so the archive is never held in memory, and a
 /// reader that goes away stops the export (the download's reader gives up
-/// a client that stalls: `http::export`). The dataset itself is written to disk first, a batch of frames
-/// in memory at a time (`lerobot::write_dataset`), each recording read a
-/// line at a time (`stream`).
+/// a client that stalls: `http::export`). The dataset itself is written
+/// to disk first, a batch of frames in memory at a time
+/// (`lerobot::write_dataset`), each recording read a line at a time
+/// (`stream`).
 const TAR_PIECE_BYTES: usize = 64 * 1024;
 const TAR_PIECES_AHEAD: usize = 4;
 /// An episode's file found in place is read once nothing was written to it

@@ -306,9 +306,9 @@ fn l07_l13_a_tab_that_opens_is_told_the_warning_and_the_planned_end_notice_that_
         tick(&mut desk, t);
     }
     desk.take_effects();
-    // Warned at 120 s: a tab opened since (a reload, a reconnect) is told again.
-    // Her tabs were gone past the TTL: she lapsed offline, the session
-    // still hers (its chain runs on).
+    // Warned at 120 s; then her tabs were gone past the TTL: she lapsed
+    // offline, the session still hers (its chain runs on). A tab opened
+    // since (a reload, a reconnect) is told the warning again.
     desk.offline("asha", 125_000).unwrap();
     desk.take_effects();
     desk.tab_opened("asha", "reloaded", 130_000).unwrap();

@@ -269,7 +269,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                     // And what was told while this tab was behind (or, in
                     // cluster mode, before its topic was live here): to this
                     // tab alone, and not waited for (another batch's commit).
-                    tokio::spawn(tell_standing_notices(state.engine.clone(), owner.org_id.clone(), owner.user_id.clone(), tx.clone()));
+                    tokio::spawn(tell_standing_notices(state.engine.clone(), owner.org_id.clone(), owner.user_id.clone(), tx.downgrade()));
                 }
                 None => break,
             },
@@ -299,10 +299,12 @@ fn told(event: OperatorEvent) -> Option<RingMsg> {
 }
 
 /// Tells one tab that resynced the notices that stand for its operator
-/// (`Desk::standing_notices`).
-async fn tell_standing_notices(engine: std::sync::Arc<crate::engine::Engine>, org_id: String, operator_id: String, tab: mpsc::Sender<RingMsg>) {
+/// (`Desk::standing_notices`). It holds the tab's queue weakly: a tab that
+/// closes meanwhile finishes at once, untold.
+async fn tell_standing_notices(engine: std::sync::Arc<crate::engine::Engine>, org_id: String, operator_id: String, tab: mpsc::WeakSender<RingMsg>) {
     match engine.standing_notices(&org_id, &operator_id).await {
         Ok(notices) => {
+            let Some(tab) = tab.upgrade() else { return };
             for msg in notices.into_iter().filter_map(told) {
                 let _ = tab.try_send(msg);
             }

@@ -959,10 +959,18 @@ struct Heard {
 
 /// Reads a console until `stop`, so that it never falls behind.
 fn listen(mut tab: common::Tab, stop: tokio::sync::watch::Receiver<bool>) -> tokio::task::JoinHandle<Heard> {
-    use domain::ring::RingMsg;
+    use domain::ring::{ConsoleMsg, RingMsg};
     tokio::spawn(async move {
         let mut heard = Heard::default();
+        // Heartbeats as a browser's console sends them: a tab silent for
+        // the presence TTL (20 s) is closed by the server, as it should be.
+        let heartbeat = serde_json::to_string(&ConsoleMsg::Heartbeat).unwrap();
+        let mut beaten = std::time::Instant::now();
         while !*stop.borrow() {
+            if beaten.elapsed() >= std::time::Duration::from_secs(5) {
+                tab.send_text(heartbeat.clone()).await;
+                beaten = std::time::Instant::now();
+            }
             match tab.try_next(std::time::Duration::from_millis(200)).await {
                 Ok(Some(RingMsg::Welcome { presence, .. })) => {
                     heard.welcomes += 1;
@@ -1258,6 +1266,9 @@ async fn instances_ride_out_a_nats_restart_and_screens_resync() {
 
     let nats = nats.restart().await;
     wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
+    // Heard now (its Pong ends what came before): the raises below may take
+    // a while, and a screen silent for the presence TTL is closed.
+    wallboard.ping(1).await;
     // Raised on the second, which forwards it to the first once both are back on NATS.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let session = loop {

@@ -742,7 +742,9 @@ async fn revocations_lost_on_the_way_take_effect_after_a_gap_or_a_reconnect() {
     revoke("2", token_hash(other_cookie.split_once('=').unwrap().1)).await;
     other_wallboard.until(|m| matches!(m, RingMsg::Error { code: RingError::SignedOut, .. }).then_some(())).await;
 
-    // Then one skips a number: one was lost.
+    // Then one skips a number: one was lost. (The wallboard is heard
+    // first, so the TTL does not close it for silence meanwhile.)
+    wallboard.ping(1).await;
     revoke("4", "nothing-open".into()).await;
     until_refused(&second, &old, 10).await;
     wallboard.until(|m| matches!(m, RingMsg::Error { code: RingError::SignedOut, .. }).then_some(())).await;

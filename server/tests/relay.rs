@@ -61,6 +61,9 @@ fn jpeg() -> Vec<u8> {
 
 /// The org's relay counts for `session`, from an admin's watch socket.
 async fn relay_stat(watch: &mut Tab, session: &str, pick: impl Fn(&RelayStat, i64) -> bool) -> RelayStat {
+    // Heard first (counts before its Pong are skipped; later ones are
+    // waited for): a screen silent for the presence TTL is closed.
+    watch.ping(0).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(8);
     loop {
         assert!(std::time::Instant::now() < deadline, "the relay counts never showed it");

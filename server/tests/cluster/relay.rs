@@ -125,6 +125,8 @@ async fn frames_cross_instances_both_ways_are_counted_once_and_the_end_closes_bo
     let mut cockpit = common::relay_at(cluster.base(1), &session, None, Some(&asha)).await.expect("the cockpit joins on the second");
     both_on(&mut robot).await;
     both_on(&mut cockpit).await;
+    // The panel heard from (the presence TTL closes a silent screen).
+    panel.ping(1).await;
 
     robot.send(text(&RelayMsg::State { t_ms: 1, joints: vec![0.5; 6], fields: Default::default() })).await.unwrap();
     assert_eq!(next_state(&mut cockpit).await, vec![0.5; 6], "robot state reaches the cockpit on another instance");

@@ -40,6 +40,12 @@ impl Watch {
         self.last_input_ms = self.last_input_ms.max(now);
         self.warned_at_ms = None;
     }
+
+    /// When a warned session is cancelled (what its warning tells the
+    /// operator); `None` while it is not warned.
+    pub fn stops_at(&self, policy: &InactivityPolicy) -> Option<i64> {
+        self.warned_at_ms.map(|warned| warned + policy.stop_after_warning_ms)
+    }
 }
 
 /// What is due at a moment, and when to look again.
@@ -66,10 +72,7 @@ pub fn inactivity_due(policy: &InactivityPolicy, watch: &mut Watch, now: i64) ->
     if warn {
         watch.warned_at_ms = Some(now);
     }
-    let threshold = match watch.warned_at_ms {
-        Some(warned) => warned + policy.stop_after_warning_ms,
-        None => watch.last_input_ms + policy.warning_after_ms,
-    };
+    let threshold = watch.stops_at(policy).unwrap_or(watch.last_input_ms + policy.warning_after_ms);
     InactivityDue { check, warn, stop, next_at_ms: (watch.last_check_ms + policy.check_ms).min(threshold) }
 }
 

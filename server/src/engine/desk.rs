@@ -338,11 +338,10 @@ impl Desk {
     /// their operator, not by the presence's current call: an operator who
     /// lapsed offline, or went to aux, still operates theirs.
     pub fn standing_notices(&self, operator_id: &str, now: i64) -> Vec<OperatorEvent> {
-        let stop_after_warning = self.settings.inactivity.stop_after_warning_ms;
         let mut notices = Vec::new();
         for (session_id, live) in self.live.iter().filter(|(_, l)| l.operator_id.as_deref() == Some(operator_id)) {
-            if let Some(warned) = live.watch.warned_at_ms.filter(|_| live.lifecycle == LifecycleState::Active) {
-                notices.push(OperatorEvent::InactivityWarning { session_id: session_id.clone(), stop_at_ms: warned + stop_after_warning });
+            if let Some(stop_at_ms) = live.watch.stops_at(&self.settings.inactivity).filter(|_| live.lifecycle == LifecycleState::Active) {
+                notices.push(OperatorEvent::InactivityWarning { session_id: session_id.clone(), stop_at_ms });
             }
             if let Some(at) = live.planned_end.filter(|at| domain::booking::planned_end_notice_stands(*at, now)) {
                 notices.push(OperatorEvent::PlannedEndSoon { session_id: session_id.clone(), planned_end_ms: at });

@@ -66,7 +66,7 @@ impl Desk {
         }
         let due = inactivity_due(&policy, &mut live.watch, now);
         let operator_id = live.operator_id.clone();
-        let warned_until = live.watch.warned_at_ms.map(|at| at + policy.stop_after_warning_ms);
+        let warned_until = live.watch.stops_at(&policy);
         let activity = |kind: ActivityKind, detail: Option<String>| Write::Activity {
             org_id: self.org_id.clone(),
             session_id: session_id.to_string(),

@@ -97,6 +97,11 @@ fn while_holding(tar: TarStream, pass: TabPass) -> impl Stream<Item = std::io::R
     })
 }
 
+/// The failure a download ends with when its sign-in no longer holds.
+fn signed_out(why: crate::services::Ended) -> Piece {
+    Piece::Failed(std::io::Error::other(format!("the download's sign-in no longer holds ({why:?})")))
+}
+
 async fn send_while_holding(mut tar: TarStream, pass: TabPass, pieces: tokio::sync::mpsc::Sender<Piece>) {
     use tokio::sync::mpsc::error::SendTimeoutError;
     let ended = pass.ended();
@@ -104,7 +109,7 @@ async fn send_while_holding(mut tar: TarStream, pass: TabPass, pieces: tokio::sy
     loop {
         let piece = tokio::select! {
             biased;
-            why = &mut ended => Piece::Failed(std::io::Error::other(format!("the download's sign-in no longer holds ({why:?})"))),
+            why = &mut ended => signed_out(why),
             // The client went away (the response was dropped): the tar,
             // still being written before its first byte perhaps, stops.
             () = pieces.closed() => return,
@@ -123,7 +128,7 @@ async fn send_while_holding(mut tar: TarStream, pass: TabPass, pieces: tokio::sy
         tokio::select! {
             biased;
             why = &mut ended => {
-                let _ = pieces.try_send(Piece::Failed(std::io::Error::other(format!("the download's sign-in no longer holds ({why:?})"))));
+                let _ = pieces.try_send(signed_out(why));
                 return;
             }
             sent = pieces.send_timeout(piece, CLIENT_STALL) => match sent {

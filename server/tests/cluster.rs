@@ -460,6 +460,31 @@ async fn events_cross_instances_over_nats_and_a_lost_one_is_a_resync() {
     assert_eq!(within(on_b.recv()).await, Delivery::Event(bookings_changed("r9")));
 }
 
+/// A topic whose NATS subscription ends under it (here: its connection is
+/// drained) is no longer live: nothing relays it any more, so a socket
+/// opened on it must not be told it hears everything from now on (before,
+/// the topic stayed live with nothing relaying it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_whose_nats_subscription_ended_is_no_longer_live() {
+    use domain::events::Topic;
+    use server::bus::{nats::NatsBus, Delivery, EventBus};
+    let Some(url) = nats_url().await else { return };
+    let cluster = server::auth::new_token()[..12].to_lowercase();
+    let b = NatsBus::connect(&url, "b/1", &cluster).await.unwrap();
+    let topic = Topic::org(&format!("org-{}", server::auth::new_token()[..10].to_lowercase()));
+    let mut on_b = b.subscribe(&topic);
+    assert_eq!(within(on_b.recv()).await, Delivery::Resync);
+    assert!(b.is_live(&topic));
+    b.client().drain().await.unwrap();
+    // Nothing is delivered when a subscription ends: its state is what tells.
+    within(async {
+        while b.is_live(&topic) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
 /// A topic's `Resync` promises that everything published after it is
 /// heard: the subscription must be in the NATS server by then, not only
 /// written to this client's socket (a flush: the first topic here was

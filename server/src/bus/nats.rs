@@ -260,6 +260,25 @@ impl NatsBus {
         relayed.insert(topic.clone(), task);
     }
 
+    /// A topic's relay ended without `retire` (its subscription closed
+    /// under it): it is not live, and it is relayed again, a second later,
+    /// while anyone here still listens (whose subscribers then resync once
+    /// it is live). Called by that relay alone, whose entry it removes:
+    /// `relay` starts no other for the topic while it is there.
+    fn relay_ended(&self, topic: &Topic) {
+        self.relayed.lock().expect("relayed lock").remove(topic);
+        self.live.lock().expect("live lock").remove(topic);
+        let (me, topic) = (self.me.clone(), topic.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if let Some(bus) = me.upgrade() {
+                if bus.local.listened(&topic) {
+                    bus.relay(&topic);
+                }
+            }
+        });
+    }
+
     /// Whether the topic's relay may stop: nobody here listens. Decided
     /// under the same lock `relay` takes, so a subscriber that comes
     /// meanwhile either keeps this relay or starts the next.
@@ -384,8 +403,15 @@ async fn relay(bus: Weak<NatsBus>, client: async_nats::Client, topic: Topic, sub
     loop {
         tokio::select! {
             message = subscriber.next() => {
-                let Some(message) = message else { return };
                 let Some(bus) = bus.upgrade() else { return };
+                let Some(message) = message else {
+                    // The subscription ended under it (its connection was
+                    // closed or drained), not by `retire`: no event reaches
+                    // the topic's subscribers here any more.
+                    tracing::warn!(%subject, "a NATS subscription ended: its topic is subscribed again while anyone here listens");
+                    bus.relay_ended(&topic);
+                    return;
+                };
                 if let Some((publisher, seq)) = sender_seq(&message) {
                     if !heard.follows(&publisher, seq) {
                         bus.local.resync(&topic);

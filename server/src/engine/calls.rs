@@ -7,7 +7,7 @@ use super::timers::Timer;
 use super::types::{CallOutcome, EngineError, MatchedOperator};
 use crate::store::{DispatchRecord, NewOffer, NewSession, Write};
 use domain::dispatch::{CandidateRef, CandidateSummaryRef, OfferStatus, Outcome, Trigger, Verdict};
-use domain::events::{Event, OperatorEvent, OrgEvent, Topic};
+use domain::events::{OperatorEvent, OrgEvent};
 use domain::lifecycle::transition;
 use domain::models::{LifecycleState, Offer};
 use domain::presence::PresenceEvent;
@@ -205,7 +205,7 @@ impl Desk {
                 self.publish_presence(&operator_id);
             }
         }
-        self.fx.events.push((Topic::operator(&self.org_id, &operator_id), Event::Operator(OperatorEvent::Offer { offer: offer.clone() })));
+        self.fx.tell_operator(&self.org_id, &operator_id, OperatorEvent::Offer { offer: offer.clone() });
         self.lifecycle_event(session_id, now);
         let p = &self.operators[&operator_id].presence;
         let matched = MatchedOperator { id: p.operator_id.clone(), name: p.name.clone(), region: p.region.clone() };
@@ -228,10 +228,7 @@ impl Desk {
             status,
             at: now,
         });
-        self.fx.events.push((
-            Topic::operator(&self.org_id, operator_id),
-            Event::Operator(OperatorEvent::OfferClosed { session_id: offer.session_id.clone(), how: status.ring_end() }),
-        ));
+        self.fx.tell_operator(&self.org_id, operator_id, OperatorEvent::OfferClosed { session_id: offer.session_id.clone(), how: status.ring_end() });
         if let Some(call) = self.calls.get_mut(&offer.session_id) {
             call.offered_to = None;
             if matches!(status, OfferStatus::Declined | OfferStatus::Expired) {
@@ -362,10 +359,8 @@ impl Desk {
                 self.presence_event(&operator_id, PresenceEvent::SessionEnded, None, now);
             }
         }
-        self.fx.events.push((
-            Topic::org(&self.org_id),
-            Event::Org(OrgEvent::Lifecycle { session_id: session_id.to_string(), robot_id, lifecycle: to, operator_id: None, queued: false, at_ms: now }),
-        ));
+        let event = OrgEvent::Lifecycle { session_id: session_id.to_string(), robot_id, lifecycle: to, operator_id: None, queued: false, at_ms: now };
+        self.fx.tell_org(&self.org_id, event);
         Ok(true)
     }
 
@@ -392,6 +387,6 @@ impl Desk {
         } else {
             return;
         };
-        self.fx.events.push((Topic::org(&self.org_id), Event::Org(event)));
+        self.fx.tell_org(&self.org_id, event);
     }
 }

@@ -33,6 +33,20 @@ pub struct Effects {
     pub freed: Vec<(String, String)>,
 }
 
+impl Effects {
+    /// Tells one operator's console tabs (on every instance), once the
+    /// batch has committed.
+    pub(super) fn tell_operator(&mut self, org_id: &str, operator_id: &str, event: OperatorEvent) {
+        self.events.push((Topic::operator(org_id, operator_id), Event::Operator(event)));
+    }
+
+    /// Tells the org's live screens (on every instance), once the batch has
+    /// committed.
+    pub(super) fn tell_org(&mut self, org_id: &str, event: OrgEvent) {
+        self.events.push((Topic::org(org_id), Event::Org(event)));
+    }
+}
+
 pub(super) struct Operator {
     pub presence: OperatorPresence,
     /// Open console tabs, by id: a tab that registers again (with a new
@@ -266,8 +280,8 @@ impl Desk {
         let p = &op.presence;
         let mine = MyPresence { state: p.state, since_ms: p.since, aux_reason: p.aux_reason.clone(), current_call: p.current_call.clone() };
         let roster = p.roster_update();
-        self.fx.events.push((Topic::operator(&self.org_id, operator_id), Event::Operator(OperatorEvent::Presence { presence: mine })));
-        self.fx.events.push((Topic::org(&self.org_id), Event::Org(OrgEvent::Presence { presence: roster })));
+        self.fx.tell_operator(&self.org_id, operator_id, OperatorEvent::Presence { presence: mine });
+        self.fx.tell_org(&self.org_id, OrgEvent::Presence { presence: roster });
     }
 
     /// Ready (`live`: from a Ready screen). An attached or ringing operator
@@ -324,7 +338,7 @@ impl Desk {
         // Told after the tab's Welcome (it reads its topic only then),
         // which clears neither.
         for notice in self.standing_notices(operator_id, now) {
-            self.fx.events.push((Topic::operator(&self.org_id, operator_id), Event::Operator(notice)));
+            self.fx.tell_operator(&self.org_id, operator_id, notice);
         }
         Ok((presence, self.offers.get(operator_id).cloned()))
     }
@@ -366,7 +380,7 @@ impl Desk {
     /// tab again (its socket stays open).
     pub fn call_tabs_back(&mut self) {
         for operator_id in self.operators.keys() {
-            self.fx.events.push((Topic::operator(&self.org_id, operator_id), Event::Operator(OperatorEvent::Rejoin)));
+            self.fx.tell_operator(&self.org_id, operator_id, OperatorEvent::Rejoin);
         }
     }
 

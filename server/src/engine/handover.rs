@@ -10,7 +10,7 @@ use super::timers::Timer;
 use super::types::EngineError;
 use crate::store::{NewOffer, Write};
 use domain::dispatch::{Candidate, OfferStatus, Presence};
-use domain::events::{Event, OperatorEvent, Topic};
+use domain::events::OperatorEvent;
 use domain::handover::{handover_candidates, HandoverNotice, HandoverOutcome};
 use domain::lifecycle::ActivityKind;
 use domain::models::{Offer, PresenceState};
@@ -85,7 +85,7 @@ impl Desk {
             op.presence.current_call = Some(session_id.to_string());
         }
         self.publish_presence(to);
-        self.fx.events.push((Topic::operator(&self.org_id, to), Event::Operator(OperatorEvent::Offer { offer: offer.clone() })));
+        self.fx.tell_operator(&self.org_id, to, OperatorEvent::Offer { offer: offer.clone() });
         self.tell_handover(session_id, to, HandoverOutcome::Ringing);
         Ok(offer)
     }
@@ -213,6 +213,6 @@ impl Desk {
     fn tell(&mut self, operator_id: &str, session_id: &str, to: &str, outcome: HandoverOutcome) {
         let to_name = self.operators.get(to).map_or(to.to_string(), |op| op.presence.name.clone());
         let notice = HandoverNotice { session_id: session_id.to_string(), to_operator_id: to.to_string(), to_name, outcome };
-        self.fx.events.push((Topic::operator(&self.org_id, operator_id), Event::Operator(OperatorEvent::Handover { notice })));
+        self.fx.tell_operator(&self.org_id, operator_id, OperatorEvent::Handover { notice });
     }
 }

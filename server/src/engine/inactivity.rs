@@ -7,7 +7,7 @@ use super::desk::{Desk, Live};
 use super::timers::Timer;
 use super::types::EngineError;
 use crate::store::Write;
-use domain::events::{Event, OperatorEvent, Topic};
+use domain::events::OperatorEvent;
 use domain::inactivity::{inactivity_due, Watch};
 use domain::lifecycle::ActivityKind;
 use domain::models::LifecycleState;
@@ -89,10 +89,7 @@ impl Desk {
         self.fx.writes.extend(writes);
         if due.warn {
             if let (Some(operator_id), Some(stop_at_ms)) = (operator_id, warned_until) {
-                self.fx.events.push((
-                    Topic::operator(&self.org_id, &operator_id),
-                    Event::Operator(OperatorEvent::InactivityWarning { session_id: session_id.to_string(), stop_at_ms }),
-                ));
+                self.fx.tell_operator(&self.org_id, &operator_id, OperatorEvent::InactivityWarning { session_id: session_id.to_string(), stop_at_ms });
             }
         }
         if due.stop {

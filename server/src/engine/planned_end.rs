@@ -8,7 +8,7 @@ use super::desk::Desk;
 use super::timers::Timer;
 use super::types::EngineError;
 use domain::booking::{PLANNED_END_NOTICE_MS, PLANNED_END_REACHED};
-use domain::events::{Event, OperatorEvent, OrgEvent, Topic};
+use domain::events::{OperatorEvent, OrgEvent};
 use domain::models::LifecycleState;
 
 impl Desk {
@@ -24,7 +24,7 @@ impl Desk {
         let Some(live) = self.live.get(session_id).filter(|l| l.planned_end == Some(at)) else { return };
         if let Some(operator_id) = &live.operator_id {
             let event = OperatorEvent::PlannedEndSoon { session_id: session_id.to_string(), planned_end_ms: at };
-            self.fx.events.push((Topic::operator(&self.org_id, operator_id), Event::Operator(event)));
+            self.fx.tell_operator(&self.org_id, operator_id, event);
         }
     }
 
@@ -63,7 +63,7 @@ impl Desk {
         }
         self.plan_end(session_id, to);
         let event = OrgEvent::PlannedEnd { session_id: session_id.to_string(), planned_end_ms: to };
-        self.fx.events.push((Topic::org(&self.org_id), Event::Org(event)));
+        self.fx.tell_org(&self.org_id, event);
         Ok(to)
     }
 }

@@ -6,7 +6,7 @@
 use super::desk::Desk;
 use super::types::EngineError;
 use crate::store::Write;
-use domain::events::{Event, OrgEvent, Topic};
+use domain::events::OrgEvent;
 use domain::lifecycle::transition;
 use domain::models::LifecycleState;
 
@@ -49,10 +49,8 @@ impl Desk {
             operator_id: operator_id.clone(),
             at: now,
         });
-        self.fx.events.push((
-            Topic::org(&self.org_id),
-            Event::Org(OrgEvent::Lifecycle { session_id: session_id.to_string(), robot_id, lifecycle: to, operator_id, queued: false, at_ms: now }),
-        ));
+        let event = OrgEvent::Lifecycle { session_id: session_id.to_string(), robot_id, lifecycle: to, operator_id, queued: false, at_ms: now };
+        self.fx.tell_org(&self.org_id, event);
         // A pause ends the inactivity chain (its timer finds it PAUSED);
         // a resume starts a fresh one.
         if resumed {

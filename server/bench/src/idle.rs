@@ -4,7 +4,7 @@
 //! ephemeral ports (about 28,000) to one server, so the tabs are spread
 //! over source addresses 127.0.0.2, 127.0.0.3, …
 
-use domain::ring::{ConsoleMsg, RingMsg, HEARTBEAT_MS};
+use domain::ring::{ConsoleMsg, RingMsg};
 use futures::{SinkExt, StreamExt};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -46,9 +46,10 @@ pub fn cpu_seconds(pid: u32) -> f64 {
 
 /// Opens `tabs` console tabs for each sign-in cookie at `base` (tab `n`
 /// overall from source address 127.0.0.(2 + n / 20,000)); returns once each
-/// has been welcomed. The tabs heartbeat every `HEARTBEAT_MS` (spread over
-/// the interval) and never send Ready, so they are never offered a call.
-pub async fn open(base: &str, cookies: &[String], tabs: usize) -> anyhow::Result<usize> {
+/// has been welcomed. The tabs heartbeat every `heartbeat` (a browser's is
+/// `HEARTBEAT_MS`; spread over the interval) and never send Ready, so they
+/// are never offered a call.
+pub async fn open(base: &str, cookies: &[String], tabs: usize, heartbeat: Duration) -> anyhow::Result<usize> {
     let server: SocketAddr = base.trim_start_matches("http://").parse()?;
     let mut welcomed = Vec::new();
     let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(64));
@@ -56,14 +57,14 @@ pub async fn open(base: &str, cookies: &[String], tabs: usize) -> anyhow::Result
         let source = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + (n / TABS_PER_ADDRESS) as u8));
         let (told, welcome) = oneshot::channel();
         let (upgrade, permit) = (upgrade(base, cookie)?, gate.clone().acquire_owned().await?);
-        let phase = Duration::from_millis((n as u64 * 7919) % u64::from(HEARTBEAT_MS));
+        let phase = Duration::from_millis((n as u64 * 7919) % (heartbeat.as_millis() as u64).max(1));
         tokio::spawn(async move {
             let ws = match connect(source, server, upgrade).await {
                 Ok(ws) => ws,
                 Err(e) => return drop(told.send(Err(e))),
             };
             drop(permit);
-            tab(ws, phase, told).await;
+            tab(ws, phase, heartbeat, told).await;
         });
         welcomed.push(welcome);
     }
@@ -93,11 +94,11 @@ async fn connect(source: IpAddr, server: SocketAddr, request: tokio_tungstenite:
 
 /// One idle tab: waits for its Welcome, then heartbeats and reads until the
 /// server closes it.
-async fn tab(ws: Socket, phase: Duration, told: oneshot::Sender<anyhow::Result<()>>) {
+async fn tab(ws: Socket, phase: Duration, heartbeat_every: Duration, told: oneshot::Sender<anyhow::Result<()>>) {
     let (mut sink, mut stream) = ws.split();
     let mut told = Some(told);
     let heartbeat = Message::Text(serde_json::to_string(&ConsoleMsg::Heartbeat).expect("json").into());
-    let mut every = tokio::time::interval_at(tokio::time::Instant::now() + phase, Duration::from_millis(u64::from(HEARTBEAT_MS)));
+    let mut every = tokio::time::interval_at(tokio::time::Instant::now() + phase, heartbeat_every);
     loop {
         tokio::select! {
             _ = every.tick() => {

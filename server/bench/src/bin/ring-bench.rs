@@ -21,6 +21,10 @@
 //! server's per-person cap is set to match), from loopback source addresses
 //! 127.0.0.2 on, that only heartbeat; it reports the server's memory per
 //! tab and its CPU with heartbeats alone before the call phase runs on top.
+//! `--heartbeat-ms H` has those tabs heartbeat every H ms instead of a
+//! browser's `HEARTBEAT_MS`: 19,000 tabs at 3,800 ms send the heartbeats
+//! of 50,000 at 10 s, where the open-file limit stops one process short of
+//! 50,000 sockets (H must stay under the presence TTL, 20 s).
 //!
 //! `--robot-heartbeats R` has the call phase's robots (`lr-000`…) send R
 //! edge-agent heartbeats a second between them (`POST
@@ -52,7 +56,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 const USAGE: &str = "usage: ring-bench [--server clutchcall|floor] [--target URL] [--db sqlite|postgres] [--mode cycle|queue] \
-                     [--consoles N] [--calls M] [--rate R] [--concurrency C] [--warmup-s S] [--every-s S] [--idle N --tabs T] [--robot-heartbeats R] [--instances N --nats URL]";
+                     [--consoles N] [--calls M] [--rate R] [--concurrency C] [--warmup-s S] [--every-s S] [--idle N --tabs T [--heartbeat-ms H]] [--robot-heartbeats R] [--instances N --nats URL]";
 
 /// What the consoles saw.
 #[derive(Default)]
@@ -226,6 +230,7 @@ async fn main() -> anyhow::Result<()> {
         ("every-s", "0"),
         ("idle", "0"),
         ("tabs", "50"),
+        ("heartbeat-ms", &HEARTBEAT_MS.to_string()),
         ("robot-heartbeats", "0"),
         ("instances", "1"),
         ("nats", "nats://127.0.0.1:4222"),
@@ -358,7 +363,8 @@ async fn main() -> anyhow::Result<()> {
         let (with_consoles, started) = (rss("VmRSS"), Instant::now());
         let cookies = sign_in_all(consoles..consoles + idle_people).await;
         let signed_in = started.elapsed();
-        let open = clutchcall_bench::idle::open(&bases[0], &cookies, tabs).await?;
+        let every = Duration::from_millis(num("heartbeat-ms")?.max(1) as u64);
+        let open = clutchcall_bench::idle::open(&bases[0], &cookies, tabs, every).await?;
         let opened = started.elapsed() - signed_in;
         // Settled, then a window of heartbeats alone.
         tokio::time::sleep(Duration::from_secs(3)).await;
@@ -366,14 +372,18 @@ async fn main() -> anyhow::Result<()> {
         let (cpu, window) = (clutchcall_bench::idle::cpu_seconds(pid), Instant::now());
         tokio::time::sleep(Duration::from_secs(20)).await;
         let busy = (clutchcall_bench::idle::cpu_seconds(pid) - cpu) / window.elapsed().as_secs_f64();
+        // Heartbeats a second: the idle tabs' and the run's consoles'.
+        let beats = open as f64 / every.as_secs_f64() + consoles as f64 * 1000.0 / f64::from(HEARTBEAT_MS);
         let now = rss("VmRSS");
         println!(
-            "idle tabs={open} ({idle_people} people × {tabs}): signed in {:.1}s, opened {:.1}s | server RSS {now:.0} MB: {:.1} KB per tab beyond the idle process, {:.1} KB per idle tab beyond the run's {consoles} consoles | server CPU with heartbeats alone {:.1} % of one core",
+"idle tabs={open} ({idle_people} people × {tabs}): signed in {:.1}s, opened {:.1}s | server RSS {now:.0} MB: {:.1} KB per tab beyond the idle process, {:.1} KB per idle tab beyond the run's {consoles} consoles | server CPU with heartbeats alone ({:.0}/s) {:.1} % of one core, {:.1} µs a heartbeat",
             signed_in.as_secs_f64(),
             opened.as_secs_f64(),
             (now - rss_idle) * 1024.0 / (open + consoles) as f64,
             (now - with_consoles) * 1024.0 / open as f64,
+            beats,
             busy * 100.0,
+            busy * 1e6 / beats,
         );
     }
 

@@ -25,7 +25,7 @@ pub struct Live<T: Send + Sync + 'static> {
     /// Browser clock (Unix ms), ticking each second.
     pub now_ms: RwSignal<i64>,
     /// The relay's latest counts (rule W15), pushed each second without a reload.
-    pub relay: RwSignal<Option<crate::relay::PushedCounts>>,
+    pub relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>,
 }
 
 impl<T: Send + Sync + 'static> Clone for Live<T> {
@@ -72,7 +72,7 @@ pub struct Push {
     pub version: RwSignal<u64>,
     pub connected: RwSignal<bool>,
     pub now_ms: RwSignal<i64>,
-    pub relay: RwSignal<Option<crate::relay::PushedCounts>>,
+    pub relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>,
 }
 
 /// A version to key a screen's resources on. Call once per screen.
@@ -102,7 +102,7 @@ pub fn use_live_board() -> LiveBoard {
 pub enum WatchNotice {
     /// The relay's counts (every second while channels are open): applied
     /// as they are, never a reload.
-    Relay(crate::relay::PushedCounts),
+    Relay(Vec<crate::relay::RelayStat>),
     /// Something in the org changed, or events may have been missed (the
     /// socket's first word, or it fell behind): reload.
     Changed,
@@ -137,8 +137,6 @@ pub fn read_watch(text: &str) -> WatchNotice {
         kind: EventKind,
         #[serde(default)]
         stats: Option<Vec<crate::relay::RelayStat>>,
-        #[serde(default)]
-        at_ms: i64,
     }
     #[derive(Deserialize)]
     #[serde(rename_all = "snake_case")]
@@ -149,9 +147,7 @@ pub fn read_watch(text: &str) -> WatchNotice {
     }
 
     match crate::page_data::read_json::<Message>(text) {
-        Ok(Message { kind: MessageKind::Org, event: Some(Event { kind: EventKind::Relay, stats: Some(stats), at_ms }) }) => {
-            WatchNotice::Relay(crate::relay::PushedCounts { at_ms, stats })
-        }
+        Ok(Message { kind: MessageKind::Org, event: Some(Event { kind: EventKind::Relay, stats: Some(stats) }) }) => WatchNotice::Relay(stats),
         Ok(Message { kind: MessageKind::Org | MessageKind::Resync, .. }) => WatchNotice::Changed,
         _ => WatchNotice::Nothing,
     }
@@ -193,7 +189,7 @@ mod browser {
     struct Watcher {
         reloader: Rc<Reloader>,
         connected: RwSignal<bool>,
-        relay: RwSignal<Option<crate::relay::PushedCounts>>,
+        relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>,
     }
 
     impl Handler for Watcher {
@@ -207,7 +203,7 @@ mod browser {
 
         fn text(&mut self, text: String) {
             match read_watch(&text) {
-                WatchNotice::Relay(counts) => self.relay.set(Some(counts)),
+                WatchNotice::Relay(stats) => self.relay.set(Some(stats)),
                 WatchNotice::Changed => self.reloader.poke(),
                 WatchNotice::Nothing => {}
             }
@@ -220,7 +216,7 @@ mod browser {
         }
     }
 
-    pub fn start(watch: super::Watch, version: RwSignal<u64>, connected: RwSignal<bool>, now_ms: RwSignal<i64>, relay: RwSignal<Option<crate::relay::PushedCounts>>, poll_ms: u32) {
+    pub fn start(watch: super::Watch, version: RwSignal<u64>, connected: RwSignal<bool>, now_ms: RwSignal<i64>, relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>, poll_ms: u32) {
         now_ms.set(now());
         let reloader = Rc::new(Reloader { version, pending: RefCell::new(None) });
         let tick = Interval::new(1_000, move || now_ms.set(now()));
@@ -261,7 +257,7 @@ mod tests {
     use super::*;
     use crate::events::OrgEvent;
     use crate::models::LifecycleState;
-    use crate::relay::{FlowStat, PushedCounts, RelayStat};
+    use crate::relay::{FlowStat, RelayStat};
     use crate::ring::{RingError, RingMsg};
 
     fn wire(msg: &RingMsg) -> String {
@@ -282,7 +278,7 @@ mod tests {
             unrecorded: 0,
         };
         let relay = RingMsg::Org { event: OrgEvent::Relay { stats: vec![stat.clone()], at_ms: 9 } };
-        assert_eq!(read_watch(&wire(&relay)), WatchNotice::Relay(PushedCounts { at_ms: 9, stats: vec![stat] }));
+        assert_eq!(read_watch(&wire(&relay)), WatchNotice::Relay(vec![stat]));
 
         let lifecycle = OrgEvent::Lifecycle {
             session_id: "ses-1".into(),

@@ -231,26 +231,6 @@ pub fn after_relay_close(close_code: u16, wait_s: u32) -> AfterRelayClose {
     }
 }
 
-/// The relay's counts as a live screen last heard them pushed (rule W15),
-/// stamped as the relay published them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PushedCounts {
-    pub at_ms: i64,
-    pub stats: Vec<RelayStat>,
-}
-
-/// The counts the relay panel shows: the last pushed, unless the board was
-/// read after them; then the board's own (read from the relay as it
-/// loaded). A push missed while the screen's socket was away (the last,
-/// empty one, when the last channel closed) must not leave its
-/// predecessor's counts on screen past the reload that follows.
-pub fn shown_counts<'a>(pushed: Option<&'a PushedCounts>, board_as_of_ms: i64, board: &'a [RelayStat]) -> &'a [RelayStat] {
-    match pushed {
-        Some(pushed) if pushed.at_ms >= board_as_of_ms => &pushed.stats,
-        _ => board,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,17 +272,6 @@ mod tests {
         assert_eq!((whole.operator_frames.frames, whole.operator_frames.dropped, whole.operator_frames.last_frame_ms), (30, 2, Some(4_000)));
         assert_eq!((whole.robot_frames.over_rate, whole.robot_frames.fps, whole.robot_frames.bytes_per_s), (2, 90.0, 900));
         assert_eq!((whole.open_since_ms, whole.unrecorded), (50, 3));
-    }
-
-    #[test]
-    fn w15_the_panel_shows_the_newer_of_the_pushed_counts_and_the_boards() {
-        let (board, pushed) = (vec![stat(Some(1))], PushedCounts { at_ms: 5_000, stats: vec![stat(Some(2))] });
-        assert_eq!(shown_counts(None, 4_000, &board), &board[..], "nothing pushed yet");
-        assert_eq!(shown_counts(Some(&pushed), 4_000, &board), &pushed.stats[..], "pushed after the board was read");
-        assert_eq!(shown_counts(Some(&pushed), 5_000, &board), &pushed.stats[..], "as new as the board");
-        // The last channel closed while the socket was away (its empty push
-        // missed): the board reloaded on the reconnect says so.
-        assert_eq!(shown_counts(Some(&pushed), 6_000, &[]), &[] as &[RelayStat], "the board read after the last push");
     }
 
     #[test]

@@ -258,8 +258,7 @@ fn Card(session: SessionRecord, chip: Option<String>, now: impl Fn() -> i64 + Se
 #[component]
 fn RelayPanel(board: Arc<OpsBoard>, live: LiveBoard, now: impl Fn() -> i64 + Send + Sync + Copy + 'static) -> impl IntoView {
     let rows = move || {
-        let pushed = live.relay.get();
-        let stats = crate::relay::shown_counts(pushed.as_ref(), board.as_of_ms, &board.relay);
+        let stats = live.relay.get().unwrap_or_else(|| board.relay.clone());
         let mut rows: Vec<(app_session::Row, Option<RelayStat>)> = board
             .live
             .iter()

@@ -264,10 +264,17 @@ impl NatsBus {
     /// under it): it is not live, and it is relayed again, a second later,
     /// while anyone here still listens (whose subscribers then resync once
     /// it is live). Called by that relay alone, whose entry it removes:
-    /// `relay` starts no other for the topic while it is there.
+    /// `relay` starts no other for the topic while it is there. (A stream
+    /// ends only when the connection is closed for good, which happens at
+    /// shutdown: the next relay's subscribe then fails, and is tried each
+    /// second while anyone listens.)
     fn relay_ended(&self, topic: &Topic) {
-        self.relayed.lock().expect("relayed lock").remove(topic);
+        // Both under the `relayed` lock, as `retire` does: a relay started
+        // once the entry is gone may be live before this returns.
+        let mut relayed = self.relayed.lock().expect("relayed lock");
+        relayed.remove(topic);
         self.live.lock().expect("live lock").remove(topic);
+        drop(relayed);
         let (me, topic) = (self.me.clone(), topic.clone());
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(1)).await;

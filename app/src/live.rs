@@ -25,7 +25,7 @@ pub struct Live<T: Send + Sync + 'static> {
     /// Browser clock (Unix ms), ticking each second.
     pub now_ms: RwSignal<i64>,
     /// The relay's latest counts (rule W15), pushed each second without a reload.
-    pub relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>,
+    pub relay: RwSignal<crate::relay::HeardCounts>,
 }
 
 impl<T: Send + Sync + 'static> Clone for Live<T> {
@@ -72,12 +72,12 @@ pub struct Push {
     pub version: RwSignal<u64>,
     pub connected: RwSignal<bool>,
     pub now_ms: RwSignal<i64>,
-    pub relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>,
+    pub relay: RwSignal<crate::relay::HeardCounts>,
 }
 
 /// A version to key a screen's resources on. Call once per screen.
 pub fn use_push(watch: Watch, poll_ms: u32) -> Push {
-    let push = Push { version: RwSignal::new(0u64), connected: RwSignal::new(false), now_ms: RwSignal::new(0i64), relay: RwSignal::new(None) };
+    let push = Push { version: RwSignal::new(0u64), connected: RwSignal::new(false), now_ms: RwSignal::new(0i64), relay: RwSignal::new(Default::default()) };
     // After hydration, not during it: a refetch or a changed clock while the
     // server's markup is being claimed left parts of the page inert.
     #[cfg(feature = "hydrate")]
@@ -103,9 +103,11 @@ pub enum WatchNotice {
     /// The relay's counts (every second while channels are open): applied
     /// as they are, never a reload.
     Relay(Vec<crate::relay::RelayStat>),
-    /// Something in the org changed, or events may have been missed (the
-    /// socket's first word, or it fell behind): reload.
+    /// Something in the org changed: reload.
     Changed,
+    /// Events may have been missed (the socket's first word, or it fell
+    /// behind): reload, and doubt the pushed relay counts.
+    Resync,
     /// Nothing a screen acts on (a pong, an error).
     Nothing,
 }
@@ -148,7 +150,8 @@ pub fn read_watch(text: &str) -> WatchNotice {
 
     match crate::page_data::read_json::<Message>(text) {
         Ok(Message { kind: MessageKind::Org, event: Some(Event { kind: EventKind::Relay, stats: Some(stats) }) }) => WatchNotice::Relay(stats),
-        Ok(Message { kind: MessageKind::Org | MessageKind::Resync, .. }) => WatchNotice::Changed,
+        Ok(Message { kind: MessageKind::Org, .. }) => WatchNotice::Changed,
+        Ok(Message { kind: MessageKind::Resync, .. }) => WatchNotice::Resync,
         _ => WatchNotice::Nothing,
     }
 }
@@ -189,7 +192,7 @@ mod browser {
     struct Watcher {
         reloader: Rc<Reloader>,
         connected: RwSignal<bool>,
-        relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>,
+        relay: RwSignal<crate::relay::HeardCounts>,
     }
 
     impl Handler for Watcher {
@@ -203,8 +206,13 @@ mod browser {
 
         fn text(&mut self, text: String) {
             match read_watch(&text) {
-                WatchNotice::Relay(stats) => self.relay.set(Some(stats)),
+                WatchNotice::Relay(stats) => self.relay.update(|heard| heard.pushed(stats, now())),
                 WatchNotice::Changed => self.reloader.poke(),
+                WatchNotice::Resync => {
+                    // (`try_`: a screen gone before its socket stopped.)
+                    let _ = self.relay.try_update_untracked(|heard| heard.doubt());
+                    self.reloader.poke();
+                }
                 WatchNotice::Nothing => {}
             }
         }
@@ -212,11 +220,12 @@ mod browser {
         /// Always retried: the poll keeps the screen fresh meanwhile.
         fn closed(&mut self, _code: u16, wait_s: u32) -> AfterClose {
             self.connected.set(false);
+            let _ = self.relay.try_update_untracked(|heard| heard.doubt());
             AfterClose::RetryIn(wait_s)
         }
     }
 
-    pub fn start(watch: super::Watch, version: RwSignal<u64>, connected: RwSignal<bool>, now_ms: RwSignal<i64>, relay: RwSignal<Option<Vec<crate::relay::RelayStat>>>, poll_ms: u32) {
+    pub fn start(watch: super::Watch, version: RwSignal<u64>, connected: RwSignal<bool>, now_ms: RwSignal<i64>, relay: RwSignal<crate::relay::HeardCounts>, poll_ms: u32) {
         now_ms.set(now());
         let reloader = Rc::new(Reloader { version, pending: RefCell::new(None) });
         let tick = Interval::new(1_000, move || now_ms.set(now()));
@@ -290,7 +299,7 @@ mod tests {
         };
         assert_eq!(read_watch(&wire(&RingMsg::Org { event: lifecycle })), WatchNotice::Changed);
         assert_eq!(read_watch(&wire(&RingMsg::Org { event: OrgEvent::Bookings { robot_id: "r".into() } })), WatchNotice::Changed);
-        assert_eq!(read_watch(&wire(&RingMsg::Resync)), WatchNotice::Changed, "missed events: reload");
+        assert_eq!(read_watch(&wire(&RingMsg::Resync)), WatchNotice::Resync, "missed events: reload");
         assert_eq!(read_watch(&wire(&RingMsg::Pong { nonce: 3 })), WatchNotice::Nothing);
         assert_eq!(read_watch(&wire(&RingMsg::error(RingError::SignedOut))), WatchNotice::Nothing);
         assert_eq!(read_watch("not json"), WatchNotice::Nothing);

@@ -231,6 +231,51 @@ pub fn after_relay_close(close_code: u16, wait_s: u32) -> AfterRelayClose {
     }
 }
 
+/// The relay's counts as a live screen heard them pushed (rule W15): shown
+/// over the loaded board's (pushed each second, they are newer) until the
+/// screen may have missed one: its socket closed or was told to resync, or
+/// no push came for two of the relay's seconds. The missed push may be the
+/// last, empty one, when the last channel closed; so the next board to
+/// load, read after the gap, replaces them, unless a push comes first.
+/// (The server's clocks do not decide: the push's and the board's may be
+/// two instances'. `heard_at_ms` is the screen's own.)
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HeardCounts {
+    pushed: Option<Vec<RelayStat>>,
+    heard_at_ms: i64,
+    doubted: bool,
+}
+
+impl HeardCounts {
+    /// A push, heard at `now_ms` (the screen's clock).
+    pub fn pushed(&mut self, stats: Vec<RelayStat>, now_ms: i64) {
+        self.pushed = Some(stats);
+        self.heard_at_ms = now_ms;
+        self.doubted = false;
+    }
+
+    /// The socket closed, or was told to resync: pushes may have been missed.
+    pub fn doubt(&mut self) {
+        self.doubted = self.pushed.is_some();
+    }
+
+    /// A board landed at `now_ms` (the screen's clock); whether that
+    /// changed what is shown.
+    pub fn board_loaded(&mut self, now_ms: i64) -> bool {
+        let silent = now_ms - self.heard_at_ms > 2 * STATS_EVERY_MS;
+        if self.pushed.is_none() || !(self.doubted || silent) {
+            return false;
+        }
+        self.pushed = None;
+        self.doubted = false;
+        true
+    }
+
+    pub fn shown<'a>(&'a self, board: &'a [RelayStat]) -> &'a [RelayStat] {
+        self.pushed.as_deref().unwrap_or(board)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +317,35 @@ mod tests {
         assert_eq!((whole.operator_frames.frames, whole.operator_frames.dropped, whole.operator_frames.last_frame_ms), (30, 2, Some(4_000)));
         assert_eq!((whole.robot_frames.over_rate, whole.robot_frames.fps, whole.robot_frames.bytes_per_s), (2, 90.0, 900));
         assert_eq!((whole.open_since_ms, whole.unrecorded), (50, 3));
+    }
+
+    #[test]
+    fn w15_pushed_counts_stand_over_the_boards_until_a_gap_and_the_board_after_it() {
+        let (board, newer) = (vec![stat(Some(1))], vec![stat(Some(2))]);
+        let mut heard = HeardCounts::default();
+        assert_eq!(heard.shown(&board), &board[..], "nothing pushed yet");
+        heard.doubt();
+        assert!(!heard.board_loaded(10_000), "nothing pushed, nothing to take back");
+        heard.pushed(newer.clone(), 10_000);
+        assert!(!heard.board_loaded(10_500), "a board reloaded for another change");
+        assert_eq!(heard.shown(&board), &newer[..], "pushes stand over a reload's board");
+        // The socket was away, and the last channel closed meanwhile (its
+        // empty push missed): the board loaded after the gap says so.
+        heard.doubt();
+        assert_eq!(heard.shown(&board), &newer[..], "until the board after the gap lands");
+        assert!(heard.board_loaded(10_600));
+        assert_eq!(heard.shown(&[]), &[] as &[RelayStat]);
+        // A push that comes before the board does is not doubted.
+        heard.pushed(newer.clone(), 11_000);
+        heard.doubt();
+        heard.pushed(board.clone(), 11_100);
+        assert!(!heard.board_loaded(11_200));
+        assert_eq!(heard.shown(&newer), &board[..]);
+        // The last push lost on the way with the socket up (nothing says
+        // so): pushes stopped, and a board two seconds on replaces them.
+        assert!(!heard.board_loaded(13_100), "two seconds exactly: still pushed");
+        assert!(heard.board_loaded(13_101));
+        assert_eq!(heard.shown(&newer), &newer[..]);
     }
 
     #[test]

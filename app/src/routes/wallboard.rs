@@ -152,6 +152,8 @@ fn board_panels(live: LiveBoard) -> PanelBuilt {
     let panels = move || {
         live.data.get().and_then(Result::ok).map(|board| {
             let board = Arc::new(board);
+            // Read after any gap in the pushes (HeardCounts::board_loaded).
+            live.relay.maybe_update(|heard| heard.board_loaded(live.now_ms.get_untracked()));
             let now = live_clock(live, board.as_of_ms);
             view! {
                 <div class="board-panels">
@@ -258,7 +260,8 @@ fn Card(session: SessionRecord, chip: Option<String>, now: impl Fn() -> i64 + Se
 #[component]
 fn RelayPanel(board: Arc<OpsBoard>, live: LiveBoard, now: impl Fn() -> i64 + Send + Sync + Copy + 'static) -> impl IntoView {
     let rows = move || {
-        let stats = live.relay.get().unwrap_or_else(|| board.relay.clone());
+        let heard = live.relay.get();
+        let stats = heard.shown(&board.relay);
         let mut rows: Vec<(app_session::Row, Option<RelayStat>)> = board
             .live
             .iter()

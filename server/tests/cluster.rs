@@ -1318,6 +1318,42 @@ async fn instances_ride_out_a_nats_restart_and_screens_resync() {
     drop(nats);
 }
 
+/// A console told to resync (here: its instance's NATS connection came
+/// back after a NATS restart) hears the notices that stand once more,
+/// after its Welcome: the inactivity warning (rule L07) may be what it
+/// missed. The console is on an instance that does not dispatch the org,
+/// so the notices come from the owner (`Request::Notices` over NATS).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn l07_a_console_told_to_resync_is_warned_again() {
+    use domain::ring::RingMsg;
+    let Some(nats) = OwnNats::start(None).await else { return };
+    let chain = vec![
+        ("CLUTCHCALL_ACTIVITY_CHECK_S", "1".to_string()),
+        ("CLUTCHCALL_INACTIVITY_WARNING_S", "2".to_string()),
+        ("CLUTCHCALL_INACTIVITY_STOP_S", "120".to_string()),
+    ];
+    let Some(cluster) = Cluster::start_with(Some(&nats.url()), 2, chain).await else { return };
+    assert!(owner(&cluster.url).await.starts_with("first/"));
+    // Asha's console on the second; the call raised on the first, the owner.
+    let mut console = ready_console(cluster.base(1), common::OPERATOR).await;
+    let raised = raise(cluster.base(0), "ue-pick-01").await;
+    assert_eq!(raised.status(), StatusCode::CREATED);
+    let session = raised.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string();
+    accept_offer(&mut console, &session).await;
+    let warning = |m: RingMsg| match m {
+        RingMsg::InactivityWarning { session_id, stop_at_ms } if session_id == session => Some(stop_at_ms),
+        _ => None,
+    };
+    let stop_at = console.until(warning).await;
+
+    let nats = nats.restart().await;
+    console.until(|m| matches!(m, RingMsg::Welcome { .. }).then_some(())).await;
+    // Told once, two minutes before the stop: only the retelling says it now.
+    assert_eq!(console.until(warning).await, stop_at);
+    cluster.finish().await;
+    drop(nats);
+}
+
 /// An owner paused (SIGSTOP) stays connected to NATS for a while; once
 /// another instance has taken its org over, every request forwarded from
 /// the remaining instance reaches the new owner (the lease's epoch names the

@@ -1,4 +1,4 @@
-import { expect, hydrated, raise, readyOperator, test } from './helpers';
+import { acceptIntoCockpit, expect, raise, readyOperator, test } from './helpers';
 
 // The cockpit's keys work while its record reloads. A robot's telemetry
 // pushes a reload of the record several times a second, and under load each
@@ -13,10 +13,7 @@ test('L01 the cockpit keys act while a push storm keeps its record reloading', a
   const context = page.context();
   const auth = org.auth('uk-pick-01');
   const session = await raise(request, org, 'uk-pick-01');
-  await expect(page.getByTestId('offer-robot')).toHaveText(org.robots['uk-pick-01'].id);
-  await page.keyboard.press('Enter');
-  await expect(page).toHaveURL(new RegExp(`/cockpit/${session}$`));
-  await hydrated(page);
+  await acceptIntoCockpit(page, org, 'uk-pick-01', session);
   // The deferred panels are built once the page is interactive.
   await expect(page.getByTestId('chat-input')).toBeVisible({ timeout: 30_000 });
 

@@ -1,4 +1,4 @@
-import { expect, hydrated, raise, readyOperator, signedIn, test } from './helpers';
+import { acceptIntoCockpit, expect, hydrated, raise, readyOperator, signedIn, test } from './helpers';
 
 // In the test's own org, Meera (BLR: nearest to uk-london, 162 ms floor)
 // and Owen (Manchester, 177 ms) are the mobile-manipulation operators ready;
@@ -22,10 +22,7 @@ test('L08 L09 L10 L13: a call in the client\'s booking; client and operator chat
   const meera = await readyOperator(browser, org, org.people.meera);
   const owen = await readyOperator(browser, org, org.people.owen);
   const session = await raise(request, org, 'uk-mm-01');
-  await expect(meera.getByTestId('offer-robot')).toHaveText(robot);
-  await meera.keyboard.press('Enter');
-  await expect(meera).toHaveURL(new RegExp(`/cockpit/${session}$`));
-  await hydrated(meera);
+  await acceptIntoCockpit(meera, org, 'uk-mm-01', session);
   await expect(meera.getByTestId('cockpit')).toContainText('Kofi Mensah');
   // The cockpit follows the robot's telemetry live (no reload).
   const telemetry = await request.post(`/v1/sessions/${session}/telemetry`, {

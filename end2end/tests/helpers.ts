@@ -112,6 +112,15 @@ export async function raise(request: APIRequestContext, org: TestOrg, robot: str
   return (await call.json()).sessionId;
 }
 
+/** The operator on `page`, rung for `robot`'s call `session`, takes it
+ * (Enter) and is on its cockpit, hydrated. */
+export async function acceptIntoCockpit(page: Page, org: TestOrg, robot: string, session: string) {
+  await expect(page.getByTestId('offer-robot')).toHaveText(org.robots[robot].id);
+  await page.keyboard.press('Enter');
+  await expect(page).toHaveURL(new RegExp(`/cockpit/${session}$`));
+  await hydrated(page);
+}
+
 /** What a page reports of a panic in its wasm, collected as it happens (for
  * tests that drop a chunk's fetch on purpose). A panic logs "panicked at"
  * and throws a RuntimeError; the dropped fetch itself is reported too, as an

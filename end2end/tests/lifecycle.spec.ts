@@ -1,4 +1,4 @@
-import { expect, hydrated, raise, readyOperator, signedIn, test } from './helpers';
+import { acceptIntoCockpit, expect, hydrated, raise, readyOperator, signedIn, test } from './helpers';
 
 // In the test's own org, Tom (Manchester, pick-place) is the only one ready
 // when uk-pick-01 (London) calls.
@@ -58,10 +58,7 @@ test('W11 W13 L09 L10: an E-stop from the cockpit latches the card on the wallbo
   test.setTimeout(90_000);
   const tom = await readyOperator(browser, org, org.people.tom);
   const session = await raise(request, org, 'uk-pick-01');
-  await expect(tom.getByTestId('offer-robot')).toHaveText(org.robots['uk-pick-01'].id);
-  await tom.keyboard.press('Enter');
-  await expect(tom).toHaveURL(new RegExp(`/cockpit/${session}$`));
-  await hydrated(tom);
+  await acceptIntoCockpit(tom, org, 'uk-pick-01', session);
 
   const adminCtx = await signedIn(browser, org, org.admin, { viewport: { width: 1920, height: 1080 } });
   const admin = await adminCtx.newPage();
@@ -132,10 +129,7 @@ test('a cockpit shows telemetry posted while its watch socket was still connecti
     ws.connectToServer();
   });
   const session = await raise(request, org, 'uk-pick-01');
-  await expect(tom.getByTestId('offer-robot')).toHaveText(org.robots['uk-pick-01'].id);
-  await tom.keyboard.press('Enter');
-  await expect(tom).toHaveURL(new RegExp(`/cockpit/${session}$`));
-  await hydrated(tom);
+  await acceptIntoCockpit(tom, org, 'uk-pick-01', session);
   await expect(tom.getByTestId('cockpit-safety')).toHaveText('BOOT');
   const telemetry = await request.post(`/v1/sessions/${session}/telemetry`, {
     headers: org.auth('uk-pick-01'),
@@ -155,9 +149,7 @@ test('a reloaded cockpit shows a chat message posted while its sockets were stil
   test.setTimeout(60_000);
   const tom = await readyOperator(browser, org, org.people.tom);
   const session = await raise(request, org, 'uk-pick-01');
-  await expect(tom.getByTestId('offer-robot')).toHaveText(org.robots['uk-pick-01'].id);
-  await tom.keyboard.press('Enter');
-  await expect(tom).toHaveURL(new RegExp(`/cockpit/${session}$`));
+  await acceptIntoCockpit(tom, org, 'uk-pick-01', session);
   let posted!: () => void;
   const chatPosted = new Promise<void>((resolve) => { posted = resolve; });
   // After the reload, the console's and the watch's sockets reach the

@@ -50,3 +50,49 @@ test('W15 L12: the cockpit shows the joints and camera the robot sends on the re
     await admin.close();
   }
 });
+
+// The relay's counts reach the wallboard pushed, once a second while a
+// channel is open, and once more, empty, when the last one closes. A
+// wallboard whose socket stopped hearing them (here, its pushes held back
+// on the way) must not keep the last counts it heard, flowing, after the
+// frames stopped: the next board it loads, read after that, says so (rule
+// W15's HeardCounts).
+test('W15: a wallboard that stopped hearing the relay lets go of its last counts at the next board it loads', async ({ browser, baseURL, org }) => {
+  test.setTimeout(120_000);
+  const robot = org.robots['ue-pick-01'];
+  const page = await readyOperator(browser, org, org.people.carla);
+  const admin = await signedIn(browser, org, org.admin);
+  const board = await admin.newPage();
+  let held = false;
+  await board.routeWebSocket(/\/ws\?watch=org/, (ws) => {
+    const server = ws.connectToServer();
+    server.onMessage((message) => { if (!held) ws.send(message); });
+  });
+  const sim = spawn(SIM, ['--base', baseURL!, '--operators', 'false', '--robot', `${robot.id}=${robot.token}`, '--call-every-s', '2', '--calls', '1'], { stdio: 'ignore' });
+  try {
+    await expect(page.getByTestId('offer-robot')).toHaveText(robot.id, { timeout: 15_000 });
+    await page.keyboard.press('Enter');
+    await expect(page).toHaveURL(/\/cockpit\//);
+    await expect(page.getByTestId('relay-status')).toHaveText('robot connected', { timeout: 15_000 });
+    await board.goto('/ops/wallboard');
+    await hydrated(board);
+    const row = board.getByTestId(`relay-${robot.id}`);
+    await expect(row.getByTestId('relay-health')).toHaveText('flowing');
+    await expect(row.locator('td').nth(2)).toContainText('fps');
+
+    // Heard no more; then both sides leave (the session stays ACTIVE: the
+    // operator is on the operator screen).
+    held = true;
+    sim.kill();
+    await page.goto('/operator');
+    await hydrated(page);
+    // The board's 15 s poll reloads it, with counts read after the frames
+    // stopped: none, or none a second (the relay may still hold the channel).
+    await expect(row.locator('td').nth(2)).toHaveText(/^(—|0 fps)/, { timeout: 25_000 });
+    await expect(row.getByTestId('relay-health')).toHaveText('stalled');
+  } finally {
+    sim.kill();
+    await page.context().close();
+    await admin.close();
+  }
+});

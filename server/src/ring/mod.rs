@@ -260,7 +260,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                 }
             }
             Heard::Delivery(Delivery::Event(Event::Org(_))) => {}
-            Heard::Delivery(Delivery::Resync) => match state.engine.console(&owner.org_id, &owner.user_id).await {
+            Heard::Delivery(Delivery::Resync) => match console_after_resync(&state, &owner).await {
                 Some((presence, offer)) => {
                     shown = presence.state;
                     if tx.try_send(welcome(&owner, &state, presence, offer)).is_err() {
@@ -281,6 +281,28 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     // Told once the socket is finished with: the dispatcher answers after
     // its commit, which may wait while the database is away.
     state.engine.tab_closed(&owner.org_id, &owner.user_id, &tab, last_seen).await;
+}
+
+/// How long a console told to resync waits for the org's dispatcher
+/// before it closes (the browser then reconnects).
+const RESYNC_WITHIN: Duration = Duration::from_secs(5);
+
+/// The console's presence and offer for its `Welcome` after a resync,
+/// asked of the org's dispatcher until `RESYNC_WITHIN`: in cluster mode the
+/// resync may come from this instance's NATS connection coming back, while
+/// the owner's has not yet (a forwarded request then finds nobody to
+/// answer), and the console would otherwise close. `None` past it.
+async fn console_after_resync(state: &AppState, owner: &TabOwner) -> Option<(OperatorPresence, Option<Offer>)> {
+    let deadline = Instant::now() + RESYNC_WITHIN;
+    loop {
+        if let Some(found) = state.engine.console(&owner.org_id, &owner.user_id).await {
+            return Some(found);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 /// What a console tab is told of an event on its operator's topic

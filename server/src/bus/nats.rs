@@ -264,10 +264,11 @@ impl NatsBus {
     /// under it): it is not live, and it is relayed again, a second later,
     /// while anyone here still listens (whose subscribers then resync once
     /// it is live). Called by that relay alone, whose entry it removes:
-    /// `relay` starts no other for the topic while it is there. (A stream
-    /// ends only when the connection is closed for good, which happens at
-    /// shutdown: the next relay's subscribe then fails, and is tried each
-    /// second while anyone listens.)
+    /// `relay` starts no other for the topic while it is there. (A guard:
+    /// a stream ends only when its connection is drained or closed for
+    /// good, which the server does not do while it runs, since its client
+    /// reconnects without limit; the next relay's subscribe then fails,
+    /// and is tried each second while anyone listens.)
     fn relay_ended(&self, topic: &Topic) {
         // Both under the `relayed` lock, as `retire` does: a relay started
         // once the entry is gone may be live before this returns.

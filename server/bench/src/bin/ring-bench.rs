@@ -22,9 +22,11 @@
 //! 127.0.0.2 on, that only heartbeat; it reports the server's memory per
 //! tab and its CPU with heartbeats alone before the call phase runs on top.
 //! `--heartbeat-ms H` has those tabs heartbeat every H ms instead of a
-//! browser's `HEARTBEAT_MS`: 19,000 tabs at 3,800 ms send the heartbeats
-//! of 50,000 at 10 s, where the open-file limit stops one process short of
-//! 50,000 sockets (H must stay under the presence TTL, 20 s).
+//! browser's `HEARTBEAT_MS` (the run's consoles keep theirs): `--idle
+//! 18000 --heartbeat-ms 3600` beside the 1,000 consoles sends 5,100
+//! heartbeats a second, those of 51,000 tabs at 10 s, where the open-file
+//! limit stops one process short of 50,000 sockets (H must stay under the
+//! presence TTL, 20 s).
 //!
 //! `--robot-heartbeats R` has the call phase's robots (`lr-000`…) send R
 //! edge-agent heartbeats a second between them (`POST

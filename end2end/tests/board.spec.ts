@@ -1,16 +1,8 @@
-import { Page } from '@playwright/test';
-import { expect, hydrated, panicsOf, raise, readyOperator, signedIn, test } from './helpers';
+import { acceptIntoCockpit, expect, hydrated, panicsOf, raise, readyOperator, signedIn, test } from './helpers';
 
 // In the test's own org, Priya (Manchester, inspection) takes uk-insp-01,
 // then Carla (Austin, inspection) takes ue-insp-01: nobody else is ready,
 // so the ACD's choice is known.
-
-async function acceptOffer(page: Page, robot: string): Promise<string> {
-  await expect(page.getByTestId('offer-robot')).toHaveText(robot);
-  await page.keyboard.press('Enter');
-  await expect(page).toHaveURL(/\/cockpit\/.+$/);
-  return page.url().split('/cockpit/')[1];
-}
 
 test('W12 W15 W16: the overview raises a call that rings the operator; the wallboard puts a protective stop on top live, flags a silent robot, and shows its relay and link panels with no action that clears a stop', async ({ browser, request, org }) => {
   test.setTimeout(120_000);
@@ -34,12 +26,11 @@ test('W12 W15 W16: the overview raises a call that rings the operator; the wallb
   await expect(admin.getByTestId('dispatch-result')).toContainText('201 matched');
   await expect(admin.getByTestId('dispatch-result')).toContainText('Priya Shah');
   await admin.screenshot({ path: 'test-results/overview.png', fullPage: true });
-  const first = await acceptOffer(priya, robot('uk-insp-01'));
+  const first = await acceptIntoCockpit(priya, org, 'uk-insp-01');
 
   // A second attached session, raised by its edge agent.
   const carla = await readyOperator(browser, org, org.people.carla);
-  await raise(request, org, 'ue-insp-01');
-  const second = await acceptOffer(carla, robot('ue-insp-01'));
+  const second = await acceptIntoCockpit(carla, org, 'ue-insp-01', await raise(request, org, 'ue-insp-01'));
   for (const [session, by] of [[first, 'uk-insp-01'], [second, 'ue-insp-01']]) {
     const res = await request.post(`/v1/sessions/${session}/telemetry`, {
       headers: org.auth(by),

@@ -112,13 +112,16 @@ export async function raise(request: APIRequestContext, org: TestOrg, robot: str
   return (await call.json()).sessionId;
 }
 
-/** The operator on `page`, rung for `robot`'s call `session`, takes it
- * (Enter) and is on its cockpit, hydrated. */
-export async function acceptIntoCockpit(page: Page, org: TestOrg, robot: string, session: string) {
-  await expect(page.getByTestId('offer-robot')).toHaveText(org.robots[robot].id);
+/** The operator on `page`, rung for `robot`'s call (`session`, when the
+ * test raised it itself), takes it (Enter) and is on its cockpit,
+ * hydrated; the session's id. `ringWithin`: how long the ring may take (a
+ * simulator raises on its own clock). */
+export async function acceptIntoCockpit(page: Page, org: TestOrg, robot: string, session?: string, ringWithin?: number): Promise<string> {
+  await expect(page.getByTestId('offer-robot')).toHaveText(org.robots[robot].id, { timeout: ringWithin });
   await page.keyboard.press('Enter');
-  await expect(page).toHaveURL(new RegExp(`/cockpit/${session}$`));
+  await expect(page).toHaveURL(session ? new RegExp(`/cockpit/${session}$`) : /\/cockpit\/.+$/);
   await hydrated(page);
+  return page.url().split('/cockpit/')[1];
 }
 
 /** What a page reports of a panic in its wasm, collected as it happens (for

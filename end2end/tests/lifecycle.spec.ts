@@ -15,11 +15,8 @@ test('L01 L03 L05: the operator pauses, resumes and completes the session from t
   await tom.getByTestId('go-ready').click();
   await expect(tom.getByTestId('presence')).toHaveText('ready');
 
-  await raise(request, org, 'uk-pick-01');
-  await expect(tom.getByTestId('offer-robot')).toHaveText(org.robots['uk-pick-01'].id);
-  await tom.keyboard.press('Enter');
-  await expect(tom).toHaveURL(/\/cockpit\/.+$/);
-  await hydrated(tom);
+  const session = await raise(request, org, 'uk-pick-01');
+  await acceptIntoCockpit(tom, org, 'uk-pick-01', session);
   const lifecycle = tom.getByTestId('cockpit-lifecycle');
   await expect(lifecycle).toHaveText('ACTIVE');
 

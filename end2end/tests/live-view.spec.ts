@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
-import { expect, hydrated, readyOperator, signedIn, test } from './helpers';
+import { acceptIntoCockpit, expect, hydrated, readyOperator, signedIn, test } from './helpers';
 
 // Issue #30 part 2 in the test's own org: the simulator plays uk-insp-01,
 // Priya (inspection) takes its call, and Dana (admin, certified for
@@ -16,11 +16,8 @@ test('an admin watches a held session live, is seen watching, and takes control'
   const admin = await signedIn(browser, org, org.admin, { viewport: { width: 1440, height: 1600 } });
   const sim = spawn(SIM, ['--base', baseURL!, '--operators', 'false', '--robot', `${robot.id}=${robot.token}`, '--call-every-s', '2', '--calls', '1'], { stdio: 'ignore' });
   try {
-    await expect(cockpit.getByTestId('offer-robot')).toHaveText(robot.id, { timeout: 15_000 });
-    await cockpit.keyboard.press('Enter');
-    await expect(cockpit).toHaveURL(/\/cockpit\//);
+    const session = await acceptIntoCockpit(cockpit, org, 'uk-insp-01', undefined, 15_000);
     await expect(cockpit.getByTestId('relay-status')).toHaveText('robot connected', { timeout: 15_000 });
-    const session = cockpit.url().split('/cockpit/')[1];
 
     const page = await admin.newPage();
     page.on('pageerror', (e) => console.log(`PAGE ERROR: ${e.message.slice(0, 300)}`));

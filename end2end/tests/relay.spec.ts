@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
-import { expect, hydrated, readyOperator, signedIn, test } from './helpers';
+import { acceptIntoCockpit, expect, hydrated, readyOperator, signedIn, test } from './helpers';
 
 // A real edge agent: the simulator playing ue-pick-01 of the test's own
 // org, where Carla (Austin, pick-place · tier-2) is the only one ready.
@@ -16,9 +16,7 @@ test('W15 L12: the cockpit shows the joints and camera the robot sends on the re
 
   const sim = spawn(SIM, ['--base', baseURL!, '--operators', 'false', '--robot', `${robot.id}=${robot.token}`, '--call-every-s', '2', '--calls', '1'], { stdio: 'ignore' });
   try {
-    await expect(page.getByTestId('offer-robot')).toHaveText(robot.id, { timeout: 15_000 });
-    await page.keyboard.press('Enter');
-    await expect(page).toHaveURL(/\/cockpit\//);
+    await acceptIntoCockpit(page, org, 'ue-pick-01', undefined, 15_000);
     await expect(page.getByTestId('cockpit-lifecycle')).toHaveText('ACTIVE');
     // The edge agent joins when it sees its session attached (it polls each second).
     await expect(page.getByTestId('relay-status')).toHaveText('robot connected', { timeout: 15_000 });
@@ -70,9 +68,7 @@ test('W15: a wallboard that stopped hearing the relay lets go of its last counts
   });
   const sim = spawn(SIM, ['--base', baseURL!, '--operators', 'false', '--robot', `${robot.id}=${robot.token}`, '--call-every-s', '2', '--calls', '1'], { stdio: 'ignore' });
   try {
-    await expect(page.getByTestId('offer-robot')).toHaveText(robot.id, { timeout: 15_000 });
-    await page.keyboard.press('Enter');
-    await expect(page).toHaveURL(/\/cockpit\//);
+    await acceptIntoCockpit(page, org, 'ue-pick-01', undefined, 15_000);
     await expect(page.getByTestId('relay-status')).toHaveText('robot connected', { timeout: 15_000 });
     await board.goto('/ops/wallboard');
     await hydrated(board);
@@ -88,7 +84,7 @@ test('W15: a wallboard that stopped hearing the relay lets go of its last counts
     await hydrated(page);
     // The board's 15 s poll reloads it, with counts read after the frames
     // stopped: none, or none a second (the relay may still hold the channel).
-    await expect(row.locator('td').nth(2)).toHaveText(/^(—|0 fps)/, { timeout: 25_000 });
+    await expect(row.locator('td').nth(2)).toHaveText(/^(—|0 fps)/, { timeout: 35_000 });
     await expect(row.getByTestId('relay-health')).toHaveText('stalled');
   } finally {
     sim.kill();

@@ -1349,8 +1349,9 @@ async fn l07_a_console_told_to_resync_is_warned_again() {
     console.ping(1).await;
 
     let nats = nats.restart().await;
-    // Within the reconnects and the resync's wait for the owner's (the
-    // console's last word, the ping, keeps it inside the presence TTL).
+    // Heard again (the presence TTL counts from the tab's last word), then
+    // within the reconnects and the resync's wait for the owner's.
+    console.send(domain::ring::ConsoleMsg::Heartbeat).await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());

@@ -260,8 +260,14 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                 }
             }
             Heard::Delivery(Delivery::Event(Event::Org(_))) => {}
-            Heard::Delivery(Delivery::Resync) => match console_after_resync(&state, &owner).await {
-                Some((presence, offer)) => {
+            Heard::Delivery(Delivery::Resync) => match resync(&state, &owner).await {
+                Resynced::SignedOut => continue, // the next read closes the tab as such
+                Resynced::Unanswered => {
+                    // Closed by the server, not silent: the TTL runs from now.
+                    last_seen = state.engine.clock().now_ms();
+                    break;
+                }
+                Resynced::Welcome(presence, offer) => {
                     shown = presence.state;
                     if tx.try_send(welcome(&owner, &state, presence, offer)).is_err() {
                         break;
@@ -271,7 +277,6 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                     // tab alone, and not waited for (another batch's commit).
                     tokio::spawn(tell_standing_notices(state.engine.clone(), owner.org_id.clone(), owner.user_id.clone(), tx.downgrade()));
                 }
-                None => break,
             },
             Heard::Delivery(Delivery::Closed) => break,
         }
@@ -287,21 +292,33 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
 /// before it closes (the browser then reconnects).
 const RESYNC_WITHIN: Duration = Duration::from_secs(5);
 
+/// What a console told to resync does next.
+enum Resynced {
+    Welcome(OperatorPresence, Option<Offer>),
+    /// The sign-in ended (or its access changed) while it waited.
+    SignedOut,
+    /// The dispatcher did not answer within `RESYNC_WITHIN`.
+    Unanswered,
+}
+
 /// The console's presence and offer for its `Welcome` after a resync,
-/// asked of the org's dispatcher until `RESYNC_WITHIN`: in cluster mode the
-/// resync may come from this instance's NATS connection coming back, while
-/// the owner's has not yet (a forwarded request then finds nobody to
-/// answer), and the console would otherwise close. `None` past it.
-async fn console_after_resync(state: &AppState, owner: &TabOwner) -> Option<(OperatorPresence, Option<Offer>)> {
-    let deadline = Instant::now() + RESYNC_WITHIN;
-    loop {
-        if let Some(found) = state.engine.console(&owner.org_id, &owner.user_id).await {
-            return Some(found);
+/// asked of the org's dispatcher again every 250 ms for `RESYNC_WITHIN`
+/// at most: in cluster mode the resync may come from this instance's NATS
+/// connection coming back while the owner's has not yet (a forwarded
+/// request then finds nobody to answer), and the console would otherwise
+/// close. The tab reads no frame meanwhile; its sign-in's end is watched.
+async fn resync(state: &AppState, owner: &TabOwner) -> Resynced {
+    let asked = async {
+        loop {
+            if let Some((presence, offer)) = state.engine.console(&owner.org_id, &owner.user_id).await {
+                return Resynced::Welcome(presence, offer);
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    tokio::select! {
+        answer = tokio::time::timeout(RESYNC_WITHIN, asked) => answer.unwrap_or(Resynced::Unanswered),
+        _ = owner.pass.ended() => Resynced::SignedOut,
     }
 }
 

@@ -261,10 +261,18 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
             }
             Heard::Delivery(Delivery::Event(Event::Org(_))) => {}
             Heard::Delivery(Delivery::Resync) => match resync(&state, &owner).await {
-                Resynced::SignedOut => continue, // the next read closes the tab as such
+                Resynced::Ended(Ended::CredentialEnded) => {
+                    let _ = tx.try_send(RingMsg::error(RingError::SignedOut));
+                    break;
+                }
+                Resynced::Ended(Ended::AccessChanged) => break,
                 Resynced::Unanswered => {
-                    // Closed by the server, not silent: the TTL runs from now.
-                    last_seen = state.engine.clock().now_ms();
+                    // Closed by the server: a tab still heard from gets the
+                    // TTL from now, not from its last frame (which may be
+                    // most of a TTL ago); a silent one keeps its silence.
+                    if heard.elapsed() < ttl {
+                        last_seen = state.engine.clock().now_ms();
+                    }
                     break;
                 }
                 Resynced::Welcome(presence, offer) => {
@@ -295,9 +303,10 @@ const RESYNC_WITHIN: Duration = Duration::from_secs(5);
 /// What a console told to resync does next.
 enum Resynced {
     Welcome(OperatorPresence, Option<Offer>),
-    /// The sign-in ended (or its access changed) while it waited.
-    SignedOut,
-    /// The dispatcher did not answer within `RESYNC_WITHIN`.
+    /// The sign-in ended, or its access changed, while it waited.
+    Ended(Ended),
+    /// No presence within `RESYNC_WITHIN`: the dispatcher did not answer,
+    /// or (asked again to no avail) does not know the operator.
     Unanswered,
 }
 
@@ -318,7 +327,7 @@ async fn resync(state: &AppState, owner: &TabOwner) -> Resynced {
     };
     tokio::select! {
         answer = tokio::time::timeout(RESYNC_WITHIN, asked) => answer.unwrap_or(Resynced::Unanswered),
-        _ = owner.pass.ended() => Resynced::SignedOut,
+        ended = owner.pass.ended() => Resynced::Ended(ended),
     }
 }
 

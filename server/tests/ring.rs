@@ -137,8 +137,18 @@ both_backends_with!(r08_a_silent_console_is_closed_after_the_ttl_and_a_heartbeat
         beating.send(ConsoleMsg::Heartbeat).await;
         assert!(!beating.closed_within(Duration::from_millis(300)).await, "a heartbeating console is kept");
     }
+    let last_sent = Instant::now();
     beating.send(ConsoleMsg::Ping { nonce: 7 }).await;
     assert_eq!(beating.until(|m| match m { RingMsg::Pong { nonce } => Some(nonce), _ => None }).await, 7);
+    // Silent from its last frame on, it is closed a TTL after that frame:
+    // not at a deadline from an earlier one, nor never.
+    let closed = loop {
+        if beating.closed_within(Duration::from_millis(300)).await {
+            break last_sent.elapsed();
+        }
+        assert!(last_sent.elapsed() < Duration::from_secs(5), "a console silent after heartbeating is closed");
+    };
+    assert!(closed >= Duration::from_millis(990), "closed {closed:?} after its last frame, before the TTL");
     app.finish().await;
 });
 

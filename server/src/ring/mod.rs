@@ -12,13 +12,15 @@
 //! A person holds at most `TABS_PER_PERSON` sockets, and sign-out closes
 //! them at once. (The `Origin` of the upgrade is checked by `http::origin`.)
 
+mod ears;
 mod party;
 
-use crate::bus::{Delivery, Subscription};
+use crate::bus::Delivery;
 use crate::engine::{EngineError, OperatorPresence};
 use crate::services::Principal;
 use crate::state::AppState;
 use crate::services::{Ended, TabPass};
+use ears::{Ears, Heard};
 use domain::events::{Event, OperatorEvent, Topic};
 use domain::models::{Offer, PresenceState, Role};
 use domain::ring::{valid_aux_reason, ConsoleMsg, MyPresence, RingError, RingMsg, MAX_FRAME_BYTES};
@@ -26,7 +28,6 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use futures::stream::SplitStream;
 use futures::{SinkExt, StreamExt};
 use serde::Deserialize;
 use std::time::Duration;
@@ -129,37 +130,6 @@ fn spawn_writer(mut sink: futures::stream::SplitSink<WebSocket, Message>) -> (mp
     (tx, writer)
 }
 
-/// What the tab's read loop hears next.
-enum Heard {
-    Text(String),
-    /// Closed, failed, or silent for the TTL.
-    Gone { silent: bool },
-    Delivery(Delivery),
-    /// The sign-in ended (signed out, expired, password changed): close now.
-    SignedOut,
-    /// The person's membership of the org changed: close, and a reconnect
-    /// is judged on their access now.
-    AccessChanged,
-}
-
-/// Reads the next frame or topic delivery; a tab that sent nothing since
-/// `heard + ttl` is gone (`silent`).
-async fn next(stream: &mut SplitStream<WebSocket>, topic: &mut Subscription, pass: &TabPass, heard: Instant, ttl: Duration) -> Heard {
-    tokio::select! {
-        ended = pass.ended() => match ended {
-            Ended::CredentialEnded => Heard::SignedOut,
-            Ended::AccessChanged => Heard::AccessChanged,
-        },
-        frame = tokio::time::timeout_at(heard + ttl, stream.next()) => match frame {
-            Err(_) => Heard::Gone { silent: true },
-            Ok(Some(Ok(Message::Text(text)))) => Heard::Text(text.to_string()),
-            Ok(Some(Ok(Message::Close(_)))) | Ok(Some(Err(_))) | Ok(None) => Heard::Gone { silent: false },
-            Ok(Some(Ok(_))) => Heard::Text(String::new()),
-        },
-        delivery = topic.recv() => Heard::Delivery(delivery),
-    }
-}
-
 fn welcome(owner: &TabOwner, state: &AppState, presence: OperatorPresence, offer: Option<Offer>) -> RingMsg {
     RingMsg::Welcome {
         operator_id: owner.user_id.clone(),
@@ -172,10 +142,10 @@ fn welcome(owner: &TabOwner, state: &AppState, presence: OperatorPresence, offer
 }
 
 async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
-    let (sink, mut stream) = socket.split();
+    let (sink, stream) = socket.split();
     let (tx, writer) = spawn_writer(sink);
     // Subscribe before reading the presence, so no event falls in between.
-    let mut topic = state.engine.subscribe(&Topic::operator(&owner.org_id, &owner.user_id));
+    let topic = state.engine.subscribe(&Topic::operator(&owner.org_id, &owner.user_id));
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
     // This tab, as the dispatcher counts it (unique across instances).
     let tab = uuid::Uuid::now_v7().simple().to_string();
@@ -194,15 +164,15 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
             return;
         }
     };
+    // Heard from now: the wait for the dispatcher above is not its silence.
+    let mut ears = Ears::new(stream, topic, owner.pass.ended(), ttl);
     let mut last_seen = state.engine.clock().now_ms();
-    let mut heard = Instant::now();
     // When the database last confirmed the sign-in (see `still_signed_in`).
     let mut checked = Instant::now();
     loop {
-        match next(&mut stream, &mut topic, &owner.pass, heard, ttl).await {
+        match ears.next().await {
             Heard::Text(text) => {
                 last_seen = state.engine.clock().now_ms();
-                heard = Instant::now();
                 if text.is_empty() {
                     continue;
                 }
@@ -214,7 +184,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                     }
                 };
                 if !matches!(msg, ConsoleMsg::Heartbeat | ConsoleMsg::Ping { .. }) && !still_signed_in(&state, &owner, &mut checked).await {
-                    let _ = tx.try_send(RingMsg::error(RingError::SignedOut));
+                    tell_closing(&tx, Ended::CredentialEnded);
                     break;
                 }
                 if let Some(reply) = handle(&state, &owner, msg).await {
@@ -223,11 +193,10 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                     }
                 }
             }
-            Heard::SignedOut => {
-                let _ = tx.try_send(RingMsg::error(RingError::SignedOut));
+            Heard::Ended(why) => {
+                tell_closing(&tx, why);
                 break;
             }
-            Heard::AccessChanged => break,
             Heard::Gone { silent } => {
                 if !silent {
                     // A closed tab (reload, navigation) gets the whole TTL to come back.
@@ -260,22 +229,21 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                 }
             }
             Heard::Delivery(Delivery::Event(Event::Org(_))) => {}
-            Heard::Delivery(Delivery::Resync) => match resync(&state, &owner).await {
-                Resynced::Ended(Ended::CredentialEnded) => {
-                    let _ = tx.try_send(RingMsg::error(RingError::SignedOut));
+            Heard::Delivery(Delivery::Resync) => match ears.unless_ended(resync(&state, &owner)).await {
+                Err(why) => {
+                    tell_closing(&tx, why);
                     break;
                 }
-                Resynced::Ended(Ended::AccessChanged) => break,
-                Resynced::Unanswered => {
+                Ok(Resynced::Unanswered) => {
                     // Closed by the server: a tab still heard from gets the
                     // TTL from now, not from its last frame (which may be
                     // most of a TTL ago); a silent one keeps its silence.
-                    if heard.elapsed() < ttl {
+                    if ears.heard().elapsed() < ttl {
                         last_seen = state.engine.clock().now_ms();
                     }
                     break;
                 }
-                Resynced::Welcome(presence, offer) => {
+                Ok(Resynced::Welcome(presence, offer)) => {
                     shown = presence.state;
                     if tx.try_send(welcome(&owner, &state, presence, offer)).is_err() {
                         break;
@@ -300,11 +268,9 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
 /// before it closes (the browser then reconnects).
 const RESYNC_WITHIN: Duration = Duration::from_secs(5);
 
-/// What a console told to resync does next.
+/// What a console told to resync does next (unless its sign-in ends).
 enum Resynced {
     Welcome(OperatorPresence, Option<Offer>),
-    /// The sign-in ended, or its access changed, while it waited.
-    Ended(Ended),
     /// No presence within `RESYNC_WITHIN`: the dispatcher did not answer,
     /// or (asked again to no avail) does not know the operator.
     Unanswered,
@@ -315,7 +281,7 @@ enum Resynced {
 /// at most: in cluster mode the resync may come from this instance's NATS
 /// connection coming back while the owner's has not yet (a forwarded
 /// request then finds nobody to answer), and the console would otherwise
-/// close. The tab reads no frame meanwhile; its sign-in's end is watched.
+/// close. The tab reads no frame meanwhile.
 async fn resync(state: &AppState, owner: &TabOwner) -> Resynced {
     let asked = async {
         loop {
@@ -325,9 +291,16 @@ async fn resync(state: &AppState, owner: &TabOwner) -> Resynced {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
     };
-    tokio::select! {
-        answer = tokio::time::timeout(RESYNC_WITHIN, asked) => answer.unwrap_or(Resynced::Unanswered),
-        ended = owner.pass.ended() => Resynced::Ended(ended),
+    tokio::time::timeout(RESYNC_WITHIN, asked).await.unwrap_or(Resynced::Unanswered)
+}
+
+/// Tells a tab closed because its sign-in or access ended why, if it is
+/// told at all: a signed-out tab is (the browser goes to sign in); one
+/// whose access changed is closed untold, and its reconnect is judged on
+/// the access the person has now.
+fn tell_closing(tx: &mpsc::Sender<RingMsg>, why: Ended) {
+    if why == Ended::CredentialEnded {
+        let _ = tx.try_send(RingMsg::error(RingError::SignedOut));
     }
 }
 
@@ -385,10 +358,10 @@ async fn rejoin(state: &AppState, owner: &TabOwner, tab: &str, shown: PresenceSt
 /// A watch tab: the org's events (`parties`: only those about the
 /// person's own sessions), for live screens to reload on.
 async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut parties: Option<party::Parties>) {
-    let (sink, mut stream) = socket.split();
+    let (sink, stream) = socket.split();
     let (tx, writer) = spawn_writer(sink);
     let org_topic = Topic::org(&owner.org_id);
-    let mut topic = state.engine.subscribe(&org_topic);
+    let topic = state.engine.subscribe(&org_topic);
     // The screen loaded its data before this subscription (the page, or
     // before a reconnect): what changed in between reaches it only by a
     // reload, so the socket's first word is `Resync`. A topic that is not
@@ -398,21 +371,18 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut pa
         let _ = tx.try_send(RingMsg::Resync);
     }
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
-    let mut heard = Instant::now();
+    let mut ears = Ears::new(stream, topic, owner.pass.ended(), ttl);
     loop {
-        let msg = match next(&mut stream, &mut topic, &owner.pass, heard, ttl).await {
-            Heard::Text(text) => match serde_json::from_str::<ConsoleMsg>(&{
-                heard = Instant::now();
-                text
-            }) {
+        let msg = match ears.next().await {
+            Heard::Text(text) => match serde_json::from_str::<ConsoleMsg>(&text) {
                 Ok(ConsoleMsg::Ping { nonce }) => RingMsg::Pong { nonce },
                 _ => continue,
             },
-            Heard::SignedOut => {
-                let _ = tx.try_send(RingMsg::error(RingError::SignedOut));
+            Heard::Ended(why) => {
+                tell_closing(&tx, why);
                 break;
             }
-            Heard::AccessChanged | Heard::Gone { .. } | Heard::Delivery(Delivery::Closed) => break,
+            Heard::Gone { .. } | Heard::Delivery(Delivery::Closed) => break,
             Heard::Delivery(Delivery::Event(Event::Org(event))) => {
                 if let Some(parties) = parties.as_mut() {
                     if !parties.concerns(&state, &event).await {

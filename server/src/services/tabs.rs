@@ -153,22 +153,26 @@ impl TabPass {
     }
 
     /// Resolves when the credential behind the socket has ended or the
-    /// holder's access changed; pending forever otherwise.
-    pub async fn ended(&self) -> Ended {
+    /// holder's access changed; pending forever otherwise. It borrows
+    /// nothing, so a socket can keep one waiting for its whole life.
+    pub fn ended(&self) -> impl std::future::Future<Output = Ended> + Send + 'static {
         let mut ended = self.ended.clone();
-        let revoked = async move {
-            match ended.wait_for(Option::is_some).await {
-                Ok(why) => why.expect("waited for Some"),
-                // The registry went away with the server: nothing holds.
-                Err(_) => Ended::CredentialEnded,
+        let expires = self.expires;
+        async move {
+            let revoked = async move {
+                match ended.wait_for(Option::is_some).await {
+                    Ok(why) => why.expect("waited for Some"),
+                    // The registry went away with the server: nothing holds.
+                    Err(_) => Ended::CredentialEnded,
+                }
+            };
+            match expires {
+                Some(at) => tokio::select! {
+                    why = revoked => why,
+                    () = tokio::time::sleep_until(at) => Ended::CredentialEnded,
+                },
+                None => revoked.await,
             }
-        };
-        match self.expires {
-            Some(at) => tokio::select! {
-                why = revoked => why,
-                () = tokio::time::sleep_until(at) => Ended::CredentialEnded,
-            },
-            None => revoked.await,
         }
     }
 }

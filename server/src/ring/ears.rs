@@ -1,0 +1,213 @@
+//! What a tab's socket hears next: a frame from the browser, a delivery on
+//! its topic, the end of its sign-in, or its silence for the TTL.
+//!
+//! The waits for a delivery, the sign-in's end and the silence stand for
+//! the socket's whole life instead of being set up again for every frame.
+//! An idle console's heartbeat, by far the most frequent frame (5,000 a
+//! second from 50,000 tabs), then only notes when it was read: it arms no
+//! timer and joins no waiter list (polling the topic still takes its lock
+//! once). The silence timer is re-armed, for the last frame's deadline,
+//! only when it fires before it.
+
+use crate::bus::{Delivery, Subscription};
+use crate::services::Ended;
+use axum::extract::ws::{Message, Utf8Bytes};
+use futures::future::{BoxFuture, FutureExt, Fuse};
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+use tokio::time::{Instant, Sleep};
+
+/// What the tab's read loop hears next.
+pub(super) enum Heard {
+    /// A text frame (an empty one for any other frame that is not a close).
+    Text(Utf8Bytes),
+    /// Closed, failed, or silent for the TTL.
+    Gone { silent: bool },
+    Delivery(Delivery),
+    /// The sign-in ended, or the person's membership of the org changed:
+    /// close now (`super::tell_closing`).
+    Ended(Ended),
+}
+
+/// A tab's frames (the socket's read half) and topic, and its waits.
+pub(super) struct Ears<F> {
+    frames: F,
+    /// The topic's deliveries; the one awaited outlives each `next`.
+    topic: BoxStream<'static, Delivery>,
+    /// The sign-in's end; once heard, the tab is closed (it is not heard again).
+    ended: Fuse<BoxFuture<'static, Ended>>,
+    /// Fires at the last frame's deadline, or before it (then it is re-armed).
+    silence: Pin<Box<Sleep>>,
+    heard: Instant,
+    ttl: Duration,
+}
+
+impl<F: Stream<Item = Result<Message, axum::Error>> + Unpin> Ears<F> {
+    /// Listens from now: the tab counts as heard from this instant.
+    /// `ended` is the sign-in's end (`TabPass::ended`).
+    pub(super) fn new(frames: F, topic: Subscription, ended: impl Future<Output = Ended> + Send + 'static, ttl: Duration) -> Ears<F> {
+        let heard = Instant::now();
+        let topic = futures::stream::unfold(topic, |mut topic| async move { Some((topic.recv().await, topic)) }).boxed();
+        Ears { frames, topic, ended: ended.boxed().fuse(), silence: Box::pin(tokio::time::sleep_until(heard + ttl)), heard, ttl }
+    }
+
+    /// When the tab's last frame was read (or `new`).
+    pub(super) fn heard(&self) -> Instant {
+        self.heard
+    }
+
+    /// `work`'s outcome, unless the sign-in ends first (no frame or
+    /// delivery is read meanwhile).
+    pub(super) async fn unless_ended<T>(&mut self, work: impl Future<Output = T>) -> Result<T, Ended> {
+        tokio::select! {
+            biased;
+            why = &mut self.ended => Err(why),
+            done = work => Ok(done),
+        }
+    }
+
+    /// The next frame or topic delivery; a tab that sent nothing for the
+    /// TTL is gone (`silent`), unless a frame is waiting to be read then
+    /// (the loop was busy, say with a resync): that frame is what it heard.
+    pub(super) async fn next(&mut self) -> Heard {
+        loop {
+            tokio::select! {
+                why = &mut self.ended => return Heard::Ended(why),
+                delivery = self.topic.next() => return Heard::Delivery(delivery.unwrap_or(Delivery::Closed)),
+                frame = self.frames.next() => return self.read(frame),
+                () = &mut self.silence => {
+                    let due = self.heard + self.ttl;
+                    if Instant::now() >= due {
+                        return match self.frames.next().now_or_never() {
+                            Some(frame) => self.read(frame),
+                            None => Heard::Gone { silent: true },
+                        };
+                    }
+                    self.silence.as_mut().reset(due);
+                }
+            }
+        }
+    }
+
+    fn read(&mut self, frame: Option<Result<Message, axum::Error>>) -> Heard {
+        match frame {
+            Some(Ok(Message::Close(_)) | Err(_)) | None => Heard::Gone { silent: false },
+            Some(Ok(frame)) => {
+                self.heard = Instant::now();
+                match frame {
+                    Message::Text(text) => Heard::Text(text),
+                    _ => Heard::Text(Utf8Bytes::default()),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bus::{EventBus, InProcessBus};
+    use domain::events::{Event, OperatorEvent, Topic};
+    use futures::channel::{mpsc, oneshot};
+
+    const TTL: Duration = Duration::from_secs(20);
+
+    type Frames = mpsc::UnboundedReceiver<Result<Message, axum::Error>>;
+
+    struct Tab {
+        ears: Ears<Frames>,
+        send: mpsc::UnboundedSender<Result<Message, axum::Error>>,
+        bus: std::sync::Arc<InProcessBus>,
+        topic: Topic,
+        sign_out: Option<oneshot::Sender<Ended>>,
+    }
+
+    fn open_tab() -> Tab {
+        let (send, frames) = mpsc::unbounded();
+        let bus = InProcessBus::new();
+        let topic = Topic::operator("org-ears", "u-ears");
+        let (sign_out, ended) = oneshot::channel::<Ended>();
+        let ended = async move { ended.await.unwrap_or(Ended::CredentialEnded) };
+        Tab { ears: Ears::new(frames, bus.subscribe(&topic), ended, TTL), send, bus, topic, sign_out: Some(sign_out) }
+    }
+
+    fn heartbeat() -> Result<Message, axum::Error> {
+        Ok(Message::Text(r#"{"type":"heartbeat"}"#.into()))
+    }
+
+    /// Whether `next` has something before `wait` has passed (on paused time).
+    async fn hears_within(ears: &mut Ears<Frames>, wait: Duration) -> Option<Heard> {
+        tokio::time::timeout(wait, ears.next()).await.ok()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn r08_a_tab_is_gone_a_ttl_after_its_last_frame_and_not_before() {
+        let mut tab = open_tab();
+        // Frames every 7 s for a minute: three TTLs of time, never silent.
+        for _ in 0..9 {
+            tokio::time::advance(Duration::from_secs(7)).await;
+            tab.send.unbounded_send(heartbeat()).unwrap();
+            assert!(matches!(hears_within(&mut tab.ears, Duration::from_millis(1)).await, Some(Heard::Text(_))));
+        }
+        // A tab heard 7 s after it opened, then silent: its timer, armed
+        // for the opening's deadline, fires first and is re-armed for the
+        // frame's. Still there a millisecond before that, gone at it.
+        let mut tab = open_tab();
+        tokio::time::advance(Duration::from_secs(7)).await;
+        tab.send.unbounded_send(heartbeat()).unwrap();
+        assert!(matches!(hears_within(&mut tab.ears, Duration::from_millis(1)).await, Some(Heard::Text(_))));
+        let last = Instant::now();
+        assert!(hears_within(&mut tab.ears, TTL - Duration::from_millis(2)).await.is_none(), "gone before the TTL");
+        let heard = hears_within(&mut tab.ears, Duration::from_millis(3)).await;
+        assert!(matches!(heard, Some(Heard::Gone { silent: true })), "silent at the TTL");
+        assert!(Instant::now() - last <= TTL + Duration::from_millis(1), "the deadline is the last frame's");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn r08_a_frame_waiting_at_the_deadline_is_heard_not_silence() {
+        let mut tab = open_tab();
+        // The loop was busy past the deadline while the tab's frame waited.
+        tab.send.unbounded_send(heartbeat()).unwrap();
+        tokio::time::advance(TTL + Duration::from_secs(1)).await;
+        for _ in 0..20 {
+            // (Whichever branch the select tries first.)
+            let mut again = open_tab();
+            again.send.unbounded_send(heartbeat()).unwrap();
+            tokio::time::advance(TTL + Duration::from_secs(1)).await;
+            assert!(matches!(again.ears.next().await, Heard::Text(_)), "a waiting frame is heard");
+        }
+        assert!(matches!(tab.ears.next().await, Heard::Text(_)));
+        // And the TTL runs from when it was read.
+        assert!(hears_within(&mut tab.ears, TTL - Duration::from_millis(2)).await.is_none());
+        assert!(matches!(hears_within(&mut tab.ears, Duration::from_millis(3)).await, Some(Heard::Gone { silent: true })));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn deliveries_and_the_sign_ins_end_are_heard_and_a_close_is_not_silence() {
+        let mut tab = open_tab();
+        tab.bus.publish(tab.topic.clone(), Event::Operator(OperatorEvent::Rejoin));
+        assert!(matches!(tab.ears.next().await, Heard::Delivery(Delivery::Event(Event::Operator(OperatorEvent::Rejoin)))));
+        // A delivery is not a frame: the TTL still runs from the opening.
+        tokio::time::advance(Duration::from_secs(10)).await;
+        tab.bus.publish(tab.topic.clone(), Event::Operator(OperatorEvent::Rejoin));
+        assert!(matches!(tab.ears.next().await, Heard::Delivery(_)));
+        assert!(matches!(hears_within(&mut tab.ears, Duration::from_secs(11)).await, Some(Heard::Gone { silent: true })));
+
+        let mut tab = open_tab();
+        let work = tab.ears.unless_ended(std::future::pending::<()>());
+        tab.sign_out.take().unwrap().send(Ended::AccessChanged).unwrap();
+        assert_eq!(work.await, Err(Ended::AccessChanged));
+        assert!(hears_within(&mut tab.ears, Duration::from_secs(1)).await.is_none(), "an end is heard once");
+
+        let mut tab = open_tab();
+        tab.sign_out.take().unwrap().send(Ended::CredentialEnded).unwrap();
+        assert!(matches!(tab.ears.next().await, Heard::Ended(Ended::CredentialEnded)));
+
+        let mut tab = open_tab();
+        tab.send.unbounded_send(Ok(Message::Close(None))).unwrap();
+        assert!(matches!(tab.ears.next().await, Heard::Gone { silent: false }));
+    }
+}

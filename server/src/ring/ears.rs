@@ -4,10 +4,13 @@
 //! The waits for a delivery, the sign-in's end and the silence stand for
 //! the socket's whole life instead of being set up again for every frame.
 //! An idle console's heartbeat, by far the most frequent frame (5,000 a
-//! second from 50,000 tabs), then only notes when it was read: it arms no
-//! timer and joins no waiter list (polling the topic still takes its lock
-//! once). The silence timer is re-armed, for the last frame's deadline,
-//! only when it fires before it.
+//! second from 50,000 tabs), then joins no waiter list (polling the topic
+//! still takes its lock once) and only moves the silence timer's deadline
+//! later: tokio notes a later deadline with a compare-and-swap, and its
+//! timer wheel moves the entry when the old deadline's slot comes up,
+//! without waking the task. (A timer re-armed by the task when it fired
+//! early, instead, woke every idle tab about once a TTL: a fifth more wakes
+//! than the heartbeats at a 3.6 s beat. BENCHMARKS.md, twenty-ninth part.)
 
 use crate::bus::{Delivery, Subscription};
 use crate::services::Ended;
@@ -39,7 +42,7 @@ pub(super) struct Ears<F> {
     topic: BoxStream<'static, Delivery>,
     /// The sign-in's end; once heard, the tab is closed (it is not heard again).
     ended: Fuse<BoxFuture<'static, Ended>>,
-    /// Fires at the last frame's deadline, or before it (then it is re-armed).
+    /// Fires at the last frame's deadline.
     silence: Pin<Box<Sleep>>,
     heard: Instant,
     ttl: Duration,
@@ -73,22 +76,15 @@ impl<F: Stream<Item = Result<Message, axum::Error>> + Unpin> Ears<F> {
     /// TTL is gone (`silent`), unless a frame is waiting to be read then
     /// (the loop was busy, say with a resync): that frame is what it heard.
     pub(super) async fn next(&mut self) -> Heard {
-        loop {
-            tokio::select! {
-                why = &mut self.ended => return Heard::Ended(why),
-                delivery = self.topic.next() => return Heard::Delivery(delivery.unwrap_or(Delivery::Closed)),
-                frame = self.frames.next() => return self.read(frame),
-                () = &mut self.silence => {
-                    let due = self.heard + self.ttl;
-                    if Instant::now() >= due {
-                        return match self.frames.next().now_or_never() {
-                            Some(frame) => self.read(frame),
-                            None => Heard::Gone { silent: true },
-                        };
-                    }
-                    self.silence.as_mut().reset(due);
-                }
-            }
+        tokio::select! {
+            why = &mut self.ended => Heard::Ended(why),
+            delivery = self.topic.next() => Heard::Delivery(delivery.unwrap_or(Delivery::Closed)),
+            frame = self.frames.next() => self.read(frame),
+            // Its deadline moves with `heard`, so it fires when due.
+            () = &mut self.silence => match self.frames.next().now_or_never() {
+                Some(frame) => self.read(frame),
+                None => Heard::Gone { silent: true },
+            },
         }
     }
 
@@ -97,6 +93,7 @@ impl<F: Stream<Item = Result<Message, axum::Error>> + Unpin> Ears<F> {
             Some(Ok(Message::Close(_)) | Err(_)) | None => Heard::Gone { silent: false },
             Some(Ok(frame)) => {
                 self.heard = Instant::now();
+                self.silence.as_mut().reset(self.heard + self.ttl);
                 match frame {
                     Message::Text(text) => Heard::Text(text),
                     _ => Heard::Text(Utf8Bytes::default()),
@@ -152,9 +149,9 @@ mod tests {
             tab.send.unbounded_send(heartbeat()).unwrap();
             assert!(matches!(hears_within(&mut tab.ears, Duration::from_millis(1)).await, Some(Heard::Text(_))));
         }
-        // A tab heard 7 s after it opened, then silent: its timer, armed
-        // for the opening's deadline, fires first and is re-armed for the
-        // frame's. Still there a millisecond before that, gone at it.
+        // A tab heard 7 s after it opened, then silent: the deadline is the
+        // frame's, not the opening's. Still there a millisecond before it,
+        // gone at it.
         let mut tab = open_tab();
         tokio::time::advance(Duration::from_secs(7)).await;
         tab.send.unbounded_send(heartbeat()).unwrap();

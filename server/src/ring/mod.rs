@@ -229,7 +229,8 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                 }
             }
             Heard::Delivery(Delivery::Event(Event::Org(_))) => {}
-            Heard::Delivery(Delivery::Resync) => match ears.unless_ended(resync(&state, &owner)).await {
+            // (Boxed: a rare wait, whose size every console's task would otherwise carry.)
+            Heard::Delivery(Delivery::Resync) => match ears.unless_ended(Box::pin(resync(&state, &owner))).await {
                 Err(why) => {
                     tell_closing(&tx, why);
                     break;

@@ -25,10 +25,18 @@ test('W15 L12: the cockpit shows the joints and camera the robot sends on the re
     await page.keyboard.press('ArrowUp'); // a drive key: an action on the relay
 
     const board = await admin.newPage();
+    await board.setViewportSize({ width: 1280, height: 720 });
     await board.goto('/ops/wallboard');
     await hydrated(board);
     await expect(board.getByTestId(`relay-${robot.id}`).getByTestId('relay-health')).toHaveText('flowing');
     await page.screenshot({ path: 'test-results/cockpit-relay.png', fullPage: true });
+    // Every column in view on a 1,280 px wallboard: nothing scrolled out of its panel.
+    const hidden = await board.getByTestId('relay').evaluate((table) => {
+      const panel = table.closest('.panel')!;
+      return panel.scrollWidth - panel.clientWidth;
+    });
+    expect(hidden).toBeLessThanOrEqual(0);
+    await board.screenshot({ path: 'test-results/wallboard-relay.png', fullPage: true });
 
     await page.keyboard.press('c');
     await page.keyboard.press('c');

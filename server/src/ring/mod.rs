@@ -15,7 +15,7 @@
 mod ears;
 mod party;
 
-use crate::bus::Delivery;
+use crate::bus::{Delivery, Subscription};
 use crate::engine::{EngineError, OperatorPresence};
 use crate::services::Principal;
 use crate::state::AppState;
@@ -28,6 +28,7 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use futures::stream::SplitStream;
 use futures::{SinkExt, StreamExt};
 use serde::Deserialize;
 use std::time::Duration;
@@ -130,6 +131,12 @@ fn spawn_writer(mut sink: futures::stream::SplitSink<WebSocket, Message>) -> (mp
     (tx, writer)
 }
 
+/// What the tab hears from now on: silent for the presence TTL, it is gone.
+fn listen(state: &AppState, owner: &TabOwner, stream: SplitStream<WebSocket>, topic: Subscription) -> Ears<SplitStream<WebSocket>> {
+    let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
+    Ears::new(stream, topic, owner.pass.ended(), ttl)
+}
+
 fn welcome(owner: &TabOwner, state: &AppState, presence: OperatorPresence, offer: Option<Offer>) -> RingMsg {
     RingMsg::Welcome {
         operator_id: owner.user_id.clone(),
@@ -146,7 +153,6 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     let (tx, writer) = spawn_writer(sink);
     // Subscribe before reading the presence, so no event falls in between.
     let topic = state.engine.subscribe(&Topic::operator(&owner.org_id, &owner.user_id));
-    let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
     // This tab, as the dispatcher counts it (unique across instances).
     let tab = uuid::Uuid::now_v7().simple().to_string();
     // The operator's presence as this tab last heard it.
@@ -165,7 +171,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
         }
     };
     // Heard from now: the wait for the dispatcher above is not its silence.
-    let mut ears = Ears::new(stream, topic, owner.pass.ended(), ttl);
+    let mut ears = listen(&state, &owner, stream, topic);
     let mut last_seen = state.engine.clock().now_ms();
     // When the database last confirmed the sign-in (see `still_signed_in`).
     let mut checked = Instant::now();
@@ -239,7 +245,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                     // Closed by the server: a tab still heard from gets the
                     // TTL from now, not from its last frame (which may be
                     // most of a TTL ago); a silent one keeps its silence.
-                    if ears.heard().elapsed() < ttl {
+                    if ears.heard_within_ttl() {
                         last_seen = state.engine.clock().now_ms();
                     }
                     break;
@@ -371,8 +377,7 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut pa
     if state.engine.is_live(&org_topic) {
         let _ = tx.try_send(RingMsg::Resync);
     }
-    let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
-    let mut ears = Ears::new(stream, topic, owner.pass.ended(), ttl);
+    let mut ears = listen(&state, &owner, stream, topic);
     loop {
         let msg = match ears.next().await {
             Heard::Text(text) => match serde_json::from_str::<ConsoleMsg>(&text) {

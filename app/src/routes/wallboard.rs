@@ -273,7 +273,7 @@ fn RelayPanel(board: Arc<OpsBoard>, live: LiveBoard, now: impl Fn() -> i64 + Sen
         rows
     };
     view! {
-        <section class="panel" aria-labelledby="relay-h">
+        <section class="panel relay-panel" aria-labelledby="relay-h">
             <h2 id="relay-h">"Relay · robot namespace"</h2>
             {move || {
                 let rows = rows();

@@ -89,7 +89,9 @@ impl<F: Stream<Item = Result<Message, axum::Error>> + Unpin> Ears<F> {
     /// The deadline came. A frame that arrived while the loop was busy
     /// (say, with a resync) is heard rather than taken for silence. (Polled
     /// without a waker: with nothing there the tab closes, so no wake is
-    /// missed.)
+    /// missed. The read half shares a lock with the socket's writer; held
+    /// by it just then, a waiting frame is not seen and the tab closes as
+    /// silent, as it did when a timeout polled the read first.)
     fn on_silence(&mut self) -> Heard {
         match self.frames.next().now_or_never() {
             Some(frame) => self.read(frame),

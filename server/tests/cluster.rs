@@ -1352,16 +1352,8 @@ async fn l07_a_console_told_to_resync_is_warned_again() {
     // Heard again (the presence TTL counts from the tab's last word), then
     // within the reconnects and the resync's wait for the owner's.
     console.send(domain::ring::ConsoleMsg::Heartbeat).await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match console.try_next(left).await {
-            Ok(Some(RingMsg::Welcome { .. })) => break,
-            Ok(Some(_)) => {}
-            Ok(None) => panic!("no Welcome within 15 s of the NATS restart"),
-            Err(()) => panic!("the console closed on the NATS restart"),
-        }
-    }
+    let welcome = |m: RingMsg| matches!(m, RingMsg::Welcome { .. }).then_some(());
+    console.until_within(std::time::Duration::from_secs(15), welcome).await;
     // Told once, two minutes before the stop: only the retelling says it now.
     assert_eq!(console.until(warning).await, stop_at);
     cluster.finish().await;

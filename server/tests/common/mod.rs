@@ -439,12 +439,24 @@ impl Tab {
     }
 
     /// Skips messages until one matches; panics after 5 s without it.
-    pub async fn until<T>(&mut self, mut pick: impl FnMut(domain::ring::RingMsg) -> Option<T>) -> T {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    pub async fn until<T>(&mut self, pick: impl FnMut(domain::ring::RingMsg) -> Option<T>) -> T {
+        self.until_within(std::time::Duration::from_secs(5), pick).await
+    }
+
+    /// Skips messages until one matches; panics after `within` without it,
+    /// or when the socket closes first.
+    pub async fn until_within<T>(&mut self, within: std::time::Duration, mut pick: impl FnMut(domain::ring::RingMsg) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + within;
         loop {
-            assert!(std::time::Instant::now() < deadline, "expected message never came");
-            if let Some(found) = pick(self.next().await) {
-                return found;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self.try_next(left).await {
+                Ok(Some(msg)) => {
+                    if let Some(found) = pick(msg) {
+                        return found;
+                    }
+                }
+                Ok(None) => panic!("expected message never came within {within:?}"),
+                Err(()) => panic!("the socket closed before the expected message came"),
             }
         }
     }

@@ -161,7 +161,8 @@ pub async fn events(State(state): State<AppState>, reader: EventReader, query: R
         Holder::Admin { token, user_id } => state.accounts.socket_pass(&token, &user_id, &reader.org_id, Role::Admin).await?,
     };
     let wake = state.engine.subscribe(&Topic::org(&reader.org_id));
-    let reading = Reading { log, org_id: reader.org_id, after, buffered: VecDeque::new(), pass, wake, limit, key, checked: Instant::now() };
+    let ended = Box::pin(pass.ended());
+    let reading = Reading { log, org_id: reader.org_id, after, buffered: VecDeque::new(), pass, ended, wake, limit, key, checked: Instant::now() };
     Ok(Sse::new(futures::stream::unfold(reading, next_event)).keep_alive(KeepAlive::default()).into_response())
 }
 
@@ -174,6 +175,8 @@ struct Reading {
     buffered: VecDeque<LogRow>,
     /// Ends the stream when the key is revoked (or the admin's sign-in ends).
     pass: TabPass,
+    /// `pass`'s end, one wait for the stream's life (as a tab's: `ring::ears`).
+    ended: futures::future::BoxFuture<'static, crate::services::Ended>,
     wake: crate::bus::Subscription,
     limit: i64,
     /// The key's hash: it is read again now and then, should word of its
@@ -212,7 +215,7 @@ async fn next_event(mut r: Reading) -> Option<(Result<Event, Infallible>, Readin
             }
         }
         tokio::select! {
-            _ = r.pass.ended() => return None,
+            _ = &mut r.ended => return None,
             delivery = r.wake.recv() => if delivery == Delivery::Closed { tokio::time::sleep(POLL).await },
             _ = tokio::time::sleep(POLL) => {}
         }

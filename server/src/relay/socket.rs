@@ -166,11 +166,13 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
         }
         let _ = sink.close().await;
     });
+    // Signed out, removed, demoted, token rotated, retired: gone at once.
+    // (One wait for the socket's life, as a tab's: `ring::ears`.)
+    let mut signed_out = std::pin::pin!(pass.ended());
     while !ended {
         tokio::select! {
             changed = closed.changed() => if changed.is_err() || *closed.borrow() { break },
-            // Signed out, removed, demoted, token rotated, retired: gone at once.
-            _ = pass.ended() => break,
+            _ = &mut signed_out => break,
             message = stream.next() => {
                 let Some(Ok(message)) = message else { break };
                 if !handle(&state, &channel, &side, &tx, message).await {

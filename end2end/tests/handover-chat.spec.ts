@@ -1,3 +1,4 @@
+import type { WebSocketRoute } from '@playwright/test';
 import { acceptIntoCockpit, expect, hydrated, raise, readyOperator, signedIn, test } from './helpers';
 
 // In the test's own org, Meera (BLR: nearest to uk-london, 162 ms floor)
@@ -75,4 +76,74 @@ test('L08 L09 L10 L13: a call in the client\'s booking; client and operator chat
   await expect(kofi.getByRole('heading', { name: 'Dispatch' })).toBeHidden();
   expect(errors).toEqual([]);
   for (const c of [kofiContext, meera.context(), owen.context()]) await c.close();
+});
+
+// L08: a cockpit whose console socket drops while its handover rings is told
+// where the handover stands when it reconnects: still ringing, it says so
+// again; answered in the gap, it no longer claims to be waiting (before,
+// "waiting for them to accept" stayed on screen for good).
+test('L08: a reconnected cockpit shows its handover as it stands, not as it was', async ({ browser, request, org }) => {
+  test.setTimeout(120_000);
+  const meera = await readyOperator(browser, org, org.people.meera);
+  const owen = await readyOperator(browser, org, org.people.owen);
+  const session = await raise(request, org, 'uk-mm-01');
+  await acceptIntoCockpit(meera, org, 'uk-mm-01', session);
+  // Meera's console socket, from now on through the test: dropped at will,
+  // and let through to the server only once `opening` resolves.
+  type Link = { page: WebSocketRoute; server: WebSocketRoute };
+  const links: Link[] = [];
+  let opening: Promise<void> = Promise.resolve();
+  // What each link heard from the server, by message type.
+  const heard: string[][] = [];
+  const welcomes: number[] = [];
+  await meera.routeWebSocket(/\/ws$/, async (page) => {
+    await opening;
+    const server = page.connectToServer();
+    const index = links.push({ page, server }) - 1;
+    heard.push([]);
+    page.onMessage((m) => server.send(m));
+    server.onMessage((m) => {
+      page.send(m);
+      const type = typeof m === 'string' ? JSON.parse(m).type : 'binary';
+      heard[index].push(type);
+      if (type === 'welcome') welcomes.push(index);
+    });
+  });
+  await meera.reload();
+  await hydrated(meera);
+  await expect.poll(() => welcomes.length).toBe(1);
+  await meera.getByTestId('cockpit-lifecycle').click();
+  await meera.keyboard.press('h');
+  await meera.getByTestId(`handover-to-${org.people.owen.id}`).click();
+  await expect(meera.getByTestId('handover-status')).toContainText('Offered to Owen Davies');
+  await expect(owen.getByTestId('offer')).toContainText('Handover from Meera Nair');
+
+  // Dropped and back while it still rings: told again after the Welcome.
+  const drop = async () => {
+    const { page, server } = links[links.length - 1];
+    await server.close();
+    await page.close();
+  };
+  await drop();
+  await expect.poll(() => welcomes.length, { timeout: 15_000 }).toBe(2);
+  // The page pings once it has taken the Welcome in: its Pong means the
+  // screen below is the one after the Welcome (and the notice after it).
+  await expect.poll(() => heard[1].slice(heard[1].indexOf('welcome'))).toEqual(expect.arrayContaining(['handover', 'pong']));
+  await expect(meera.getByTestId('handover-status')).toContainText('Offered to Owen Davies');
+
+  // Dropped, and Owen declines before it is back: no longer "waiting".
+  let open!: () => void;
+  opening = new Promise<void>((resolve) => { open = resolve; });
+  await drop();
+  await expect(owen.getByTestId('offer')).toContainText('Handover from Meera Nair');
+  await owen.keyboard.press('Escape');
+  await expect(owen.getByTestId('offer')).toBeHidden();
+  open();
+  await expect.poll(() => welcomes.length, { timeout: 15_000 }).toBe(3);
+  await expect(meera.getByTestId('handover-status')).toBeHidden();
+  // And Meera, still in control, can hand over again.
+  await meera.getByTestId('cockpit-lifecycle').click();
+  await meera.keyboard.press('h');
+  await expect(meera.getByTestId(`handover-to-${org.people.owen.id}`)).toBeVisible();
+  for (const c of [meera.context(), owen.context()]) await c.close();
 });

@@ -144,3 +144,35 @@ both_backends!(l08_a_handover_still_ringing_when_the_session_ends_or_the_server_
     assert_eq!((status, body["operator"]["id"].as_str()), (StatusCode::CREATED, Some("u-tom")), "{body}");
     app.finish().await;
 });
+
+// A console that opens (or reconnects) while its operator's handover rings
+// is told so after its Welcome, which drops what it showed before; once
+// answered, the ringing no longer stands.
+both_backends!(l08_a_console_that_opens_while_its_handover_rings_is_told_it_rings, |app: TestApp| async move {
+    use domain::ring::RingMsg;
+    let session = attach_asha(&app, "uk-pick-01").await;
+    app.engine().operator_ready(ORG, "u-tom", true).await.unwrap();
+    let asha = browser();
+    sign_in(&asha, &app, OPERATOR).await;
+    assert_eq!(hand_over(&asha, &app, &session, "u-tom").await.status(), StatusCode::OK);
+
+    let cookie = common::session_cookie(&app, OPERATOR).await;
+    let mut tab = common::Tab::open(&app, &cookie).await;
+    tab.until(|m| matches!(m, RingMsg::Welcome { .. }).then_some(())).await;
+    let handover = |m: RingMsg| match m {
+        RingMsg::Handover { notice } => Some(notice),
+        _ => None,
+    };
+    let told = tab.until(handover).await;
+    assert_eq!((told.session_id.as_str(), told.to_name.as_str(), told.outcome), (session.as_str(), "Tom Whitfield", HandoverOutcome::Ringing));
+    let standing = app.engine().standing_notices(ORG, "u-asha").await.unwrap();
+    assert!(standing.iter().any(|n| matches!(n, OperatorEvent::Handover { notice } if notice.outcome == HandoverOutcome::Ringing)), "{standing:?}");
+
+    // Tom declines: the open tab is told; the ringing no longer stands.
+    app.engine().decline(ORG, "u-tom", &session).await.unwrap();
+    assert_eq!(tab.until(handover).await.outcome, HandoverOutcome::Declined);
+    let standing = app.engine().standing_notices(ORG, "u-asha").await.unwrap();
+    assert!(!standing.iter().any(|n| matches!(n, OperatorEvent::Handover { .. })), "{standing:?}");
+    drop(tab);
+    app.finish().await;
+});

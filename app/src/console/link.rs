@@ -498,6 +498,7 @@ impl Inner {
         match msg {
             RingMsg::Welcome { name, presence, offer, pops, server_now_ms, .. } => {
                 self.skew_ms.set(server_now_ms - browser_now());
+                console.welcomed();
                 console.name.set(Some(name));
                 console.presence.set(Some(presence));
                 if let Some(offer) = &offer {

@@ -107,6 +107,20 @@ impl Console {
         }
     }
 
+    /// A `Welcome` is the server's truth. The notices this tab shows
+    /// about now (an inactivity warning, a planned end, a handover still
+    /// ringing) may have changed while it was away, so they are dropped;
+    /// the server tells again, right after the `Welcome`, those that still
+    /// stand (its `Desk::standing_notices`). A handover's outcome stays:
+    /// it is news of what happened, not a claim about now.
+    pub fn welcomed(&self) {
+        self.inactivity.set(None);
+        self.planned_end_soon.set(None);
+        if self.handover.get_untracked().is_some_and(|n| n.outcome == crate::handover::HandoverOutcome::Ringing) {
+            self.handover.set(None);
+        }
+    }
+
     pub fn decline(&self) {
         if let Some(offer) = self.offer.get_untracked() {
             self.send(ConsoleMsg::Decline { session_id: offer.session_id });
@@ -295,6 +309,38 @@ pub fn gamepad_axes() -> Option<Vec<f64>> {
         let axes: Vec<f64> = pad.axes().iter().filter_map(|a| a.as_f64()).collect();
         gamepad_input(pressed, &axes).then_some(axes)
     })
+}
+
+#[cfg(test)]
+mod welcome_tests {
+    use super::*;
+    use crate::handover::{HandoverNotice, HandoverOutcome};
+
+    fn notice(outcome: HandoverOutcome) -> Option<HandoverNotice> {
+        Some(HandoverNotice { session_id: "ses-1".into(), to_operator_id: "u-tom".into(), to_name: "Tom Whitfield".into(), outcome })
+    }
+
+    #[test]
+    fn l08_a_welcome_drops_the_notices_about_now_and_keeps_a_handovers_outcome() {
+        // Signals live in an owner's arena (the server's are sandboxed per request).
+        Owner::new().with(welcome_drops_the_notices_about_now);
+    }
+
+    fn welcome_drops_the_notices_about_now() {
+        let console = Console::new();
+        console.inactivity.set(Some(("ses-1".into(), 10)));
+        console.planned_end_soon.set(Some(("ses-1".into(), 20)));
+        console.handover.set(notice(HandoverOutcome::Ringing));
+        console.welcomed();
+        assert_eq!(console.inactivity.get_untracked(), None);
+        assert_eq!(console.planned_end_soon.get_untracked(), None);
+        assert_eq!(console.handover.get_untracked(), None, "a handover told as ringing may have been answered meanwhile");
+        for outcome in [HandoverOutcome::Accepted, HandoverOutcome::Declined, HandoverOutcome::Missed, HandoverOutcome::Withdrawn] {
+            console.handover.set(notice(outcome));
+            console.welcomed();
+            assert_eq!(console.handover.get_untracked(), notice(outcome), "{outcome:?} is what happened");
+        }
+    }
 }
 
 #[cfg(test)]

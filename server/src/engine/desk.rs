@@ -336,7 +336,7 @@ impl Desk {
         }
         let presence = self.operators[operator_id].presence.clone();
         // Told after the tab's Welcome (it reads its topic only then),
-        // which clears neither.
+        // which clears the notices the tab showed about now.
         for notice in self.standing_notices(operator_id, now) {
             self.fx.tell_operator(&self.org_id, operator_id, notice);
         }
@@ -344,13 +344,14 @@ impl Desk {
     }
 
     /// What the operator was told about the sessions they operate and
-    /// still stands (rule L07's warning, rule L13's notice), for a tab
-    /// that opens (published, above) or resyncs (`Request::Notices`, sent
-    /// to that tab alone): one that was closed, reconnecting or behind when
-    /// it was told would otherwise never show it (the session then
-    /// cancelled, or ended, without a word). The sessions are found by
-    /// their operator, not by the presence's current call: an operator who
-    /// lapsed offline, or went to aux, still operates theirs.
+    /// still stands (rule L07's warning, rule L13's notice, rule L08's
+    /// handover still ringing), for a tab that opens (published, above) or
+    /// resyncs (`Request::Notices`, sent to that tab alone): one that was
+    /// closed, reconnecting or behind when it was told would otherwise
+    /// never show it (the session then cancelled, or ended, without a
+    /// word), and its `Welcome` clears what it showed before. The sessions
+    /// are found by their operator, not by the presence's current call: an
+    /// operator who lapsed offline, or went to aux, still operates theirs.
     pub fn standing_notices(&self, operator_id: &str, now: i64) -> Vec<OperatorEvent> {
         let mut notices = Vec::new();
         for (session_id, live) in self.live.iter().filter(|(_, l)| l.operator_id.as_deref() == Some(operator_id)) {
@@ -360,6 +361,7 @@ impl Desk {
             if let Some(at) = live.planned_end.filter(|at| domain::booking::planned_end_notice_stands(*at, now)) {
                 notices.push(OperatorEvent::PlannedEndSoon { session_id: session_id.clone(), planned_end_ms: at });
             }
+            notices.extend(self.handover_ringing(session_id));
         }
         notices
     }

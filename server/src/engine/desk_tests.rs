@@ -440,3 +440,36 @@ fn a16_a_removed_ceiling_offers_the_waiting_call_at_once_and_its_old_relaxation_
     let records = desk.take_effects().writes.into_iter().filter(|w| matches!(w, Write::Record { record, .. } if record.trigger == Trigger::CeilingRelaxed)).count();
     assert_eq!(records, 0, "a removed ceiling relaxes nothing");
 }
+
+/// A handover that rang when the desk was loaded (a restart, a takeover, a
+/// reload after a failed commit) is withdrawn and its holder told so: a
+/// console still open would otherwise say "waiting" for an offer gone.
+#[test]
+fn l08_a_handover_ringing_at_load_is_withdrawn_and_its_holder_told() {
+    use crate::store::{LiveSessionRow, OpenOfferRow, OrgSnapshot};
+    use domain::handover::HandoverOutcome;
+    let operators = [operator("asha", "Austin", &["pick-place"]), operator("tom", "Austin", &["pick-place"])];
+    let mut desk = desk(&operators);
+    let live = LiveSessionRow {
+        session_id: "ses-1".into(),
+        robot_id: "r1".into(),
+        robot_model: "UR10e".into(),
+        site: "Site".into(),
+        skill: "pick-place".into(),
+        pop: "us-east".into(),
+        operator_id: Some("asha".into()),
+        lifecycle: "ACTIVE".into(),
+        planned_end_at: None,
+        booking_id: None,
+    };
+    let ringing = OpenOfferRow { org_id: "org".into(), session_id: "ses-1".into(), operator_id: "tom".into(), rtt_ms: 96, offered_at: 1_000, expires_at: 31_000 };
+    desk.load(OrgSnapshot { operators: operators.to_vec(), live: vec![live], open_offers: vec![ringing], ..OrgSnapshot::default() }, 2_000);
+    let fx = desk.take_effects();
+    assert!(fx.writes.iter().any(|w| matches!(w, Write::CloseOffer { session_id, operator_id, status: OfferStatus::Withdrawn, .. } if session_id == "ses-1" && operator_id == "tom")));
+    let told: Vec<_> = fx.events.iter().filter_map(|(topic, e)| match e {
+        Event::Operator(OperatorEvent::Handover { notice }) => Some((topic.clone(), notice.session_id.as_str(), notice.to_operator_id.as_str(), notice.outcome)),
+        _ => None,
+    }).collect();
+    assert_eq!(told, [(domain::events::Topic::operator("org", "asha"), "ses-1", "tom", HandoverOutcome::Withdrawn)]);
+    assert!(desk.standing_notices("asha", 2_000).is_empty(), "nothing rings for her now");
+}

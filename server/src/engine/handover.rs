@@ -210,9 +210,20 @@ impl Desk {
         }
     }
 
-    fn tell(&mut self, operator_id: &str, session_id: &str, to: &str, outcome: HandoverOutcome) {
+    pub(super) fn tell(&mut self, operator_id: &str, session_id: &str, to: &str, outcome: HandoverOutcome) {
+        let notice = self.handover_notice(session_id, to, outcome);
+        self.fx.tell_operator(&self.org_id, operator_id, notice);
+    }
+
+    /// The handover offer ringing for the session, as its holder was told
+    /// it: a notice that stands while it rings (`Desk::standing_notices`).
+    pub(super) fn handover_ringing(&self, session_id: &str) -> Option<OperatorEvent> {
+        let to = self.live.get(session_id)?.handover_to.as_deref()?;
+        Some(self.handover_notice(session_id, to, HandoverOutcome::Ringing))
+    }
+
+    fn handover_notice(&self, session_id: &str, to: &str, outcome: HandoverOutcome) -> OperatorEvent {
         let to_name = self.operators.get(to).map_or(to.to_string(), |op| op.presence.name.clone());
-        let notice = HandoverNotice { session_id: session_id.to_string(), to_operator_id: to.to_string(), to_name, outcome };
-        self.fx.tell_operator(&self.org_id, operator_id, OperatorEvent::Handover { notice });
+        OperatorEvent::Handover { notice: HandoverNotice { session_id: session_id.to_string(), to_operator_id: to.to_string(), to_name, outcome } }
     }
 }

@@ -61,17 +61,21 @@ impl Desk {
                 }
             }
         }
+        let mut withdrawn = Vec::new();
         for row in snapshot.open_offers {
             let Some(call) = self.calls.get_mut(&row.session_id) else {
                 // A handover that rang when the server stopped: nobody heard
-                // it since, so it is withdrawn and control stays.
+                // it since, so it is withdrawn and control stays. Its holder
+                // is told (a console still open: a takeover in cluster mode,
+                // a reload after a failed commit), as on the session's end.
                 self.fx.writes.push(Write::CloseOffer {
                     org_id: self.org_id.clone(),
-                    session_id: row.session_id,
-                    operator_id: row.operator_id,
+                    session_id: row.session_id.clone(),
+                    operator_id: row.operator_id.clone(),
                     status: domain::dispatch::OfferStatus::Withdrawn,
                     at: now,
                 });
+                withdrawn.push((row.session_id, row.operator_id));
                 continue;
             };
             call.offered_to = Some(row.operator_id.clone());
@@ -112,6 +116,11 @@ impl Desk {
             // Past already (the server was down): the first timer run completes it.
             if let Some(end) = row.planned_end_at {
                 self.plan_end(&row.session_id, end);
+            }
+        }
+        for (session_id, to) in withdrawn {
+            if let Some(holder) = self.live.get(&session_id).and_then(|live| live.operator_id.clone()) {
+                self.tell(&holder, &session_id, &to, domain::handover::HandoverOutcome::Withdrawn);
             }
         }
         // Presences agree with the offers just loaded; anyone not heard from

@@ -250,15 +250,18 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                     }
                     break;
                 }
-                Ok(Resynced::Welcome(presence, offer)) => {
+                Ok(Resynced::Welcome(presence, offer, notices)) => {
                     shown = presence.state;
-                    if tx.try_send(welcome(&owner, &state, presence, offer)).is_err() {
+                    // The Welcome, then what was told while this tab was
+                    // behind (or, in cluster mode, before its topic was live
+                    // here), to this tab alone, before any later delivery:
+                    // the browser drops its notices at the Welcome, and a
+                    // later event (a handover answered) must not be followed
+                    // by the snapshot from before it.
+                    let mut messages = std::iter::once(welcome(&owner, &state, presence, offer)).chain(notices.into_iter().filter_map(told));
+                    if messages.any(|msg| tx.try_send(msg).is_err()) {
                         break;
                     }
-                    // And what was told while this tab was behind (or, in
-                    // cluster mode, before its topic was live here): to this
-                    // tab alone, and not waited for (another batch's commit).
-                    tokio::spawn(tell_standing_notices(state.engine.clone(), owner.org_id.clone(), owner.user_id.clone(), tx.downgrade()));
                 }
             },
             Heard::Delivery(Delivery::Closed) => break,
@@ -277,23 +280,34 @@ const RESYNC_WITHIN: Duration = Duration::from_secs(5);
 
 /// What a console told to resync does next (unless its sign-in ends).
 enum Resynced {
-    Welcome(OperatorPresence, Option<Offer>),
-    /// No presence within `RESYNC_WITHIN`: the dispatcher did not answer,
-    /// or (asked again to no avail) does not know the operator.
+    /// The presence, offer and standing notices (`Desk::standing_notices`).
+    Welcome(OperatorPresence, Option<Offer>, Vec<OperatorEvent>),
+    /// Not all of them within `RESYNC_WITHIN`: the dispatcher did not
+    /// answer, or (asked again to no avail) does not know the operator.
+    /// The tab closes; its browser reconnects, and an opening tab is told
+    /// all of it.
     Unanswered,
 }
 
-/// The console's presence and offer for its `Welcome` after a resync,
-/// asked of the org's dispatcher again every 250 ms for `RESYNC_WITHIN`
-/// at most: in cluster mode the resync may come from this instance's NATS
-/// connection coming back while the owner's has not yet (a forwarded
-/// request then finds nobody to answer), and the console would otherwise
-/// close. The tab reads no frame meanwhile.
+/// The console's presence, offer and standing notices for its `Welcome`
+/// after a resync, each asked of the org's dispatcher again every 250 ms
+/// for `RESYNC_WITHIN` at most: in cluster mode the resync may come from
+/// this instance's NATS connection coming back while the owner's has not
+/// yet (a forwarded request then finds nobody to answer), and the console
+/// would otherwise close. The tab reads no frame meanwhile.
 async fn resync(state: &AppState, owner: &TabOwner) -> Resynced {
+    let (engine, org_id, operator_id) = (&state.engine, owner.org_id.as_str(), owner.user_id.as_str());
     let asked = async {
+        let (presence, offer) = loop {
+            if let Some(console) = engine.console(org_id, operator_id).await {
+                break console;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        };
         loop {
-            if let Some((presence, offer)) = state.engine.console(&owner.org_id, &owner.user_id).await {
-                return Resynced::Welcome(presence, offer);
+            match engine.standing_notices(org_id, operator_id).await {
+                Ok(notices) => return Resynced::Welcome(presence, offer, notices),
+                Err(e) => tracing::debug!(error = %e, "standing notices not read yet: asked again"),
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
@@ -324,21 +338,6 @@ fn told(event: OperatorEvent) -> Option<RingMsg> {
         OperatorEvent::PlannedEndSoon { session_id, planned_end_ms } => RingMsg::PlannedEndSoon { session_id, planned_end_ms },
         OperatorEvent::Rejoin => return None,
     })
-}
-
-/// Tells one tab that resynced the notices that stand for its operator
-/// (`Desk::standing_notices`). It holds the tab's queue weakly: a tab that
-/// closes meanwhile finishes at once, untold.
-async fn tell_standing_notices(engine: std::sync::Arc<crate::engine::Engine>, org_id: String, operator_id: String, tab: mpsc::WeakSender<RingMsg>) {
-    match engine.standing_notices(&org_id, &operator_id).await {
-        Ok(notices) => {
-            let Some(tab) = tab.upgrade() else { return };
-            for msg in notices.into_iter().filter_map(told) {
-                let _ = tab.try_send(msg);
-            }
-        }
-        Err(e) => tracing::debug!(error = %e, "standing notices not told again"),
-    }
 }
 
 /// The org's dispatch moved to another instance (`OperatorEvent::Rejoin`):

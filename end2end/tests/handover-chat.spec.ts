@@ -126,8 +126,8 @@ test('L08: a reconnected cockpit shows its handover as it stands, not as it was'
   };
   await drop();
   await expect.poll(() => welcomes.length, { timeout: 15_000 }).toBe(2);
-  // The page pings once it has taken the Welcome in: its Pong means the
-  // screen below is the one after the Welcome (and the notice after it).
+  // The server told the handover again after the Welcome (and the page,
+  // which pings once it has taken a Welcome in, has taken this one in).
   await expect.poll(() => heard[1].slice(heard[1].indexOf('welcome'))).toEqual(expect.arrayContaining(['handover', 'pong']));
   await expect(meera.getByTestId('handover-status')).toContainText('Offered to Owen Davies');
 

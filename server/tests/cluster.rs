@@ -1292,7 +1292,8 @@ async fn instances_ride_out_a_nats_restart_and_screens_resync() {
     wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
 
     let nats = nats.restart().await;
-    wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
+    // Within the reconnects (as l07's console below).
+    wallboard.until_within(std::time::Duration::from_secs(15), |m| matches!(m, RingMsg::Resync).then_some(())).await;
     // Heard now (its Pong ends what came before): the raises below may take
     // a while, and a screen silent for the presence TTL is closed.
     wallboard.ping(1).await;

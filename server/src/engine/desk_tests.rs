@@ -442,8 +442,9 @@ fn a16_a_removed_ceiling_offers_the_waiting_call_at_once_and_its_old_relaxation_
 }
 
 /// A handover that rang when the desk was loaded (a restart, a takeover, a
-/// reload after a failed commit) is withdrawn and its holder told so: a
-/// console still open would otherwise say "waiting" for an offer gone.
+/// reload after a failed commit) is withdrawn, its holder told so and its
+/// ring stopped: consoles still open would otherwise say "waiting" for an
+/// offer gone, and offer it to accept.
 #[test]
 fn l08_a_handover_ringing_at_load_is_withdrawn_and_its_holder_told() {
     use crate::store::{LiveSessionRow, OpenOfferRow, OrgSnapshot};
@@ -471,5 +472,9 @@ fn l08_a_handover_ringing_at_load_is_withdrawn_and_its_holder_told() {
         _ => None,
     }).collect();
     assert_eq!(told, [(domain::events::Topic::operator("org", "asha"), "ses-1", "tom", HandoverOutcome::Withdrawn)]);
+    let rings_stopped = fx.events.iter().any(|(topic, e)| {
+        *topic == domain::events::Topic::operator("org", "tom") && matches!(e, Event::Operator(OperatorEvent::OfferClosed { session_id, .. }) if session_id == "ses-1")
+    });
+    assert!(rings_stopped, "Tom's ring stops where it still shows");
     assert!(desk.standing_notices("asha", 2_000).is_empty(), "nothing rings for her now");
 }

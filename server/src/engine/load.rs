@@ -122,6 +122,10 @@ impl Desk {
             if let Some(holder) = self.live.get(&session_id).and_then(|live| live.operator_id.clone()) {
                 self.tell(&holder, &session_id, &to, domain::handover::HandoverOutcome::Withdrawn);
             }
+            // And its ring stops where it still shows (after a failed
+            // commit, no Welcome follows to clear it), as any closed offer's.
+            let how = domain::dispatch::OfferStatus::Withdrawn.ring_end();
+            self.fx.tell_operator(&self.org_id, &to, domain::events::OperatorEvent::OfferClosed { session_id, how });
         }
         // Presences agree with the offers just loaded; anyone not heard from
         // lapses unless a tab opens.

@@ -298,16 +298,13 @@ enum Resynced {
 async fn resync(state: &AppState, owner: &TabOwner) -> Resynced {
     let (engine, org_id, operator_id) = (&state.engine, owner.org_id.as_str(), owner.user_id.as_str());
     let asked = async {
-        let (presence, offer) = loop {
-            if let Some(console) = engine.console(org_id, operator_id).await {
-                break console;
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        };
         loop {
-            match engine.standing_notices(org_id, operator_id).await {
-                Ok(notices) => return Resynced::Welcome(presence, offer, notices),
-                Err(e) => tracing::debug!(error = %e, "standing notices not read yet: asked again"),
+            // Asked together: most often answered from one batch, a
+            // consistent picture (and what changed after it follows on the
+            // topic, read once both are sent).
+            match tokio::join!(engine.console(org_id, operator_id), engine.standing_notices(org_id, operator_id)) {
+                (Some((presence, offer)), Ok(notices)) => return Resynced::Welcome(presence, offer, notices),
+                (_, notices) => tracing::debug!(notices = ?notices.err(), "the console's resync not answered yet: asked again"),
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }

@@ -242,10 +242,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = http::router(state);
 
     let (shutdown, on_shutdown) = oneshot::channel::<()>();
+    let listener = http::connections::Connections::new(listener, http::connections::CLIENT_STALL);
     // Small frames (offers, presence) go out at once, not after the peer's
     // delayed ACK (Nagle's algorithm cost ~40 ms on a burst of frames).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
+    let listener = axum::serve::ListenerExt::tap_io(listener, |connection| {
+        if let Err(e) = connection.get_ref().set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
     });

@@ -8,6 +8,7 @@
 //! and the services too, and import nothing back from here.
 
 pub mod client;
+pub mod connections;
 mod export;
 pub mod headers;
 pub mod metrics;

@@ -1,0 +1,120 @@
+//! The server's connections: a client that takes nothing of what it is
+//! sent for `CLIENT_STALL` is cut off:
+//! its connection closes, and whatever it held goes with it (a download's
+//! sign-in place, its tar and the org's export place; a socket's queue).
+//!
+//! Nothing else can notice such a client: a response body is polled only
+//! while its connection can write, so a body whose client stopped reading
+//! waits forever, and its connection with it.
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_io_timeout::TimeoutWriter;
+
+/// How long a write to a client may wait before the client is cut off.
+/// (A write waits only while the client's receive window is full: an
+/// idle connection, or a socket with nothing to send, never waits.)
+pub const CLIENT_STALL: Duration = Duration::from_secs(60);
+
+/// The listener `axum::serve` takes connections from.
+pub struct Connections {
+    tcp: TcpListener,
+    stall: Duration,
+}
+
+impl Connections {
+    pub fn new(tcp: TcpListener, stall: Duration) -> Connections {
+        Connections { tcp, stall }
+    }
+}
+
+/// A client's connection. (Pinned: the stall's timer is in it.)
+pub type Connection = Pin<Box<TimeoutWriter<TcpStream>>>;
+
+impl axum::serve::Listener for Connections {
+    type Io = Connection;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Connection, SocketAddr) {
+        // axum's own accept: it rides out transient errors (a full file table, say).
+        let (tcp, addr) = axum::serve::Listener::accept(&mut self.tcp).await;
+        let mut connection = TimeoutWriter::new(tcp);
+        connection.set_timeout(Some(self.stall));
+        (Box::pin(connection), addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.tcp.local_addr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::routing::get;
+    use futures::StreamExt;
+    use std::future::IntoFuture;
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Tells when it is dropped: the response body that holds it was let go.
+    struct Dropped(Option<tokio::sync::oneshot::Sender<()>>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            let _ = self.0.take().map(|tell| tell.send(()));
+        }
+    }
+
+    /// An endless response to a client that reads nothing: once the stall
+    /// is up the connection is closed and the body let go; the client,
+    /// reading at last, gets what was on its way, then the end.
+    #[tokio::test]
+    async fn a_client_that_takes_nothing_is_cut_off_and_its_response_let_go() {
+        let (dropped, body_let_go) = tokio::sync::oneshot::channel();
+        let dropped = Arc::new(Mutex::new(Some(Dropped(Some(dropped)))));
+        let endless = move || {
+            let guard = dropped.lock().unwrap().take();
+            async move {
+                let chunk = bytes::Bytes::from(vec![b'x'; 64 * 1024]);
+                let body = futures::stream::repeat(chunk).map(move |chunk| {
+                    let _held = &guard;
+                    Ok::<_, std::convert::Infallible>(chunk)
+                });
+                Body::from_stream(body)
+            }
+        };
+        let app = axum::Router::new().route("/endless", get(endless));
+        let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = tcp.local_addr().unwrap();
+        tokio::spawn(axum::serve(Connections::new(tcp, Duration::from_millis(300)), app).into_future());
+
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let mut client = socket.connect(addr).await.unwrap();
+        client.write_all(b"GET /endless HTTP/1.1\r\nhost: test\r\n\r\n").await.unwrap();
+        tokio::time::timeout(Duration::from_secs(30), body_let_go).await.expect("the stalled client was cut off").unwrap();
+        let mut got = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(30), client.read_to_end(&mut got)).await;
+        assert!(read.is_ok(), "the connection ends (with what was on its way: {} bytes)", got.len());
+    }
+
+    /// A client that keeps reading is never cut off, however long the
+    /// response takes (each write waits for less than the stall).
+    #[tokio::test]
+    async fn a_client_that_reads_is_not_cut_off() {
+        let app = axum::Router::new().route("/big", get(|| async { vec![b'x'; 8 * 1024 * 1024] }));
+        let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = tcp.local_addr().unwrap();
+        tokio::spawn(axum::serve(Connections::new(tcp, Duration::from_millis(300)), app).into_future());
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client.write_all(b"GET /big HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n").await.unwrap();
+        let mut got = Vec::new();
+        client.read_to_end(&mut got).await.unwrap();
+        assert!(got.ends_with(&vec![b'x'; 1024]), "the whole body");
+        assert!(got.len() > 8 * 1024 * 1024);
+    }
+}

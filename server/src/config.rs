@@ -61,6 +61,9 @@ pub struct Config {
     pub wrap_up_ms: i64,
     /// Presence lapses this long after a console's last heartbeat: 20 s. Only tests change it.
     pub presence_ttl_ms: i64,
+    /// A client whose connection takes nothing of what is written to it for
+    /// this long is cut off (`http::connections`): 60 s. Only tests change it.
+    pub client_stall: std::time::Duration,
     /// `CLUTCHCALL_REOFFER_COOLDOWN_S`: a decliner or misser is not offered
     /// the same call again for this long (rule D08). Default 60 s.
     pub cooloff_ms: i64,
@@ -334,6 +337,7 @@ impl Config {
             offer_window_ms: crate::engine::OFFER_WINDOW_MS,
             wrap_up_ms: seconds(s.wrap_up_s),
             presence_ttl_ms: domain::ring::PRESENCE_TTL_MS,
+            client_stall: crate::http::connections::CLIENT_STALL,
             cooloff_ms: seconds(s.reoffer_cooldown_s),
             pending_timeout_ms: seconds(s.pending_timeout_s),
             inactivity: domain::inactivity::InactivityPolicy {
@@ -372,6 +376,7 @@ impl Config {
             offer_window_ms: crate::engine::OFFER_WINDOW_MS,
             wrap_up_ms: domain::ring::DEFAULT_WRAP_UP_MS,
             presence_ttl_ms: domain::ring::PRESENCE_TTL_MS,
+            client_stall: crate::http::connections::CLIENT_STALL,
             cooloff_ms: crate::engine::DEFAULT_COOLOFF_MS,
             pending_timeout_ms: crate::engine::DEFAULT_PENDING_TIMEOUT_MS,
             inactivity: domain::inactivity::InactivityPolicy::default(),

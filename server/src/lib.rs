@@ -242,7 +242,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let app = http::router(state);
 
     let (shutdown, on_shutdown) = oneshot::channel::<()>();
-    let listener = http::connections::Connections::new(listener, http::connections::CLIENT_STALL);
+    let listener = http::connections::Connections::new(listener, config.client_stall);
     // Small frames (offers, presence) go out at once, not after the peer's
     // delayed ACK (Nagle's algorithm cost ~40 ms on a burst of frames).
     let listener = axum::serve::ListenerExt::tap_io(listener, |connection| {

@@ -456,3 +456,59 @@ async fn episodes_made_at_once_on_postgresql_each_get_their_own_index() {
     drop(store);
     common::drop_pg_database(&database).await;
 }
+
+/// A cockpit whose client takes nothing of the robot's frames is cut off
+/// once its writes have waited for the stall (`http::connections`; 1 s
+/// here), and leaves the channel: the robot is told, and the operator's
+/// cockpit can come back. (Before, a socket whose writer failed stayed on
+/// the channel with its read half, every frame to it counted as dropped.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cockpit_that_takes_nothing_is_cut_off_and_leaves_the_channel() {
+    let app = TestApp::spawn_with(common::Db::Sqlite, |config| {
+        config.client_stall = Duration::from_secs(1);
+        config.relay.max_fps = 10_000;
+        config.relay.max_kib_per_s = 1 << 20;
+        // Nothing recorded: the frames are only a load.
+        config.relay.recording_max_bytes = 0;
+    })
+    .await
+    .unwrap();
+    let session = attach_asha(&app, "uk-pick-01").await;
+    let asha = session_cookie(&app, common::OPERATOR).await;
+    let mut robot = relay(&app, &session, Some("uk-pick-01"), None).await.expect("the robot joins its session");
+    // The cockpit's client: a receive buffer of 4 KiB, never read.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let tcp = socket.connect(app.running().addr).await.unwrap();
+    let mut request = format!("{}/relay/{session}", app.url("").replace("http://", "ws://")).into_client_request().unwrap();
+    request.headers_mut().insert("cookie", asha.parse().unwrap());
+    request.headers_mut().insert("origin", app.url("").parse().unwrap());
+    let (cockpit, _) = tokio_tungstenite::client_async(request, tcp).await.expect("the cockpit joins");
+    both_joined(&mut robot).await;
+
+    // Camera frames of 256 KiB until the robot hears the cockpit left.
+    let (mut sends, mut hears) = robot.split();
+    let frame = CameraFrame { name: "front".into(), t_ms: 1, jpeg: vec![0xAB; 256 * 1024] }.encode();
+    let sending = tokio::spawn(async move {
+        while sends.send(Message::Binary(frame.clone().into())).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    let left = async {
+        while let Some(message) = hears.next().await {
+            if let Ok(Message::Text(text)) = message {
+                if let Ok(RelayMsg::Peers { cockpits: 0, .. }) = serde_json::from_str(&text) {
+                    return;
+                }
+            }
+        }
+        panic!("the robot's socket ended");
+    };
+    tokio::time::timeout(Duration::from_secs(30), left).await.expect("the cockpit that took nothing left the channel");
+    sending.abort();
+    drop(cockpit);
+    // Asha's cockpit comes back, and gets the robot's frames again.
+    let mut again = relay(&app, &session, None, Some(&asha)).await.expect("the operator in control joins again");
+    both_joined(&mut again).await;
+    app.finish().await;
+}

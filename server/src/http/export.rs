@@ -62,6 +62,14 @@ pub async fn dataset_tar(
     Ok((headers, axum::body::Body::from_stream(while_holding(tar, pass))).into_response())
 }
 
+/// How long a download's client may take no piece before it is given up.
+/// The body of a client that stopped reading is never polled again, so
+/// nothing inside it can notice: the download is sent by a task of its
+/// own, which can. (Its connection is cut too, once nothing at all goes
+/// through it for as long: `http::connections`. A client that reads a
+/// trickle is cut here: a piece is 64 KiB.)
+const CLIENT_STALL: std::time::Duration = crate::http::connections::CLIENT_STALL;
+
 /// What the sending task hands the response.
 enum Piece {
     Bytes(bytes::Bytes),
@@ -72,13 +80,10 @@ enum Piece {
 
 /// The download's pieces, sent by a task that holds the credential's pass
 /// and the tar (and with it the org's export place) for as long as the
-/// credential holds and the client is there: a client that takes nothing
-/// for a minute has its connection cut (`http::connections`), which drops
-/// the response, and the task sees it gone. Given up (signed out, the
-/// client gone, the tar failed), it drops all three at once and the
-/// response fails: the client sees the download fail, never a shorter tar.
-/// (The body itself, never polled once its client stops reading, could
-/// not notice a sign-out.)
+/// credential holds and the client takes a piece every `CLIENT_STALL`.
+/// Given up (signed out, stalled, the tar failed), it drops all three at
+/// once and the response fails: the client sees the download fail, never
+/// a shorter tar.
 fn while_holding(tar: TarStream, pass: TabPass) -> impl Stream<Item = std::io::Result<bytes::Bytes>> + Send {
     let (pieces, received) = tokio::sync::mpsc::channel::<Piece>(1);
     tokio::spawn(send_while_holding(tar, pass, pieces));
@@ -100,6 +105,7 @@ fn signed_out(why: crate::services::Ended) -> Piece {
 }
 
 async fn send_while_holding(mut tar: TarStream, pass: TabPass, pieces: tokio::sync::mpsc::Sender<Piece>) {
+    use tokio::sync::mpsc::error::SendTimeoutError;
     let ended = pass.ended();
     tokio::pin!(ended);
     loop {
@@ -127,10 +133,13 @@ async fn send_while_holding(mut tar: TarStream, pass: TabPass, pieces: tokio::sy
                 let _ = pieces.try_send(signed_out(why));
                 return;
             }
-            // Taken; or the client is gone (its connection cut, perhaps,
-            // for taking nothing).
-            sent = pieces.send(piece) => if sent.is_err() || end {
-                return;
+            sent = pieces.send_timeout(piece, CLIENT_STALL) => match sent {
+                Ok(()) if !end => {}
+                Ok(()) | Err(SendTimeoutError::Closed(_)) => return,
+                Err(SendTimeoutError::Timeout(_)) => {
+                    tracing::info!("a download's client took nothing for {CLIENT_STALL:?}: given up");
+                    return;
+                }
             },
         }
     }
@@ -185,5 +194,28 @@ mod tests {
         drop(download);
         tokio::time::timeout(std::time::Duration::from_secs(5), parts.closed()).await.expect("the tar let go once the client left with pieces waiting");
         assert_eq!(tabs.count("p"), 0, "and the pass");
+    }
+
+    /// A client that stops reading is given up after `CLIENT_STALL`: the
+    /// pass and the tar (with the org's export place) are let go at once,
+    /// and the download, read at last, fails: never a shorter tar.
+    #[tokio::test(start_paused = true)]
+    async fn a_download_whose_client_stops_reading_is_given_up() {
+        let tabs = OpenTabs::new();
+        let reading = Credential::SignIn { person: "p".into(), sign_in: "reading".into(), org_id: "o".into(), role: Role::Admin };
+        let (parts, tar) = futures::channel::mpsc::unbounded::<std::io::Result<bytes::Bytes>>();
+        for _ in 0..3 {
+            parts.unbounded_send(Ok(bytes::Bytes::from_static(b"part"))).unwrap();
+        }
+        let mut download = Box::pin(while_holding(tar.boxed(), tabs.open(reading, None).await.unwrap()));
+        assert_eq!(&download.next().await.unwrap().unwrap()[..], b"part");
+        tokio::time::sleep(CLIENT_STALL - std::time::Duration::from_secs(1)).await;
+        assert!(!parts.is_closed() && tabs.count("p") == 1, "held while the stall is not up");
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        assert!(parts.is_closed(), "the tar, and the export's place with it, let go");
+        assert_eq!(tabs.count("p"), 0, "the pass let go");
+        assert!(download.next().await.unwrap().is_ok(), "the piece that was waiting");
+        assert!(download.next().await.unwrap().is_err(), "then a failure");
+        assert!(download.next().await.is_none());
     }
 }

@@ -160,8 +160,10 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     let mut ended = channel.is_closed();
     let writer = tokio::spawn(async move {
         while let Some(message) = rx.recv().await {
+            // Failed (the client cut off for taking nothing, say:
+            // `http::connections`): no close frame can go either.
             if sink.send(message).await.is_err() {
-                break;
+                return;
             }
         }
         let _ = sink.close().await;
@@ -173,6 +175,9 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
         tokio::select! {
             changed = closed.changed() => if changed.is_err() || *closed.borrow() { break },
             _ = &mut signed_out => break,
+            // The writer failed: this side hears nothing more, so it leaves
+            // (and comes back, if it is still there).
+            () = tx.closed() => break,
             message = stream.next() => {
                 let Some(Ok(message)) = message else { break };
                 if !handle(&state, &channel, &side, &tx, message).await {

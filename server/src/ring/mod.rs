@@ -122,8 +122,11 @@ fn spawn_writer(mut sink: futures::stream::SplitSink<WebSocket, Message>) -> (mp
     let writer = tokio::spawn(async move {
         while let Some(msg) = rx.recv().await {
             let Ok(text) = serde_json::to_string(&msg) else { continue };
+            // Failed (the client cut off for taking nothing, say:
+            // `http::connections`): no close frame can go either, and
+            // the tab's next message finds its queue closed.
             if sink.send(Message::Text(text.into())).await.is_err() {
-                break;
+                return;
             }
         }
         let _ = sink.close().await;

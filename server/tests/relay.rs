@@ -462,6 +462,7 @@ async fn episodes_made_at_once_on_postgresql_each_get_their_own_index() {
 /// here), and leaves the channel: the robot is told, and the operator's
 /// cockpit can come back. (Before, a socket whose writer failed stayed on
 /// the channel with its read half, every frame to it counted as dropped.)
+/// SQLite only: the connection and the relay are the same on both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cockpit_that_takes_nothing_is_cut_off_and_leaves_the_channel() {
     let app = TestApp::spawn_with(common::Db::Sqlite, |config| {
@@ -507,7 +508,7 @@ async fn a_cockpit_that_takes_nothing_is_cut_off_and_leaves_the_channel() {
     tokio::time::timeout(Duration::from_secs(30), left).await.expect("the cockpit that took nothing left the channel");
     sending.abort();
     drop(cockpit);
-    // Asha's cockpit comes back, and gets the robot's frames again.
+    // Asha's cockpit comes back, and finds the robot there.
     let mut again = relay(&app, &session, None, Some(&asha)).await.expect("the operator in control joins again");
     both_joined(&mut again).await;
     app.finish().await;

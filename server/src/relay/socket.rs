@@ -158,7 +158,10 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     // Joined a channel that closed meanwhile (the session just ended):
     // its close was announced before this socket listened.
     let mut ended = channel.is_closed();
+    // Ends with the writer: before the loop below only if a send failed.
+    let (writing, writer_gone) = tokio::sync::oneshot::channel::<()>();
     let writer = tokio::spawn(async move {
+        let _writing = writing;
         while let Some(message) = rx.recv().await {
             // Failed (the client cut off for taking nothing, say:
             // `http::connections`): no close frame can go either.
@@ -171,13 +174,14 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     // Signed out, removed, demoted, token rotated, retired: gone at once.
     // (One wait for the socket's life, as a tab's: `ring::ears`.)
     let mut signed_out = std::pin::pin!(pass.ended());
+    let mut writer_gone = writer_gone;
     while !ended {
         tokio::select! {
             changed = closed.changed() => if changed.is_err() || *closed.borrow() { break },
             _ = &mut signed_out => break,
             // The writer failed: this side hears nothing more, so it leaves
             // (and comes back, if it is still there).
-            () = tx.closed() => break,
+            _ = &mut writer_gone => break,
             message = stream.next() => {
                 let Some(Ok(message)) = message else { break };
                 if !handle(&state, &channel, &side, &tx, message).await {

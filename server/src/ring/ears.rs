@@ -28,7 +28,7 @@ use tokio::time::{Instant, Sleep};
 pub(super) enum Heard {
     /// A text frame (an empty one for any other frame that is not a close).
     Text(Utf8Bytes),
-    /// Closed, failed, or silent for the TTL.
+    /// Closed, failed (its writer too), or silent for the TTL.
     Gone { silent: bool },
     Delivery(Delivery),
     /// The sign-in ended, or the person's membership of the org changed:
@@ -36,13 +36,31 @@ pub(super) enum Heard {
     Ended(Ended),
 }
 
+/// Why a tab closes that its client did not close.
+enum Ending {
+    SignIn(Ended),
+    /// The socket's writer failed (the client cut off for taking nothing,
+    /// say: `http::connections`): nothing more reaches the tab.
+    Writer,
+}
+
+impl Ending {
+    fn heard(self) -> Heard {
+        match self {
+            Ending::SignIn(why) => Heard::Ended(why),
+            Ending::Writer => Heard::Gone { silent: false },
+        }
+    }
+}
+
 /// A tab's frames (the socket's read half) and topic, and its waits.
 pub(super) struct Ears<F> {
     frames: F,
     /// The topic's deliveries; the one awaited outlives each `next`.
     topic: BoxStream<'static, Delivery>,
-    /// The sign-in's end; once heard, the tab is closed (it is not heard again).
-    ended: Fuse<BoxFuture<'static, Ended>>,
+    /// The sign-in's end, or the writer's; once heard, the tab is closed
+    /// (it is not heard again).
+    ended: Fuse<BoxFuture<'static, Ending>>,
     /// Fires at the last frame's deadline.
     silence: Pin<Box<Sleep>>,
     heard: Instant,
@@ -51,11 +69,24 @@ pub(super) struct Ears<F> {
 
 impl<F: Stream<Item = Result<Message, axum::Error>> + Unpin> Ears<F> {
     /// Listens from now: the tab counts as heard from this instant.
-    /// `ended` is the sign-in's end (`TabPass::ended`).
-    pub(super) fn new(frames: F, topic: Subscription, ended: impl Future<Output = Ended> + Send + 'static, ttl: Duration) -> Ears<F> {
+    /// `ended` is the sign-in's end (`TabPass::ended`), `writer_gone` the
+    /// end of the socket's writer (which outlives the tab unless it fails).
+    pub(super) fn new(
+        frames: F,
+        topic: Subscription,
+        ended: impl Future<Output = Ended> + Send + 'static,
+        writer_gone: impl Future<Output = ()> + Send + 'static,
+        ttl: Duration,
+    ) -> Ears<F> {
         let heard = Instant::now();
         let topic = futures::stream::unfold(topic, |mut topic| async move { Some((topic.recv().await, topic)) }).boxed();
-        Ears { frames, topic, ended: ended.boxed().fuse(), silence: Box::pin(tokio::time::sleep_until(heard + ttl)), heard, ttl }
+        let ending = async move {
+            tokio::select! {
+                why = ended => Ending::SignIn(why),
+                () = writer_gone => Ending::Writer,
+            }
+        };
+        Ears { frames, topic, ended: ending.boxed().fuse(), silence: Box::pin(tokio::time::sleep_until(heard + ttl)), heard, ttl }
     }
 
     /// Whether the tab's last frame (or `new`) was read within the TTL.
@@ -63,12 +94,13 @@ impl<F: Stream<Item = Result<Message, axum::Error>> + Unpin> Ears<F> {
         self.heard.elapsed() < self.ttl
     }
 
-    /// `work`'s outcome, unless the sign-in ends first (no frame or
-    /// delivery is read meanwhile).
-    pub(super) async fn unless_ended<T>(&mut self, work: impl Future<Output = T>) -> Result<T, Ended> {
+    /// `work`'s outcome, unless the sign-in (or the writer) ends first:
+    /// then what the tab heard (`Heard::Ended`, `Heard::Gone`). No frame
+    /// or delivery is read meanwhile.
+    pub(super) async fn unless_ended<T>(&mut self, work: impl Future<Output = T>) -> Result<T, Heard> {
         tokio::select! {
             biased;
-            why = &mut self.ended => Err(why),
+            ending = &mut self.ended => Err(ending.heard()),
             done = work => Ok(done),
         }
     }
@@ -78,7 +110,7 @@ impl<F: Stream<Item = Result<Message, axum::Error>> + Unpin> Ears<F> {
     /// (the loop was busy, say with a resync): that frame is what it heard.
     pub(super) async fn next(&mut self) -> Heard {
         tokio::select! {
-            why = &mut self.ended => Heard::Ended(why),
+            ending = &mut self.ended => ending.heard(),
             delivery = self.topic.next() => Heard::Delivery(delivery.unwrap_or(Delivery::Closed)),
             frame = self.frames.next() => self.read(frame),
             // Its deadline moves with `heard`, so it fires when due.
@@ -131,6 +163,8 @@ mod tests {
         bus: std::sync::Arc<InProcessBus>,
         topic: Topic,
         sign_out: Option<oneshot::Sender<Ended>>,
+        /// Dropped: the writer is gone.
+        writer: Option<oneshot::Sender<()>>,
     }
 
     fn open_tab() -> Tab {
@@ -139,7 +173,12 @@ mod tests {
         let topic = Topic::operator("org-ears", "u-ears");
         let (sign_out, ended) = oneshot::channel::<Ended>();
         let ended = async move { ended.await.unwrap_or(Ended::CredentialEnded) };
-        Tab { ears: Ears::new(frames, bus.subscribe(&topic), ended, TTL), send, bus, topic, sign_out: Some(sign_out) }
+        let (writer, gone) = oneshot::channel::<()>();
+        let writer_gone = async move {
+            let _ = gone.await;
+        };
+        let ears = Ears::new(frames, bus.subscribe(&topic), ended, writer_gone, TTL);
+        Tab { ears, send, bus, topic, sign_out: Some(sign_out), writer: Some(writer) }
     }
 
     fn heartbeat() -> Result<Message, axum::Error> {
@@ -205,7 +244,7 @@ mod tests {
         let mut tab = open_tab();
         let work = tab.ears.unless_ended(std::future::pending::<()>());
         tab.sign_out.take().unwrap().send(Ended::AccessChanged).unwrap();
-        assert_eq!(work.await, Err(Ended::AccessChanged));
+        assert!(matches!(work.await, Err(Heard::Ended(Ended::AccessChanged))));
         assert!(hears_within(&mut tab.ears, Duration::from_secs(1)).await.is_none(), "an end is heard once");
 
         let mut tab = open_tab();
@@ -221,5 +260,16 @@ mod tests {
         let mut tab = open_tab();
         drop(tab.send);
         assert!(matches!(tab.ears.next().await, Heard::Gone { silent: false }), "a socket that ended is not silent");
+
+        // The writer gone (failed): the tab is gone, heartbeats or not.
+        let mut tab = open_tab();
+        tab.send.unbounded_send(heartbeat()).unwrap();
+        assert!(matches!(tab.ears.next().await, Heard::Text(_)));
+        drop(tab.writer.take());
+        assert!(matches!(tab.ears.next().await, Heard::Gone { silent: false }), "a tab nothing reaches is gone");
+        let mut tab = open_tab();
+        let work = tab.ears.unless_ended(std::future::pending::<()>());
+        drop(tab.writer.take());
+        assert!(matches!(work.await, Err(Heard::Gone { silent: false })), "and a resync's wait ends with it");
     }
 }

@@ -31,6 +31,7 @@ use axum::response::{IntoResponse, Response};
 use futures::stream::SplitStream;
 use futures::{SinkExt, StreamExt};
 use serde::Deserialize;
+use std::future::Future;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -116,28 +117,34 @@ enum Socket {
 }
 
 /// Writes queued messages to the socket; ends when the queue closes or the
-/// socket fails.
-fn spawn_writer(mut sink: futures::stream::SplitSink<WebSocket, Message>) -> (mpsc::Sender<RingMsg>, tokio::task::JoinHandle<()>) {
+/// socket fails. Also answers a wait for the writer's end: the tab's
+/// (`Ears`), which hears it only when the writer failed, as the queue
+/// closes only once the tab is done.
+fn spawn_writer(mut sink: futures::stream::SplitSink<WebSocket, Message>) -> (mpsc::Sender<RingMsg>, tokio::task::JoinHandle<()>, impl Future<Output = ()> + Send + 'static) {
     let (tx, mut rx) = mpsc::channel::<RingMsg>(TAB_QUEUE);
+    let (writing, gone) = tokio::sync::oneshot::channel::<()>();
     let writer = tokio::spawn(async move {
+        let _writing = writing;
         while let Some(msg) = rx.recv().await {
             let Ok(text) = serde_json::to_string(&msg) else { continue };
             // Failed (the client cut off for taking nothing, say:
-            // `http::connections`): no close frame can go either, and
-            // the tab's next message finds its queue closed.
+            // `http::connections`): no close frame can go either.
             if sink.send(Message::Text(text.into())).await.is_err() {
                 return;
             }
         }
         let _ = sink.close().await;
     });
-    (tx, writer)
+    let gone = async move {
+        let _ = gone.await;
+    };
+    (tx, writer, gone)
 }
 
 /// What the tab hears from now on: silent for the presence TTL, it is gone.
-fn listen(state: &AppState, owner: &TabOwner, stream: SplitStream<WebSocket>, topic: Subscription) -> Ears<SplitStream<WebSocket>> {
+fn listen(state: &AppState, owner: &TabOwner, stream: SplitStream<WebSocket>, topic: Subscription, writer_gone: impl Future<Output = ()> + Send + 'static) -> Ears<SplitStream<WebSocket>> {
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
-    Ears::new(stream, topic, owner.pass.ended(), ttl)
+    Ears::new(stream, topic, owner.pass.ended(), writer_gone, ttl)
 }
 
 fn welcome(owner: &TabOwner, state: &AppState, presence: OperatorPresence, offer: Option<Offer>) -> RingMsg {
@@ -153,7 +160,7 @@ fn welcome(owner: &TabOwner, state: &AppState, presence: OperatorPresence, offer
 
 async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     let (sink, stream) = socket.split();
-    let (tx, writer) = spawn_writer(sink);
+    let (tx, writer, writer_gone) = spawn_writer(sink);
     // Subscribe before reading the presence, so no event falls in between.
     let topic = state.engine.subscribe(&Topic::operator(&owner.org_id, &owner.user_id));
     // This tab, as the dispatcher counts it (unique across instances).
@@ -174,7 +181,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
         }
     };
     // Heard from now: the wait for the dispatcher above is not its silence.
-    let mut ears = listen(&state, &owner, stream, topic);
+    let mut ears = listen(&state, &owner, stream, topic, writer_gone);
     let mut last_seen = state.engine.clock().now_ms();
     // When the database last confirmed the sign-in (see `still_signed_in`).
     let mut checked = Instant::now();
@@ -240,8 +247,13 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
             Heard::Delivery(Delivery::Event(Event::Org(_))) => {}
             // (Boxed: a rare wait, whose size every console's task would otherwise carry.)
             Heard::Delivery(Delivery::Resync) => match ears.unless_ended(Box::pin(resync(&state, &owner))).await {
-                Err(why) => {
+                Err(Heard::Ended(why)) => {
                     tell_closing(&tx, why);
+                    break;
+                }
+                // The writer failed: gone, as a closed tab is (the TTL from now).
+                Err(_) => {
+                    last_seen = state.engine.clock().now_ms();
                     break;
                 }
                 Ok(Resynced::Unanswered) => {
@@ -365,7 +377,7 @@ async fn rejoin(state: &AppState, owner: &TabOwner, tab: &str, shown: PresenceSt
 /// person's own sessions), for live screens to reload on.
 async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut parties: Option<party::Parties>) {
     let (sink, stream) = socket.split();
-    let (tx, writer) = spawn_writer(sink);
+    let (tx, writer, writer_gone) = spawn_writer(sink);
     let org_topic = Topic::org(&owner.org_id);
     let topic = state.engine.subscribe(&org_topic);
     // The screen loaded its data before this subscription (the page, or
@@ -376,7 +388,7 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut pa
     if state.engine.is_live(&org_topic) {
         let _ = tx.try_send(RingMsg::Resync);
     }
-    let mut ears = listen(&state, &owner, stream, topic);
+    let mut ears = listen(&state, &owner, stream, topic, writer_gone);
     loop {
         let msg = match ears.next().await {
             Heard::Text(text) => match serde_json::from_str::<ConsoleMsg>(&text) {

@@ -1,7 +1,8 @@
 //! What a tab's socket hears next: a frame from the browser, a delivery on
-//! its topic, the end of its sign-in, or its silence for the TTL.
+//! its topic, the end of its sign-in or of its writer, or its silence for
+//! the TTL.
 //!
-//! The waits for a delivery, the sign-in's end and the silence stand for
+//! The waits for a delivery, the sign-in's end, the writer's and the silence stand for
 //! the socket's whole life instead of being set up again for every frame.
 //! An idle console's heartbeat, by far the most frequent frame (5,000 a
 //! second from 50,000 tabs), then joins no waiter list (polling the topic
@@ -36,31 +37,17 @@ pub(super) enum Heard {
     Ended(Ended),
 }
 
-/// Why a tab closes that its client did not close.
-enum Ending {
-    SignIn(Ended),
-    /// The socket's writer failed (the client cut off for taking nothing,
-    /// say: `http::connections`): nothing more reaches the tab.
-    Writer,
-}
-
-impl Ending {
-    fn heard(self) -> Heard {
-        match self {
-            Ending::SignIn(why) => Heard::Ended(why),
-            Ending::Writer => Heard::Gone { silent: false },
-        }
-    }
-}
-
 /// A tab's frames (the socket's read half) and topic, and its waits.
 pub(super) struct Ears<F> {
     frames: F,
     /// The topic's deliveries; the one awaited outlives each `next`.
     topic: BoxStream<'static, Delivery>,
-    /// The sign-in's end, or the writer's; once heard, the tab is closed
-    /// (it is not heard again).
-    ended: Fuse<BoxFuture<'static, Ending>>,
+    /// The sign-in's end; once heard, the tab is closed (it is not heard again).
+    ended: Fuse<BoxFuture<'static, Ended>>,
+    /// Answers once the socket's writer has ended, which before the tab is
+    /// done means it failed (its client cut off for taking nothing, say:
+    /// `http::connections`): nothing more reaches the tab, which is gone.
+    writer: Fuse<tokio::sync::oneshot::Receiver<()>>,
     /// Fires at the last frame's deadline.
     silence: Pin<Box<Sleep>>,
     heard: Instant,
@@ -69,24 +56,19 @@ pub(super) struct Ears<F> {
 
 impl<F: Stream<Item = Result<Message, axum::Error>> + Unpin> Ears<F> {
     /// Listens from now: the tab counts as heard from this instant.
-    /// `ended` is the sign-in's end (`TabPass::ended`), `writer_gone` the
-    /// end of the socket's writer (which outlives the tab unless it fails).
+    /// `ended` is the sign-in's end (`TabPass::ended`); `writer` answers
+    /// when the socket's writer ends (its sender is dropped with the writer).
     pub(super) fn new(
         frames: F,
         topic: Subscription,
         ended: impl Future<Output = Ended> + Send + 'static,
-        writer_gone: impl Future<Output = ()> + Send + 'static,
+        writer: tokio::sync::oneshot::Receiver<()>,
         ttl: Duration,
     ) -> Ears<F> {
         let heard = Instant::now();
         let topic = futures::stream::unfold(topic, |mut topic| async move { Some((topic.recv().await, topic)) }).boxed();
-        let ending = async move {
-            tokio::select! {
-                why = ended => Ending::SignIn(why),
-                () = writer_gone => Ending::Writer,
-            }
-        };
-        Ears { frames, topic, ended: ending.boxed().fuse(), silence: Box::pin(tokio::time::sleep_until(heard + ttl)), heard, ttl }
+        let silence = Box::pin(tokio::time::sleep_until(heard + ttl));
+        Ears { frames, topic, ended: ended.boxed().fuse(), writer: writer.fuse(), silence, heard, ttl }
     }
 
     /// Whether the tab's last frame (or `new`) was read within the TTL.
@@ -100,9 +82,16 @@ impl<F: Stream<Item = Result<Message, axum::Error>> + Unpin> Ears<F> {
     pub(super) async fn unless_ended<T>(&mut self, work: impl Future<Output = T>) -> Result<T, Heard> {
         tokio::select! {
             biased;
-            ending = &mut self.ended => Err(ending.heard()),
+            why = &mut self.ended => Err(Heard::Ended(why)),
+            _ = &mut self.writer => Err(self.writer_gone()),
             done = work => Ok(done),
         }
+    }
+
+    /// The writer ended: the tab is gone, as a tab closed by the server
+    /// is (silent if its last frame is a TTL old).
+    fn writer_gone(&self) -> Heard {
+        Heard::Gone { silent: !self.heard_within_ttl() }
     }
 
     /// The next frame or topic delivery; a tab that sent nothing for the
@@ -110,7 +99,8 @@ impl<F: Stream<Item = Result<Message, axum::Error>> + Unpin> Ears<F> {
     /// (the loop was busy, say with a resync): that frame is what it heard.
     pub(super) async fn next(&mut self) -> Heard {
         tokio::select! {
-            ending = &mut self.ended => ending.heard(),
+            why = &mut self.ended => Heard::Ended(why),
+            _ = &mut self.writer => self.writer_gone(),
             delivery = self.topic.next() => Heard::Delivery(delivery.unwrap_or(Delivery::Closed)),
             frame = self.frames.next() => self.read(frame),
             // Its deadline moves with `heard`, so it fires when due.
@@ -164,7 +154,7 @@ mod tests {
         topic: Topic,
         sign_out: Option<oneshot::Sender<Ended>>,
         /// Dropped: the writer is gone.
-        writer: Option<oneshot::Sender<()>>,
+        writer: Option<tokio::sync::oneshot::Sender<()>>,
     }
 
     fn open_tab() -> Tab {
@@ -173,11 +163,8 @@ mod tests {
         let topic = Topic::operator("org-ears", "u-ears");
         let (sign_out, ended) = oneshot::channel::<Ended>();
         let ended = async move { ended.await.unwrap_or(Ended::CredentialEnded) };
-        let (writer, gone) = oneshot::channel::<()>();
-        let writer_gone = async move {
-            let _ = gone.await;
-        };
-        let ears = Ears::new(frames, bus.subscribe(&topic), ended, writer_gone, TTL);
+        let (writer, gone) = tokio::sync::oneshot::channel::<()>();
+        let ears = Ears::new(frames, bus.subscribe(&topic), ended, gone, TTL);
         Tab { ears, send, bus, topic, sign_out: Some(sign_out), writer: Some(writer) }
     }
 
@@ -267,6 +254,7 @@ mod tests {
         assert!(matches!(tab.ears.next().await, Heard::Text(_)));
         drop(tab.writer.take());
         assert!(matches!(tab.ears.next().await, Heard::Gone { silent: false }), "a tab nothing reaches is gone");
+        assert!(hears_within(&mut tab.ears, Duration::from_secs(1)).await.is_none(), "heard once");
         let mut tab = open_tab();
         let work = tab.ears.unless_ended(std::future::pending::<()>());
         drop(tab.writer.take());

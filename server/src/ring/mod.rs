@@ -31,8 +31,8 @@ use axum::response::{IntoResponse, Response};
 use futures::stream::SplitStream;
 use futures::{SinkExt, StreamExt};
 use serde::Deserialize;
-use std::future::Future;
 use std::time::Duration;
+use tokio::sync::oneshot;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -120,9 +120,9 @@ enum Socket {
 /// socket fails. Also answers a wait for the writer's end: the tab's
 /// (`Ears`), which hears it only when the writer failed, as the queue
 /// closes only once the tab is done.
-fn spawn_writer(mut sink: futures::stream::SplitSink<WebSocket, Message>) -> (mpsc::Sender<RingMsg>, tokio::task::JoinHandle<()>, impl Future<Output = ()> + Send + 'static) {
+fn spawn_writer(mut sink: futures::stream::SplitSink<WebSocket, Message>) -> (mpsc::Sender<RingMsg>, tokio::task::JoinHandle<()>, oneshot::Receiver<()>) {
     let (tx, mut rx) = mpsc::channel::<RingMsg>(TAB_QUEUE);
-    let (writing, gone) = tokio::sync::oneshot::channel::<()>();
+    let (writing, gone) = oneshot::channel::<()>();
     let writer = tokio::spawn(async move {
         let _writing = writing;
         while let Some(msg) = rx.recv().await {
@@ -135,14 +135,11 @@ fn spawn_writer(mut sink: futures::stream::SplitSink<WebSocket, Message>) -> (mp
         }
         let _ = sink.close().await;
     });
-    let gone = async move {
-        let _ = gone.await;
-    };
     (tx, writer, gone)
 }
 
 /// What the tab hears from now on: silent for the presence TTL, it is gone.
-fn listen(state: &AppState, owner: &TabOwner, stream: SplitStream<WebSocket>, topic: Subscription, writer_gone: impl Future<Output = ()> + Send + 'static) -> Ears<SplitStream<WebSocket>> {
+fn listen(state: &AppState, owner: &TabOwner, stream: SplitStream<WebSocket>, topic: Subscription, writer_gone: oneshot::Receiver<()>) -> Ears<SplitStream<WebSocket>> {
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
     Ears::new(stream, topic, owner.pass.ended(), writer_gone, ttl)
 }
@@ -251,9 +248,12 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                     tell_closing(&tx, why);
                     break;
                 }
-                // The writer failed: gone, as a closed tab is (the TTL from now).
-                Err(_) => {
-                    last_seen = state.engine.clock().now_ms();
+                // The writer failed: gone, as a tab closed by the server is
+                // (the TTL from now, unless the tab is silent already).
+                Err(gone) => {
+                    if matches!(gone, Heard::Gone { silent: false }) {
+                        last_seen = state.engine.clock().now_ms();
+                    }
                     break;
                 }
                 Ok(Resynced::Unanswered) => {

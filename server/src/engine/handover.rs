@@ -204,13 +204,13 @@ impl Desk {
     }
 
     /// Tells the operator in control where their handover stands.
-    fn tell_handover(&mut self, session_id: &str, to: &str, outcome: HandoverOutcome) {
+    pub(super) fn tell_handover(&mut self, session_id: &str, to: &str, outcome: HandoverOutcome) {
         if let Some(holder) = self.live.get(session_id).and_then(|l| l.operator_id.clone()) {
             self.tell(&holder, session_id, to, outcome);
         }
     }
 
-    pub(super) fn tell(&mut self, operator_id: &str, session_id: &str, to: &str, outcome: HandoverOutcome) {
+    fn tell(&mut self, operator_id: &str, session_id: &str, to: &str, outcome: HandoverOutcome) {
         let notice = self.handover_notice(session_id, to, outcome);
         self.fx.tell_operator(&self.org_id, operator_id, notice);
     }

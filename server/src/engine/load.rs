@@ -119,9 +119,7 @@ impl Desk {
             }
         }
         for (session_id, to) in withdrawn {
-            if let Some(holder) = self.live.get(&session_id).and_then(|live| live.operator_id.clone()) {
-                self.tell(&holder, &session_id, &to, domain::handover::HandoverOutcome::Withdrawn);
-            }
+            self.tell_handover(&session_id, &to, domain::handover::HandoverOutcome::Withdrawn);
             // And its ring stops where it still shows (after a failed
             // commit, no Welcome follows to clear it), as any closed offer's.
             let how = domain::dispatch::OfferStatus::Withdrawn.ring_end();

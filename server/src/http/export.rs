@@ -62,13 +62,13 @@ pub async fn dataset_tar(
     Ok((headers, axum::body::Body::from_stream(while_holding(tar, pass))).into_response())
 }
 
-/// How long a download's client may take no piece before it is given up.
-/// The body of a client that stopped reading is never polled again, so
-/// nothing inside it can notice: the download is sent by a task of its
-/// own, which can. (Its connection is cut too, once nothing at all goes
-/// through it for as long: `http::connections`. A client that reads a
-/// trickle is cut here: a piece is 64 KiB.)
-const CLIENT_STALL: std::time::Duration = crate::http::connections::CLIENT_STALL;
+/// How long a download's client may take no piece (64 KiB) before it is
+/// given up. The body of a client that stopped reading is never polled
+/// again, so nothing inside it can notice: the download is sent by a task
+/// of its own, which can. (Its connection is cut besides once a write has
+/// waited a minute, `http::connections`; this also gives up a client that
+/// reads a trickle.)
+const PIECE_STALL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What the sending task hands the response.
 enum Piece {
@@ -80,7 +80,7 @@ enum Piece {
 
 /// The download's pieces, sent by a task that holds the credential's pass
 /// and the tar (and with it the org's export place) for as long as the
-/// credential holds and the client takes a piece every `CLIENT_STALL`.
+/// credential holds and the client takes a piece every `PIECE_STALL`.
 /// Given up (signed out, stalled, the tar failed), it drops all three at
 /// once and the response fails: the client sees the download fail, never
 /// a shorter tar.
@@ -133,11 +133,11 @@ async fn send_while_holding(mut tar: TarStream, pass: TabPass, pieces: tokio::sy
                 let _ = pieces.try_send(signed_out(why));
                 return;
             }
-            sent = pieces.send_timeout(piece, CLIENT_STALL) => match sent {
+            sent = pieces.send_timeout(piece, PIECE_STALL) => match sent {
                 Ok(()) if !end => {}
                 Ok(()) | Err(SendTimeoutError::Closed(_)) => return,
                 Err(SendTimeoutError::Timeout(_)) => {
-                    tracing::info!("a download's client took nothing for {CLIENT_STALL:?}: given up");
+                    tracing::info!("a download's client took no piece for {PIECE_STALL:?}: given up");
                     return;
                 }
             },
@@ -196,7 +196,7 @@ mod tests {
         assert_eq!(tabs.count("p"), 0, "and the pass");
     }
 
-    /// A client that stops reading is given up after `CLIENT_STALL`: the
+    /// A client that stops reading is given up after `PIECE_STALL`: the
     /// pass and the tar (with the org's export place) are let go at once,
     /// and the download, read at last, fails: never a shorter tar.
     #[tokio::test(start_paused = true)]
@@ -209,7 +209,7 @@ mod tests {
         }
         let mut download = Box::pin(while_holding(tar.boxed(), tabs.open(reading, None).await.unwrap()));
         assert_eq!(&download.next().await.unwrap().unwrap()[..], b"part");
-        tokio::time::sleep(CLIENT_STALL - std::time::Duration::from_secs(1)).await;
+        tokio::time::sleep(PIECE_STALL - std::time::Duration::from_secs(1)).await;
         assert!(!parts.is_closed() && tabs.count("p") == 1, "held while the stall is not up");
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
         assert!(parts.is_closed(), "the tar, and the export's place with it, let go");

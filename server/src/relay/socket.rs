@@ -159,13 +159,14 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     // its close was announced before this socket listened.
     let mut ended = channel.is_closed();
     // Ends with the writer: before the loop below only if a send failed.
-    let (writing, writer_gone) = tokio::sync::oneshot::channel::<()>();
+    let (writing, mut writer_gone) = tokio::sync::oneshot::channel::<()>();
     let writer = tokio::spawn(async move {
         let _writing = writing;
         while let Some(message) = rx.recv().await {
             // Failed (the client cut off for taking nothing, say:
             // `http::connections`): no close frame can go either.
-            if sink.send(message).await.is_err() {
+            if let Err(e) = sink.send(message).await {
+                tracing::debug!(error = %e, "a relay socket failed: its writer ends");
                 return;
             }
         }
@@ -174,7 +175,6 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     // Signed out, removed, demoted, token rotated, retired: gone at once.
     // (One wait for the socket's life, as a tab's: `ring::ears`.)
     let mut signed_out = std::pin::pin!(pass.ended());
-    let mut writer_gone = writer_gone;
     while !ended {
         tokio::select! {
             changed = closed.changed() => if changed.is_err() || *closed.borrow() { break },

@@ -129,7 +129,8 @@ fn spawn_writer(mut sink: futures::stream::SplitSink<WebSocket, Message>) -> (mp
             let Ok(text) = serde_json::to_string(&msg) else { continue };
             // Failed (the client cut off for taking nothing, say:
             // `http::connections`): no close frame can go either.
-            if sink.send(Message::Text(text.into())).await.is_err() {
+            if let Err(e) = sink.send(Message::Text(text.into())).await {
+                tracing::debug!(error = %e, "a tab's socket failed: its writer ends");
                 return;
             }
         }
@@ -248,15 +249,8 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
                     tell_closing(&tx, why);
                     break;
                 }
-                // The writer failed: gone, as a tab closed by the server is
-                // (the TTL from now, unless the tab is silent already).
-                Err(gone) => {
-                    if matches!(gone, Heard::Gone { silent: false }) {
-                        last_seen = state.engine.clock().now_ms();
-                    }
-                    break;
-                }
-                Ok(Resynced::Unanswered) => {
+                // Its writer failed, or the resync was not answered.
+                Err(_) | Ok(Resynced::Unanswered) => {
                     // Closed by the server: a tab still heard from gets the
                     // TTL from now, not from its last frame (which may be
                     // most of a TTL ago); a silent one keeps its silence.
@@ -293,7 +287,8 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
 /// before it closes (the browser then reconnects).
 const RESYNC_WITHIN: Duration = Duration::from_secs(5);
 
-/// What a console told to resync does next (unless its sign-in ends).
+/// What a console told to resync does next (unless its sign-in or its
+/// writer ends first: `Ears::unless_ended`).
 enum Resynced {
     /// The presence, offer and standing notices (`Desk::standing_notices`).
     Welcome(OperatorPresence, Option<Offer>, Vec<OperatorEvent>),

@@ -438,7 +438,8 @@ impl Tab {
         }
     }
 
-    /// Skips messages until one matches; panics after 5 s without it.
+    /// Skips messages until one matches; panics after 5 s without it, or
+    /// when the socket closes first.
     pub async fn until<T>(&mut self, pick: impl FnMut(domain::ring::RingMsg) -> Option<T>) -> T {
         self.until_within(std::time::Duration::from_secs(5), pick).await
     }

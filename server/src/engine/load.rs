@@ -64,17 +64,8 @@ impl Desk {
         let mut withdrawn = Vec::new();
         for row in snapshot.open_offers {
             let Some(call) = self.calls.get_mut(&row.session_id) else {
-                // A handover that rang when the server stopped: nobody heard
-                // it since, so it is withdrawn and control stays. Its holder
-                // is told (a console still open: a takeover in cluster mode,
-                // a reload after a failed commit), as on the session's end.
-                self.fx.writes.push(Write::CloseOffer {
-                    org_id: self.org_id.clone(),
-                    session_id: row.session_id.clone(),
-                    operator_id: row.operator_id.clone(),
-                    status: domain::dispatch::OfferStatus::Withdrawn,
-                    at: now,
-                });
+                // A handover's (no call): withdrawn below, once the live
+                // sessions, and with them its holder, are loaded.
                 withdrawn.push((row.session_id, row.operator_id));
                 continue;
             };
@@ -118,12 +109,16 @@ impl Desk {
                 self.plan_end(&row.session_id, end);
             }
         }
+        // A handover that rang when the server stopped: nobody heard it
+        // since, so it is withdrawn and control stays. Its holder is told
+        // (a console still open: a takeover in cluster mode, a reload after
+        // a failed commit), and its ring stops where it still shows (after
+        // a failed commit, no Welcome follows to clear it).
         for (session_id, to) in withdrawn {
+            let status = domain::dispatch::OfferStatus::Withdrawn;
+            self.fx.writes.push(Write::CloseOffer { org_id: self.org_id.clone(), session_id: session_id.clone(), operator_id: to.clone(), status, at: now });
             self.tell_handover(&session_id, &to, domain::handover::HandoverOutcome::Withdrawn);
-            // And its ring stops where it still shows (after a failed
-            // commit, no Welcome follows to clear it), as any closed offer's.
-            let how = domain::dispatch::OfferStatus::Withdrawn.ring_end();
-            self.fx.tell_operator(&self.org_id, &to, domain::events::OperatorEvent::OfferClosed { session_id, how });
+            self.fx.tell_operator(&self.org_id, &to, domain::events::OperatorEvent::OfferClosed { session_id, how: status.ring_end() });
         }
         // Presences agree with the offers just loaded; anyone not heard from
         // lapses unless a tab opens.

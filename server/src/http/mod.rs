@@ -4,8 +4,9 @@
 //! state (`crate::state`), who is asking (`services::Principal`) and answer
 //! with their surface's error; they reach the engine and the services,
 //! never the store. Only `lib.rs` uses the router; the files beside it
-//! (client address, origins, the robot-token rate) are used by the state
-//! and the services too, and import nothing back from here.
+//! (client address, origins, the robot-token rate, connections and a
+//! socket's writer) are used by the state, the services and the sockets
+//! too, and import nothing back from here.
 
 pub mod client;
 pub mod connections;
@@ -16,6 +17,7 @@ pub mod origin;
 mod principal;
 mod render;
 pub mod robot_rate;
+pub mod socket_writer;
 mod test_orgs;
 
 use crate::state::AppState;

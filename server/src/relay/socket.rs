@@ -13,6 +13,7 @@
 
 use super::channel::{Channel, Side, MAX_VECTOR};
 use super::recording::Sample;
+use crate::http::socket_writer;
 use crate::services::Principal;
 use crate::state::AppState;
 use crate::services::{Credential, TabPass};
@@ -22,7 +23,7 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -152,26 +153,12 @@ async fn socket_pass(state: &AppState, principal: Principal) -> Result<TabPass, 
 }
 
 async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass, socket: WebSocket) {
-    let (mut sink, mut stream) = socket.split();
-    let (tx, mut rx) = mpsc::channel::<Message>(SOCKET_QUEUE);
+    let (sink, mut stream) = socket.split();
+    let (tx, writer, mut writer_gone) = socket_writer::spawn(sink, SOCKET_QUEUE, "relay", Some);
     let (id, mut closed) = state.relay.join(&channel, &side, tx.clone()).await;
     // Joined a channel that closed meanwhile (the session just ended):
     // its close was announced before this socket listened.
     let mut ended = channel.is_closed();
-    // Ends with the writer: before the loop below only if a send failed.
-    let (writing, mut writer_gone) = tokio::sync::oneshot::channel::<()>();
-    let writer = tokio::spawn(async move {
-        let _writing = writing;
-        while let Some(message) = rx.recv().await {
-            // Failed (the client cut off for taking nothing, say:
-            // `http::connections`): no close frame can go either.
-            if let Err(e) = sink.send(message).await {
-                tracing::debug!(error = %e, "a relay socket failed: its writer ends");
-                return;
-            }
-        }
-        let _ = sink.close().await;
-    });
     // Signed out, removed, demoted, token rotated, retired: gone at once.
     // (One wait for the socket's life, as a tab's: `ring::ears`.)
     let mut signed_out = std::pin::pin!(pass.ended());
@@ -202,12 +189,7 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     // ended, or control moved); an abnormal one (a restart) it retries.
     let frame = axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::NORMAL, reason: "the session ended or control moved".into() };
     let _ = tx.try_send(Message::Close(Some(frame)));
-    drop(tx);
-    // The writer ends with the queue (its last frames sent), or is stopped.
-    let mut writer = writer;
-    if tokio::time::timeout(std::time::Duration::from_secs(1), &mut writer).await.is_err() {
-        writer.abort();
-    }
+    writer.finish(tx).await;
 }
 
 /// One message from a socket; false when the socket should close.

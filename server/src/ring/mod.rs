@@ -16,6 +16,7 @@ mod ears;
 mod party;
 
 use crate::bus::{Delivery, Subscription};
+use crate::http::socket_writer::{self, Gone, Writer};
 use crate::engine::{EngineError, OperatorPresence};
 use crate::services::Principal;
 use crate::state::AppState;
@@ -29,10 +30,9 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::stream::SplitStream;
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use serde::Deserialize;
 use std::time::Duration;
-use tokio::sync::oneshot;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -116,31 +116,13 @@ enum Socket {
     PartyWatch,
 }
 
-/// Writes queued messages to the socket; ends when the queue closes or the
-/// socket fails. Also answers a wait for the writer's end: the tab's
-/// (`Ears`), which hears it only when the writer failed, as the queue
-/// closes only once the tab is done.
-fn spawn_writer(mut sink: futures::stream::SplitSink<WebSocket, Message>) -> (mpsc::Sender<RingMsg>, tokio::task::JoinHandle<()>, oneshot::Receiver<()>) {
-    let (tx, mut rx) = mpsc::channel::<RingMsg>(TAB_QUEUE);
-    let (writing, gone) = oneshot::channel::<()>();
-    let writer = tokio::spawn(async move {
-        let _writing = writing;
-        while let Some(msg) = rx.recv().await {
-            let Ok(text) = serde_json::to_string(&msg) else { continue };
-            // Failed (the client cut off for taking nothing, say:
-            // `http::connections`): no close frame can go either.
-            if let Err(e) = sink.send(Message::Text(text.into())).await {
-                tracing::debug!(error = %e, "a tab's socket failed: its writer ends");
-                return;
-            }
-        }
-        let _ = sink.close().await;
-    });
-    (tx, writer, gone)
+/// A tab's messages go as JSON text (`http::socket_writer`).
+fn spawn_writer(sink: futures::stream::SplitSink<WebSocket, Message>) -> (mpsc::Sender<RingMsg>, Writer, Gone) {
+    socket_writer::spawn(sink, TAB_QUEUE, "tab", |msg: RingMsg| serde_json::to_string(&msg).ok().map(|text| Message::Text(text.into())))
 }
 
 /// What the tab hears from now on: silent for the presence TTL, it is gone.
-fn listen(state: &AppState, owner: &TabOwner, stream: SplitStream<WebSocket>, topic: Subscription, writer_gone: oneshot::Receiver<()>) -> Ears<SplitStream<WebSocket>> {
+fn listen(state: &AppState, owner: &TabOwner, stream: SplitStream<WebSocket>, topic: Subscription, writer_gone: Gone) -> Ears<SplitStream<WebSocket>> {
     let ttl = Duration::from_millis(state.presence_ttl_ms.max(1) as u64);
     Ears::new(stream, topic, owner.pass.ended(), writer_gone, ttl)
 }
@@ -173,8 +155,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
         Err(e) => {
             tracing::warn!(error = %e, "console refused");
             let _ = tx.send(RingMsg::error(refusal(&e))).await;
-            drop(tx);
-            finish_writer(writer).await;
+            writer.finish(tx).await;
             return;
         }
     };
@@ -276,8 +257,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
             Heard::Delivery(Delivery::Closed) => break,
         }
     }
-    drop(tx);
-    finish_writer(writer).await;
+    writer.finish(tx).await;
     // Told once the socket is finished with: the dispatcher answers after
     // its commit, which may wait while the database is away.
     state.engine.tab_closed(&owner.org_id, &owner.user_id, &tab, last_seen).await;
@@ -410,17 +390,7 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut pa
             break;
         }
     }
-    drop(tx);
-    finish_writer(writer).await;
-}
-
-/// Lets the writer send what is queued, for at most a second: a tab that
-/// stopped reading (or whose sign-in was just revoked) is not kept open by
-/// its unsent messages.
-async fn finish_writer(mut writer: tokio::task::JoinHandle<()>) {
-    if tokio::time::timeout(Duration::from_secs(1), &mut writer).await.is_err() {
-        writer.abort();
-    }
+    writer.finish(tx).await;
 }
 
 /// How often a console's commands re-read its sign-in in the database.

@@ -147,7 +147,8 @@ both_backends!(l08_a_handover_still_ringing_when_the_session_ends_or_the_server_
 
 // A console that opens (or reconnects) while its operator's handover rings
 // is told so after its Welcome, which drops what it showed before; once
-// answered, the ringing no longer stands.
+// answered, its outcome stands instead: a console away when it was told
+// learns it on its return.
 both_backends!(l08_a_console_that_opens_while_its_handover_rings_is_told_it_rings, |app: TestApp| async move {
     use domain::ring::RingMsg;
     let session = attach_asha(&app, "uk-pick-01").await;
@@ -168,11 +169,15 @@ both_backends!(l08_a_console_that_opens_while_its_handover_rings_is_told_it_ring
     let standing = app.engine().standing_notices(ORG, "u-asha").await.unwrap();
     assert!(standing.iter().any(|n| matches!(n, OperatorEvent::Handover { notice } if notice.outcome == HandoverOutcome::Ringing)), "{standing:?}");
 
-    // Tom declines: the open tab is told; the ringing no longer stands.
+    // Tom declines while Asha's console is away: it is told on its return.
+    drop(tab);
     app.engine().decline(ORG, "u-tom", &session).await.unwrap();
-    assert_eq!(tab.until(handover).await.outcome, HandoverOutcome::Declined);
+    let mut tab = common::Tab::open(&app, &cookie).await;
+    tab.until(|m| matches!(m, RingMsg::Welcome { .. }).then_some(())).await;
+    let told = tab.until(handover).await;
+    assert_eq!((told.session_id.as_str(), told.outcome), (session.as_str(), HandoverOutcome::Declined));
     let standing = app.engine().standing_notices(ORG, "u-asha").await.unwrap();
-    assert!(!standing.iter().any(|n| matches!(n, OperatorEvent::Handover { .. })), "{standing:?}");
+    assert!(!standing.iter().any(|n| matches!(n, OperatorEvent::Handover { notice } if notice.outcome == HandoverOutcome::Ringing)), "{standing:?}");
     drop(tab);
     app.finish().await;
 });

@@ -111,8 +111,9 @@ impl Console {
     /// about now (an inactivity warning, a planned end, a handover still
     /// ringing) may have changed while it was away, so they are dropped;
     /// the server tells again, right after the `Welcome`, those that still
-    /// stand (its `Desk::standing_notices`). A handover's outcome stays:
-    /// it is news of what happened, not a claim about now.
+    /// stand (its `Desk::standing_notices`, which include the last
+    /// handover's outcome). A handover's outcome stays meanwhile: it is
+    /// news of what happened, not a claim about now.
     pub fn welcomed(&self) {
         self.inactivity.set(None);
         self.planned_end_soon.set(None);

@@ -327,7 +327,7 @@ impl Desk {
         if transition(from, to).is_none() {
             return Err(EngineError::IllegalTransition { from: from.as_str(), to: to.as_str() });
         }
-        if let Some(ringing) = self.live.get(session_id).and_then(|l| l.handover_to.clone()) {
+        if let Some(ringing) = self.live.get(session_id).and_then(|l| l.handover_ringing().map(str::to_string)) {
             self.close_offer(&ringing, OfferStatus::Withdrawn, now);
             self.presence_event(&ringing, PresenceEvent::OfferReleased, None, now);
         }

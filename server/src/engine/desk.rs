@@ -88,6 +88,12 @@ pub(super) struct Call {
     pub relax_at: Option<i64>,
 }
 
+/// A session's last handover: offered to `to`, and where it stands.
+pub(super) struct LastHandover {
+    pub to: String,
+    pub outcome: domain::handover::HandoverOutcome,
+}
+
 /// An ACTIVE or PAUSED session.
 pub(super) struct Live {
     pub robot_id: String,
@@ -96,8 +102,9 @@ pub(super) struct Live {
     pub skill: String,
     pub pop: String,
     pub operator_id: Option<String>,
-    /// The operator a handover offer rings for (rule L08).
-    pub handover_to: Option<String>,
+    /// The session's last handover as its holder was told it (rule L08):
+    /// ringing, or how it ended; none once control moved.
+    pub handover: Option<LastHandover>,
     /// When the session completes unless extended (rule L13).
     pub planned_end: Option<i64>,
     /// The booking it runs in: never in the way of its own extension.
@@ -345,7 +352,7 @@ impl Desk {
 
     /// What the operator was told about the sessions they operate and
     /// still stands (rule L07's warning, rule L13's notice, rule L08's
-    /// handover still ringing), for a tab that opens (published, above) or
+    /// handover, ringing or how it ended), for a tab that opens (published, above) or
     /// resyncs (`Request::Notices`, sent to that tab alone): one that was
     /// closed, reconnecting or behind when it was told would otherwise
     /// never show it (the session then cancelled, or ended, without a
@@ -361,7 +368,7 @@ impl Desk {
             if let Some(at) = live.planned_end.filter(|at| domain::booking::planned_end_notice_stands(*at, now)) {
                 notices.push(OperatorEvent::PlannedEndSoon { session_id: session_id.clone(), planned_end_ms: at });
             }
-            notices.extend(self.handover_ringing(session_id));
+            notices.extend(self.handover_standing(session_id));
         }
         notices
     }

@@ -476,5 +476,40 @@ fn l08_a_handover_ringing_at_load_is_withdrawn_and_its_holder_told() {
         *topic == domain::events::Topic::operator("org", "tom") && matches!(e, Event::Operator(OperatorEvent::OfferClosed { session_id, .. }) if session_id == "ses-1")
     });
     assert!(rings_stopped, "Tom's ring stops where it still shows");
-    assert!(desk.standing_notices("asha", 2_000).is_empty(), "nothing rings for her now");
+    let standing = desk.standing_notices("asha", 2_000);
+    assert!(matches!(&standing[..], [OperatorEvent::Handover { notice }] if notice.outcome == HandoverOutcome::Withdrawn), "nothing rings for her now; she is told it was withdrawn: {standing:?}");
+}
+
+/// A handover's outcome stands for its holder (retold after a reconnect:
+/// told while the console was away, it would be lost) until the next
+/// handover rings or control moves.
+#[test]
+fn l08_a_handovers_outcome_stands_until_the_next_handover_or_control_moves() {
+    use domain::handover::HandoverOutcome;
+    let operators = [operator("asha", "Austin", &["welding · tier-1"]), operator("tom", "Austin", &["welding · tier-1"])];
+    let mut desk = desk(&operators);
+    desk.ready("asha", true, 0).unwrap();
+    let CallOutcome::Matched { session_id, .. } = desk.raise(&robot("r1", "us-east", "welding · tier-1"), 1_000).unwrap() else {
+        panic!("asha is ready");
+    };
+    desk.accept("asha", &session_id, 1_000).unwrap();
+    let standing = |desk: &Desk, who: &str| -> Vec<HandoverOutcome> {
+        desk.standing_notices(who, 2_000).into_iter().filter_map(|n| match n {
+            OperatorEvent::Handover { notice } => Some(notice.outcome),
+            _ => None,
+        }).collect()
+    };
+    assert_eq!(standing(&desk, "asha"), [], "no handover yet");
+    desk.ready("tom", true, 1_000).unwrap();
+    desk.hand_over(&session_id, Some("asha"), "tom", 2_000).unwrap();
+    assert_eq!(standing(&desk, "asha"), [HandoverOutcome::Ringing]);
+    desk.decline("tom", &session_id, 3_000).unwrap();
+    assert_eq!(standing(&desk, "asha"), [HandoverOutcome::Declined], "declined while she was away: she learns it");
+    // Tom is back from the decline's cool-off.
+    desk.ready("tom", true, 3_000 + SETTINGS.cooloff_ms).unwrap();
+    desk.hand_over(&session_id, Some("asha"), "tom", 4_000 + SETTINGS.cooloff_ms).unwrap();
+    assert_eq!(standing(&desk, "asha"), [HandoverOutcome::Ringing], "the next handover replaces the outcome");
+    desk.accept("tom", &session_id, 5_000 + SETTINGS.cooloff_ms).unwrap();
+    assert_eq!(standing(&desk, "asha"), [], "control moved: nothing stands for her");
+    assert_eq!(standing(&desk, "tom"), [], "nor for Tom, who holds it now");
 }

@@ -5,7 +5,7 @@
 //! goes to wrap-up. A decline, a miss or the session's end leaves control
 //! where it was, and the handing operator is told either way.
 
-use super::desk::Desk;
+use super::desk::{Desk, LastHandover, Live};
 use super::timers::Timer;
 use super::types::EngineError;
 use crate::store::{NewOffer, Write};
@@ -15,6 +15,13 @@ use domain::handover::{handover_candidates, HandoverNotice, HandoverOutcome};
 use domain::lifecycle::ActivityKind;
 use domain::models::{Offer, PresenceState};
 use domain::presence::PresenceEvent;
+
+impl Live {
+    /// The operator the session's handover offer rings for.
+    pub fn handover_ringing(&self) -> Option<&str> {
+        self.handover.as_ref().filter(|h| h.outcome == HandoverOutcome::Ringing).map(|h| h.to.as_str())
+    }
+}
 
 impl Desk {
     /// Who the session may be handed to, best first.
@@ -45,8 +52,8 @@ impl Desk {
         if by.is_some() && live.operator_id.as_deref() != by {
             return Err(EngineError::NotAttached);
         }
-        if let Some(ringing) = &live.handover_to {
-            let name = self.operators.get(ringing).map_or(ringing.as_str(), |op| op.presence.name.as_str());
+        if let Some(ringing) = live.handover_ringing() {
+            let name = self.operators.get(ringing).map_or(ringing, |op| op.presence.name.as_str());
             return Err(EngineError::HandoverRinging(name.to_string()));
         }
         let candidate = self
@@ -57,8 +64,7 @@ impl Desk {
         if !self.claim_operator(to) {
             return Err(EngineError::NotHandoverCandidate);
         }
-        let live = self.live.get_mut(session_id).expect("checked above");
-        live.handover_to = Some(to.to_string());
+        let live = self.live.get(session_id).expect("checked above");
         let from_name = live.operator_id.as_ref().and_then(|id| self.operators.get(id)).map(|op| op.presence.name.clone());
         let rtt_ms = candidate.rtt_ms.unwrap_or_default();
         let offer = Offer {
@@ -114,7 +120,7 @@ impl Desk {
     pub fn take_control(&mut self, session_id: &str, admin_id: &str, reason: &str, now: i64) -> Result<(), EngineError> {
         let live = self.live.get(session_id).ok_or(EngineError::SessionEnded)?;
         let skills = self.operators.get(admin_id).map(|op| op.presence.skills.as_slice());
-        if let Some(problem) = domain::handover::take_over_problem(admin_id, skills, &live.skill, live.operator_id.as_deref(), live.handover_to.is_some()) {
+        if let Some(problem) = domain::handover::take_over_problem(admin_id, skills, &live.skill, live.operator_id.as_deref(), live.handover_ringing().is_some()) {
             return Err(EngineError::CannotTakeOver(problem));
         }
         let admin = self.operators.get(admin_id).ok_or(EngineError::NotFound("operator"))?;
@@ -151,7 +157,7 @@ impl Desk {
     /// Control moves to `to` (`why`: an admin's reason, when they took it).
     fn switch(&mut self, session_id: &str, to: &str, rtt_ms: u32, why: Option<String>, now: i64) {
         let Some(live) = self.live.get_mut(session_id) else { return };
-        live.handover_to = None;
+        live.handover = None;
         let from = live.operator_id.replace(to.to_string());
         let name = |desk: &Desk, id: &str| desk.operators.get(id).map_or(id.to_string(), |op| op.presence.name.clone());
         let moved = from.as_deref().map(|id| format!("from {} to {}", name(self, id), name(self, to)));
@@ -189,11 +195,9 @@ impl Desk {
 
     /// A handover offer closed without being taken: control stays.
     pub(super) fn handover_closed(&mut self, session_id: &str, to: &str, status: OfferStatus) {
-        let Some(live) = self.live.get_mut(session_id) else { return };
-        if live.handover_to.as_deref() != Some(to) {
+        if self.live.get(session_id).and_then(Live::handover_ringing) != Some(to) {
             return;
         }
-        live.handover_to = None;
         let outcome = match status {
             OfferStatus::Accepted => return,
             OfferStatus::Declined => HandoverOutcome::Declined,
@@ -203,9 +207,13 @@ impl Desk {
         self.tell_handover(session_id, to, outcome);
     }
 
-    /// Tells the operator in control where their handover stands.
+    /// The session's handover now stands at `outcome`; the operator in
+    /// control is told (and told again after a reconnect, until the next
+    /// handover or control moves: `handover_standing`).
     pub(super) fn tell_handover(&mut self, session_id: &str, to: &str, outcome: HandoverOutcome) {
-        if let Some(holder) = self.live.get(session_id).and_then(|l| l.operator_id.clone()) {
+        let Some(live) = self.live.get_mut(session_id) else { return };
+        live.handover = Some(LastHandover { to: to.to_string(), outcome });
+        if let Some(holder) = live.operator_id.clone() {
             self.tell(&holder, session_id, to, outcome);
         }
     }
@@ -215,11 +223,12 @@ impl Desk {
         self.fx.tell_operator(&self.org_id, operator_id, notice);
     }
 
-    /// The handover offer ringing for the session, as its holder was told
-    /// it: a notice that stands while it rings (`Desk::standing_notices`).
-    pub(super) fn handover_ringing(&self, session_id: &str) -> Option<OperatorEvent> {
-        let to = self.live.get(session_id)?.handover_to.as_deref()?;
-        Some(self.handover_notice(session_id, to, HandoverOutcome::Ringing))
+    /// The session's last handover, as its holder was told it: ringing,
+    /// or how it ended, so a console away when it was told still learns
+    /// it (`Desk::standing_notices`).
+    pub(super) fn handover_standing(&self, session_id: &str) -> Option<OperatorEvent> {
+        let last = self.live.get(session_id)?.handover.as_ref()?;
+        Some(self.handover_notice(session_id, &last.to, last.outcome))
     }
 
     fn handover_notice(&self, session_id: &str, to: &str, outcome: HandoverOutcome) -> OperatorEvent {

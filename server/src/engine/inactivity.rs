@@ -26,7 +26,7 @@ impl Live {
             skill,
             pop,
             operator_id,
-            handover_to: None,
+            handover: None,
             planned_end: None,
             booking_id: None,
             lifecycle: LifecycleState::Active,

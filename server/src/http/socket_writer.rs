@@ -64,79 +64,135 @@ mod tests {
     use axum::extract::WebSocketUpgrade;
     use axum::routing::get;
     use futures::StreamExt;
+    use std::future::Future;
+    use std::sync::{Arc, Mutex};
     use tokio_tungstenite::tungstenite::Message as ClientMessage;
 
-    /// A server whose one socket queues `count` texts, then finishes.
-    async fn server(count: usize) -> std::net::SocketAddr {
-        let app = axum::Router::new().route(
-            "/",
-            get(move |ws: WebSocketUpgrade| async move {
-                ws.on_upgrade(move |socket| async move {
-                    let (sink, _stream) = socket.split();
-                    let (tx, writer, _gone) = spawn::<String>(sink, count.max(1), "test", |text| Some(Message::Text(text.into())));
-                    for n in 0..count {
-                        let _ = tx.try_send(n.to_string());
-                    }
-                    writer.finish(tx).await;
-                })
-            }),
-        );
+    /// Serves each socket to `serve`; the address.
+    async fn server<F, Fut>(serve: F) -> std::net::SocketAddr
+    where
+        F: Fn(WebSocket) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let app = axum::Router::new().route("/", get(move |ws: WebSocketUpgrade| async move { ws.on_upgrade(serve) }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         addr
     }
 
+    fn text(text: String) -> Option<Message> {
+        Some(Message::Text(text.into()))
+    }
+
+    /// Tells the test, once, what the server's socket saw.
+    fn teller<T>() -> (Arc<Mutex<Option<oneshot::Sender<T>>>>, oneshot::Receiver<T>) {
+        let (tell, told) = oneshot::channel();
+        (Arc::new(Mutex::new(Some(tell))), told)
+    }
+
+    fn tell<T>(teller: &Mutex<Option<oneshot::Sender<T>>>, what: T) {
+        if let Some(tell) = teller.lock().unwrap().take() {
+            let _ = tell.send(what);
+        }
+    }
+
+    /// Three texts and a close reach the client; the writer is not gone
+    /// while it works (the client said it had them all), and is once it
+    /// finished.
     #[tokio::test]
     async fn a_finished_writer_sends_what_was_queued_then_a_close() {
-        let addr = server(3).await;
+        let (teller, told) = teller::<(bool, bool)>();
+        let addr = server(move |socket: WebSocket| {
+            let teller = teller.clone();
+            async move {
+                let (sink, mut stream) = socket.split();
+                let (tx, writer, mut gone) = spawn::<String>(sink, 3, "test", text);
+                for n in 0..3 {
+                    let _ = tx.try_send(n.to_string());
+                }
+                let _ = stream.next().await;
+                let at_work = gone.try_recv();
+                writer.finish(tx).await;
+                let gone_at_work = !matches!(at_work, Err(oneshot::error::TryRecvError::Empty));
+                // (A receiver that answered may not be asked again.)
+                let gone_after = gone_at_work || gone.await.is_err();
+                tell(&teller, (gone_at_work, gone_after));
+            }
+        })
+        .await;
         let (mut client, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/")).await.unwrap();
         let mut heard = Vec::new();
         while let Some(Ok(message)) = client.next().await {
             match message {
-                ClientMessage::Text(text) => heard.push(text.to_string()),
-                ClientMessage::Close(_) => {
-                    heard.push("close".into());
-                    break;
+                ClientMessage::Text(text) => {
+                    heard.push(text.to_string());
+                    if heard.len() == 3 {
+                        futures::SinkExt::send(&mut client, ClientMessage::Text("got them".into())).await.unwrap();
+                    }
                 }
+                // Read on: the close is answered, and the stream ends.
+                ClientMessage::Close(_) => heard.push("close".into()),
                 _ => {}
             }
         }
         assert_eq!(heard, ["0", "1", "2", "close"]);
+        let told = tokio::time::timeout(Duration::from_secs(10), told).await.expect("the server's socket told");
+        assert_eq!(told.unwrap(), (false, true), "not gone at work; gone once finished");
     }
 
+    /// A client that takes nothing does not hold its socket's end up: the
+    /// writer gets its second, then is stopped.
+    #[tokio::test]
+    async fn a_finish_gives_a_client_that_takes_nothing_a_second() {
+        let (teller, told) = teller::<Duration>();
+        let addr = server(move |socket: WebSocket| {
+            let teller = teller.clone();
+            async move {
+                let (sink, _stream) = socket.split();
+                let (tx, writer, _gone) = spawn::<String>(sink, 256, "test", text);
+                // Far more than the buffers on the way hold.
+                for _ in 0..256 {
+                    let _ = tx.try_send("x".repeat(256 * 1024));
+                }
+                let started = tokio::time::Instant::now();
+                writer.finish(tx).await;
+                tell(&teller, started.elapsed());
+            }
+        })
+        .await;
+        // Connected, then never read.
+        let (_client, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/")).await.unwrap();
+        let took = tokio::time::timeout(Duration::from_secs(30), told).await.expect("the finish ended").unwrap();
+        assert!(took >= FINISH_WITHIN, "it had its second: {took:?}");
+    }
+
+    /// A client gone (its connection closed, unread): the socket's next
+    /// writes fail, and the writer's end is heard.
     #[tokio::test]
     async fn a_writer_whose_client_is_gone_says_so() {
-        let (told, gone_heard) = oneshot::channel::<()>();
-        let told = std::sync::Mutex::new(Some(told));
-        let told = std::sync::Arc::new(told);
-        let app = axum::Router::new().route(
-            "/",
-            get(move |ws: WebSocketUpgrade| async move {
-                ws.on_upgrade(move |socket| async move {
-                    let (sink, _stream) = socket.split();
-                    let (tx, writer, mut gone) = spawn::<String>(sink, 4, "test", |text| Some(Message::Text(text.into())));
-                    // Keeps writing until a send fails: the writer's end
-                    // is all that stops this loop.
-                    let mut tick = tokio::time::interval(Duration::from_millis(5));
-                    loop {
-                        tokio::select! {
-                            _ = &mut gone => break,
-                            _ = tick.tick() => { let _ = tx.try_send("x".repeat(1024)); }
-                        }
+        let (teller, told) = teller::<()>();
+        let addr = server(move |socket: WebSocket| {
+            let teller = teller.clone();
+            async move {
+                let (sink, _stream) = socket.split();
+                let (tx, writer, mut gone) = spawn::<String>(sink, 4, "test", text);
+                // Keeps writing until a send fails: the writer's end is
+                // all that stops this loop.
+                let mut tick = tokio::time::interval(Duration::from_millis(5));
+                loop {
+                    tokio::select! {
+                        _ = &mut gone => break,
+                        _ = tick.tick() => { let _ = tx.try_send("x".repeat(1024)); }
                     }
-                    if let Some(told) = told.lock().unwrap().take() {
-                        let _ = told.send(());
-                    }
-                    writer.finish(tx).await;
-                })
-            }),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+                }
+                tell(&teller, ());
+                writer.finish(tx).await;
+            }
+        })
+        .await;
         let (client, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/")).await.unwrap();
         drop(client);
-        tokio::time::timeout(Duration::from_secs(10), gone_heard).await.expect("the writer's failure was heard").unwrap();
+        tokio::time::timeout(Duration::from_secs(10), told).await.expect("the writer's failure was heard").unwrap();
     }
 }

@@ -131,7 +131,8 @@ test('L08: a reconnected cockpit shows its handover as it stands, not as it was'
   await expect.poll(() => heard[1].slice(heard[1].indexOf('welcome'))).toEqual(expect.arrayContaining(['handover', 'pong']));
   await expect(meera.getByTestId('handover-status')).toContainText('Offered to Owen Davies');
 
-  // Dropped, and Owen declines before it is back: no longer "waiting".
+  // Dropped, and Owen declines before it is back: no longer "waiting",
+  // and told what happened in the gap.
   let open!: () => void;
   opening = new Promise<void>((resolve) => { open = resolve; });
   await drop();
@@ -140,7 +141,7 @@ test('L08: a reconnected cockpit shows its handover as it stands, not as it was'
   await expect(owen.getByTestId('offer')).toBeHidden();
   open();
   await expect.poll(() => welcomes.length, { timeout: 15_000 }).toBe(3);
-  await expect(meera.getByTestId('handover-status')).toBeHidden();
+  await expect(meera.getByTestId('handover-status')).toHaveText('Owen Davies declined the handover: you keep control.');
   // And Meera, still in control, can hand over again.
   await meera.getByTestId('cockpit-lifecycle').click();
   await meera.keyboard.press('h');

@@ -107,19 +107,16 @@ impl Console {
         }
     }
 
-    /// A `Welcome` is the server's truth. The notices this tab shows
-    /// about now (an inactivity warning, a planned end, a handover still
-    /// ringing) may have changed while it was away, so they are dropped;
-    /// the server tells again, right after the `Welcome`, those that still
-    /// stand (its `Desk::standing_notices`, which include the last
-    /// handover's outcome). A handover's outcome stays meanwhile: it is
-    /// news of what happened, not a claim about now.
+    /// A `Welcome` is the server's truth. The notices this tab shows (an
+    /// inactivity warning, a planned end, where a handover stands) may have
+    /// changed while it was away, so they are dropped; the server tells
+    /// again, right after the `Welcome`, those that still stand (its
+    /// `Desk::standing_notices`: a handover ringing, or how the last one
+    /// ended while the operator still holds the session).
     pub fn welcomed(&self) {
         self.inactivity.set(None);
         self.planned_end_soon.set(None);
-        if self.handover.get_untracked().is_some_and(|n| n.outcome == crate::handover::HandoverOutcome::Ringing) {
-            self.handover.set(None);
-        }
+        self.handover.set(None);
     }
 
     pub fn decline(&self) {
@@ -322,12 +319,12 @@ mod welcome_tests {
     }
 
     #[test]
-    fn l08_a_welcome_drops_the_notices_about_now_and_keeps_a_handovers_outcome() {
+    fn l08_a_welcome_drops_every_notice_for_the_server_to_tell_again() {
         // Signals live in an owner's arena (the server's are sandboxed per request).
-        Owner::new().with(welcome_drops_the_notices_about_now);
+        Owner::new().with(welcome_drops_every_notice);
     }
 
-    fn welcome_drops_the_notices_about_now() {
+    fn welcome_drops_every_notice() {
         let console = Console::new();
         console.inactivity.set(Some(("ses-1".into(), 10)));
         console.planned_end_soon.set(Some(("ses-1".into(), 20)));
@@ -336,10 +333,10 @@ mod welcome_tests {
         assert_eq!(console.inactivity.get_untracked(), None);
         assert_eq!(console.planned_end_soon.get_untracked(), None);
         assert_eq!(console.handover.get_untracked(), None, "a handover told as ringing may have been answered meanwhile");
-        for outcome in [HandoverOutcome::Accepted, HandoverOutcome::Declined, HandoverOutcome::Missed, HandoverOutcome::Withdrawn] {
+        for outcome in [HandoverOutcome::Declined, HandoverOutcome::Missed, HandoverOutcome::Withdrawn] {
             console.handover.set(notice(outcome));
             console.welcomed();
-            assert_eq!(console.handover.get_untracked(), notice(outcome), "{outcome:?} is what happened");
+            assert_eq!(console.handover.get_untracked(), None, "{outcome:?}: told again if it still stands (control may have moved meanwhile)");
         }
     }
 }

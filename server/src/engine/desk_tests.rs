@@ -513,3 +513,37 @@ fn l08_a_handovers_outcome_stands_until_the_next_handover_or_control_moves() {
     assert_eq!(standing(&desk, "asha"), [], "control moved: nothing stands for her");
     assert_eq!(standing(&desk, "tom"), [], "nor for Tom, who holds it now");
 }
+
+/// Asha's session, whose handover to Tom Tom declined; Tom then rings for
+/// another call (returned).
+fn declined_handover() -> (Desk, String, String) {
+    let operators = [operator("asha", "Austin", &["welding · tier-1"]), operator("tom", "Austin", &["welding · tier-1"]), operator("dana", "Austin", &["welding · tier-1"])];
+    let mut desk = desk(&operators);
+    desk.ready("asha", true, 0).unwrap();
+    let CallOutcome::Matched { session_id, .. } = desk.raise(&robot("r1", "us-east", "welding · tier-1"), 1_000).unwrap() else {
+        panic!("asha is ready");
+    };
+    desk.accept("asha", &session_id, 1_000).unwrap();
+    desk.ready("tom", true, 1_000).unwrap();
+    desk.hand_over(&session_id, Some("asha"), "tom", 2_000).unwrap();
+    desk.decline("tom", &session_id, 3_000).unwrap();
+    desk.ready("tom", true, 3_000).unwrap();
+    desk.take_effects();
+    let next = session_of(&desk.raise(&robot("r2", "us-east", "welding · tier-1"), 4_000).unwrap());
+    assert_eq!(offered_to(&mut desk, "tom"), Some(next.clone()), "Tom rings for the next call");
+    (desk, session_id, next)
+}
+
+/// Only a ringing handover is in anyone's way: once declined (its outcome
+/// still told to Asha), an admin may take control, and the session's end
+/// leaves Tom's ring for another call alone.
+#[test]
+fn l08_a_declined_handover_is_in_nobodys_way() {
+    let (mut desk, session_id, _) = declined_handover();
+    desk.tab_opened("dana", "tab-d", 5_000).unwrap();
+    desk.take_control(&session_id, "dana", "covering", 5_000).expect("nothing rings: the admin takes control");
+
+    let (mut desk, session_id, next) = declined_handover();
+    desk.finish(&session_id, LifecycleState::Completed, "done", 5_000).unwrap();
+    assert_eq!(desk.offers.get("tom").map(|o| o.session_id.as_str()), Some(next.as_str()), "Tom still rings for the other call");
+}

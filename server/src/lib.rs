@@ -246,7 +246,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // Small frames (offers, presence) go out at once, not after the peer's
     // delayed ACK (Nagle's algorithm cost ~40 ms on a burst of frames).
     let listener = axum::serve::ListenerExt::tap_io(listener, |connection| {
-        if let Err(e) = connection.get_ref().set_nodelay(true) {
+        if let Err(e) = connection.tcp().set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
     });

@@ -1,8 +1,8 @@
 //! The process's metrics (`metrics` + `metrics-exporter-prometheus`): the
-//! names, the recorder, and what the engine and the store record as they
-//! go (the dispatch latency histogram, who dispatches, WAL rewinds). The
-//! `/metrics` endpoint that renders them, with the per-org gauges computed
-//! at scrape time, is `http::metrics`.
+//! names, the recorder, and what the engine, the store and the listener
+//! record as they go (the dispatch latency histogram, who dispatches, WAL
+//! rewinds, clients cut off). The `/metrics` endpoint that renders them,
+//! with the per-org gauges computed at scrape time, is `http::metrics`.
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::sync::OnceLock;
@@ -37,6 +37,23 @@ const WAL_REWINDS: &str = "clutchcall_sqlite_wal_rewinds_total";
 /// One WAL rewind ended: `done` or not.
 pub fn wal_rewound(done: bool) {
     metrics::counter!(WAL_REWINDS, "outcome" => if done { "done" } else { "gave_up" }).increment(1);
+}
+
+/// Connections cut off because their client took nothing for the stall
+/// (`http::connections`): a download given up, a socket whose browser
+/// froze, a client on a dead link.
+pub const CLIENTS_CUT: &str = "clutchcall_clients_cut_total";
+
+/// A client was cut off for taking nothing (`CLIENTS_CUT`).
+pub fn client_cut() {
+    metrics::counter!(CLIENTS_CUT).increment(1);
+}
+
+/// The value of an unlabelled counter in a Prometheus rendering (0 when
+/// it is not there yet).
+#[cfg(test)]
+pub fn counter_value(rendered: &str, name: &str) -> u64 {
+    rendered.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok()).unwrap_or(0)
 }
 
 /// The process's recorder (one per process: tests start several servers).

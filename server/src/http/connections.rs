@@ -6,12 +6,16 @@
 //!
 //! Nothing else can notice such a client: a response body is polled only
 //! while its connection can write, so a body whose client stopped reading
-//! waits forever, and its connection with it. (The cut logs nothing of
-//! its own: hyper drops the connection as it does a reset one.)
+//! waits forever, and its connection with it. Hyper drops a cut
+//! connection as it does a reset one, so the cut is told here: logged,
+//! and counted (`metrics::client_cut`).
 
+use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_io_timeout::TimeoutWriter;
 
@@ -33,8 +37,63 @@ impl Connections {
     }
 }
 
-/// A client's connection. (Pinned: the stall's timer is in it.)
-pub type Connection = Pin<Box<TimeoutWriter<TcpStream>>>;
+/// A client's connection, whose writes wait at most the stall.
+pub struct Connection {
+    /// Pinned: the stall's timer is in it.
+    io: Pin<Box<TimeoutWriter<TcpStream>>>,
+    client: SocketAddr,
+    cut: bool,
+}
+
+impl Connection {
+    pub fn tcp(&self) -> &TcpStream {
+        self.io.get_ref()
+    }
+
+    /// Tells a cut once: a write that waited the stall fails `TimedOut`.
+    fn told<T>(&mut self, result: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if let Poll::Ready(Err(e)) = &result {
+            if e.kind() == io::ErrorKind::TimedOut && !self.cut {
+                self.cut = true;
+                tracing::info!(client = %self.client, "a client that took nothing for the stall was cut off");
+                crate::metrics::client_cut();
+            }
+        }
+        result
+    }
+}
+
+impl AsyncRead for Connection {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        self.io.as_mut().poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Connection {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let result = self.io.as_mut().poll_write(cx, buf);
+        self.told(result)
+    }
+
+    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        let result = self.io.as_mut().poll_write_vectored(cx, bufs);
+        self.told(result)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = self.io.as_mut().poll_flush(cx);
+        self.told(result)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = self.io.as_mut().poll_shutdown(cx);
+        self.told(result)
+    }
+}
 
 impl axum::serve::Listener for Connections {
     type Io = Connection;
@@ -43,9 +102,9 @@ impl axum::serve::Listener for Connections {
     async fn accept(&mut self) -> (Connection, SocketAddr) {
         // axum's own accept: it rides out transient errors (a full file table, say).
         let (tcp, addr) = axum::serve::Listener::accept(&mut self.tcp).await;
-        let mut connection = TimeoutWriter::new(tcp);
-        connection.set_timeout(Some(self.stall));
-        (Box::pin(connection), addr)
+        let mut io = TimeoutWriter::new(tcp);
+        io.set_timeout(Some(self.stall));
+        (Connection { io: Box::pin(io), client: addr, cut: false }, addr)
     }
 
     fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -77,6 +136,9 @@ mod tests {
     /// reading at last, gets what was on its way, then the end.
     #[tokio::test]
     async fn a_client_that_takes_nothing_is_cut_off_and_its_response_let_go() {
+        let metrics = crate::metrics::handle();
+        let cuts = || crate::metrics::counter_value(&metrics.render(), crate::metrics::CLIENTS_CUT);
+        let cut_before = cuts();
         let (dropped, body_let_go) = tokio::sync::oneshot::channel();
         let dropped = Arc::new(Mutex::new(Some(Dropped(Some(dropped)))));
         let endless = move || {
@@ -104,6 +166,8 @@ mod tests {
         // Read at last: what was on its way, then the end (or a reset).
         let read = tokio::time::timeout(Duration::from_secs(30), client.read_to_end(&mut got)).await;
         assert!(read.is_ok(), "the connection ended ({} bytes read)", got.len());
+        // (Other tests may cut clients too, never fewer.)
+        assert!(cuts() > cut_before, "the cut is counted");
     }
 
     /// A client that keeps reading is never cut off, however long the

@@ -45,6 +45,15 @@ where
 {
     let push = use_push(Watch::Org, poll_ms);
     let data = crate::page_data::load(move || push.version.get(), move |_| fetch());
+    // A board read after a gap in the relay's pushes replaces their counts
+    // (HeardCounts::board_loaded), judged when it lands on the precise
+    // clock: on the screen's ticking one, two seconds could be three.
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if data.with(|loaded| matches!(loaded, Some(Ok(_)))) {
+            push.relay.maybe_update(|heard| heard.board_loaded(browser::now()));
+        }
+    });
     Live { data, connected: push.connected, now_ms: push.now_ms, relay: push.relay }
 }
 

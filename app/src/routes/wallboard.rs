@@ -152,9 +152,6 @@ fn board_panels(live: LiveBoard) -> PanelBuilt {
     let panels = move || {
         live.data.get().and_then(Result::ok).map(|board| {
             let board = Arc::new(board);
-            // Read after any gap in the pushes (HeardCounts::board_loaded;
-            // on the screen's ticking clock, two seconds may be three).
-            live.relay.maybe_update(|heard| heard.board_loaded(live.now_ms.get_untracked()));
             let now = live_clock(live, board.as_of_ms);
             view! {
                 <div class="board-panels">

@@ -69,6 +69,9 @@ pub fn handle() -> PrometheusHandle {
             if metrics::set_global_recorder(recorder).is_err() {
                 tracing::warn!("a metrics recorder was already installed; /metrics shows only what this one records");
             }
+            // Shown from the start at 0, so the first cut is an increase.
+            metrics::describe_counter!(CLIENTS_CUT, "Connections cut off because their client took nothing for the stall");
+            metrics::counter!(CLIENTS_CUT).increment(0);
             handle
         })
         .clone()

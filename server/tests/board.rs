@@ -121,6 +121,10 @@ async fn metrics_are_served_on_their_own_address_in_prometheus_format() {
         "# TYPE clutchcall_dispatch_seconds histogram",
         "clutchcall_dispatch_seconds_bucket{le=\"0.01\"}",
         "clutchcall_scrape_read_database 1",
+        // Shown before any cut (at 0 in a process that cut none), so the
+        // first cut is an increase.
+        "# TYPE clutchcall_clients_cut_total counter",
+        "\nclutchcall_clients_cut_total ",
     ] {
         assert!(text.contains(line), "{line} missing from:\n{text}");
     }

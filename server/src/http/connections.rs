@@ -41,7 +41,8 @@ impl Connections {
 pub struct Connection {
     /// Pinned: the stall's timer is in it.
     io: Pin<Box<TimeoutWriter<TcpStream>>>,
-    client: SocketAddr,
+    /// The TCP peer (behind a proxy, the proxy).
+    peer: SocketAddr,
     cut: bool,
 }
 
@@ -50,12 +51,14 @@ impl Connection {
         self.io.get_ref()
     }
 
-    /// Tells a cut once: a write that waited the stall fails `TimedOut`.
+    /// Tells a cut once: a write that waited the stall fails `TimedOut`
+    /// with no OS error (the kernel's own ETIMEDOUT, a dead link's
+    /// retransmissions given up, is not a stall).
     fn told<T>(&mut self, result: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
         if let Poll::Ready(Err(e)) = &result {
-            if e.kind() == io::ErrorKind::TimedOut && !self.cut {
+            if e.kind() == io::ErrorKind::TimedOut && e.raw_os_error().is_none() && !self.cut {
                 self.cut = true;
-                tracing::info!(client = %self.client, "a client that took nothing for the stall was cut off");
+                tracing::info!(peer = %self.peer, "a client that took nothing for the stall was cut off");
                 crate::metrics::client_cut();
             }
         }
@@ -104,7 +107,7 @@ impl axum::serve::Listener for Connections {
         let (tcp, addr) = axum::serve::Listener::accept(&mut self.tcp).await;
         let mut io = TimeoutWriter::new(tcp);
         io.set_timeout(Some(self.stall));
-        (Connection { io: Box::pin(io), client: addr, cut: false }, addr)
+        (Connection { io: Box::pin(io), peer: addr, cut: false }, addr)
     }
 
     fn local_addr(&self) -> std::io::Result<SocketAddr> {

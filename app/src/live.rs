@@ -45,9 +45,11 @@ where
 {
     let push = use_push(Watch::Org, poll_ms);
     let data = crate::page_data::load(move || push.version.get(), move |_| fetch());
-    // A board read after a gap in the relay's pushes replaces their counts
+    // Data read after a gap in the relay's pushes replaces their counts
     // (HeardCounts::board_loaded), judged when it lands on the precise
     // clock: on the screen's ticking one, two seconds could be three.
+    // (Only the wallboard shows relay counts; elsewhere this changes
+    // nothing that is read.)
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         if data.with(|loaded| matches!(loaded, Some(Ok(_)))) {

@@ -81,7 +81,8 @@ test('L08 L09 L10 L13: a call in the client\'s booking; client and operator chat
 // L08: a cockpit whose console socket drops while its handover rings is told
 // where the handover stands when it reconnects: still ringing, it says so
 // again; answered in the gap, it no longer claims to be waiting (before,
-// "waiting for them to accept" stayed on screen for good).
+// "waiting for them to accept" stayed on screen for good) and says how it
+// was answered.
 test('L08: a reconnected cockpit shows its handover as it stands, not as it was', async ({ browser, request, org }) => {
   test.setTimeout(120_000);
   const meera = await readyOperator(browser, org, org.people.meera);

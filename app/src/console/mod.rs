@@ -333,7 +333,7 @@ mod welcome_tests {
         assert_eq!(console.inactivity.get_untracked(), None);
         assert_eq!(console.planned_end_soon.get_untracked(), None);
         assert_eq!(console.handover.get_untracked(), None, "a handover told as ringing may have been answered meanwhile");
-        for outcome in [HandoverOutcome::Declined, HandoverOutcome::Missed, HandoverOutcome::Withdrawn] {
+        for outcome in [HandoverOutcome::Accepted, HandoverOutcome::Declined, HandoverOutcome::Missed, HandoverOutcome::Withdrawn] {
             console.handover.set(notice(outcome));
             console.welcomed();
             assert_eq!(console.handover.get_untracked(), None, "{outcome:?}: told again if it still stands (control may have moved meanwhile)");

@@ -352,8 +352,8 @@ impl Desk {
 
     /// What the operator was told about the sessions they operate and
     /// still stands (rule L07's warning, rule L13's notice, rule L08's
-    /// handover, ringing or how it ended), for a tab that opens (published, above) or
-    /// resyncs (`Request::Notices`, sent to that tab alone): one that was
+    /// handover, ringing or how it ended), for a tab that opens
+    /// (published, above) or resyncs (`Request::Notices`, sent to that tab alone): one that was
     /// closed, reconnecting or behind when it was told would otherwise
     /// never show it (the session then cancelled, or ended, without a
     /// word), and its `Welcome` clears what it showed before. The sessions

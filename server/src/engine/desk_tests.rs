@@ -505,11 +505,10 @@ fn l08_a_handovers_outcome_stands_until_the_next_handover_or_control_moves() {
     assert_eq!(standing(&desk, "asha"), [HandoverOutcome::Ringing]);
     desk.decline("tom", &session_id, 3_000).unwrap();
     assert_eq!(standing(&desk, "asha"), [HandoverOutcome::Declined], "declined while she was away: she learns it");
-    // Tom is back from the decline's cool-off.
-    desk.ready("tom", true, 3_000 + SETTINGS.cooloff_ms).unwrap();
-    desk.hand_over(&session_id, Some("asha"), "tom", 4_000 + SETTINGS.cooloff_ms).unwrap();
+    // (A handover's decline leaves Tom ready: no cool-off, that is a call's.)
+    desk.hand_over(&session_id, Some("asha"), "tom", 4_000).unwrap();
     assert_eq!(standing(&desk, "asha"), [HandoverOutcome::Ringing], "the next handover replaces the outcome");
-    desk.accept("tom", &session_id, 5_000 + SETTINGS.cooloff_ms).unwrap();
+    desk.accept("tom", &session_id, 5_000).unwrap();
     assert_eq!(standing(&desk, "asha"), [], "control moved: nothing stands for her");
     assert_eq!(standing(&desk, "tom"), [], "nor for Tom, who holds it now");
 }
@@ -527,7 +526,6 @@ fn declined_handover() -> (Desk, String, String) {
     desk.ready("tom", true, 1_000).unwrap();
     desk.hand_over(&session_id, Some("asha"), "tom", 2_000).unwrap();
     desk.decline("tom", &session_id, 3_000).unwrap();
-    desk.ready("tom", true, 3_000).unwrap();
     desk.take_effects();
     let next = session_of(&desk.raise(&robot("r2", "us-east", "welding · tier-1"), 4_000).unwrap());
     assert_eq!(offered_to(&mut desk, "tom"), Some(next.clone()), "Tom rings for the next call");

@@ -54,7 +54,7 @@ impl Connection {
     /// Tells a cut once: a write that waited the stall fails `TimedOut`
     /// with no OS error (the kernel's own ETIMEDOUT, a dead link's
     /// retransmissions given up, is not a stall).
-    fn told<T>(&mut self, result: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+    fn note_cut<T>(&mut self, result: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
         if let Poll::Ready(Err(e)) = &result {
             if e.kind() == io::ErrorKind::TimedOut && e.raw_os_error().is_none() && !self.cut {
                 self.cut = true;
@@ -75,12 +75,12 @@ impl AsyncRead for Connection {
 impl AsyncWrite for Connection {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let result = self.io.as_mut().poll_write(cx, buf);
-        self.told(result)
+        self.note_cut(result)
     }
 
     fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
         let result = self.io.as_mut().poll_write_vectored(cx, bufs);
-        self.told(result)
+        self.note_cut(result)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -89,12 +89,12 @@ impl AsyncWrite for Connection {
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let result = self.io.as_mut().poll_flush(cx);
-        self.told(result)
+        self.note_cut(result)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let result = self.io.as_mut().poll_shutdown(cx);
-        self.told(result)
+        self.note_cut(result)
     }
 }
 

@@ -1,12 +1,14 @@
 //! A socket's writer: the one task that sends what the socket's handler
 //! (a console tab, a live screen, a relay side) queues, so the handler
-//! never waits on a slow client. Its end is heard twice:
-//! - the handler's wait on `Gone` fires only when the writer failed (the
-//!   connection was cut for taking nothing, `http::connections`), since
-//!   otherwise the queue closes only once the handler is done;
-//! - `Writer::finish` gives the queued messages a second to go, then
-//!   stops the writer, so a client that stopped reading (or whose sign-in
-//!   was just revoked) is not kept open by its unsent messages.
+//! never waits on a slow client. It ends in one of two ways:
+//! - a send fails (the connection was cut for taking nothing,
+//!   `http::connections`): the handler's wait on `Gone` fires, the only
+//!   way it does before the handler is done, as the queue closes only
+//!   once the handler is;
+//! - the handler is done: `Writer::finish` gives the queued messages a
+//!   second to go, then stops the writer, so a client that stopped
+//!   reading (or whose sign-in was just revoked) is not kept open by its
+//!   unsent messages.
 
 use axum::extract::ws::{Message, WebSocket};
 use futures::stream::SplitSink;
@@ -22,6 +24,7 @@ const FINISH_WITHIN: Duration = Duration::from_secs(1);
 pub type Gone = oneshot::Receiver<()>;
 
 /// The running writer, to be finished once its queue is given back.
+#[must_use = "finish the writer: dropped, its task runs on, detached"]
 pub struct Writer(JoinHandle<()>);
 
 /// Starts the writer of `sink`: up to `queue` messages wait, each sent as
@@ -145,26 +148,30 @@ mod tests {
     /// writer gets its second, then is stopped.
     #[tokio::test]
     async fn a_finish_gives_a_client_that_takes_nothing_a_second() {
-        let (teller, told) = teller::<Duration>();
+        let (teller, told) = teller::<(Duration, bool)>();
         let addr = server(move |socket: WebSocket| {
             let teller = teller.clone();
             async move {
                 let (sink, _stream) = socket.split();
-                let (tx, writer, _gone) = spawn::<String>(sink, 256, "test", text);
+                let (tx, writer, gone) = spawn::<String>(sink, 256, "test", text);
                 // Far more than the buffers on the way hold.
                 for _ in 0..256 {
                     let _ = tx.try_send("x".repeat(256 * 1024));
                 }
                 let started = tokio::time::Instant::now();
                 writer.finish(tx).await;
-                tell(&teller, started.elapsed());
+                let took = started.elapsed();
+                // Stopped, not left waiting on the client: its end is heard.
+                let stopped = tokio::time::timeout(Duration::from_secs(5), gone).await.is_ok();
+                tell(&teller, (took, stopped));
             }
         })
         .await;
         // Connected, then never read.
         let (_client, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/")).await.unwrap();
-        let took = tokio::time::timeout(Duration::from_secs(30), told).await.expect("the finish ended").unwrap();
+        let (took, stopped) = tokio::time::timeout(Duration::from_secs(30), told).await.expect("the finish ended").unwrap();
         assert!(took >= FINISH_WITHIN, "it had its second: {took:?}");
+        assert!(stopped, "then it was stopped");
     }
 
     /// A client gone (its connection closed, unread): the socket's next
@@ -177,13 +184,12 @@ mod tests {
             async move {
                 let (sink, _stream) = socket.split();
                 let (tx, writer, mut gone) = spawn::<String>(sink, 4, "test", text);
-                // Keeps writing until a send fails: the writer's end is
-                // all that stops this loop.
-                let mut tick = tokio::time::interval(Duration::from_millis(5));
+                // Keeps writing, as fast as the writer takes it, until a
+                // send fails: the writer's end is all that stops this loop.
                 loop {
                     tokio::select! {
                         _ = &mut gone => break,
-                        _ = tick.tick() => { let _ = tx.try_send("x".repeat(1024)); }
+                        _ = tx.send("x".repeat(1024)) => {}
                     }
                 }
                 tell(&teller, ());

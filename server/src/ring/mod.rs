@@ -116,8 +116,8 @@ enum Socket {
     PartyWatch,
 }
 
-/// A tab's messages go as JSON text (`http::socket_writer`).
-fn spawn_writer(sink: futures::stream::SplitSink<WebSocket, Message>) -> (mpsc::Sender<RingMsg>, Writer, Gone) {
+/// A tab's writer: its messages go as JSON text (`http::socket_writer`).
+fn tab_writer(sink: futures::stream::SplitSink<WebSocket, Message>) -> (mpsc::Sender<RingMsg>, Writer, Gone) {
     socket_writer::spawn(sink, TAB_QUEUE, "tab", |msg: RingMsg| serde_json::to_string(&msg).ok().map(|text| Message::Text(text.into())))
 }
 
@@ -140,7 +140,7 @@ fn welcome(owner: &TabOwner, state: &AppState, presence: OperatorPresence, offer
 
 async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     let (sink, stream) = socket.split();
-    let (tx, writer, writer_gone) = spawn_writer(sink);
+    let (tx, writer, writer_gone) = tab_writer(sink);
     // Subscribe before reading the presence, so no event falls in between.
     let topic = state.engine.subscribe(&Topic::operator(&owner.org_id, &owner.user_id));
     // This tab, as the dispatcher counts it (unique across instances).
@@ -352,7 +352,7 @@ async fn rejoin(state: &AppState, owner: &TabOwner, tab: &str, shown: PresenceSt
 /// person's own sessions), for live screens to reload on.
 async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut parties: Option<party::Parties>) {
     let (sink, stream) = socket.split();
-    let (tx, writer, writer_gone) = spawn_writer(sink);
+    let (tx, writer, writer_gone) = tab_writer(sink);
     let org_topic = Topic::org(&owner.org_id);
     let topic = state.engine.subscribe(&org_topic);
     // The screen loaded its data before this subscription (the page, or

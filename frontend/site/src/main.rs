@@ -64,8 +64,16 @@ fn main() {
     }
 }
 
+/// The workspace this tool builds: the one `cargo run` ran it from (cargo
+/// sets `CARGO_MANIFEST_DIR` at run time too), else the one it was compiled
+/// in. Two checkouts sharing a target directory share this binary, and the
+/// compiled-in path alone built the other checkout's site.
+fn workspace_of(running_from: Option<PathBuf>) -> PathBuf {
+    running_from.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR"))).join("../..")
+}
+
 fn run(args: &Args) -> Result<()> {
-    let root = args.root.clone().unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
+    let root = args.root.clone().unwrap_or_else(|| workspace_of(std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from)));
     let root = root.canonicalize().with_context(|| format!("workspace {}", root.display()))?;
     let build = cargo::Build::new(&root, args.release)?;
     let site = root.join("target/site");
@@ -154,4 +162,15 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 
 fn say(started: Instant, what: &str) {
     println!("clutchcall-site: {what} ({:.1} s)", started.elapsed().as_secs_f64());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_site_is_built_for_the_checkout_cargo_ran_it_from() {
+        assert_eq!(workspace_of(Some(PathBuf::from("/elsewhere/frontend/site"))), Path::new("/elsewhere/frontend/site/../.."));
+        assert_eq!(workspace_of(None), Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."), "run directly: where it was compiled");
+    }
 }

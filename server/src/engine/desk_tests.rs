@@ -449,7 +449,9 @@ fn a16_a_removed_ceiling_offers_the_waiting_call_at_once_and_its_old_relaxation_
 fn l08_a_handover_ringing_at_load_is_withdrawn_and_its_holder_told() {
     use crate::store::{LiveSessionRow, OpenOfferRow, OrgSnapshot};
     use domain::handover::HandoverOutcome;
-    let operators = [operator("asha", "Austin", &["pick-place"]), operator("tom", "Austin", &["pick-place"])];
+    // Tom works in another org too: its desks, perhaps on other instances,
+    // hold him busy for this ring until they are told it stopped.
+    let operators = [operator("asha", "Austin", &["pick-place"]), OperatorRecord { in_other_orgs: true, ..operator("tom", "Austin", &["pick-place"]) }];
     let mut desk = desk(&operators);
     let live = LiveSessionRow {
         session_id: "ses-1".into(),
@@ -476,6 +478,8 @@ fn l08_a_handover_ringing_at_load_is_withdrawn_and_its_holder_told() {
         *topic == domain::events::Topic::operator("org", "tom") && matches!(e, Event::Operator(OperatorEvent::OfferClosed { session_id, .. }) if session_id == "ses-1")
     });
     assert!(rings_stopped, "Tom's ring stops where it still shows");
+    assert_eq!(fx.freed, [("tom".to_string(), "org".to_string())], "the other orgs are told Tom is free once the withdrawal commits");
+    assert!(desk.offers.is_empty(), "nothing rings for Tom");
     let standing = desk.standing_notices("asha", 2_000);
     assert!(matches!(&standing[..], [OperatorEvent::Handover { notice }] if notice.outcome == HandoverOutcome::Withdrawn), "nothing rings for her now; she is told it was withdrawn: {standing:?}");
 }

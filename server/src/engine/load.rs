@@ -1,11 +1,12 @@
 //! Loading a desk from the database: at start, and after a failed commit
 //! (presences, which live only in memory, are kept).
 
-use super::desk::{Call, Desk, Live, Operator};
+use super::desk::{Call, Desk, LastHandover, Live, Operator};
 use super::inactivity::LiveRobot;
 use super::timers::{Timer, Timers};
 use super::types::OperatorPresence;
-use crate::store::{OperatorRecord, OrgSnapshot, Write};
+use crate::store::{OpenOfferRow, OperatorRecord, OrgSnapshot};
+use domain::handover::HandoverOutcome;
 use domain::models::{LifecycleState, Offer, PresenceState};
 use std::collections::HashMap;
 
@@ -61,12 +62,12 @@ impl Desk {
                 }
             }
         }
-        let mut withdrawn = Vec::new();
+        let mut handovers = Vec::new();
         for row in snapshot.open_offers {
             let Some(call) = self.calls.get_mut(&row.session_id) else {
                 // A handover's (no call): withdrawn below, once the live
                 // sessions, and with them its holder, are loaded.
-                withdrawn.push((row.session_id, row.operator_id));
+                handovers.push(row);
                 continue;
             };
             call.offered_to = Some(row.operator_id.clone());
@@ -110,15 +111,16 @@ impl Desk {
             }
         }
         // A handover that rang when the server stopped: nobody heard it
-        // since, so it is withdrawn and control stays. Its holder is told
+        // since, so it is loaded as it rang and withdrawn as a running desk
+        // withdraws one (`close_offer`): control stays, its holder is told
         // (a console still open: a takeover in cluster mode, a reload after
-        // a failed commit), and its ring stops where it still shows (after
-        // a failed commit, no Welcome follows to clear it).
-        for (session_id, to) in withdrawn {
-            let status = domain::dispatch::OfferStatus::Withdrawn;
-            self.fx.writes.push(Write::CloseOffer { org_id: self.org_id.clone(), session_id: session_id.clone(), operator_id: to.clone(), status, at: now });
-            self.tell_handover(&session_id, &to, domain::handover::HandoverOutcome::Withdrawn);
-            self.fx.tell_operator(&self.org_id, &to, domain::events::OperatorEvent::OfferClosed { session_id, how: status.ring_end() });
+        // a failed commit), its ring stops where it still shows (after a
+        // failed commit, no Welcome follows to clear it), and its operator
+        // is free again, on every instance.
+        for row in handovers {
+            let to = row.operator_id.clone();
+            self.load_handover(row);
+            self.close_offer(&to, domain::dispatch::OfferStatus::Withdrawn, now);
         }
         // Presences agree with the offers just loaded; anyone not heard from
         // lapses unless a tab opens.
@@ -171,6 +173,35 @@ impl Desk {
             }
             self.fx.pokes.extend(waiting);
         }
+    }
+
+    /// A handover offer as it rang: held for its operator, and the
+    /// session's last handover ringing for them (a session that is not
+    /// live, which a committed end does not leave, gets the offer alone).
+    fn load_handover(&mut self, row: OpenOfferRow) {
+        let told = self.operators.get(&row.operator_id).is_some_and(|op| op.in_other_orgs);
+        self.busy.claim_loaded(&row.operator_id, &self.org_id, told);
+        let live = self.live.get_mut(&row.session_id);
+        let (robot_id, robot_model, site, holder) = match &live {
+            Some(live) => (live.robot_id.clone(), live.robot_model.clone(), live.site.clone(), live.operator_id.clone()),
+            None => Default::default(),
+        };
+        if let Some(live) = live {
+            live.handover = Some(LastHandover { to: row.operator_id.clone(), outcome: HandoverOutcome::Ringing });
+        }
+        let from = holder.and_then(|id| self.operators.get(&id)).map_or("an admin".to_string(), |op| op.presence.name.clone());
+        let offer = Offer {
+            session_id: row.session_id,
+            robot_id,
+            robot_model,
+            site,
+            rtt_ms: u32::try_from(row.rtt_ms).unwrap_or(u32::MAX),
+            operator_id: row.operator_id.clone(),
+            offered_at: row.offered_at,
+            expires_at: row.expires_at,
+            handover_from: Some(from),
+        };
+        self.offers.insert(row.operator_id, offer);
     }
 
     /// Adds an operator (or refreshes their profile), keeping any presence.

@@ -175,31 +175,30 @@ impl Desk {
         }
     }
 
-    /// A handover offer as it rang: held for its operator, and the
+    /// A handover offer as it rang, to be withdrawn at once (so only what
+    /// `close_offer` reads is filled in): held for its operator, and the
     /// session's last handover ringing for them (a session that is not
     /// live, which a committed end does not leave, gets the offer alone).
     fn load_handover(&mut self, row: OpenOfferRow) {
-        let told = self.operators.get(&row.operator_id).is_some_and(|op| op.in_other_orgs);
+        // Claimed as the instance that rang it had claimed it (so the free
+        // that follows the withdrawal's commit matches on the others), and
+        // told for anyone this desk does not know to be in this org alone
+        // (removed while it rang: other orgs may still hold them).
+        let told = self.operators.get(&row.operator_id).is_none_or(|op| op.in_other_orgs);
         self.busy.claim_loaded(&row.operator_id, &self.org_id, told);
-        let live = self.live.get_mut(&row.session_id);
-        let (robot_id, robot_model, site, holder) = match &live {
-            Some(live) => (live.robot_id.clone(), live.robot_model.clone(), live.site.clone(), live.operator_id.clone()),
-            None => Default::default(),
-        };
-        if let Some(live) = live {
+        if let Some(live) = self.live.get_mut(&row.session_id) {
             live.handover = Some(LastHandover { to: row.operator_id.clone(), outcome: HandoverOutcome::Ringing });
         }
-        let from = holder.and_then(|id| self.operators.get(&id)).map_or("an admin".to_string(), |op| op.presence.name.clone());
         let offer = Offer {
             session_id: row.session_id,
-            robot_id,
-            robot_model,
-            site,
+            robot_id: String::new(),
+            robot_model: String::new(),
+            site: String::new(),
             rtt_ms: u32::try_from(row.rtt_ms).unwrap_or(u32::MAX),
             operator_id: row.operator_id.clone(),
             offered_at: row.offered_at,
             expires_at: row.expires_at,
-            handover_from: Some(from),
+            handover_from: None,
         };
         self.offers.insert(row.operator_id, offer);
     }

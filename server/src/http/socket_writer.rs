@@ -71,33 +71,35 @@ mod tests {
     use std::sync::{Arc, Mutex};
     use tokio_tungstenite::tungstenite::Message as ClientMessage;
 
-    /// Serves each socket to `serve`; the address.
-    async fn server<F, Fut>(serve: F) -> std::net::SocketAddr
+    /// Serves each socket to `serve`; the address, and what `serve` made
+    /// of the first socket.
+    async fn server<T, F, Fut>(serve: F) -> (std::net::SocketAddr, oneshot::Receiver<T>)
     where
+        T: Send + 'static,
         F: Fn(WebSocket) -> Fut + Clone + Send + Sync + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
+        Fut: Future<Output = T> + Send + 'static,
     {
-        let app = axum::Router::new().route("/", get(move |ws: WebSocketUpgrade| async move { ws.on_upgrade(serve) }));
+        let (tell, told) = oneshot::channel();
+        let tell = Arc::new(Mutex::new(Some(tell)));
+        let app = axum::Router::new().route(
+            "/",
+            get(move |ws: WebSocketUpgrade| async move {
+                ws.on_upgrade(move |socket| async move {
+                    let what = serve(socket).await;
+                    if let Some(tell) = tell.lock().unwrap().take() {
+                        let _ = tell.send(what);
+                    }
+                })
+            }),
+        );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        addr
+        (addr, told)
     }
 
     fn text(text: String) -> Option<Message> {
         Some(Message::Text(text.into()))
-    }
-
-    /// Tells the test, once, what the server's socket saw.
-    fn teller<T>() -> (Arc<Mutex<Option<oneshot::Sender<T>>>>, oneshot::Receiver<T>) {
-        let (tell, told) = oneshot::channel();
-        (Arc::new(Mutex::new(Some(tell))), told)
-    }
-
-    fn tell<T>(teller: &Mutex<Option<oneshot::Sender<T>>>, what: T) {
-        if let Some(tell) = teller.lock().unwrap().take() {
-            let _ = tell.send(what);
-        }
     }
 
     /// Three texts and a close reach the client; the writer is not gone
@@ -105,23 +107,19 @@ mod tests {
     /// finished.
     #[tokio::test]
     async fn a_finished_writer_sends_what_was_queued_then_a_close() {
-        let (teller, told) = teller::<(bool, bool)>();
-        let addr = server(move |socket: WebSocket| {
-            let teller = teller.clone();
-            async move {
-                let (sink, mut stream) = socket.split();
-                let (tx, writer, mut gone) = spawn::<String>(sink, 3, "test", text);
-                for n in 0..3 {
-                    let _ = tx.try_send(n.to_string());
-                }
-                let _ = stream.next().await;
-                let at_work = gone.try_recv();
-                writer.finish(tx).await;
-                let gone_at_work = !matches!(at_work, Err(oneshot::error::TryRecvError::Empty));
-                // (A receiver that answered may not be asked again.)
-                let gone_after = gone_at_work || gone.await.is_err();
-                tell(&teller, (gone_at_work, gone_after));
+        let (addr, told) = server(|socket: WebSocket| async move {
+            let (sink, mut stream) = socket.split();
+            let (tx, writer, mut gone) = spawn::<String>(sink, 3, "test", text);
+            for n in 0..3 {
+                let _ = tx.try_send(n.to_string());
             }
+            let _ = stream.next().await;
+            let at_work = gone.try_recv();
+            writer.finish(tx).await;
+            let gone_at_work = !matches!(at_work, Err(oneshot::error::TryRecvError::Empty));
+            // (A receiver that answered may not be asked again.)
+            let gone_after = gone_at_work || gone.await.is_err();
+            (gone_at_work, gone_after)
         })
         .await;
         let (mut client, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/")).await.unwrap();
@@ -148,23 +146,19 @@ mod tests {
     /// writer gets its second, then is stopped.
     #[tokio::test]
     async fn a_finish_gives_a_client_that_takes_nothing_a_second() {
-        let (teller, told) = teller::<(Duration, bool)>();
-        let addr = server(move |socket: WebSocket| {
-            let teller = teller.clone();
-            async move {
-                let (sink, _stream) = socket.split();
-                let (tx, writer, gone) = spawn::<String>(sink, 256, "test", text);
-                // Far more than the buffers on the way hold.
-                for _ in 0..256 {
-                    let _ = tx.try_send("x".repeat(256 * 1024));
-                }
-                let started = tokio::time::Instant::now();
-                writer.finish(tx).await;
-                let took = started.elapsed();
-                // Stopped, not left waiting on the client: its end is heard.
-                let stopped = tokio::time::timeout(Duration::from_secs(5), gone).await.is_ok();
-                tell(&teller, (took, stopped));
+        let (addr, told) = server(|socket: WebSocket| async move {
+            let (sink, _stream) = socket.split();
+            let (tx, writer, gone) = spawn::<String>(sink, 256, "test", text);
+            // Far more than the buffers on the way hold.
+            for _ in 0..256 {
+                let _ = tx.try_send("x".repeat(256 * 1024));
             }
+            let started = tokio::time::Instant::now();
+            writer.finish(tx).await;
+            let took = started.elapsed();
+            // Stopped, not left waiting on the client: its end is heard.
+            let stopped = tokio::time::timeout(Duration::from_secs(5), gone).await.is_ok();
+            (took, stopped)
         })
         .await;
         // Connected, then never read.
@@ -178,23 +172,18 @@ mod tests {
     /// writes fail, and the writer's end is heard.
     #[tokio::test]
     async fn a_writer_whose_client_is_gone_says_so() {
-        let (teller, told) = teller::<()>();
-        let addr = server(move |socket: WebSocket| {
-            let teller = teller.clone();
-            async move {
-                let (sink, _stream) = socket.split();
-                let (tx, writer, mut gone) = spawn::<String>(sink, 4, "test", text);
-                // Keeps writing, as fast as the writer takes it, until a
-                // send fails: the writer's end is all that stops this loop.
-                loop {
-                    tokio::select! {
-                        _ = &mut gone => break,
-                        _ = tx.send("x".repeat(1024)) => {}
-                    }
+        let (addr, told) = server(|socket: WebSocket| async move {
+            let (sink, _stream) = socket.split();
+            let (tx, writer, mut gone) = spawn::<String>(sink, 4, "test", text);
+            // Keeps writing, as fast as the writer takes it, until a
+            // send fails: the writer's end is all that stops this loop.
+            loop {
+                tokio::select! {
+                    _ = &mut gone => break,
+                    _ = tx.send("x".repeat(1024)) => {}
                 }
-                tell(&teller, ());
-                writer.finish(tx).await;
             }
+            writer.finish(tx).await;
         })
         .await;
         let (client, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/")).await.unwrap();

@@ -45,17 +45,6 @@ where
 {
     let push = use_push(Watch::Org, poll_ms);
     let data = crate::page_data::load(move || push.version.get(), move |_| fetch());
-    // Data read after a gap in the relay's pushes replaces their counts
-    // (HeardCounts::board_loaded), judged when it lands on the precise
-    // clock: on the screen's ticking one, two seconds could be three.
-    // (Only the wallboard shows relay counts; elsewhere this changes
-    // nothing that is read.)
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        if data.with(|loaded| matches!(loaded, Some(Ok(_)))) {
-            push.relay.maybe_update(|heard| heard.board_loaded(browser::now()));
-        }
-    });
     Live { data, connected: push.connected, now_ms: push.now_ms, relay: push.relay }
 }
 
@@ -105,7 +94,18 @@ pub fn use_push(watch: Watch, poll_ms: u32) -> Push {
 pub type LiveBoard = Live<OpsBoard>;
 
 pub fn use_live_board() -> LiveBoard {
-    use_live(load_ops_board, POLL_MS)
+    let live = use_live(load_ops_board, POLL_MS);
+    // The board carries the relay's counts: one read after a gap in their
+    // pushes replaces them (HeardCounts::board_loaded), judged when it
+    // lands on the precise clock (on the screen's ticking one, two
+    // seconds could be three).
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if live.data.with(|loaded| matches!(loaded, Some(Ok(_)))) {
+            live.relay.maybe_update(|heard| heard.board_loaded(browser::now()));
+        }
+    });
+    live
 }
 
 /// What a watch socket's message means to a live screen.

@@ -2,7 +2,7 @@
 //! ending (serving the queues and recovery: `queues.rs`).
 
 use super::desk::{Call, Desk, Live};
-use super::inactivity::LiveRobot;
+use super::desk::LiveRobot;
 use super::timers::Timer;
 use super::types::{CallOutcome, EngineError, MatchedOperator};
 use crate::store::{DispatchRecord, NewOffer, NewSession, Write};

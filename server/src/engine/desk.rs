@@ -117,6 +117,41 @@ pub(super) struct Live {
     pub chain: u64,
 }
 
+impl Live {
+    /// A session that has just started (or been loaded) with `operator_id` in control.
+    pub fn active(robot: LiveRobot, operator_id: Option<String>, now: i64) -> Live {
+        let LiveRobot { robot_id, robot_model, site, skill, pop } = robot;
+        Live {
+            robot_id,
+            robot_model,
+            site,
+            skill,
+            pop,
+            operator_id,
+            handover: None,
+            planned_end: None,
+            booking_id: None,
+            lifecycle: LifecycleState::Active,
+            watch: domain::inactivity::Watch::start(now),
+            chain: 0,
+        }
+    }
+
+    /// The operator the session's handover offer rings for.
+    pub fn handover_ringing(&self) -> Option<&str> {
+        self.handover.as_ref().filter(|h| h.outcome == domain::handover::HandoverOutcome::Ringing).map(|h| h.to.as_str())
+    }
+}
+
+/// What a live session keeps of its robot and call.
+pub struct LiveRobot {
+    pub robot_id: String,
+    pub robot_model: String,
+    pub site: String,
+    pub skill: String,
+    pub pop: String,
+}
+
 pub struct Desk {
     pub(super) org_id: String,
     pub(super) settings: Settings,

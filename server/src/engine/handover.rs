@@ -16,13 +16,6 @@ use domain::lifecycle::ActivityKind;
 use domain::models::{Offer, PresenceState};
 use domain::presence::PresenceEvent;
 
-impl Live {
-    /// The operator the session's handover offer rings for.
-    pub fn handover_ringing(&self) -> Option<&str> {
-        self.handover.as_ref().filter(|h| h.outcome == HandoverOutcome::Ringing).map(|h| h.to.as_str())
-    }
-}
-
 impl Desk {
     /// Who the session may be handed to, best first.
     pub fn handover_candidates(&self, session_id: &str) -> Result<Vec<Candidate>, EngineError> {

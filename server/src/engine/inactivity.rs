@@ -3,7 +3,7 @@
 //! session takes none), and the edge agent's error reports (`ERROR`). The chain's arithmetic is the pure
 //! `domain::inactivity`; this applies it and writes what it decides.
 
-use super::desk::{Desk, Live};
+use super::desk::Desk;
 use super::timers::Timer;
 use super::types::EngineError;
 use crate::store::Write;
@@ -14,36 +14,6 @@ use domain::models::LifecycleState;
 
 /// Why the platform cancels a session whose operator stopped giving input.
 pub const INACTIVE: &str = "no operator input";
-
-impl Live {
-    /// A session that has just started (or been loaded) with `operator_id` in control.
-    pub fn active(robot: LiveRobot, operator_id: Option<String>, now: i64) -> Live {
-        let LiveRobot { robot_id, robot_model, site, skill, pop } = robot;
-        Live {
-            robot_id,
-            robot_model,
-            site,
-            skill,
-            pop,
-            operator_id,
-            handover: None,
-            planned_end: None,
-            booking_id: None,
-            lifecycle: LifecycleState::Active,
-            watch: Watch::start(now),
-            chain: 0,
-        }
-    }
-}
-
-/// What a live session keeps of its robot and call.
-pub struct LiveRobot {
-    pub robot_id: String,
-    pub robot_model: String,
-    pub site: String,
-    pub skill: String,
-    pub pop: String,
-}
 
 impl Desk {
     /// Starts the session's chain afresh (on attach, on resume, on load).

@@ -2,7 +2,7 @@
 //! (presences, which live only in memory, are kept).
 
 use super::desk::{Call, Desk, LastHandover, Live, Operator};
-use super::inactivity::LiveRobot;
+use super::desk::LiveRobot;
 use super::timers::{Timer, Timers};
 use super::types::OperatorPresence;
 use crate::store::{OpenOfferRow, OperatorRecord, OrgSnapshot};

@@ -218,7 +218,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         false => None,
     };
     let sign_in_throttle = throttle.clone();
-    let state = AppState {
+    let state = AppState::new(state::AppServices {
         leptos_options,
         backend,
         engine: engine.clone(),
@@ -238,7 +238,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         quotas: quotas.clone(),
         presence_ttl_ms: config.presence_ttl_ms,
         test_orgs,
-    };
+    });
     let app = http::router(state);
 
     let (shutdown, on_shutdown) = oneshot::channel::<()>();

@@ -11,9 +11,28 @@ use app::functions::backend::SharedBackend;
 use leptos::prelude::LeptosOptions;
 use std::sync::Arc;
 
-/// Everything a request handler may need.
+/// Everything a request handler may need, behind one `Arc`: axum clones
+/// the state for every request (and a socket keeps it for its life), so a
+/// clone is one count, not one per service.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppServices>);
+
+impl AppState {
+    pub fn new(services: AppServices) -> AppState {
+        AppState(Arc::new(services))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = AppServices;
+
+    fn deref(&self) -> &AppServices {
+        &self.0
+    }
+}
+
+/// What `AppState` holds.
+pub struct AppServices {
     pub leptos_options: LeptosOptions,
     pub backend: SharedBackend,
     pub engine: Arc<Engine>,

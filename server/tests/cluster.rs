@@ -141,8 +141,7 @@ async fn the_batch_function_never_plans_a_sequential_scan() {
 /// table is nearly empty) takes the primary key. The board's day, the live
 /// board and a client's page, with a client or of calls without one, take
 /// the indexes made for them (none reads every org's sessions). The reads
-/// planned are the store's own texts (`store::planned_reads`), except the
-/// client pages' (written below with their conditions).
+/// planned are the store's own texts (`store::planned_reads`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_named_by_its_id_is_read_by_its_key() {
     let Some(app) = TestApp::spawn(Db::Postgres).await else { return };
@@ -150,25 +149,27 @@ async fn a_session_named_by_its_id_is_read_by_its_key() {
     let open_to_any_read = "SELECT COUNT(*) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
                             WHERE i.indrelid = 'sessions'::regclass AND a.attname = 'org_id' AND i.indpred IS NULL";
     assert_eq!(scalar(&url, open_to_any_read).await, 0, "an index of sessions led by the org alone");
-    use server::store::planned_reads::{ANSWER_SPEED, LIVE_BOARD, SESSION_BY_ID};
-    let reads: [(&str, &[&str], &[&str]); 5] = [
+    use server::store::planned_reads::{client_sessions_read, ANSWER_SPEED, LIVE_BOARD, SESSION_BY_ID};
+    let reads: [(&str, &[&str], &[&str]); 3] = [
         (SESSION_BY_ID.as_str(), &["org", "session"], &["sessions_pkey"]),
         // The board's day.
         (ANSWER_SPEED, &["org", "0", "reason", "20000"], &["sessions_by_org_day"]),
         // The live board: the org's open sessions, in either index of them
         // (rule D09's repeats the read's condition).
         (LIVE_BOARD.as_str(), &["org"], &["sessions_open_by_org", "sessions_one_open_per_robot"]),
-        // A client's page, calls without a client, and with one (the client
-        // index, of clients' sessions only): their conditions as
-        // store/booking.rs's `client_sessions_read` writes them. (Its own
-        // text cannot be prepared untyped: `$2 IS NULL` names no type.)
-        ("SELECT * FROM sessions s WHERE s.org_id = $1 AND s.client_id IS NULL AND s.raised_at >= 0 AND s.started_at IS NOT NULL ORDER BY s.started_at DESC, s.id LIMIT 100",
-         &["org"], &["sessions_by_org_day"]),
-        ("SELECT * FROM sessions s WHERE s.org_id = $1 AND s.client_id = $2 AND s.started_at IS NOT NULL ORDER BY s.started_at DESC, s.id LIMIT 100",
-         &["org", "client"], &["sessions_by_client"]),
     ];
+    let mut plans = Vec::new();
     for (read, arguments, indexes) in reads {
-        let plan = common::plan(&url, read, arguments).await;
+        plans.push((read, common::plan(&url, read, arguments).await, indexes));
+    }
+    // A client's page, calls without a client, and with one (the client
+    // index, of clients' sessions only). (`$2 IS NULL` names no type: typed.)
+    let types = ["text", "text", "bigint"];
+    let without_client = client_sessions_read(false);
+    plans.push((without_client, common::plan_typed(&url, without_client, &types, &["'org'", "NULL", "100"]).await, &["sessions_by_org_day"]));
+    let with_client = client_sessions_read(true);
+    plans.push((with_client, common::plan_typed(&url, with_client, &types, &["'org'", "'client'", "100"]).await, &["sessions_by_client"]));
+    for (read, plan, indexes) in plans {
         // (A whole scan, or a walk of an index not led by the org, reads every org's sessions.)
         let through_one = indexes.iter().any(|index| plan.contains(&format!(" {index} ")));
         assert!(through_one && !plan.contains("Seq Scan on sessions"), "{read} should read sessions through one of {indexes:?}:\n{plan}");

@@ -251,7 +251,7 @@ pub const BOOKED_SESSION_OF_ROBOT: &str =
 
 /// A client's sessions (`$2`), or with none the calls no client owns (`$2`
 /// NULL), newest start first, at most `$3`. Each text is made once.
-fn client_sessions_read(with_client: bool) -> &'static str {
+pub fn client_sessions_read(with_client: bool) -> &'static str {
     static WITH_CLIENT: LazyLock<String> = LazyLock::new(|| client_sessions_text("s.client_id = $2"));
     // Calls no client owns: `raised_at >= 0` is always true, and lets the
     // org's day index (migrations postgres/0028 and sqlite/0020, partial on

@@ -75,7 +75,7 @@ pub use sql::{pg_options, PgStore, SqliteStore, ABANDONED_TRANSACTION_AFTER};
 /// texts, so a test cannot plan a copy the store no longer runs.
 pub mod planned_reads {
     pub use super::board::{ANSWER_SPEED, LIVE_BOARD, QUEUE_DEPTHS};
-    pub use super::booking::BOOKED_SESSION_OF_ROBOT;
+    pub use super::booking::{client_sessions_read, BOOKED_SESSION_OF_ROBOT};
     pub use super::dispatch::{ANSWERED_OF_ORG, LIVE_OF_ORG, OPEN_OFFERS_OF_ORG, OPEN_SESSION_OF_ROBOT, PENDING_OF_ORG, SESSION_BY_ID};
 }
 

@@ -218,6 +218,22 @@ pub async fn plan(url: &str, sql: &str, arguments: &[&str]) -> String {
     }
 }
 
+/// PostgreSQL's generic plan for `sql` as `plan` makes it, for a read
+/// whose parameters name no type of their own (`$2 IS NULL`): `types`
+/// are the parameters' types, `arguments` their SQL literals (`NULL`).
+#[allow(dead_code)]
+pub async fn plan_typed(url: &str, sql: &str, types: &[&str], arguments: &[&str]) -> String {
+    use sqlx::{Connection, Row};
+    assert!(url.starts_with("postgres"), "typed plans are PostgreSQL's");
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    let prepare = format!("PREPARE planned ({}) AS {sql}", types.join(", "));
+    for statement in ["SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off", prepare.as_str()] {
+        sqlx::query(statement).execute(&mut conn).await.unwrap();
+    }
+    let rows = sqlx::query(&format!("EXPLAIN EXECUTE planned({})", arguments.join(", "))).fetch_all(&mut conn).await.unwrap();
+    rows.iter().map(|row| row.get::<String, _>(0)).collect::<Vec<_>>().join("\n")
+}
+
 /// Runs one statement against the test database (to stage a crash state).
 pub async fn execute(url: &str, sql: &str) {
     use sqlx::Connection;

@@ -1,8 +1,7 @@
 //! Calls on the desk: raising, placing (offer or queue), answering and
 //! ending (serving the queues and recovery: `queues.rs`).
 
-use super::desk::{Call, Desk, Live};
-use super::desk::LiveRobot;
+use super::desk::{Call, Desk, Live, LiveRobot};
 use super::timers::Timer;
 use super::types::{CallOutcome, EngineError, MatchedOperator};
 use crate::store::{DispatchRecord, NewOffer, NewSession, Write};

@@ -5,7 +5,8 @@
 //! The desk does no I/O. Each change appends to `Effects`: the writes the
 //! dispatcher commits for the batch, and the events it publishes once they
 //! are committed. Calls and offers are in `calls.rs`, loading from the
-//! database in `load.rs`; this file keeps presences, tabs and timers.
+//! database in `load.rs`; this file keeps presences, tabs and timers, and
+//! the state of a call (`Call`) and of a live session (`Live`).
 
 use super::busy::BusyOperators;
 use super::ready::{Entry, ReadyIndex, Tier};

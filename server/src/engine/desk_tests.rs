@@ -484,6 +484,33 @@ fn l08_a_handover_ringing_at_load_is_withdrawn_and_its_holder_told() {
     assert!(matches!(&standing[..], [OperatorEvent::Handover { notice }] if notice.outcome == HandoverOutcome::Withdrawn), "nothing rings for her now; she is told it was withdrawn: {standing:?}");
 }
 
+/// A handover rung for someone removed from the org before the desk
+/// loaded: withdrawn all the same, and the other orgs (this desk cannot
+/// know whether there are any) told they are free.
+#[test]
+fn l08_a_handover_ringing_at_load_for_someone_since_removed_frees_them() {
+    use crate::store::{LiveSessionRow, OpenOfferRow, OrgSnapshot};
+    let operators = [operator("asha", "Austin", &["pick-place"])];
+    let mut desk = desk(&operators);
+    let live = LiveSessionRow {
+        session_id: "ses-1".into(),
+        robot_id: "r1".into(),
+        robot_model: "UR10e".into(),
+        site: "Site".into(),
+        skill: "pick-place".into(),
+        pop: "us-east".into(),
+        operator_id: Some("asha".into()),
+        lifecycle: "ACTIVE".into(),
+        planned_end_at: None,
+        booking_id: None,
+    };
+    let ringing = OpenOfferRow { org_id: "org".into(), session_id: "ses-1".into(), operator_id: "tom".into(), rtt_ms: 96, offered_at: 1_000, expires_at: 31_000 };
+    desk.load(OrgSnapshot { operators: operators.to_vec(), live: vec![live], open_offers: vec![ringing], ..OrgSnapshot::default() }, 2_000);
+    let fx = desk.take_effects();
+    assert!(fx.writes.iter().any(|w| matches!(w, Write::CloseOffer { operator_id, status: OfferStatus::Withdrawn, .. } if operator_id == "tom")));
+    assert_eq!(fx.freed, [("tom".to_string(), "org".to_string())]);
+}
+
 /// A handover's outcome stands for its holder (retold after a reconnect:
 /// told while the console was away, it would be lost) until the next
 /// handover rings or control moves.

@@ -1,8 +1,7 @@
 //! Loading a desk from the database: at start, and after a failed commit
 //! (presences, which live only in memory, are kept).
 
-use super::desk::{Call, Desk, LastHandover, Live, Operator};
-use super::desk::LiveRobot;
+use super::desk::{Call, Desk, LastHandover, Live, LiveRobot, Operator};
 use super::timers::{Timer, Timers};
 use super::types::OperatorPresence;
 use crate::store::{OpenOfferRow, OperatorRecord, OrgSnapshot};
@@ -175,8 +174,8 @@ impl Desk {
         }
     }
 
-    /// A handover offer as it rang, to be withdrawn at once (so only what
-    /// `close_offer` reads is filled in): held for its operator, and the
+    /// A handover offer as it rang, to be withdrawn at once (so its robot
+    /// and who handed it over are left empty): held for its operator, and the
     /// session's last handover ringing for them (a session that is not
     /// live, which a committed end does not leave, gets the offer alone).
     fn load_handover(&mut self, row: OpenOfferRow) {

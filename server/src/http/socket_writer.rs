@@ -84,9 +84,12 @@ mod tests {
         let app = axum::Router::new().route(
             "/",
             get(move |ws: WebSocketUpgrade| async move {
+                // Taken first: a `serve` that panics drops it, and the
+                // test hears so at once, not at its timeout.
+                let tell = tell.lock().unwrap().take();
                 ws.on_upgrade(move |socket| async move {
                     let what = serve(socket).await;
-                    if let Some(tell) = tell.lock().unwrap().take() {
+                    if let Some(tell) = tell {
                         let _ = tell.send(what);
                     }
                 })
@@ -124,19 +127,22 @@ mod tests {
         .await;
         let (mut client, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/")).await.unwrap();
         let mut heard = Vec::new();
-        while let Some(Ok(message)) = client.next().await {
-            match message {
-                ClientMessage::Text(text) => {
-                    heard.push(text.to_string());
-                    if heard.len() == 3 {
-                        futures::SinkExt::send(&mut client, ClientMessage::Text("got them".into())).await.unwrap();
+        let read = async {
+            while let Some(Ok(message)) = client.next().await {
+                match message {
+                    ClientMessage::Text(text) => {
+                        heard.push(text.to_string());
+                        if heard.len() == 3 {
+                            futures::SinkExt::send(&mut client, ClientMessage::Text("got them".into())).await.unwrap();
+                        }
                     }
+                    // Read on: the close is answered, and the stream ends.
+                    ClientMessage::Close(_) => heard.push("close".into()),
+                    _ => {}
                 }
-                // Read on: the close is answered, and the stream ends.
-                ClientMessage::Close(_) => heard.push("close".into()),
-                _ => {}
             }
-        }
+        };
+        tokio::time::timeout(Duration::from_secs(10), read).await.expect("the socket ended");
         assert_eq!(heard, ["0", "1", "2", "close"]);
         let told = tokio::time::timeout(Duration::from_secs(10), told).await.expect("the server's socket told");
         assert_eq!(told.unwrap(), (false, true), "not gone at work; gone once finished");

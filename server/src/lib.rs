@@ -64,6 +64,8 @@ pub struct Running {
     instance: String,
     /// Cluster mode: this run's places against the caps, ended with it.
     places: Option<Arc<crate::services::places::SharedPlaces>>,
+    /// Says farewell to the other instances' relays at a stop.
+    relay: Arc<relay::Relay>,
 }
 
 impl Running {
@@ -83,6 +85,10 @@ impl Running {
         for job in &self.jobs {
             job.abort();
         }
+        // Before the relay sockets go with the process (they outlive the
+        // graceful shutdown of requests): the other instances stop
+        // counting them at once.
+        self.relay.farewell().await;
         let served = self.serve.await;
         // Another instance delivers this one's webhook endpoints at once.
         webhooks::release(&self.store, &self.instance).await;
@@ -204,6 +210,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let webhooks_job = webhooks::start(store.clone(), outbound, instance.clone(), webhooks::Settings { first_retry_ms: config.webhooks.first_retry_ms });
     let prune_job = tokio::spawn(prune_events(integrations.clone(), config.event_retention_days));
     let views = Arc::new(crate::services::OrgViews::new(store.clone(), engine.clone(), relay.clone()));
+    let relay_handle = relay.clone();
     let backend: SharedBackend = Arc::new(ServerBackend {
         engine: engine.clone(),
         views: views.clone(),
@@ -278,7 +285,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         None => None,
     };
     tracing::info!(%addr, database = store.backend_name(), "ClutchCall listening");
-    Ok(Running { addr, store, engine, sessions, metrics_addr, seeded_demo, empty, shutdown, serve, jobs, instance, places })
+    Ok(Running { addr, store, engine, sessions, metrics_addr, seeded_demo, empty, shutdown, serve, jobs, instance, places, relay: relay_handle })
 }
 
 /// Forgets rate limits that have recovered (in memory, and in the

@@ -102,6 +102,8 @@ pub struct RelayLink {
     prefix: String,
     /// This run of this instance (as on the bus).
     publisher: String,
+    /// Said farewell (`farewell`): it reports nothing more.
+    gone: std::sync::atomic::AtomicBool,
 }
 
 impl RelayLink {
@@ -109,7 +111,7 @@ impl RelayLink {
     /// this instance) in `cluster` (`Store::cluster_id`).
     pub async fn connect(url: &str, publisher: &str, cluster: &str) -> Result<Arc<RelayLink>, async_nats::ConnectError> {
         let client = async_nats::ConnectOptions::new().name(format!("{publisher} relay")).no_echo().connect(url).await?;
-        Ok(Arc::new(RelayLink { client, prefix: format!("clutchcall.{cluster}.relay"), publisher: publisher.to_string() }))
+        Ok(Arc::new(RelayLink { client, prefix: format!("clutchcall.{cluster}.relay"), publisher: publisher.to_string(), gone: Default::default() }))
     }
 
     pub fn publisher(&self) -> &str {
@@ -129,8 +131,28 @@ impl RelayLink {
         format!("{}.reports", self.prefix)
     }
 
-    /// Tells the other instances what this one carries.
+    /// Tells the other instances what this one carries (nothing more
+    /// once it said farewell).
     pub async fn report(&self, parts: Vec<Part>) {
+        if !self.gone.load(std::sync::atomic::Ordering::Relaxed) {
+            self.send_report(parts).await;
+        }
+    }
+
+    /// The instance stops: the others hear at once that it carries
+    /// nothing (else its last report would stand `REPORT_KEPT`, its robots
+    /// and cockpits counted twice as they reconnect elsewhere, and its
+    /// edge agents told to cockpits as still there), and it reports no
+    /// more (its sockets, closing, would tell their parts again).
+    pub async fn farewell(&self) {
+        self.gone.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.send_report(Vec::new()).await;
+        if tokio::time::timeout(NATS_WAIT, self.client.flush()).await.is_err() {
+            tracing::warn!("NATS took too long to take the relay's farewell");
+        }
+    }
+
+    async fn send_report(&self, parts: Vec<Part>) {
         let report = Report { publisher: self.publisher.clone(), parts };
         match serde_json::to_vec(&report) {
             Ok(payload) => match tokio::time::timeout(NATS_WAIT, self.client.publish(self.reports_subject(), payload.into())).await {

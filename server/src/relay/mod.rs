@@ -206,6 +206,14 @@ impl Relay {
         }
     }
 
+    /// The instance stops (cluster mode): the others hear at once that
+    /// it carries no part of any channel (`RelayLink::farewell`).
+    pub async fn farewell(&self) {
+        if let Some(link) = &self.link {
+            link.farewell().await;
+        }
+    }
+
     /// The org's channels' counts now (in cluster mode, with the parts
     /// other instances carry).
     pub fn stats(&self, org_id: &str) -> Vec<RelayStat> {

@@ -192,6 +192,64 @@ async fn frames_cross_instances_both_ways_are_counted_once_and_the_end_closes_bo
     cluster.finish().await;
 }
 
+/// An instance that stops (SIGTERM: a deploy's restart) says farewell to
+/// the others' relays: its last report carries no part, so its edge agent
+/// is not counted, nor told to the cockpit on another instance as still
+/// there, for the seconds a last report otherwise stands (`REPORT_KEPT`),
+/// while the robot reconnects elsewhere. Its closing sockets report
+/// nothing after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_that_stops_tells_the_others_it_carries_nothing() {
+    let Some(nats) = super::nats_url().await else { return };
+    let Some(mut cluster) = Cluster::start(Some(&nats), 3).await else { return };
+    let session = asha_attached(&cluster).await;
+    // Every instance's relay reports (of every test's cluster on this NATS).
+    let client = async_nats::connect(nats.as_str()).await.expect("NATS answers");
+    let mut reports = client.subscribe("clutchcall.*.relay.reports").await.unwrap();
+    client.flush().await.unwrap();
+
+    let mut robot = common::relay_at(cluster.base(2), &session, Some("ue-pick-01"), None).await.expect("the robot joins on the third");
+    let asha = cookie_at(cluster.base(1), common::OPERATOR).await;
+    let mut cockpit = common::relay_at(cluster.base(1), &session, None, Some(&asha)).await.expect("the cockpit joins on the second");
+    both_on(&mut robot).await;
+    both_on(&mut cockpit).await;
+    // The third's name: the one whose report carries the robot.
+    let (third, carried) = within(async {
+        loop {
+            let message = reports.next().await.expect("reports go on");
+            let report: server::relay::link::Report = serde_json::from_slice(&message.payload).unwrap();
+            if report.parts.iter().any(|p| p.stat.session_id == session && p.stat.robot_connected) {
+                return (report.publisher, report.parts.len());
+            }
+        }
+    })
+    .await;
+
+    let pid = cluster.servers[2].child.id().unwrap() as i32;
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    cluster.servers[2].child.wait().await.unwrap();
+    // Whatever the third sent reached NATS before it exited (it flushes);
+    // this connection's round trip after that is answered behind it, so
+    // it is all here now.
+    client.flush().await.unwrap();
+    let mut last = carried;
+    while let Some(Some(message)) = futures::FutureExt::now_or_never(reports.next()) {
+        let report: server::relay::link::Report = serde_json::from_slice(&message.payload).unwrap();
+        if report.publisher == third {
+            last = report.parts.len();
+        }
+    }
+    assert_eq!(last, 0, "the stopped instance's last report carries no part");
+    // And the cockpit on the second hears the robot gone.
+    next_on(&mut cockpit, |m| match m {
+        Message::Text(text) => matches!(serde_json::from_str(text), Ok(RelayMsg::Peers { robot: false, .. })).then_some(()),
+        _ => None,
+    })
+    .await;
+    drop((robot, cockpit, client));
+    cluster.finish().await;
+}
+
 /// A handover across instances: Asha's cockpit on the second, the edge
 /// agent on the first, Tom's console on the third. When Tom accepts,
 /// Asha's cockpit is let go (1000) where it is, and Tom's cockpit on the

@@ -102,8 +102,10 @@ pub struct RelayLink {
     prefix: String,
     /// This run of this instance (as on the bus).
     publisher: String,
-    /// Said farewell (`farewell`): it reports nothing more.
-    gone: std::sync::atomic::AtomicBool,
+    /// Said farewell (`farewell`): it reports nothing more. A report holds
+    /// it to read while it is sent, so the farewell (which writes it) is
+    /// sent after every report begun before it, and none after.
+    gone: tokio::sync::RwLock<bool>,
 }
 
 impl RelayLink {
@@ -134,7 +136,8 @@ impl RelayLink {
     /// Tells the other instances what this one carries (nothing more
     /// once it said farewell).
     pub async fn report(&self, parts: Vec<Part>) {
-        if !self.gone.load(std::sync::atomic::Ordering::Relaxed) {
+        let gone = self.gone.read().await;
+        if !*gone {
             self.send_report(parts).await;
         }
     }
@@ -145,10 +148,13 @@ impl RelayLink {
     /// edge agents told to cockpits as still there), and it reports no
     /// more (its sockets, closing, would tell their parts again).
     pub async fn farewell(&self) {
-        self.gone.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut gone = self.gone.write().await;
+        *gone = true;
         self.send_report(Vec::new()).await;
-        if tokio::time::timeout(NATS_WAIT, self.client.flush()).await.is_err() {
-            tracing::warn!("NATS took too long to take the relay's farewell");
+        // Read by NATS, not only written to this machine's socket (which
+        // the process's exit may reset with it unsent). Bounded.
+        if crate::bus::nats::settled(&self.client).await.is_err() {
+            tracing::warn!("NATS did not confirm the relay's farewell");
         }
     }
 

@@ -64,6 +64,10 @@ pub struct Relay {
     /// channel here (yet), by session: a channel made later takes it over
     /// its joining socket's read, which may predate it.
     unheard: Mutex<HashMap<String, Unheard>>,
+    /// True once the instance stops: every socket closes, told to come
+    /// back (to another instance). Each socket holds a receiver until it
+    /// is done, so the stop can wait for them (`farewell`).
+    stopping: watch::Sender<bool>,
 }
 
 /// A lifecycle event of a session without a channel (`Relay::unheard`).
@@ -79,6 +83,9 @@ struct Unheard {
 /// How long a socket may wait for its org's events to reach this instance
 /// before it reads its session anyway (`Relay::follow`).
 const FOLLOW_WAIT: Duration = Duration::from_secs(2);
+/// How long a stopping instance waits for its relay sockets' close frames
+/// (each socket's writer gets a second, `socket_writer::finish`).
+const SOCKETS_CLOSE_WITHIN: Duration = Duration::from_secs(2);
 /// The end of a session without a channel is kept this long: a socket
 /// reading the session live just before could still be opening one.
 const ENDED_KEPT: Duration = Duration::from_secs(60);
@@ -106,6 +113,7 @@ impl Relay {
             reports: Recent::new(REPORT_KEPT),
             sessions,
             unheard: Mutex::default(),
+            stopping: watch::Sender::new(false),
         });
         let hub = Arc::downgrade(&relay);
         let task = tokio::spawn(async move {
@@ -206,12 +214,26 @@ impl Relay {
         }
     }
 
-    /// The instance stops (cluster mode): the others hear at once that
-    /// it carries no part of any channel (`RelayLink::farewell`).
+    /// The instance stops: the others hear at once that it carries no
+    /// part of any channel (cluster mode, `RelayLink::farewell`), then
+    /// every socket here is closed with "restart" (1012), so edge agents
+    /// and cockpits connect again at once, elsewhere, rather than find
+    /// their connection reset at the exit. Waits (a while at most) for
+    /// their close frames to go.
     pub async fn farewell(&self) {
         if let Some(link) = &self.link {
             link.farewell().await;
         }
+        self.stopping.send_replace(true);
+        if tokio::time::timeout(SOCKETS_CLOSE_WITHIN, self.stopping.closed()).await.is_err() {
+            tracing::warn!("relay sockets were still closing when the instance stopped");
+        }
+    }
+
+    /// Becomes true when the instance stops (`farewell`); held by a socket
+    /// until it is done.
+    pub fn stopping(&self) -> watch::Receiver<bool> {
+        self.stopping.subscribe()
     }
 
     /// The org's channels' counts now (in cluster mode, with the parts

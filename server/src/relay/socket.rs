@@ -155,6 +155,8 @@ async fn socket_pass(state: &AppState, principal: Principal) -> Result<TabPass, 
 async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass, socket: WebSocket) {
     let (sink, mut stream) = socket.split();
     let (tx, writer, mut writer_gone) = socket_writer::spawn(sink, SOCKET_QUEUE, "relay", Some);
+    // (Taken before it joins: a stop begun meanwhile is seen at once.)
+    let mut stopping = state.relay.stopping();
     let (id, mut closed) = state.relay.join(&channel, &side, tx.clone()).await;
     // Joined a channel that closed meanwhile (the session just ended):
     // its close was announced before this socket listened.
@@ -162,9 +164,11 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     // Signed out, removed, demoted, token rotated, retired: gone at once.
     // (One wait for the socket's life, as a tab's: `ring::ears`.)
     let mut signed_out = std::pin::pin!(pass.ended());
-    while !ended {
+    let mut restart = *stopping.borrow_and_update();
+    while !ended && !restart {
         tokio::select! {
             changed = closed.changed() => if changed.is_err() || *closed.borrow() { break },
+            _ = stopping.changed() => restart = true,
             _ = &mut signed_out => break,
             // The writer failed: this side hears nothing more, so it leaves
             // (and comes back, if it is still there).
@@ -186,10 +190,15 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     }
     state.relay.leave(&channel, &side, id).await;
     // A normal close tells the cockpit not to come back (the session
-    // ended, or control moved); an abnormal one (a restart) it retries.
-    let frame = axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::NORMAL, reason: "the session ended or control moved".into() };
+    // ended, or control moved); any other (this instance restarting) it
+    // retries.
+    let frame = match restart {
+        true => axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::RESTART, reason: "the server restarts: connect again".into() },
+        false => axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::NORMAL, reason: "the session ended or control moved".into() },
+    };
     let _ = tx.try_send(Message::Close(Some(frame)));
     writer.finish(tx).await;
+    drop(stopping);
 }
 
 /// One message from a socket; false when the socket should close.

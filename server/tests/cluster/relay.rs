@@ -196,7 +196,8 @@ async fn frames_cross_instances_both_ways_are_counted_once_and_the_end_closes_bo
 /// the others' relays: its last report carries no part, so its edge agent
 /// is not counted, nor told to the cockpit on another instance as still
 /// there, for the seconds a last report otherwise stands (`REPORT_KEPT`),
-/// while the robot reconnects elsewhere.
+/// while the robot reconnects elsewhere. And the edge agent is told to
+/// (close code 1012, "restart"), not left to find its connection reset.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_that_stops_tells_the_others_it_carries_nothing() {
     let Some(nats) = super::nats_url().await else { return };
@@ -239,6 +240,11 @@ async fn an_instance_that_stops_tells_the_others_it_carries_nothing() {
         }
     })
     .await;
+    let code = next_on(&mut robot, |m| match m {
+        Message::Close(frame) => Some(frame.as_ref().map(|f| u16::from(f.code))),
+        _ => None,
+    });
+    assert_eq!(code.await, Some(1012), "the edge agent is told to connect again");
     // And the cockpit on the second hears the robot gone.
     next_on(&mut cockpit, |m| match m {
         Message::Text(text) => matches!(serde_json::from_str(text), Ok(RelayMsg::Peers { robot: false, .. })).then_some(()),

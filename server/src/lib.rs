@@ -64,7 +64,8 @@ pub struct Running {
     instance: String,
     /// Cluster mode: this run's places against the caps, ended with it.
     places: Option<Arc<crate::services::places::SharedPlaces>>,
-    /// Says farewell to the other instances' relays at a stop.
+    /// Closes the relay's sockets at a stop ("restart") and says farewell
+    /// to the other instances' relays.
     relay: Arc<relay::Relay>,
 }
 
@@ -79,7 +80,9 @@ impl Running {
         self.serve.abort();
     }
 
-    /// Stops accepting, lets in-flight requests finish, stops the jobs.
+    /// Stops accepting, lets in-flight requests finish, stops the jobs,
+    /// closes the relay's sockets with "restart" (1012; up to 2 s for
+    /// their close frames) and tells the other instances it is gone.
     pub async fn stop(self) -> anyhow::Result<()> {
         let _ = self.shutdown.send(());
         for job in &self.jobs {

@@ -513,3 +513,54 @@ async fn a_cockpit_that_takes_nothing_is_cut_off_and_leaves_the_channel() {
     both_joined(&mut again).await;
     app.finish().await;
 }
+
+/// A server that stops (a deploy's restart) closes its relay sockets with
+/// "restart" (1012), which edge agents and cockpits take as "connect
+/// again" (1000 would tell a cockpit its session is over), even while the
+/// robot streams: its unread frames would otherwise reset the connection,
+/// the close frame lost with it. SQLite only: the relay is the same on
+/// both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_server_tells_its_relay_sockets_to_connect_again() {
+    let mut app = TestApp::spawn(common::Db::Sqlite).await.expect("SQLite");
+    let session = attach_asha(&app, "uk-pick-01").await;
+    let asha = session_cookie(&app, common::OPERATOR).await;
+    let mut robot = relay(&app, &session, Some("uk-pick-01"), None).await.expect("the robot joins its session");
+    let mut cockpit = relay(&app, &session, None, Some(&asha)).await.expect("the operator in control joins");
+    both_joined(&mut cockpit).await;
+    both_joined(&mut robot).await;
+    // The robot streams its state all along, as an edge agent does.
+    let (mut robot_out, mut robot_in) = robot.split();
+    let streaming = tokio::spawn(async move {
+        while robot_out.send(state(0.5)).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    });
+    let close_code = |message: Message| match message {
+        Message::Close(frame) => Some(frame.map(|f| u16::from(f.code))),
+        _ => None,
+    };
+    // Read only once the server has stopped, as a client far away would
+    // find it: the close frame waits in its buffer when the connection ends.
+    app.restart().await;
+    let robot_told = async {
+        loop {
+            let message = robot_in.next().await.expect("open").expect("a frame, not a reset");
+            if let Some(code) = close_code(message) {
+                return code;
+            }
+        }
+    };
+    let cockpit_told = async {
+        loop {
+            let message = cockpit.next().await.expect("open").expect("a frame, not a reset");
+            if let Some(code) = close_code(message) {
+                return code;
+            }
+        }
+    };
+    assert_eq!(tokio::time::timeout(Duration::from_secs(10), cockpit_told).await.expect("the cockpit is told"), Some(1012));
+    assert_eq!(tokio::time::timeout(Duration::from_secs(10), robot_told).await.expect("the robot is told"), Some(1012));
+    streaming.abort();
+    app.finish().await;
+}

@@ -84,7 +84,8 @@ struct Unheard {
 /// before it reads its session anyway (`Relay::follow`).
 const FOLLOW_WAIT: Duration = Duration::from_secs(2);
 /// How long a stopping instance waits for its relay sockets' close frames
-/// (each socket's writer gets a second, `socket_writer::finish`).
+/// (each socket's writer gets a second, `socket_writer::finish`, as does
+/// the peer's answer).
 const SOCKETS_CLOSE_WITHIN: Duration = Duration::from_secs(2);
 /// The end of a session without a channel is kept this long: a socket
 /// reading the session live just before could still be opening one.
@@ -214,19 +215,20 @@ impl Relay {
         }
     }
 
-    /// The instance stops: the others hear at once that it carries no
-    /// part of any channel (cluster mode, `RelayLink::farewell`), then
-    /// every socket here is closed with "restart" (1012), so edge agents
-    /// and cockpits connect again at once, elsewhere, rather than find
-    /// their connection reset at the exit. Waits (a while at most) for
-    /// their close frames to go.
+    /// The instance stops: every socket here is closed with "restart"
+    /// (1012), so edge agents and cockpits connect again (elsewhere)
+    /// rather than find their connection reset at the exit, and it waits
+    /// (a while at most) for their close frames to go; then the other
+    /// instances hear that it carries no part of any channel (cluster
+    /// mode, `RelayLink::farewell`). In that order: until a socket here
+    /// has closed, the others still send to it.
     pub async fn farewell(&self) {
-        if let Some(link) = &self.link {
-            link.farewell().await;
-        }
         self.stopping.send_replace(true);
         if tokio::time::timeout(SOCKETS_CLOSE_WITHIN, self.stopping.closed()).await.is_err() {
             tracing::warn!("relay sockets were still closing when the instance stopped");
+        }
+        if let Some(link) = &self.link {
+            link.farewell().await;
         }
     }
 

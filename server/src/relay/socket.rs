@@ -25,8 +25,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use std::sync::Arc;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
+/// How long a closing socket reads on for the peer's answer to its close.
+const CLOSE_ANSWERED_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 /// Frames a socket may have waiting; past it the newest are dropped.
 const SOCKET_QUEUE: usize = 64;
 /// The largest frame (a camera JPEG).
@@ -61,7 +63,9 @@ pub async fn relay_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
         Err(refused) => return refused,
     };
     let channel = state.relay.channel(&org_id, &session.id, &session.robot, session.operator_id.as_deref(), session.lifecycle == LifecycleState::Active);
-    ws.max_message_size(MAX_FRAME_BYTES).read_buffer_size(READ_BUFFER_BYTES).on_upgrade(move |socket| serve(state, channel, side, pass, socket))
+    // Taken before the upgrade: a stop waits for this socket from now on.
+    let stopping = state.relay.stopping();
+    ws.max_message_size(MAX_FRAME_BYTES).read_buffer_size(READ_BUFFER_BYTES).on_upgrade(move |socket| serve(state, channel, side, pass, stopping, socket))
 }
 
 /// An admin's live view of a live session of their selected org.
@@ -86,6 +90,9 @@ pub async fn watch_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
     };
     let channel = state.relay.channel(&org.org_id, &session.id, &session.robot, session.operator_id.as_deref(), session.lifecycle == LifecycleState::Active);
     let side = Side::Supervisor { admin_id: user.user_id.clone(), name: user.display_name.clone() };
+    // Taken before the upgrade, and held until the leave is logged: a
+    // stop waits for both.
+    let stopping = state.relay.stopping();
     // A live view sends nothing worth a camera frame's size.
     ws.max_message_size(4 * 1024).read_buffer_size(4 * 1024).on_upgrade(move |socket| async move {
         let (org_id, session_id, admin_id) = (channel.org_id.clone(), channel.session_id.clone(), user.user_id.clone());
@@ -93,8 +100,9 @@ pub async fn watch_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
         if !supervised(&state, &org_id, &session_id, &admin_id, true).await {
             return;
         }
-        serve(state.clone(), channel, side, pass, socket).await;
+        serve(state.clone(), channel, side, pass, stopping.clone(), socket).await;
         supervised(&state, &org_id, &session_id, &admin_id, false).await;
+        drop(stopping);
     })
 }
 
@@ -152,11 +160,12 @@ async fn socket_pass(state: &AppState, principal: Principal) -> Result<TabPass, 
     }
 }
 
-async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass, socket: WebSocket) {
+/// One relay socket until it closes: a normal close (1000) when the
+/// session ended or control moved, "restart" (1012) when this instance
+/// stops (`stopping`, which the stop waits for this socket to drop).
+async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass, mut stopping: watch::Receiver<bool>, socket: WebSocket) {
     let (sink, mut stream) = socket.split();
     let (tx, writer, mut writer_gone) = socket_writer::spawn(sink, SOCKET_QUEUE, "relay", Some);
-    // (Taken before it joins: a stop begun meanwhile is seen at once.)
-    let mut stopping = state.relay.stopping();
     let (id, mut closed) = state.relay.join(&channel, &side, tx.clone()).await;
     // Joined a channel that closed meanwhile (the session just ended):
     // its close was announced before this socket listened.
@@ -197,7 +206,18 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
         false => axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::NORMAL, reason: "the session ended or control moved".into() },
     };
     let _ = tx.try_send(Message::Close(Some(frame)));
-    writer.finish(tx).await;
+    // Read on until the peer answers the close (a second at most): a
+    // socket dropped with the peer's frames unread is reset, and its
+    // close frame may be lost with it (an edge agent streams all along).
+    let answered = async {
+        while let Some(Ok(message)) = stream.next().await {
+            if matches!(message, Message::Close(_)) {
+                return;
+            }
+        }
+    };
+    let _ = tokio::join!(writer.finish(tx), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, answered));
+    // Done: a stop waiting for this socket goes on.
     drop(stopping);
 }
 

@@ -1215,9 +1215,7 @@ async fn a_rolling_restart_of_every_instance_loses_no_acknowledged_call() {
     let robots = start_robots(&bases, &calls, &stopped);
     for i in 0..3 {
         calls.at_least((i + 1) * 20).await;
-        let pid = cluster.servers[i].child.id().unwrap() as i32;
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-        cluster.servers[i].child.wait().await.unwrap();
+        cluster.servers[i].terminate().await;
         cluster.restart(i, Some(&nats)).await;
         bases.lock().unwrap()[i] = cluster.base(i).to_string();
     }

@@ -198,14 +198,8 @@ pub async fn scalar(url: &str, sql: &str) -> i64 {
 pub async fn plan(url: &str, sql: &str, arguments: &[&str]) -> String {
     use sqlx::{Connection, Row};
     if url.starts_with("postgres") {
-        let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-        let prepare = format!("PREPARE planned AS {sql}");
-        for statement in ["SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off", prepare.as_str()] {
-            sqlx::query(statement).execute(&mut conn).await.unwrap();
-        }
         let listed: Vec<String> = arguments.iter().map(|argument| format!("'{argument}'")).collect();
-        let rows = sqlx::query(&format!("EXPLAIN EXECUTE planned({})", listed.join(", "))).fetch_all(&mut conn).await.unwrap();
-        rows.iter().map(|row| row.get::<String, _>(0)).collect::<Vec<_>>().join("\n")
+        pg_generic_plan(url, &format!("PREPARE planned AS {sql}"), &listed.join(", ")).await
     } else {
         let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
         let text = format!("EXPLAIN QUERY PLAN {sql}");
@@ -223,14 +217,20 @@ pub async fn plan(url: &str, sql: &str, arguments: &[&str]) -> String {
 /// are the parameters' types, `arguments` their SQL literals (`NULL`).
 #[allow(dead_code)]
 pub async fn plan_typed(url: &str, sql: &str, types: &[&str], arguments: &[&str]) -> String {
-    use sqlx::{Connection, Row};
     assert!(url.starts_with("postgres"), "typed plans are PostgreSQL's");
+    pg_generic_plan(url, &format!("PREPARE planned ({}) AS {sql}", types.join(", ")), &arguments.join(", ")).await
+}
+
+/// `prepare` (a `PREPARE planned …`) made and explained as executed with
+/// `arguments` (SQL literals), as `plan` says.
+#[allow(dead_code)]
+async fn pg_generic_plan(url: &str, prepare: &str, arguments: &str) -> String {
+    use sqlx::{Connection, Row};
     let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-    let prepare = format!("PREPARE planned ({}) AS {sql}", types.join(", "));
-    for statement in ["SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off", prepare.as_str()] {
+    for statement in ["SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off", prepare] {
         sqlx::query(statement).execute(&mut conn).await.unwrap();
     }
-    let rows = sqlx::query(&format!("EXPLAIN EXECUTE planned({})", arguments.join(", "))).fetch_all(&mut conn).await.unwrap();
+    let rows = sqlx::query(&format!("EXPLAIN EXECUTE planned({arguments})")).fetch_all(&mut conn).await.unwrap();
     rows.iter().map(|row| row.get::<String, _>(0)).collect::<Vec<_>>().join("\n")
 }
 

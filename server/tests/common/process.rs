@@ -76,6 +76,14 @@ impl ServerProcess {
         kb * 1024
     }
 
+    /// SIGTERM, as a deploy stops it (a graceful stop), and its exit.
+    #[allow(dead_code)]
+    pub async fn terminate(&mut self) {
+        let pid = self.child.id().expect("running") as i32;
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        self.child.wait().await.expect("it exits");
+    }
+
     /// SIGKILL, as a crash would.
     pub async fn kill9(mut self) {
         self.child.start_kill().expect("SIGKILL"); // std's kill is SIGKILL on Unix

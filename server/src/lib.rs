@@ -93,6 +93,7 @@ impl Running {
         // counting them at once.
         self.relay.farewell().await;
         let served = self.serve.await;
+        self.relay.sockets_closed().await;
         // Another instance delivers this one's webhook endpoints at once.
         webhooks::release(&self.store, &self.instance).await;
         if let Some(places) = &self.places {

@@ -564,3 +564,30 @@ async fn a_stopping_server_tells_its_relay_sockets_to_connect_again() {
     streaming.abort();
     app.finish().await;
 }
+
+/// A cockpit that closes its socket (the page left) has its close
+/// answered, as RFC 6455's closing handshake asks: the server's close
+/// frame, then the end of the connection. (Before, the relay tried to
+/// send a close of its own after the client's, which the WebSocket
+/// refuses, and the answer never went.) SQLite only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cockpit_that_closes_has_its_close_answered() {
+    let app = TestApp::spawn(common::Db::Sqlite).await.expect("SQLite");
+    let session = attach_asha(&app, "uk-pick-01").await;
+    let asha = session_cookie(&app, common::OPERATOR).await;
+    let mut robot = relay(&app, &session, Some("uk-pick-01"), None).await.expect("the robot joins its session");
+    let mut cockpit = relay(&app, &session, None, Some(&asha)).await.expect("the operator in control joins");
+    both_joined(&mut cockpit).await;
+    both_joined(&mut robot).await;
+    cockpit.send(Message::Close(None)).await.unwrap();
+    let answered = async {
+        while let Some(message) = cockpit.next().await {
+            if let Message::Close(_) = message.expect("a frame, not a reset") {
+                return true;
+            }
+        }
+        false
+    };
+    assert!(tokio::time::timeout(Duration::from_secs(10), answered).await.expect("the connection ends"), "the server answered the close");
+    app.finish().await;
+}

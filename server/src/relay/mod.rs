@@ -224,11 +224,19 @@ impl Relay {
     /// has closed, the others still send to it.
     pub async fn farewell(&self) {
         self.stopping.send_replace(true);
-        if tokio::time::timeout(SOCKETS_CLOSE_WITHIN, self.stopping.closed()).await.is_err() {
-            tracing::warn!("relay sockets were still closing when the instance stopped");
-        }
+        self.sockets_closed().await;
         if let Some(link) = &self.link {
             link.farewell().await;
+        }
+    }
+
+    /// Waits (a while at most) until every socket that took the stop's
+    /// receiver is done: after `farewell`, and again once the requests in
+    /// flight have finished (a socket upgraded by one of them saw the stop
+    /// at once, and closes).
+    pub async fn sockets_closed(&self) {
+        if tokio::time::timeout(SOCKETS_CLOSE_WITHIN, self.stopping.closed()).await.is_err() {
+            tracing::warn!("relay sockets were still closing when the instance stopped");
         }
     }
 

@@ -174,6 +174,8 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     // (One wait for the socket's life, as a tab's: `ring::ears`.)
     let mut signed_out = std::pin::pin!(pass.ended());
     let mut restart = *stopping.borrow_and_update();
+    // The client closed, or its connection is gone: nothing to tell it.
+    let mut peer_closed = false;
     while !ended && !restart {
         tokio::select! {
             changed = closed.changed() => if changed.is_err() || *closed.borrow() { break },
@@ -181,9 +183,15 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
             _ = &mut signed_out => break,
             // The writer failed: this side hears nothing more, so it leaves
             // (and comes back, if it is still there).
-            _ = &mut writer_gone => break,
+            _ = &mut writer_gone => {
+                peer_closed = true;
+                break;
+            }
             message = stream.next() => {
-                let Some(Ok(message)) = message else { break };
+                let Some(Ok(message)) = message.filter(|m| !matches!(m, Ok(Message::Close(_)))) else {
+                    peer_closed = true;
+                    break;
+                };
                 if !handle(&state, &channel, &side, &tx, message).await {
                     break;
                 }
@@ -205,18 +213,23 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
         true => axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::RESTART, reason: "the server restarts: connect again".into() },
         false => axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::NORMAL, reason: "the session ended or control moved".into() },
     };
-    let _ = tx.try_send(Message::Close(Some(frame)));
-    // Read on until the peer answers the close (a second at most): a
-    // socket dropped with the peer's frames unread is reset, and its
-    // close frame may be lost with it (an edge agent streams all along).
-    let answered = async {
-        while let Some(Ok(message)) = stream.next().await {
-            if matches!(message, Message::Close(_)) {
-                return;
+    if peer_closed {
+        // (Its close is answered as the writer closes the sink.)
+        writer.finish(tx).await;
+    } else {
+        let _ = tx.try_send(Message::Close(Some(frame)));
+        // Read on until the peer answers the close (a second at most): a
+        // socket dropped with the peer's frames unread is reset, and its
+        // close frame may be lost with it (an edge agent streams all along).
+        let answered = async {
+            while let Some(Ok(message)) = stream.next().await {
+                if matches!(message, Message::Close(_)) {
+                    return;
+                }
             }
-        }
-    };
-    let _ = tokio::join!(writer.finish(tx), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, answered));
+        };
+        let _ = tokio::join!(writer.finish(tx), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, answered));
+    }
     // Done: a stop waiting for this socket goes on.
     drop(stopping);
 }

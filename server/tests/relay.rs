@@ -567,9 +567,11 @@ async fn a_stopping_server_tells_its_relay_sockets_to_connect_again() {
 
 /// A cockpit that closes its socket (the page left) has its close
 /// answered, as RFC 6455's closing handshake asks: the server's close
-/// frame, then the end of the connection. (Before, the relay tried to
-/// send a close of its own after the client's, which the WebSocket
-/// refuses, and the answer never went.) SQLite only.
+/// frame, then the end of the connection, even with the robot's frames
+/// still queued for it. (Before, the relay tried to send a close of its
+/// own after the client's, which the WebSocket refuses, and the answer
+/// never went; a writer with frames queued fails on them the same way.)
+/// SQLite only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cockpit_that_closes_has_its_close_answered() {
     let app = TestApp::spawn(common::Db::Sqlite).await.expect("SQLite");
@@ -579,6 +581,13 @@ async fn a_cockpit_that_closes_has_its_close_answered() {
     let mut cockpit = relay(&app, &session, None, Some(&asha)).await.expect("the operator in control joins");
     both_joined(&mut cockpit).await;
     both_joined(&mut robot).await;
+    // Camera frames flood the cockpit as it closes: some are usually
+    // still queued for it when its close is read. (Not always: a frame
+    // being written when it is read carries the answer out with it.)
+    let camera = Message::Binary(CameraFrame { name: "front".into(), t_ms: 1, jpeg: vec![0xAB; 200 * 1024] }.encode().into());
+    for _ in 0..40 {
+        robot.send(camera.clone()).await.unwrap();
+    }
     cockpit.send(Message::Close(None)).await.unwrap();
     let answered = async {
         while let Some(message) = cockpit.next().await {

@@ -174,7 +174,8 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     // (One wait for the socket's life, as a tab's: `ring::ears`.)
     let mut signed_out = std::pin::pin!(pass.ended());
     let mut restart = *stopping.borrow_and_update();
-    // The client closed, or its connection is gone: nothing to tell it.
+    // The client closed, its connection failed, or the writer did: no
+    // close of our own is sent (after the client's it is refused).
     let mut peer_closed = false;
     while !ended && !restart {
         tokio::select! {
@@ -192,9 +193,7 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
                     peer_closed = true;
                     break;
                 };
-                if !handle(&state, &channel, &side, &tx, message).await {
-                    break;
-                }
+                handle(&state, &channel, &side, &tx, message).await;
             }
         }
         // A handover took control away: this cockpit leaves.
@@ -214,8 +213,10 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
         false => axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::NORMAL, reason: "the session ended or control moved".into() },
     };
     if peer_closed {
-        // (Its close is answered as the writer closes the sink.)
-        writer.finish(tx).await;
+        // Reading on writes the answer to the client's close, which the
+        // socket holds until then (the writer, with frames still queued,
+        // fails on them before it could close), and ends the stream.
+        let _ = tokio::join!(writer.finish(tx), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, stream.next()));
     } else {
         let _ = tx.try_send(Message::Close(Some(frame)));
         // Read on until the peer answers the close (a second at most): a
@@ -234,15 +235,14 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     drop(stopping);
 }
 
-/// One message from a socket; false when the socket should close.
+/// One message from a socket (its close is `serve`'s).
 /// Recordings are stamped with the relay's clock, so robot and operator
 /// samples share one timeline whatever their own clocks say.
-async fn handle(state: &AppState, channel: &Channel, side: &Side, own: &mpsc::Sender<Message>, message: Message) -> bool {
+async fn handle(state: &AppState, channel: &Channel, side: &Side, own: &mpsc::Sender<Message>, message: Message) {
     let now = state.engine.clock().now_ms();
     let recorder = &state.relay.recorder;
     let bytes = match &message {
-        Message::Close(_) => return false,
-        Message::Ping(_) | Message::Pong(_) => return true,
+        Message::Close(_) | Message::Ping(_) | Message::Pong(_) => return,
         Message::Text(_) | Message::Binary(_) => super::channel::frame_bytes(&message),
     };
     match (side, &message) {
@@ -272,7 +272,6 @@ async fn handle(state: &AppState, channel: &Channel, side: &Side, own: &mpsc::Se
         (Side::Supervisor { .. }, _) => refuse(own, "the live view is read-only: nothing it sends reaches the robot"),
         _ => {}
     }
-    true
 }
 
 /// Tells the sender its message was not relayed (the socket stays open).

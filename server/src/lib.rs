@@ -88,9 +88,10 @@ impl Running {
         for job in &self.jobs {
             job.abort();
         }
-        // Before the relay sockets go with the process (they outlive the
-        // graceful shutdown of requests): the other instances stop
-        // counting them at once.
+        // The relay's sockets outlive the graceful shutdown of requests:
+        // they are told to connect again now, not reset at the exit, and
+        // the other instances stop counting them at once. (Again after the
+        // requests in flight: one may have upgraded a socket meanwhile.)
         self.relay.farewell().await;
         let served = self.serve.await;
         self.relay.sockets_closed().await;

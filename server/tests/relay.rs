@@ -514,6 +514,18 @@ async fn a_cockpit_that_takes_nothing_is_cut_off_and_leaves_the_channel() {
     app.finish().await;
 }
 
+/// Asha attached to a call of uk-pick-01: its session, and the robot's
+/// and her cockpit's relay sockets, both on the channel.
+async fn asha_on_the_relay(app: &TestApp) -> (String, Socket, Socket) {
+    let session = attach_asha(app, "uk-pick-01").await;
+    let asha = session_cookie(app, common::OPERATOR).await;
+    let mut robot = relay(app, &session, Some("uk-pick-01"), None).await.expect("the robot joins its session");
+    let mut cockpit = relay(app, &session, None, Some(&asha)).await.expect("the operator in control joins");
+    both_joined(&mut cockpit).await;
+    both_joined(&mut robot).await;
+    (session, robot, cockpit)
+}
+
 /// A server that stops (a deploy's restart) closes its relay sockets with
 /// "restart" (1012), which edge agents and cockpits take as "connect
 /// again" (1000 would tell a cockpit its session is over), even while the
@@ -523,12 +535,7 @@ async fn a_cockpit_that_takes_nothing_is_cut_off_and_leaves_the_channel() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopping_server_tells_its_relay_sockets_to_connect_again() {
     let mut app = TestApp::spawn(common::Db::Sqlite).await.expect("SQLite");
-    let session = attach_asha(&app, "uk-pick-01").await;
-    let asha = session_cookie(&app, common::OPERATOR).await;
-    let mut robot = relay(&app, &session, Some("uk-pick-01"), None).await.expect("the robot joins its session");
-    let mut cockpit = relay(&app, &session, None, Some(&asha)).await.expect("the operator in control joins");
-    both_joined(&mut cockpit).await;
-    both_joined(&mut robot).await;
+    let (_, robot, mut cockpit) = asha_on_the_relay(&app).await;
     // The robot streams its state all along, as an edge agent does.
     let (mut robot_out, mut robot_in) = robot.split();
     let streaming = tokio::spawn(async move {
@@ -575,12 +582,7 @@ async fn a_stopping_server_tells_its_relay_sockets_to_connect_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cockpit_that_closes_has_its_close_answered() {
     let app = TestApp::spawn(common::Db::Sqlite).await.expect("SQLite");
-    let session = attach_asha(&app, "uk-pick-01").await;
-    let asha = session_cookie(&app, common::OPERATOR).await;
-    let mut robot = relay(&app, &session, Some("uk-pick-01"), None).await.expect("the robot joins its session");
-    let mut cockpit = relay(&app, &session, None, Some(&asha)).await.expect("the operator in control joins");
-    both_joined(&mut cockpit).await;
-    both_joined(&mut robot).await;
+    let (_, mut robot, mut cockpit) = asha_on_the_relay(&app).await;
     // Camera frames flood the cockpit as it closes: some are usually
     // still queued for it when its close is read. (Not always: a frame
     // being written when it is read carries the answer out with it.)

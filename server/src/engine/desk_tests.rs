@@ -441,18 +441,10 @@ fn a16_a_removed_ceiling_offers_the_waiting_call_at_once_and_its_old_relaxation_
     assert_eq!(records, 0, "a removed ceiling relaxes nothing");
 }
 
-/// A handover that rang when the desk was loaded (a restart, a takeover, a
-/// reload after a failed commit) is withdrawn, its holder told so and its
-/// ring stopped: consoles still open would otherwise say "waiting" for an
-/// offer gone, and offer it to accept.
-#[test]
-fn l08_a_handover_ringing_at_load_is_withdrawn_and_its_holder_told() {
+/// Loads `desk` (with `operators`) as a restart finds it: Asha's live
+/// session ses-1, its handover to Tom still ringing.
+fn load_with_tom_rung(desk: &mut Desk, operators: &[OperatorRecord]) {
     use crate::store::{LiveSessionRow, OpenOfferRow, OrgSnapshot};
-    use domain::handover::HandoverOutcome;
-    // Tom works in another org too: its desks, perhaps on other instances,
-    // hold him busy for this ring until they are told it stopped.
-    let operators = [operator("asha", "Austin", &["pick-place"]), OperatorRecord { in_other_orgs: true, ..operator("tom", "Austin", &["pick-place"]) }];
-    let mut desk = desk(&operators);
     let live = LiveSessionRow {
         session_id: "ses-1".into(),
         robot_id: "r1".into(),
@@ -467,6 +459,20 @@ fn l08_a_handover_ringing_at_load_is_withdrawn_and_its_holder_told() {
     };
     let ringing = OpenOfferRow { org_id: "org".into(), session_id: "ses-1".into(), operator_id: "tom".into(), rtt_ms: 96, offered_at: 1_000, expires_at: 31_000 };
     desk.load(OrgSnapshot { operators: operators.to_vec(), live: vec![live], open_offers: vec![ringing], ..OrgSnapshot::default() }, 2_000);
+}
+
+/// A handover that rang when the desk was loaded (a restart, a takeover, a
+/// reload after a failed commit) is withdrawn, its holder told so and its
+/// ring stopped: consoles still open would otherwise say "waiting" for an
+/// offer gone, and offer it to accept.
+#[test]
+fn l08_a_handover_ringing_at_load_is_withdrawn_and_its_holder_told() {
+    use domain::handover::HandoverOutcome;
+    // Tom works in another org too: its desks, perhaps on other instances,
+    // hold him busy for this ring until they are told it stopped.
+    let operators = [operator("asha", "Austin", &["pick-place"]), OperatorRecord { in_other_orgs: true, ..operator("tom", "Austin", &["pick-place"]) }];
+    let mut desk = desk(&operators);
+    load_with_tom_rung(&mut desk, &operators);
     let fx = desk.take_effects();
     assert!(fx.writes.iter().any(|w| matches!(w, Write::CloseOffer { session_id, operator_id, status: OfferStatus::Withdrawn, .. } if session_id == "ses-1" && operator_id == "tom")));
     let told: Vec<_> = fx.events.iter().filter_map(|(topic, e)| match e {
@@ -489,23 +495,9 @@ fn l08_a_handover_ringing_at_load_is_withdrawn_and_its_holder_told() {
 /// know whether there are any) told they are free.
 #[test]
 fn l08_a_handover_ringing_at_load_for_someone_since_removed_frees_them() {
-    use crate::store::{LiveSessionRow, OpenOfferRow, OrgSnapshot};
     let operators = [operator("asha", "Austin", &["pick-place"])];
     let mut desk = desk(&operators);
-    let live = LiveSessionRow {
-        session_id: "ses-1".into(),
-        robot_id: "r1".into(),
-        robot_model: "UR10e".into(),
-        site: "Site".into(),
-        skill: "pick-place".into(),
-        pop: "us-east".into(),
-        operator_id: Some("asha".into()),
-        lifecycle: "ACTIVE".into(),
-        planned_end_at: None,
-        booking_id: None,
-    };
-    let ringing = OpenOfferRow { org_id: "org".into(), session_id: "ses-1".into(), operator_id: "tom".into(), rtt_ms: 96, offered_at: 1_000, expires_at: 31_000 };
-    desk.load(OrgSnapshot { operators: operators.to_vec(), live: vec![live], open_offers: vec![ringing], ..OrgSnapshot::default() }, 2_000);
+    load_with_tom_rung(&mut desk, &operators);
     let fx = desk.take_effects();
     assert!(fx.writes.iter().any(|w| matches!(w, Write::CloseOffer { operator_id, status: OfferStatus::Withdrawn, .. } if operator_id == "tom")));
     assert_eq!(fx.freed, [("tom".to_string(), "org".to_string())]);

@@ -215,6 +215,15 @@ impl Desk {
     /// starts the cool-off for that call (rule D08).
     pub(super) fn close_offer(&mut self, operator_id: &str, status: OfferStatus, now: i64) -> Option<Offer> {
         let offer = self.offers.remove(operator_id)?;
+        self.offer_closed(&offer.session_id, operator_id, status, now);
+        Some(offer)
+    }
+
+    /// What follows an offer's close, once it is out of `offers` (or was
+    /// never put there: a handover found ringing at load): the operator's
+    /// claim released, the close written and told, the cool-off, the
+    /// handover's outcome, the operator indexed again.
+    pub(super) fn offer_closed(&mut self, session_id: &str, operator_id: &str, status: OfferStatus, now: i64) {
         let (waiting, tell) = self.busy.release(operator_id, &self.org_id);
         self.fx.pokes.extend(waiting);
         if tell {
@@ -222,23 +231,22 @@ impl Desk {
         }
         self.fx.writes.push(Write::CloseOffer {
             org_id: self.org_id.clone(),
-            session_id: offer.session_id.clone(),
+            session_id: session_id.to_string(),
             operator_id: operator_id.to_string(),
             status,
             at: now,
         });
-        self.fx.tell_operator(&self.org_id, operator_id, OperatorEvent::OfferClosed { session_id: offer.session_id.clone(), how: status.ring_end() });
-        if let Some(call) = self.calls.get_mut(&offer.session_id) {
+        self.fx.tell_operator(&self.org_id, operator_id, OperatorEvent::OfferClosed { session_id: session_id.to_string(), how: status.ring_end() });
+        if let Some(call) = self.calls.get_mut(session_id) {
             call.offered_to = None;
             if matches!(status, OfferStatus::Declined | OfferStatus::Expired) {
                 let until = now + self.settings.cooloff_ms;
                 call.cooloffs.insert(operator_id.to_string(), until);
-                self.timers.at(until, Timer::CoolOff { session_id: offer.session_id.clone(), operator_id: operator_id.to_string() });
+                self.timers.at(until, Timer::CoolOff { session_id: session_id.to_string(), operator_id: operator_id.to_string() });
             }
         }
-        self.handover_closed(&offer.session_id, operator_id, status);
+        self.handover_closed(session_id, operator_id, status);
         self.reindex(operator_id);
-        Some(offer)
     }
 
     /// Accepts the operator's open offer: the session starts (ACTIVE,

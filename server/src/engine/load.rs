@@ -110,16 +110,14 @@ impl Desk {
             }
         }
         // A handover that rang when the server stopped: nobody heard it
-        // since, so it is loaded as it rang and withdrawn as a running desk
-        // withdraws one (`close_offer`): control stays, its holder is told
-        // (a console still open: a takeover in cluster mode, a reload after
-        // a failed commit), its ring stops where it still shows (after a
-        // failed commit, no Welcome follows to clear it), and its operator
-        // is free again, on every instance.
+        // since, so it is withdrawn as a running desk withdraws one
+        // (`offer_closed`): control stays, its holder is told (a console
+        // still open: a takeover in cluster mode, a reload after a failed
+        // commit), its ring stops where it still shows (after a failed
+        // commit, no Welcome follows to clear it), and its operator is free
+        // again, on every instance.
         for row in handovers {
-            let to = row.operator_id.clone();
-            self.load_handover(row);
-            self.close_offer(&to, domain::dispatch::OfferStatus::Withdrawn, now);
+            self.withdraw_loaded_handover(row, now);
         }
         // Presences agree with the offers just loaded; anyone not heard from
         // lapses unless a tab opens.
@@ -174,11 +172,11 @@ impl Desk {
         }
     }
 
-    /// A handover offer as it rang, to be withdrawn at once (so its robot
-    /// and who handed it over are left empty): held for its operator, and the
-    /// session's last handover ringing for them (a session that is not
-    /// live, which a committed end does not leave, gets the offer alone).
-    fn load_handover(&mut self, row: OpenOfferRow) {
+    /// A handover offer found ringing, withdrawn: first put back as it
+    /// rang (its operator claimed, the session's last handover ringing for
+    /// them; a session that is not live, which a committed end does not
+    /// leave, has no handover to tell), then closed.
+    fn withdraw_loaded_handover(&mut self, row: OpenOfferRow, now: i64) {
         // Claimed as the instance that rang it had claimed it (so the free
         // that follows the withdrawal's commit matches on the others), and
         // told for anyone this desk does not know to be in this org alone
@@ -188,18 +186,7 @@ impl Desk {
         if let Some(live) = self.live.get_mut(&row.session_id) {
             live.handover = Some(LastHandover { to: row.operator_id.clone(), outcome: HandoverOutcome::Ringing });
         }
-        let offer = Offer {
-            session_id: row.session_id,
-            robot_id: String::new(),
-            robot_model: String::new(),
-            site: String::new(),
-            rtt_ms: u32::try_from(row.rtt_ms).unwrap_or(u32::MAX),
-            operator_id: row.operator_id.clone(),
-            offered_at: row.offered_at,
-            expires_at: row.expires_at,
-            handover_from: None,
-        };
-        self.offers.insert(row.operator_id, offer);
+        self.offer_closed(&row.session_id, &row.operator_id, domain::dispatch::OfferStatus::Withdrawn, now);
     }
 
     /// Adds an operator (or refreshes their profile), keeping any presence.

@@ -514,16 +514,16 @@ async fn a_cockpit_that_takes_nothing_is_cut_off_and_leaves_the_channel() {
     app.finish().await;
 }
 
-/// Asha attached to a call of uk-pick-01: its session, and the robot's
-/// and her cockpit's relay sockets, both on the channel.
-async fn asha_on_the_relay(app: &TestApp) -> (String, Socket, Socket) {
+/// Asha attached to a call of uk-pick-01: the robot's and her cockpit's
+/// relay sockets, both on the channel.
+async fn asha_on_the_relay(app: &TestApp) -> (Socket, Socket) {
     let session = attach_asha(app, "uk-pick-01").await;
     let asha = session_cookie(app, common::OPERATOR).await;
     let mut robot = relay(app, &session, Some("uk-pick-01"), None).await.expect("the robot joins its session");
     let mut cockpit = relay(app, &session, None, Some(&asha)).await.expect("the operator in control joins");
     both_joined(&mut cockpit).await;
     both_joined(&mut robot).await;
-    (session, robot, cockpit)
+    (robot, cockpit)
 }
 
 /// A server that stops (a deploy's restart) closes its relay sockets with
@@ -535,7 +535,7 @@ async fn asha_on_the_relay(app: &TestApp) -> (String, Socket, Socket) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopping_server_tells_its_relay_sockets_to_connect_again() {
     let mut app = TestApp::spawn(common::Db::Sqlite).await.expect("SQLite");
-    let (_, robot, mut cockpit) = asha_on_the_relay(&app).await;
+    let (robot, mut cockpit) = asha_on_the_relay(&app).await;
     // The robot streams its state all along, as an edge agent does.
     let (mut robot_out, mut robot_in) = robot.split();
     let streaming = tokio::spawn(async move {
@@ -582,7 +582,7 @@ async fn a_stopping_server_tells_its_relay_sockets_to_connect_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cockpit_that_closes_has_its_close_answered() {
     let app = TestApp::spawn(common::Db::Sqlite).await.expect("SQLite");
-    let (_, mut robot, mut cockpit) = asha_on_the_relay(&app).await;
+    let (mut robot, mut cockpit) = asha_on_the_relay(&app).await;
     // Camera frames flood the cockpit as it closes: some are usually
     // still queued for it when its close is read. (Not always: a frame
     // being written when it is read carries the answer out with it.)
@@ -600,5 +600,37 @@ async fn a_cockpit_that_closes_has_its_close_answered() {
         false
     };
     assert!(tokio::time::timeout(Duration::from_secs(10), answered).await.expect("the connection ends"), "the server answered the close");
+    app.finish().await;
+}
+
+/// An edge agent that sends a frame larger than the relay carries (a
+/// camera JPEG over 512 KiB) is told so by its close's code, 1009 (a
+/// frame too large, RFC 6455), not left to guess from a bare close; the
+/// cockpit stays on the channel. SQLite only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_frame_is_refused_with_1009() {
+    let app = TestApp::spawn(common::Db::Sqlite).await.expect("SQLite");
+    let (mut robot, mut cockpit) = asha_on_the_relay(&app).await;
+    let huge = Message::Binary(CameraFrame { name: "front".into(), t_ms: 1, jpeg: vec![0xAB; 600 * 1024] }.encode().into());
+    robot.send(huge).await.unwrap();
+    let told = async {
+        loop {
+            if let Message::Close(frame) = robot.next().await.expect("open").expect("a frame, not a reset") {
+                return frame.map(|f| u16::from(f.code));
+            }
+        }
+    };
+    assert_eq!(tokio::time::timeout(Duration::from_secs(10), told).await.expect("the robot is told"), Some(1009));
+    // The cockpit hears the robot leave, and is not closed itself.
+    let robot_left = async {
+        loop {
+            if let Message::Text(text) = cockpit.next().await.expect("open").expect("a frame") {
+                if let Ok(RelayMsg::Peers { robot: false, .. }) = serde_json::from_str(&text) {
+                    return;
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), robot_left).await.expect("the cockpit hears the robot leave");
     app.finish().await;
 }

@@ -146,7 +146,9 @@ impl RelayLink {
     /// nothing (else its last report would stand `REPORT_KEPT`, its robots
     /// and cockpits counted twice as they reconnect elsewhere, and its
     /// edge agents told to cockpits as still there), and it reports no
-    /// more (its sockets, closing, would tell their parts again).
+    /// more. Its sockets have closed by now (`Relay::farewell`); what could
+    /// still report is a socket upgraded by a request in flight, or a
+    /// report `moved` spawned, and either would tell its part again.
     pub async fn farewell(&self) {
         let mut gone = self.gone.write().await;
         *gone = true;

@@ -19,7 +19,7 @@ use crate::state::AppState;
 use crate::services::{Credential, TabPass};
 use domain::models::{LifecycleState, Role, SessionRecord};
 use domain::relay::{CameraFrame, RelayMsg};
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -162,56 +162,70 @@ async fn socket_pass(state: &AppState, principal: Principal) -> Result<TabPass, 
 
 /// One relay socket until it closes: a normal close (1000) when the
 /// session ended or control moved, "restart" (1012) when this instance
-/// stops (`stopping`, which the stop waits for this socket to drop).
+/// stops (`stopping`, which the stop waits for this socket to drop), 1009
+/// or 1002 for a frame it could not read (`Refused`).
 async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass, mut stopping: watch::Receiver<bool>, socket: WebSocket) {
     let (sink, mut stream) = socket.split();
     let (tx, writer, mut writer_gone) = socket_writer::spawn(sink, SOCKET_QUEUE, "relay", Some);
-    let (id, mut closed) = state.relay.join(&channel, &side, tx.clone()).await;
-    // Joined a channel that closed meanwhile (the session just ended):
-    // its close was announced before this socket listened.
-    let mut ended = channel.is_closed();
-    // Signed out, removed, demoted, token rotated, retired: gone at once.
-    // (One wait for the socket's life, as a tab's: `ring::ears`.)
-    let mut signed_out = std::pin::pin!(pass.ended());
     let mut restart = *stopping.borrow_and_update();
     // The client closed, its connection failed, or the writer did: no
     // close of our own is sent (after the client's it is refused).
     let mut peer_closed = false;
-    while !ended && !restart {
-        tokio::select! {
-            changed = closed.changed() => if changed.is_err() || *closed.borrow() { break },
-            _ = stopping.changed() => restart = true,
-            _ = &mut signed_out => break,
-            // The writer failed: this side hears nothing more, so it leaves
-            // (and comes back, if it is still there).
-            _ = &mut writer_gone => {
-                peer_closed = true;
-                break;
-            }
-            message = stream.next() => {
-                let Some(Ok(message)) = message.filter(|m| !matches!(m, Ok(Message::Close(_)))) else {
+    // A frame the socket could not read: the close says why.
+    let mut refused: Option<Refused> = None;
+    // A socket upgraded once the stop had begun (by a request in flight)
+    // does not join: it is told to connect again at once (a join and a
+    // leave would tell its channel's other sockets of a peer come and gone).
+    if !restart {
+        let (id, mut closed) = state.relay.join(&channel, &side, tx.clone()).await;
+        // Joined a channel that closed meanwhile (the session just ended):
+        // its close was announced before this socket listened.
+        let mut ended = channel.is_closed();
+        // Signed out, removed, demoted, token rotated, retired: gone at once.
+        // (One wait for the socket's life, as a tab's: `ring::ears`.)
+        let mut signed_out = std::pin::pin!(pass.ended());
+        while !ended && !restart {
+            tokio::select! {
+                changed = closed.changed() => if changed.is_err() || *closed.borrow() { break },
+                _ = stopping.changed() => restart = true,
+                _ = &mut signed_out => break,
+                // The writer failed: this side hears nothing more, so it leaves
+                // (and comes back, if it is still there).
+                _ = &mut writer_gone => {
                     peer_closed = true;
                     break;
-                };
-                handle(&state, &channel, &side, &tx, message).await;
+                }
+                message = stream.next() => match message {
+                    Some(Ok(Message::Close(_))) | None => {
+                        peer_closed = true;
+                        break;
+                    }
+                    Some(Err(e)) => {
+                        refused = Some(Refused::from(e));
+                        break;
+                    }
+                    Some(Ok(message)) => handle(&state, &channel, &side, &tx, message).await,
+                },
             }
-        }
-        // A handover took control away: this cockpit leaves.
-        if let Side::Cockpit(operator_id) = &side {
-            if !channel.controls(operator_id) {
-                break;
+            // A handover took control away: this cockpit leaves.
+            if let Side::Cockpit(operator_id) = &side {
+                if !channel.controls(operator_id) {
+                    break;
+                }
             }
+            ended = channel.is_closed();
         }
-        ended = channel.is_closed();
+        state.relay.leave(&channel, &side, id).await;
     }
-    state.relay.leave(&channel, &side, id).await;
     // A normal close tells the cockpit not to come back (the session
-    // ended, or control moved); any other (this instance restarting) it
-    // retries.
-    let frame = match restart {
-        true => axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::RESTART, reason: "the server restarts: connect again".into() },
-        false => axum::extract::ws::CloseFrame { code: axum::extract::ws::close_code::NORMAL, reason: "the session ended or control moved".into() },
+    // ended, or control moved); any other (this instance restarting, a
+    // frame refused) it retries.
+    let (code, reason) = match (refused, restart) {
+        (Some(refused), _) => (refused.code(), refused.reason()),
+        (None, true) => (close_code::RESTART, "the server restarts: connect again"),
+        (None, false) => (close_code::NORMAL, "the session ended or control moved"),
     };
+    let frame = CloseFrame { code, reason: reason.into() };
     if peer_closed {
         // Reading on writes the answer to the client's close, which the
         // socket holds until then (the writer, with frames still queued,
@@ -222,6 +236,8 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
         // Read on until the peer answers the close (a second at most): a
         // socket dropped with the peer's frames unread is reset, and its
         // close frame may be lost with it (an edge agent streams all along).
+        // After a refused frame the stream is out of step and the first
+        // read fails: nothing more is read.
         let answered = async {
             while let Some(Ok(message)) = stream.next().await {
                 if matches!(message, Message::Close(_)) {
@@ -233,6 +249,40 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     }
     // Done: a stop waiting for this socket goes on.
     drop(stopping);
+}
+
+/// A frame the relay could not read, as its close tells it (RFC 6455,
+/// 7.4.1): one larger than `MAX_FRAME_BYTES` (1009), or one that breaks
+/// the protocol (1002). An edge agent's author learns why from the code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refused {
+    TooLarge,
+    Malformed,
+}
+
+impl From<axum::Error> for Refused {
+    fn from(e: axum::Error) -> Self {
+        match e.into_inner().downcast_ref::<tungstenite::Error>() {
+            Some(tungstenite::Error::Capacity(_)) => Refused::TooLarge,
+            _ => Refused::Malformed,
+        }
+    }
+}
+
+impl Refused {
+    fn code(self) -> u16 {
+        match self {
+            Refused::TooLarge => close_code::SIZE,
+            Refused::Malformed => close_code::PROTOCOL,
+        }
+    }
+
+    fn reason(self) -> &'static str {
+        match self {
+            Refused::TooLarge => "a frame larger than the relay carries",
+            Refused::Malformed => "a frame the relay could not read",
+        }
+    }
 }
 
 /// One message from a socket (its close is `serve`'s).

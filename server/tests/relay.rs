@@ -605,22 +605,33 @@ async fn a_cockpit_that_closes_has_its_close_answered() {
 
 /// An edge agent that sends a frame larger than the relay carries (a
 /// camera JPEG over 512 KiB) is told so by its close's code, 1009 (a
-/// frame too large, RFC 6455), not left to guess from a bare close; the
-/// cockpit stays on the channel. SQLite only.
+/// frame too large, RFC 6455), not left to guess from a bare close, even
+/// as it streams on (its unread frames must not reset the close away);
+/// the cockpit stays on the channel. SQLite only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_frame_is_refused_with_1009() {
     let app = TestApp::spawn(common::Db::Sqlite).await.expect("SQLite");
-    let (mut robot, mut cockpit) = asha_on_the_relay(&app).await;
-    let huge = Message::Binary(CameraFrame { name: "front".into(), t_ms: 1, jpeg: vec![0xAB; 600 * 1024] }.encode().into());
-    robot.send(huge).await.unwrap();
+    let (robot, mut cockpit) = asha_on_the_relay(&app).await;
+    let (mut robot_out, mut robot_in) = robot.split();
+    // Sent on a task of its own: refused at its header, the frame's
+    // payload is never read, and the send may wait on it.
+    let streaming = tokio::spawn(async move {
+        let huge = Message::Binary(CameraFrame { name: "front".into(), t_ms: 1, jpeg: vec![0xAB; 600 * 1024] }.encode().into());
+        if robot_out.send(huge).await.is_ok() {
+            while robot_out.send(state(0.5)).await.is_ok() {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+    });
     let told = async {
         loop {
-            if let Message::Close(frame) = robot.next().await.expect("open").expect("a frame, not a reset") {
+            if let Message::Close(frame) = robot_in.next().await.expect("open").expect("a frame, not a reset") {
                 return frame.map(|f| u16::from(f.code));
             }
         }
     };
     assert_eq!(tokio::time::timeout(Duration::from_secs(10), told).await.expect("the robot is told"), Some(1009));
+    streaming.abort();
     // The cockpit hears the robot leave, and is not closed itself.
     let robot_left = async {
         loop {

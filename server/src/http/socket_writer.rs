@@ -8,9 +8,10 @@
 //! - the handler is done: `Writer::finish` gives the queued messages a
 //!   second to go, then stops the writer, so a client that stopped
 //!   reading (or whose sign-in was just revoked) is not kept open by its
-//!   unsent messages.
+//!   unsent messages; `Writer::close` sends a close frame of the
+//!   handler's (a code the client acts on) ahead of what is queued.
 
-use axum::extract::ws::{Message, WebSocket};
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures::stream::SplitSink;
 use futures::SinkExt;
 use std::time::Duration;
@@ -23,18 +24,47 @@ const FINISH_WITHIN: Duration = Duration::from_secs(1);
 /// Resolves when the writer ended (see the module's doc).
 pub type Gone = oneshot::Receiver<()>;
 
-/// The running writer, to be finished once its queue is given back.
+/// The running writer, to be finished (or closed) once its queue is
+/// given back.
 #[must_use = "finish the writer: dropped, its task runs on, detached"]
-pub struct Writer(JoinHandle<()>);
+pub struct Writer {
+    task: JoinHandle<()>,
+    /// The handler's close frame, sent ahead of the queue (`close`).
+    closing: oneshot::Sender<CloseFrame>,
+}
 
 /// Starts the writer of `sink`: up to `queue` messages wait, each sent as
 /// `encode` makes it (`None` skips it). `what` names the socket in the log.
 pub fn spawn<T: Send + 'static>(mut sink: SplitSink<WebSocket, Message>, queue: usize, what: &'static str, encode: fn(T) -> Option<Message>) -> (mpsc::Sender<T>, Writer, Gone) {
     let (tx, mut rx) = mpsc::channel::<T>(queue);
     let (writing, gone) = oneshot::channel::<()>();
+    let (closing, mut close_frame) = oneshot::channel::<CloseFrame>();
     let task = tokio::spawn(async move {
         let _writing = writing;
-        while let Some(message) = rx.recv().await {
+        // (Answers `Err` once the writer is finished without a frame: not
+        // asked again.)
+        let mut may_close = true;
+        loop {
+            let message = tokio::select! {
+                biased;
+                frame = &mut close_frame, if may_close => match frame {
+                    // What is still queued is dropped: a closing socket's
+                    // messages are of no more use, and a full queue would
+                    // hold the close back (or lose it: it cannot be queued).
+                    Ok(frame) => {
+                        let _ = sink.send(Message::Close(Some(frame))).await;
+                        break;
+                    }
+                    Err(_) => {
+                        may_close = false;
+                        continue;
+                    }
+                },
+                message = rx.recv() => match message {
+                    Some(message) => message,
+                    None => break,
+                },
+            };
             let Some(message) = encode(message) else { continue };
             // Failed (the client cut off for taking nothing, say): no close
             // frame can go either.
@@ -45,7 +75,7 @@ pub fn spawn<T: Send + 'static>(mut sink: SplitSink<WebSocket, Message>, queue: 
         }
         let _ = sink.close().await;
     });
-    (tx, Writer(task), gone)
+    (tx, Writer { task, closing }, gone)
 }
 
 impl Writer {
@@ -54,7 +84,20 @@ impl Writer {
     /// frame, for at most `FINISH_WITHIN`; then stops it.
     pub async fn finish<T>(self, queue: mpsc::Sender<T>) {
         drop(queue);
-        let mut task = self.0;
+        drop(self.closing);
+        Self::stop_within(self.task).await;
+    }
+
+    /// Closes the socket with `frame` (its code tells the client what to
+    /// do): sent once the message being sent has gone, ahead of those still
+    /// queued, which are dropped; `FINISH_WITHIN` at most, as `finish`.
+    pub async fn close<T>(self, queue: mpsc::Sender<T>, frame: CloseFrame) {
+        let _ = self.closing.send(frame);
+        drop(queue);
+        Self::stop_within(self.task).await;
+    }
+
+    async fn stop_within(mut task: JoinHandle<()>) {
         if tokio::time::timeout(FINISH_WITHIN, &mut task).await.is_err() {
             task.abort();
         }
@@ -172,6 +215,49 @@ mod tests {
         let (took, stopped) = tokio::time::timeout(Duration::from_secs(30), told).await.expect("the finish ended").unwrap();
         assert!(took >= FINISH_WITHIN, "it had its second: {took:?}");
         assert!(stopped, "then it was stopped");
+    }
+
+    /// A socket closed with a code of the handler's while its queue is
+    /// full (a slow client): the close goes once the message being sent
+    /// has, ahead of the rest, which are dropped; the client gets the code.
+    /// (Queued behind them, it could not even be queued, and the client
+    /// got a bare close, or none once the second ran out.)
+    #[tokio::test]
+    async fn a_close_goes_ahead_of_what_is_queued() {
+        let (closing, closed) = oneshot::channel::<()>();
+        let closing = Arc::new(Mutex::new(Some(closing)));
+        let (addr, _told) = server(move |socket: WebSocket| {
+            let closing = closing.clone();
+            async move {
+                let (sink, _stream) = socket.split();
+                let (tx, writer, _gone) = spawn::<String>(sink, 64, "test", text);
+                // Far more than the buffers on the way hold, the queue full.
+                while tx.try_send("x".repeat(256 * 1024)).is_ok() {}
+                if let Some(closing) = closing.lock().unwrap().take() {
+                    let _ = closing.send(());
+                }
+                writer.close(tx, CloseFrame { code: 4000, reason: "told".into() }).await;
+            }
+        })
+        .await;
+        let (mut client, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/")).await.unwrap();
+        // Read only once the close is asked for, the writer held up by
+        // the client until then.
+        tokio::time::timeout(Duration::from_secs(10), closed).await.expect("the close was asked for").unwrap();
+        let mut texts = 0;
+        let code = async {
+            while let Some(message) = client.next().await {
+                match message.expect("a frame, not a reset") {
+                    ClientMessage::Text(_) => texts += 1,
+                    ClientMessage::Close(frame) => return frame.map(|f| u16::from(f.code)),
+                    _ => {}
+                }
+            }
+            panic!("the socket ended with no close");
+        };
+        let code = tokio::time::timeout(Duration::from_secs(10), code).await.expect("the close came");
+        assert_eq!(code, Some(4000));
+        assert!(texts < 64, "what was still queued was dropped ({texts} came)");
     }
 
     /// A client gone (its connection closed, unread): the socket's next

@@ -65,7 +65,9 @@ pub async fn relay_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
     let channel = state.relay.channel(&org_id, &session.id, &session.robot, session.operator_id.as_deref(), session.lifecycle == LifecycleState::Active);
     // Taken before the upgrade: a stop waits for this socket from now on.
     let stopping = state.relay.stopping();
-    ws.max_message_size(MAX_FRAME_BYTES).read_buffer_size(READ_BUFFER_BYTES).on_upgrade(move |socket| serve(state, channel, side, pass, stopping, socket))
+    // Frames past the largest are refused at their header, not read into
+    // memory first (tungstenite's own bound on a frame is 16 MiB).
+    ws.max_message_size(MAX_FRAME_BYTES).max_frame_size(MAX_FRAME_BYTES).read_buffer_size(READ_BUFFER_BYTES).on_upgrade(move |socket| serve(state, channel, side, pass, stopping, socket))
 }
 
 /// An admin's live view of a live session of their selected org.
@@ -94,14 +96,19 @@ pub async fn watch_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
     // stop waits for both.
     let stopping = state.relay.stopping();
     // A live view sends nothing worth a camera frame's size.
-    ws.max_message_size(4 * 1024).read_buffer_size(4 * 1024).on_upgrade(move |socket| async move {
+    ws.max_message_size(4 * 1024).max_frame_size(4 * 1024).read_buffer_size(4 * 1024).on_upgrade(move |socket| async move {
         let (org_id, session_id, admin_id) = (channel.org_id.clone(), channel.session_id.clone(), user.user_id.clone());
+        // Upgraded once the stop had begun: not watched (`serve` does not
+        // join it), so neither logged.
+        let logged = !*stopping.borrow();
         // Watched only once the join is logged; its leave follows the socket's end.
-        if !supervised(&state, &org_id, &session_id, &admin_id, true).await {
+        if logged && !supervised(&state, &org_id, &session_id, &admin_id, true).await {
             return;
         }
         serve(state.clone(), channel, side, pass, stopping.clone(), socket).await;
-        supervised(&state, &org_id, &session_id, &admin_id, false).await;
+        if logged {
+            supervised(&state, &org_id, &session_id, &admin_id, false).await;
+        }
         drop(stopping);
     })
 }
@@ -162,8 +169,8 @@ async fn socket_pass(state: &AppState, principal: Principal) -> Result<TabPass, 
 
 /// One relay socket until it closes: a normal close (1000) when the
 /// session ended or control moved, "restart" (1012) when this instance
-/// stops (`stopping`, which the stop waits for this socket to drop), 1009
-/// or 1002 for a frame it could not read (`Refused`).
+/// stops (`stopping`, which the stop waits for this socket to drop), 1009,
+/// 1007 or 1002 for a frame it could not read (`Refused`).
 async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass, mut stopping: watch::Receiver<bool>, socket: WebSocket) {
     let (sink, mut stream) = socket.split();
     let (tx, writer, mut writer_gone) = socket_writer::spawn(sink, SOCKET_QUEUE, "relay", Some);
@@ -201,7 +208,10 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
                         break;
                     }
                     Some(Err(e)) => {
-                        refused = Some(Refused::from(e));
+                        // Refused (the peer is told why), or the
+                        // connection failed (there is nobody to tell).
+                        refused = Refused::of(e);
+                        peer_closed = refused.is_none();
                         break;
                     }
                     Some(Ok(message)) => handle(&state, &channel, &side, &tx, message).await,
@@ -226,18 +236,21 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
         (None, false) => (close_code::NORMAL, "the session ended or control moved"),
     };
     let frame = CloseFrame { code, reason: reason.into() };
-    if peer_closed {
+    if refused.is_some() {
+        // The stream ended with its error (nothing more can be read), and
+        // a refused frame's payload is left unread: the socket is held a
+        // while after its close, as dropped with bytes unread it is reset,
+        // and the close frame may be lost with it.
+        let _ = tokio::join!(writer.close(tx, frame), tokio::time::sleep(CLOSE_ANSWERED_WITHIN));
+    } else if peer_closed {
         // Reading on writes the answer to the client's close, which the
         // socket holds until then (the writer, with frames still queued,
         // fails on them before it could close), and ends the stream.
         let _ = tokio::join!(writer.finish(tx), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, stream.next()));
     } else {
-        let _ = tx.try_send(Message::Close(Some(frame)));
         // Read on until the peer answers the close (a second at most): a
         // socket dropped with the peer's frames unread is reset, and its
         // close frame may be lost with it (an edge agent streams all along).
-        // After a refused frame the stream is out of step and the first
-        // read fails: nothing more is read.
         let answered = async {
             while let Some(Ok(message)) = stream.next().await {
                 if matches!(message, Message::Close(_)) {
@@ -245,34 +258,42 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
                 }
             }
         };
-        let _ = tokio::join!(writer.finish(tx), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, answered));
+        let _ = tokio::join!(writer.close(tx, frame), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, answered));
     }
     // Done: a stop waiting for this socket goes on.
     drop(stopping);
 }
 
 /// A frame the relay could not read, as its close tells it (RFC 6455,
-/// 7.4.1): one larger than `MAX_FRAME_BYTES` (1009), or one that breaks
-/// the protocol (1002). An edge agent's author learns why from the code.
+/// 7.4.1): one larger than `MAX_FRAME_BYTES` (1009), text that is not
+/// UTF-8 (1007), or one that breaks the protocol (1002). An edge agent's
+/// author learns why from the code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Refused {
     TooLarge,
+    NotUtf8,
     Malformed,
 }
 
-impl From<axum::Error> for Refused {
-    fn from(e: axum::Error) -> Self {
-        match e.into_inner().downcast_ref::<tungstenite::Error>() {
-            Some(tungstenite::Error::Capacity(_)) => Refused::TooLarge,
-            _ => Refused::Malformed,
+impl Refused {
+    /// What a read error refused; `None` when the connection failed (reset,
+    /// closed without a close frame, an I/O error): nobody is left to tell.
+    /// axum's error wraps tungstenite's, of the version axum uses.
+    fn of(e: axum::Error) -> Option<Refused> {
+        use tungstenite::error::{Error, ProtocolError};
+        match e.into_inner().downcast_ref::<Error>()? {
+            Error::Capacity(_) => Some(Refused::TooLarge),
+            Error::Utf8(_) => Some(Refused::NotUtf8),
+            Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => None,
+            Error::Protocol(_) => Some(Refused::Malformed),
+            _ => None,
         }
     }
-}
 
-impl Refused {
     fn code(self) -> u16 {
         match self {
             Refused::TooLarge => close_code::SIZE,
+            Refused::NotUtf8 => close_code::INVALID,
             Refused::Malformed => close_code::PROTOCOL,
         }
     }
@@ -280,6 +301,7 @@ impl Refused {
     fn reason(self) -> &'static str {
         match self {
             Refused::TooLarge => "a frame larger than the relay carries",
+            Refused::NotUtf8 => "a text frame that is not UTF-8",
             Refused::Malformed => "a frame the relay could not read",
         }
     }

@@ -231,8 +231,17 @@ mod tests {
             async move {
                 let (sink, _stream) = socket.split();
                 let (tx, writer, _gone) = spawn::<String>(sink, 64, "test", text);
-                // Far more than the buffers on the way hold, the queue full.
-                while tx.try_send("x".repeat(256 * 1024)).is_ok() {}
+                // Far more than the buffers on the way hold: the queue
+                // full while the writer waits in a send (the client reads
+                // nothing yet). On this one thread, a queue still full
+                // once the writer had its turn means it is waiting.
+                loop {
+                    while tx.try_send("x".repeat(256 * 1024)).is_ok() {}
+                    tokio::task::yield_now().await;
+                    if tx.capacity() == 0 {
+                        break;
+                    }
+                }
                 if let Some(closing) = closing.lock().unwrap().take() {
                     let _ = closing.send(());
                 }
@@ -257,6 +266,7 @@ mod tests {
         };
         let code = tokio::time::timeout(Duration::from_secs(10), code).await.expect("the close came");
         assert_eq!(code, Some(4000));
+        assert!(texts >= 1, "what the writer was sending went first");
         assert!(texts < 64, "what was still queued was dropped ({texts} came)");
     }
 

@@ -99,7 +99,8 @@ pub async fn watch_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
     ws.max_message_size(4 * 1024).max_frame_size(4 * 1024).read_buffer_size(4 * 1024).on_upgrade(move |socket| async move {
         let (org_id, session_id, admin_id) = (channel.org_id.clone(), channel.session_id.clone(), user.user_id.clone());
         // Upgraded once the stop had begun: not watched (`serve` does not
-        // join it), so neither logged.
+        // join it), so not logged. (A stop that begins while the join is
+        // being logged logs a leave too: the pair stands, unwatched.)
         let logged = !*stopping.borrow();
         // Watched only once the join is logged; its leave follows the socket's end.
         if logged && !supervised(&state, &org_id, &session_id, &admin_id, true).await {
@@ -239,9 +240,10 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
     if refused.is_some() {
         // The stream ended with its error (nothing more can be read), and
         // a refused frame's payload is left unread: the socket is held a
-        // while after its close, as dropped with bytes unread it is reset,
-        // and the close frame may be lost with it.
-        let _ = tokio::join!(writer.close(tx, frame), tokio::time::sleep(CLOSE_ANSWERED_WITHIN));
+        // while once its close has gone, as dropped with bytes unread it is
+        // reset, and the close frame may be lost with it.
+        writer.close(tx, frame).await;
+        tokio::time::sleep(CLOSE_ANSWERED_WITHIN).await;
     } else if peer_closed {
         // Reading on writes the answer to the client's close, which the
         // socket holds until then (the writer, with frames still queued,
@@ -281,13 +283,18 @@ impl Refused {
     /// axum's error wraps tungstenite's, of the version axum uses.
     fn of(e: axum::Error) -> Option<Refused> {
         use tungstenite::error::{Error, ProtocolError};
-        match e.into_inner().downcast_ref::<Error>()? {
-            Error::Capacity(_) => Some(Refused::TooLarge),
-            Error::Utf8(_) => Some(Refused::NotUtf8),
-            Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => None,
-            Error::Protocol(_) => Some(Refused::Malformed),
+        let e = e.into_inner();
+        let refused = match e.downcast_ref::<Error>() {
+            Some(Error::Capacity(_)) => Some(Refused::TooLarge),
+            Some(Error::Utf8(_)) => Some(Refused::NotUtf8),
+            Some(Error::Protocol(ProtocolError::ResetWithoutClosingHandshake)) => None,
+            Some(Error::Protocol(_)) => Some(Refused::Malformed),
             _ => None,
+        };
+        if refused.is_none() {
+            tracing::debug!(error = %e, "a relay socket's connection failed");
         }
+        refused
     }
 
     fn code(self) -> u16 {

@@ -345,9 +345,11 @@ test("A12: a console reloaded while ready rings aloud once the operator clicks a
 });
 
 /** Jamal's console, ready and then reloaded: no gesture has unlocked the
- * page's audio since (an offer shown now is silent until one does). */
-async function reloadedReady(browser: Browser, org: TestOrg): Promise<{ context: BrowserContext; page: Page }> {
+ * page's audio since (an offer shown now is silent until one does); with
+ * `gated`, audio is gated as a browser gates it (`gateAudioOnGestures`). */
+async function reloadedReady(browser: Browser, org: TestOrg, gated = false): Promise<{ context: BrowserContext; page: Page }> {
   const { context, page } = await readyRecordingTones(browser, org);
+  if (gated) await gateAudioOnGestures(context);
   await page.reload();
   await hydrated(page);
   await expect(page.getByTestId('presence')).toHaveText('ready');
@@ -366,6 +368,56 @@ async function middleOf(element: Locator): Promise<{ x: number; y: number }> {
   const { x, y, width, height } = (await element.boundingBox())!;
   return { x: x + width / 2, y: y + height / 2 };
 }
+
+const audioState = (page: Page) => page.evaluate(() => (window as unknown as { audio: BaseAudioContext }).audio.state);
+
+/** Audio as a browser gates it for a page the person has not used yet.
+ * The test's Chromium never gates it, and Playwright's own page scripts
+ * count as the person's gestures (so `navigator.userActivation` cannot
+ * tell), so the gate follows HTML's rule for the event being handled: a
+ * key other than Escape, a mouse press, or the end of a touch counts; a
+ * touch's start does not. An `AudioContext` made in anything else starts
+ * suspended, and its `resume()` holds until one that counts. */
+async function gateAudioOnGestures(context: BrowserContext): Promise<void> {
+  await context.addInitScript(() => {
+    const counts = (): boolean => {
+      const e = window.event;
+      if (e instanceof KeyboardEvent) return e.type === 'keydown' && e.key !== 'Escape';
+      if (e instanceof PointerEvent) return e.pointerType === 'mouse' ? e.type === 'pointerdown' : e.type === 'pointerup';
+      if (e instanceof MouseEvent) return e.type === 'mousedown' || e.type === 'click';
+      return e?.type === 'touchend';
+    };
+    const Real = window.AudioContext;
+    window.AudioContext = class extends Real {
+      constructor(options?: AudioContextOptions) {
+        super(options);
+        if (!counts()) void super.suspend();
+      }
+      resume(): Promise<void> {
+        return counts() ? super.resume() : new Promise(() => {});
+      }
+    };
+  });
+}
+
+// A touch's start is no gesture the browser counts as the person's: audio
+// made on it starts suspended, its ring scheduled but silent, until the
+// touch's end, which counts, resumes it. Without the resume the offer
+// would ring on a clock that never runs.
+test('A12: a reloaded console rung before any gesture rings aloud once a touch that began as none ends', async ({ browser, request, org }) => {
+  test.setTimeout(60_000);
+  const { context, page } = await reloadedReady(browser, org, true);
+  await raise(request, org, 'uw-weld-01');
+  await expect(page.getByTestId('offer')).toBeVisible();
+  const touch = await touchscreen(page);
+  await touch.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [await middleOf(page.getByTestId('presence'))] });
+  await expect.poll(async () => (await tonesOf(page)).length).toBeGreaterThanOrEqual(2);
+  expect(await audioState(page), 'made on the touch\'s start, the audio waits').toBe('suspended');
+  await touch.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+  await expect.poll(() => audioState(page)).toBe('running');
+  await expect(page.getByTestId('offer')).toBeVisible();
+  await context.close();
+});
 
 // A gesture that answers the offer does not ring for it first: in a tab
 // whose audio no gesture has unlocked yet (reloaded), Enter or a click on

@@ -413,7 +413,9 @@ impl Inner {
     /// does not answer rings too: one that looked like an answer and was
     /// not (a press on Accept dragged off it, a touch taken for a scroll, an
     /// Enter dropped while the socket reconnects) must not leave the offer
-    /// silent.
+    /// silent. (A touch taken for a scroll is no gesture the browser counts:
+    /// if nothing unlocked the audio before, its ring is scheduled and
+    /// sounds at the next gesture that counts.)
     fn unlock_audio(&self, ring: bool) {
         let made = self.audio.borrow().is_none();
         if made {

@@ -55,6 +55,11 @@ struct Robots {
     /// hold a token already revoked (finding 10), whether or not that robot
     /// was in memory when it was revoked.
     epoch: u64,
+    /// The epoch of each robot's last change here (forgotten, edited): a
+    /// reconcile's read begun before it leaves that robot alone, and only
+    /// that one (under a steady churn of other robots' changes, a check of
+    /// the whole epoch would skip every refresh).
+    changed: HashMap<(String, String), u64>,
 }
 
 impl Robots {
@@ -62,9 +67,17 @@ impl Robots {
     /// next lookup reads the store, and a read begun before this is not
     /// remembered.
     fn forget_robot(&mut self, org_id: &str, robot_id: &str) -> Option<RobotRecord> {
-        self.epoch += 1;
-        let hash = self.by_id.remove(&(org_id.to_string(), robot_id.to_string()))?;
+        let key = (org_id.to_string(), robot_id.to_string());
+        self.change(key.clone());
+        let hash = self.by_id.remove(&key)?;
         self.by_token.remove(&hash)
+    }
+
+    /// The robot changes here: the epoch moves, and the robot's change is
+    /// dated by it.
+    fn change(&mut self, key: (String, String)) {
+        self.epoch += 1;
+        self.changed.insert(key, self.epoch);
     }
 
     /// Forgets a token by its hash.
@@ -72,6 +85,7 @@ impl Robots {
         self.epoch += 1;
         if let Some(robot) = self.by_token.remove(hash) {
             let key = (robot.org_id, robot.id);
+            self.changed.insert(key.clone(), self.epoch);
             if self.by_id.get(&key).is_some_and(|h| h == hash) {
                 self.by_id.remove(&key);
             }
@@ -102,24 +116,24 @@ impl Robots {
     /// A robot of the org was edited (here or on another instance), now
     /// reached through `pop`: a lookup that read its row before the edit
     /// must not remember it after this.
-    fn edited(&mut self, org_id: &str, pop: &str) {
-        self.epoch += 1;
+    fn edited(&mut self, org_id: &str, robot_id: &str, pop: &str) {
+        self.change((org_id.to_string(), robot_id.to_string()));
         self.measure_pop(org_id, pop);
     }
 
     /// Brings the cached records of robots read from the store at `epoch`
     /// up to date with the read (an edit on another instance whose message
     /// was lost). Only records `cached_before` the read are judged (one a
-    /// lookup remembered since may be newer than it), and none when a
-    /// robot was forgotten or edited here since (the read may be older than
-    /// the cache then: the next reconcile does it).
+    /// lookup remembered since may be newer than it), and none of a robot
+    /// forgotten or edited here since (the read may be older than the
+    /// cache then: the next reconcile does it).
     fn refresh_read_at(&mut self, epoch: u64, cached_before: &HashSet<String>, read: Vec<(RobotRecord, String)>) {
-        if self.epoch != epoch {
-            return;
-        }
         for (robot, token_hash) in read {
             self.measure_pop(&robot.org_id, &robot.pop);
             if !cached_before.contains(&token_hash) {
+                continue;
+            }
+            if self.changed.get(&(robot.org_id.clone(), robot.id.clone())).is_some_and(|at| *at > epoch) {
                 continue;
             }
             let Some(cached) = self.by_token.get_mut(&token_hash) else { continue };
@@ -320,7 +334,7 @@ impl RobotRegistry {
                 let changed = Revocation::RobotChanged { org_id: org_id.to_string(), robot_id: robot_id.to_string(), pop: robot.pop.clone() };
                 self.tabs.tell_others(&changed);
                 let mut robots = self.robots.write().expect("robots lock");
-                robots.edited(org_id, &robot.pop);
+                robots.edited(org_id, robot_id, &robot.pop);
                 if let Some(hash) = robots.by_id.get(&(org_id.to_string(), robot_id.to_string())).cloned() {
                     let heartbeat = robots.by_token.get(&hash).and_then(|r| r.last_heartbeat_at);
                     robots.remember(RobotRecord { last_heartbeat_at: heartbeat, ..robot.clone() }, hash);
@@ -451,7 +465,7 @@ impl RobotRegistry {
     pub fn changed_elsewhere(&self, org_id: &str, robot_id: &str, pop: &str) {
         let mut robots = self.robots.write().expect("robots lock");
         robots.forget_robot(org_id, robot_id);
-        robots.edited(org_id, pop);
+        robots.edited(org_id, robot_id, pop);
     }
 
     fn publish_audit(&self, org_id: &str, entry: domain::events::AuditEntry) {
@@ -564,27 +578,30 @@ mod tests {
 
     /// A robot edited on another instance whose message was lost: the
     /// reconcile's read of the store brings the cached record up to date
-    /// (its heartbeat kept) and adds its PoP to those measured, unless the
-    /// cache changed after the read began (an edit here, a revocation) or
-    /// the record was remembered after it.
+    /// (its heartbeat kept) and adds its PoP to those measured, unless that
+    /// robot's record changed here after the read began (an edit here) or
+    /// was remembered after it; another robot's change meanwhile (a steady
+    /// churn of them) does not hold it back.
     #[test]
-    fn a_reconcile_brings_a_robot_edited_elsewhere_up_to_date_unless_the_cache_moved_since() {
+    fn a_reconcile_brings_a_robot_edited_elsewhere_up_to_date_unless_its_cached_record_moved_since() {
         let mut robots = Robots::default();
         robots.remember(RobotRecord { last_heartbeat_at: Some(7), ..robot("r1") }, "hash".into());
+        robots.remember(robot("r2"), "hash-2".into());
         let edited = RobotRecord { pop: "q".into(), req_cert: "welding".into(), ..robot("r1") };
 
         let cached_before: HashSet<String> = ["hash".to_string()].into();
 
         let read_at = robots.epoch;
-        robots.epoch += 1;
+        robots.edited("o", "r1", "p");
         robots.refresh_read_at(read_at, &cached_before, vec![(edited.clone(), "hash".into())]);
-        assert_eq!(robots.by_token["hash"].req_cert, "c", "a read older than the cache changes nothing");
+        assert_eq!(robots.by_token["hash"].req_cert, "c", "a read older than the robot's change here changes nothing");
 
         let read_at = robots.epoch;
         robots.refresh_read_at(read_at, &HashSet::new(), vec![(edited.clone(), "hash".into())]);
         assert_eq!(robots.by_token["hash"].req_cert, "c", "a record remembered after the read began may be newer than it");
 
         let read_at = robots.epoch;
+        robots.forget_robot("o", "r2");
         robots.refresh_read_at(read_at, &cached_before, vec![(edited, "hash".into())]);
         let cached = &robots.by_token["hash"];
         assert_eq!((cached.req_cert.as_str(), cached.pop.as_str(), cached.last_heartbeat_at), ("welding", "q", Some(7)));

@@ -55,10 +55,13 @@ struct Robots {
     /// hold a token already revoked (finding 10), whether or not that robot
     /// was in memory when it was revoked.
     epoch: u64,
-    /// The epoch of each robot's last change here (forgotten, edited): a
-    /// reconcile's read begun before it leaves that robot alone, and only
-    /// that one (under a steady churn of other robots' changes, a check of
-    /// the whole epoch would skip every refresh).
+    /// The epoch of each robot's last change here (forgotten, edited)
+    /// since the last reconcile began: its read, begun before the change,
+    /// leaves that robot alone, and only that one (under a steady churn of
+    /// other robots' changes, a check of the whole epoch would skip every
+    /// refresh). Reconciles run one at a time (one task), so a change
+    /// older than a reconcile's read can hold back no later one: it is
+    /// dropped then (`forget_changes_before`).
     changed: HashMap<(String, String), u64>,
 }
 
@@ -129,11 +132,11 @@ impl Robots {
     /// cache then: the next reconcile does it).
     fn refresh_read_at(&mut self, epoch: u64, cached_before: &HashSet<String>, read: Vec<(RobotRecord, String)>) {
         for (robot, token_hash) in read {
-            self.measure_pop(&robot.org_id, &robot.pop);
-            if !cached_before.contains(&token_hash) {
+            if self.changed.get(&(robot.org_id.clone(), robot.id.clone())).is_some_and(|at| *at > epoch) {
                 continue;
             }
-            if self.changed.get(&(robot.org_id.clone(), robot.id.clone())).is_some_and(|at| *at > epoch) {
+            self.measure_pop(&robot.org_id, &robot.pop);
+            if !cached_before.contains(&token_hash) {
                 continue;
             }
             let Some(cached) = self.by_token.get_mut(&token_hash) else { continue };
@@ -142,6 +145,12 @@ impl Robots {
                 *cached = RobotRecord { last_heartbeat_at: cached.last_heartbeat_at, ..robot };
             }
         }
+    }
+
+    /// Drops the changes dated at or before `epoch`, a reconcile's read:
+    /// the next reconcile reads later, so they cannot hold it back.
+    fn forget_changes_before(&mut self, epoch: u64) {
+        self.changed.retain(|_, at| *at > epoch);
     }
 
     /// Remembers the robot's token, unless another token of the robot is
@@ -411,6 +420,8 @@ impl RobotRegistry {
     /// Only tokens cached before the store is read are judged: a token
     /// never comes back once revoked, so one missing from the read is
     /// revoked, while one cached later may be newer than the read.
+    /// Reconciles must not overlap (one task runs them, `cluster.rs`): an
+    /// older read refreshing after a newer one would write older rows.
     pub async fn reconcile(&self) -> StoreResult<(usize, HashSet<String>)> {
         let (cached, epoch): (HashSet<String>, u64) = {
             // A lookup that read the store before this and remembers after
@@ -427,8 +438,8 @@ impl RobotRegistry {
         let gone: Vec<String> = cached.iter().filter(|hash| !held.contains(*hash)).cloned().collect();
         {
             let mut robots = self.robots.write().expect("robots lock");
-            // (Before the forgetting, which moves the epoch.)
             robots.refresh_read_at(epoch, &cached, read);
+            robots.forget_changes_before(epoch);
             for hash in &gone {
                 robots.forget_token(hash);
             }
@@ -602,10 +613,30 @@ mod tests {
 
         let read_at = robots.epoch;
         robots.forget_robot("o", "r2");
+        let edited = RobotRecord { pop: "s".into(), ..edited };
         robots.refresh_read_at(read_at, &cached_before, vec![(edited, "hash".into())]);
         let cached = &robots.by_token["hash"];
-        assert_eq!((cached.req_cert.as_str(), cached.pop.as_str(), cached.last_heartbeat_at), ("welding", "q", Some(7)));
-        assert!(robots.pops["o"].contains("q"));
+        assert_eq!((cached.req_cert.as_str(), cached.pop.as_str(), cached.last_heartbeat_at), ("welding", "s", Some(7)));
+        assert!(robots.pops["o"].contains("s"));
+    }
+
+    /// A token revoked here while the reconcile read (its robot's new
+    /// token then looked up and remembered, say) is that robot's change:
+    /// the older row read does not overwrite what is cached now, even
+    /// under the same hash; and once the reconcile is done, its changes
+    /// are dropped (they cannot hold a later read back).
+    #[test]
+    fn a_reconcile_leaves_a_robot_whose_token_was_forgotten_during_its_read_alone() {
+        let mut robots = Robots::default();
+        robots.remember(robot("r1"), "hash".into());
+        let cached_before: HashSet<String> = ["hash".to_string()].into();
+        let read_at = robots.epoch;
+        robots.forget_token("hash");
+        robots.remember(RobotRecord { req_cert: "welding".into(), ..robot("r1") }, "hash".into());
+        robots.refresh_read_at(read_at, &cached_before, vec![(robot("r1"), "hash".into())]);
+        assert_eq!(robots.by_token["hash"].req_cert, "welding", "the row read before the change is older than the cache");
+        robots.forget_changes_before(robots.epoch);
+        assert!(robots.changed.is_empty());
     }
 
     /// The token was rotated on another instance and the robot presents

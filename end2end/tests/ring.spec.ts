@@ -1,4 +1,4 @@
-import { Browser, BrowserContext, Locator, Page, Route } from '@playwright/test';
+import { Browser, BrowserContext, CDPSession, Locator, Page, Route } from '@playwright/test';
 import { expect, hydrated, panicsOf, raise, readyOperator, signedIn, signIn, test, TestOrg } from './helpers';
 
 // In the test's own org, Jamal (Austin, palletize + welding) is the only
@@ -481,6 +481,7 @@ for (const gesture of gestures) {
     await raise(request, org, 'uw-weld-01');
     await expect(page.getByTestId('offer')).toBeVisible();
     expect(await tonesOf(page), 'no gesture yet since the reload').toHaveLength(0);
+    let touch: CDPSession | undefined;
     if (gesture === 'a click elsewhere on the page') {
       await page.getByTestId('presence').click();
     } else if (gesture === 'a press on Accept dragged off it') {
@@ -491,7 +492,7 @@ for (const gesture of gestures) {
     } else {
       // Not scrolling, the browser ends the touch with a pointerup on Accept.
       if (gesture.endsWith('does not scroll')) await page.addStyleTag({ content: '* { touch-action: none; }' });
-      const touch = await touchscreen(page);
+      touch = await touchscreen(page);
       const [accept, presence] = [await middleOf(page.getByRole('button', { name: /^Accept/ })), await middleOf(page.getByTestId('presence'))];
       await touch.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [accept] });
       await touch.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [presence] });
@@ -500,9 +501,8 @@ for (const gesture of gestures) {
     await expect.poll(async () => (await tonesOf(page)).length).toBeGreaterThanOrEqual(2);
     if (gesture === 'a touch on Accept dragged off it') {
       expect(await audioState(page), 'a scroll is no gesture the browser counts').toBe('suspended');
-      const touch = await touchscreen(page);
-      await touch.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [await middleOf(page.getByTestId('presence'))] });
-      await touch.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+      await touch!.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [await middleOf(page.getByTestId('presence'))] });
+      await touch!.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
     }
     await expect.poll(() => audioState(page)).toBe('running');
     await expect(page.getByTestId('offer')).toBeVisible();

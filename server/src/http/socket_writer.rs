@@ -83,21 +83,23 @@ impl Writer {
     /// gone already), and lets the writer send what is queued and a close
     /// frame, for at most `FINISH_WITHIN`; then stops it.
     pub async fn finish<T>(self, queue: mpsc::Sender<T>) {
-        drop(queue);
-        drop(self.closing);
-        Self::stop_within(self.task).await;
+        self.end(queue, None).await;
     }
 
     /// Closes the socket with `frame` (its code tells the client what to
     /// do): sent once the message being sent has gone, ahead of those still
     /// queued, which are dropped; `FINISH_WITHIN` at most, as `finish`.
     pub async fn close<T>(self, queue: mpsc::Sender<T>, frame: CloseFrame) {
-        let _ = self.closing.send(frame);
-        drop(queue);
-        Self::stop_within(self.task).await;
+        self.end(queue, Some(frame)).await;
     }
 
-    async fn stop_within(mut task: JoinHandle<()>) {
+    async fn end<T>(self, queue: mpsc::Sender<T>, frame: Option<CloseFrame>) {
+        let Writer { mut task, closing } = self;
+        match frame {
+            Some(frame) => drop(closing.send(frame)),
+            None => drop(closing),
+        }
+        drop(queue);
         if tokio::time::timeout(FINISH_WITHIN, &mut task).await.is_err() {
             task.abort();
         }

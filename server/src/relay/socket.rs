@@ -171,96 +171,79 @@ async fn socket_pass(state: &AppState, principal: Principal) -> Result<TabPass, 
 /// One relay socket until it closes: a normal close (1000) when the
 /// session ended or control moved, "restart" (1012) when this instance
 /// stops (`stopping`, which the stop waits for this socket to drop), 1009,
-/// 1007 or 1002 for a frame it could not read (`Refused`).
+/// 1007 or 1002 for a frame it could not read (`Ending`).
 async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass, mut stopping: watch::Receiver<bool>, socket: WebSocket) {
     let (sink, mut stream) = socket.split();
     let (tx, writer, mut writer_gone) = socket_writer::spawn(sink, SOCKET_QUEUE, "relay", Some);
-    let mut restart = *stopping.borrow_and_update();
-    // The client closed, its connection failed, or the writer did: no
-    // close of our own is sent (after the client's it is refused).
-    let mut peer_closed = false;
-    // A frame the socket could not read: the close says why.
-    let mut refused: Option<Refused> = None;
     // A socket upgraded once the stop had begun (by a request in flight)
     // does not join: it is told to connect again at once (a join and a
     // leave would tell its channel's other sockets of a peer come and gone).
-    if !restart {
+    let ending = if *stopping.borrow_and_update() {
+        Ending::Restart
+    } else {
         let (id, mut closed) = state.relay.join(&channel, &side, tx.clone()).await;
-        // Joined a channel that closed meanwhile (the session just ended):
-        // its close was announced before this socket listened.
-        let mut ended = channel.is_closed();
         // Signed out, removed, demoted, token rotated, retired: gone at once.
         // (One wait for the socket's life, as a tab's: `ring::ears`.)
         let mut signed_out = std::pin::pin!(pass.ended());
-        while !ended && !restart {
+        let ending = loop {
+            // (First: joined a channel that closed meanwhile, the session
+            // just ended, its close was announced before this socket listened.)
+            if channel.is_closed() {
+                break Ending::Over;
+            }
             tokio::select! {
-                changed = closed.changed() => if changed.is_err() || *closed.borrow() { break },
-                _ = stopping.changed() => restart = true,
-                _ = &mut signed_out => break,
+                changed = closed.changed() => if changed.is_err() || *closed.borrow() { break Ending::Over },
+                _ = stopping.changed() => break Ending::Restart,
+                _ = &mut signed_out => break Ending::Over,
                 // The writer failed: this side hears nothing more, so it leaves
                 // (and comes back, if it is still there).
-                _ = &mut writer_gone => {
-                    peer_closed = true;
-                    break;
-                }
+                _ = &mut writer_gone => break Ending::PeerGone,
                 message = stream.next() => match message {
-                    Some(Ok(Message::Close(_))) | None => {
-                        peer_closed = true;
-                        break;
-                    }
-                    Some(Err(e)) => {
-                        // Refused (the peer is told why), or the
-                        // connection failed (there is nobody to tell).
-                        refused = Refused::of(e);
-                        peer_closed = refused.is_none();
-                        break;
-                    }
+                    Some(Ok(Message::Close(_))) | None => break Ending::PeerGone,
+                    // Refused (the peer is told why), or the connection
+                    // failed (there is nobody to tell).
+                    Some(Err(e)) => break Refused::of(e).map_or(Ending::PeerGone, Ending::Refused),
                     Some(Ok(message)) => handle(&state, &channel, &side, &tx, message).await,
                 },
             }
             // A handover took control away: this cockpit leaves.
             if let Side::Cockpit(operator_id) = &side {
                 if !channel.controls(operator_id) {
-                    break;
-                }
-            }
-            ended = channel.is_closed();
-        }
-        state.relay.leave(&channel, &side, id).await;
-    }
-    // A normal close tells the cockpit not to come back (the session
-    // ended, or control moved); any other (this instance restarting, a
-    // frame refused) it retries.
-    let (code, reason) = match (refused, restart) {
-        (Some(refused), _) => (refused.code(), refused.reason()),
-        (None, true) => (close_code::RESTART, "the server restarts: connect again"),
-        (None, false) => (close_code::NORMAL, "the session ended or control moved"),
-    };
-    let frame = CloseFrame { code, reason: reason.into() };
-    if refused.is_some() {
-        // The stream ended with its error (nothing more can be read), and
-        // a refused frame's payload is left unread: the socket is held a
-        // while once its close has gone, as dropped with bytes unread it is
-        // reset, and the close frame may be lost with it.
-        writer.close(tx, frame).await;
-        tokio::time::sleep(CLOSE_ANSWERED_WITHIN).await;
-    } else if peer_closed {
-        // Reading on writes the answer to the client's close, which the
-        // socket holds until then (the writer, with frames still queued,
-        // fails on them before it could close), and ends the stream.
-        let _ = tokio::join!(writer.finish(tx), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, stream.next()));
-    } else {
-        // Read on until the peer answers the close (a second at most): a
-        // socket dropped with the peer's frames unread is reset, and its
-        // close frame may be lost with it (an edge agent streams all along).
-        let answered = async {
-            while let Some(Ok(message)) = stream.next().await {
-                if matches!(message, Message::Close(_)) {
-                    return;
+                    break Ending::Over;
                 }
             }
         };
-        let _ = tokio::join!(writer.close(tx, frame), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, answered));
+        state.relay.leave(&channel, &side, id).await;
+        ending
+    };
+    match (ending, ending.frame()) {
+        (Ending::Refused(_), Some(frame)) => {
+            // The stream ended with its error (nothing more can be read), and
+            // a refused frame's payload is left unread: the socket is held a
+            // while once its close has gone, as dropped with bytes unread it is
+            // reset, and the close frame may be lost with it.
+            writer.close(tx, frame).await;
+            tokio::time::sleep(CLOSE_ANSWERED_WITHIN).await;
+        }
+        (_, None) => {
+            // Reading on writes the answer to the client's close, which the
+            // socket holds until then (the writer, with frames still queued,
+            // fails on them before it could close), and ends the stream.
+            let _ = tokio::join!(writer.finish(tx), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, stream.next()));
+        }
+        (_, Some(frame)) => {
+            // Read on until the peer answers the close (a second at most): a
+            // socket dropped with the peer's frames unread is reset, and its
+            // close frame may be lost with it (an edge agent streams all along).
+            let answered = async {
+                while let Some(Ok(message)) = stream.next().await {
+                    if matches!(message, Message::Close(_)) {
+                        return;
+                    }
+                }
+            };
+            let _ = tokio::join!(writer.close(tx, frame), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, answered));
+        }
     }
     // Done: a stop waiting for this socket goes on.
     drop(stopping);
@@ -296,21 +279,35 @@ impl Refused {
         }
         refused
     }
+}
 
-    fn code(self) -> u16 {
-        match self {
-            Refused::TooLarge => close_code::SIZE,
-            Refused::NotUtf8 => close_code::INVALID,
-            Refused::Malformed => close_code::PROTOCOL,
-        }
-    }
+/// How a relay socket's life ended, and so how it closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// The session ended, control moved, or the credential ended: 1000,
+    /// do not come back.
+    Over,
+    /// This instance stops: 1012, connect again (elsewhere).
+    Restart,
+    /// A frame the socket could not read: 1009, 1007 or 1002.
+    Refused(Refused),
+    /// The client closed, its connection failed, or the writer did: no
+    /// close of our own (after the client's it is refused).
+    PeerGone,
+}
 
-    fn reason(self) -> &'static str {
-        match self {
-            Refused::TooLarge => "a frame larger than the relay carries",
-            Refused::NotUtf8 => "a text frame that is not UTF-8",
-            Refused::Malformed => "a frame the relay could not read",
-        }
+impl Ending {
+    /// The close frame this side sends; none once the peer is gone.
+    fn frame(self) -> Option<CloseFrame> {
+        let (code, reason) = match self {
+            Ending::Over => (close_code::NORMAL, "the session ended or control moved"),
+            Ending::Restart => (close_code::RESTART, "the server restarts: connect again"),
+            Ending::Refused(Refused::TooLarge) => (close_code::SIZE, "a frame larger than the relay carries"),
+            Ending::Refused(Refused::NotUtf8) => (close_code::INVALID, "a text frame that is not UTF-8"),
+            Ending::Refused(Refused::Malformed) => (close_code::PROTOCOL, "a frame the relay could not read"),
+            Ending::PeerGone => return None,
+        };
+        Some(CloseFrame { code, reason: reason.into() })
     }
 }
 

@@ -60,8 +60,8 @@ struct Robots {
     /// leaves that robot alone, and only that one (under a steady churn of
     /// other robots' changes, a check of the whole epoch would skip every
     /// refresh). Reconciles run one at a time (one task), so a change
-    /// older than a reconcile's read can hold back no later one: it is
-    /// dropped then (`forget_changes_before`).
+    /// older than a reconcile's read can hold back no later one: each
+    /// drops them as it begins (`forget_changes_before`).
     changed: HashMap<(String, String), u64>,
 }
 
@@ -85,13 +85,14 @@ impl Robots {
 
     /// Forgets a token by its hash.
     fn forget_token(&mut self, hash: &str) {
-        self.epoch += 1;
-        if let Some(robot) = self.by_token.remove(hash) {
-            let key = (robot.org_id, robot.id);
-            self.changed.insert(key.clone(), self.epoch);
-            if self.by_id.get(&key).is_some_and(|h| h == hash) {
-                self.by_id.remove(&key);
-            }
+        let Some(robot) = self.by_token.remove(hash) else {
+            self.epoch += 1;
+            return;
+        };
+        let key = (robot.org_id, robot.id);
+        self.change(key.clone());
+        if self.by_id.get(&key).is_some_and(|h| h == hash) {
+            self.by_id.remove(&key);
         }
     }
 
@@ -132,7 +133,7 @@ impl Robots {
     /// cache then: the next reconcile does it).
     fn refresh_read_at(&mut self, epoch: u64, cached_before: &HashSet<String>, read: Vec<(RobotRecord, String)>) {
         for (robot, token_hash) in read {
-            if self.changed.get(&(robot.org_id.clone(), robot.id.clone())).is_some_and(|at| *at > epoch) {
+            if !self.changed.is_empty() && self.changed.get(&(robot.org_id.clone(), robot.id.clone())).is_some_and(|at| *at > epoch) {
                 continue;
             }
             self.measure_pop(&robot.org_id, &robot.pop);
@@ -147,8 +148,8 @@ impl Robots {
         }
     }
 
-    /// Drops the changes dated at or before `epoch`, a reconcile's read:
-    /// the next reconcile reads later, so they cannot hold it back.
+    /// Drops the changes dated at or before `epoch`, a reconcile's read
+    /// beginning: only changes after it can hold its refresh back.
     fn forget_changes_before(&mut self, epoch: u64) {
         self.changed.retain(|_, at| *at > epoch);
     }
@@ -429,7 +430,9 @@ impl RobotRegistry {
             // moves, so it remembers nothing (`remember_read_at`).
             let mut robots = self.robots.write().expect("robots lock");
             robots.epoch += 1;
-            (robots.by_token.keys().cloned().collect(), robots.epoch)
+            let epoch = robots.epoch;
+            robots.forget_changes_before(epoch);
+            (robots.by_token.keys().cloned().collect(), epoch)
         };
         // Every org's robots in one read (not one per org: a sweep runs
         // every minute on every instance).
@@ -439,7 +442,6 @@ impl RobotRegistry {
         {
             let mut robots = self.robots.write().expect("robots lock");
             robots.refresh_read_at(epoch, &cached, read);
-            robots.forget_changes_before(epoch);
             for hash in &gone {
                 robots.forget_token(hash);
             }
@@ -475,8 +477,9 @@ impl RobotRegistry {
     /// its PoP.
     pub fn changed_elsewhere(&self, org_id: &str, robot_id: &str, pop: &str) {
         let mut robots = self.robots.write().expect("robots lock");
+        // (Forgetting dates the robot's change: its PoP is all that is left.)
         robots.forget_robot(org_id, robot_id);
-        robots.edited(org_id, robot_id, pop);
+        robots.measure_pop(org_id, pop);
     }
 
     fn publish_audit(&self, org_id: &str, entry: domain::events::AuditEntry) {

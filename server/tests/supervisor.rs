@@ -198,8 +198,10 @@ both_backends!(a_certified_admin_takes_control_and_the_old_cockpit_lets_go_an_un
     let take_first = call(&admin, &app, "take_over_session", &[("session_id", session.as_str()), ("reason", "now")]).await;
     assert_eq!(take_first.status(), StatusCode::CONFLICT);
     assert!(take_first.text().await.unwrap().contains("Open your Ready screen"), "control goes to a console");
-    // Dana's console is open (the Ready screen's socket), not Ready.
-    let _console = common::Tab::open(&app, &session_cookie(&app, ADMIN).await).await;
+    // Dana's console is open (the Ready screen's socket), not Ready: known
+    // to the desk once its Welcome came (the upgrade alone races it).
+    let mut console = common::Tab::open(&app, &session_cookie(&app, ADMIN).await).await;
+    console.until(|m| matches!(m, domain::ring::RingMsg::Welcome { .. }).then_some(())).await;
     let take = |session: String, reason: &'static str| {
         let (admin, app) = (admin.clone(), &app);
         async move { call(&admin, app, "take_over_session", &[("session_id", session.as_str()), ("reason", reason)]).await }

@@ -11,7 +11,7 @@ use domain::events::OrgEvent;
 use domain::models::LifecycleState;
 use domain::relay::{relay_health, CameraFrame, RelayHealth, RelayMsg, RelayStat};
 use domain::ring::RingMsg;
-use common::{attach_asha, relay, scalar, session_cookie, RelaySocket as Socket, Tab, TestApp, ADMIN, HARBOR_OPERATOR};
+use common::{attach_asha, close_code, next_on, relay, scalar, session_cookie, RelaySocket as Socket, Tab, TestApp, ADMIN, HARBOR_OPERATOR};
 use futures::{SinkExt, StreamExt};
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -543,31 +543,11 @@ async fn a_stopping_server_tells_its_relay_sockets_to_connect_again() {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
     });
-    let close_code = |message: Message| match message {
-        Message::Close(frame) => Some(frame.map(|f| u16::from(f.code))),
-        _ => None,
-    };
     // Read only once the server has stopped, as a client far away would
     // find it: the close frame waits in its buffer when the connection ends.
     app.restart().await;
-    let robot_told = async {
-        loop {
-            let message = robot_in.next().await.expect("open").expect("a frame, not a reset");
-            if let Some(code) = close_code(message) {
-                return code;
-            }
-        }
-    };
-    let cockpit_told = async {
-        loop {
-            let message = cockpit.next().await.expect("open").expect("a frame, not a reset");
-            if let Some(code) = close_code(message) {
-                return code;
-            }
-        }
-    };
-    assert_eq!(tokio::time::timeout(Duration::from_secs(10), cockpit_told).await.expect("the cockpit is told"), Some(1012));
-    assert_eq!(tokio::time::timeout(Duration::from_secs(10), robot_told).await.expect("the robot is told"), Some(1012));
+    assert_eq!(close_code(&mut cockpit).await, Some(1012), "the cockpit is told to connect again");
+    assert_eq!(close_code(&mut robot_in).await, Some(1012), "the robot is told to connect again");
     streaming.abort();
     app.finish().await;
 }
@@ -591,15 +571,8 @@ async fn a_cockpit_that_closes_has_its_close_answered() {
         robot.send(camera.clone()).await.unwrap();
     }
     cockpit.send(Message::Close(None)).await.unwrap();
-    let answered = async {
-        while let Some(message) = cockpit.next().await {
-            if let Message::Close(_) = message.expect("a frame, not a reset") {
-                return true;
-            }
-        }
-        false
-    };
-    assert!(tokio::time::timeout(Duration::from_secs(10), answered).await.expect("the connection ends"), "the server answered the close");
+    // The server's answer comes (a reset or the end without it fails).
+    close_code(&mut cockpit).await;
     app.finish().await;
 }
 
@@ -623,25 +596,13 @@ async fn an_oversized_frame_is_refused_with_1009() {
             }
         }
     });
-    let told = async {
-        loop {
-            if let Message::Close(frame) = robot_in.next().await.expect("open").expect("a frame, not a reset") {
-                return frame.map(|f| u16::from(f.code));
-            }
-        }
-    };
-    assert_eq!(tokio::time::timeout(Duration::from_secs(10), told).await.expect("the robot is told"), Some(1009));
+    assert_eq!(close_code(&mut robot_in).await, Some(1009), "the robot is told its frame was too large");
     streaming.abort();
     // The cockpit hears the robot leave, and is not closed itself.
-    let robot_left = async {
-        loop {
-            if let Message::Text(text) = cockpit.next().await.expect("open").expect("a frame") {
-                if let Ok(RelayMsg::Peers { robot: false, .. }) = serde_json::from_str(&text) {
-                    return;
-                }
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), robot_left).await.expect("the cockpit hears the robot leave");
+    next_on(&mut cockpit, |m| match m {
+        Message::Text(text) => matches!(serde_json::from_str(text), Ok(RelayMsg::Peers { robot: false, .. })).then_some(()),
+        _ => None,
+    })
+    .await;
     app.finish().await;
 }

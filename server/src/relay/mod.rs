@@ -83,9 +83,11 @@ struct Unheard {
 /// How long a socket may wait for its org's events to reach this instance
 /// before it reads its session anyway (`Relay::follow`).
 const FOLLOW_WAIT: Duration = Duration::from_secs(2);
-/// How long a stopping instance waits for its relay sockets' close frames
-/// (each socket's writer gets a second, `socket_writer::finish`, as does
-/// the peer's answer).
+/// How long a stopping instance waits for its relay sockets' close frames:
+/// each socket's writer gets a second (`socket_writer::Writer::close`),
+/// while the peer's answer is read on for as long; a socket refused for a
+/// frame it could not read is held a second more after its close
+/// (`socket::serve`), so two seconds see every socket done.
 const SOCKETS_CLOSE_WITHIN: Duration = Duration::from_secs(2);
 /// The end of a session without a channel is kept this long: a socket
 /// reading the session live just before could still be opening one.

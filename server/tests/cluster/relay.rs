@@ -2,26 +2,13 @@
 //! instance, the cockpit on another, the relay panel on a third.
 
 use super::{accept_offer, call_at, cookie_at, ready_console, raise, within, Cluster, ORG};
-use crate::common;
+use crate::common::{self, close_code, next_on};
 use domain::events::OrgEvent;
 use domain::relay::{CameraFrame, RelayMsg, RelayStat};
 use domain::ring::{ConsoleMsg, RingMsg};
 use futures::{SinkExt, StreamExt};
 use reqwest::StatusCode;
 use tokio_tungstenite::tungstenite::Message;
-
-/// The next message on a relay socket that `pick` takes (others skipped).
-async fn next_on<T>(ws: &mut common::RelaySocket, mut pick: impl FnMut(&Message) -> Option<T>) -> T {
-    within(async {
-        loop {
-            let message = ws.next().await.expect("the relay socket is open").expect("a frame");
-            if let Some(found) = pick(&message) {
-                return found;
-            }
-        }
-    })
-    .await
-}
 
 /// Waits until the relay tells `ws` that the robot and a cockpit are on
 /// the channel, wherever they are.
@@ -169,11 +156,7 @@ async fn frames_cross_instances_both_ways_are_counted_once_and_the_end_closes_bo
     let steered = call_at(cluster.base(2), &admin, "steer_session", &[("session_id", &session), ("to", "COMPLETED")]).await;
     assert_eq!(steered.status(), StatusCode::OK);
     for (side, ws) in [("robot", &mut robot), ("cockpit", &mut cockpit)] {
-        let code = next_on(ws, |m| match m {
-            Message::Close(frame) => Some(frame.as_ref().map(|f| u16::from(f.code))),
-            _ => None,
-        });
-        assert_eq!(code.await, Some(1000), "the {side}'s socket is let go");
+        assert_eq!(close_code(ws).await, Some(1000), "the {side}'s socket is let go");
     }
 
     // Recorded once, where the robot was: one episode, the action in it once.
@@ -242,11 +225,7 @@ async fn an_instance_that_stops_tells_the_others_it_carries_nothing() {
     })
     .await;
     assert_eq!(last, Some(0), "the stopped instance's last report carries no part");
-    let code = next_on(&mut robot, |m| match m {
-        Message::Close(frame) => Some(frame.as_ref().map(|f| u16::from(f.code))),
-        _ => None,
-    });
-    assert_eq!(code.await, Some(1012), "the edge agent is told to connect again");
+    assert_eq!(close_code(&mut robot).await, Some(1012), "the edge agent is told to connect again");
     // And the cockpit on the second hears the robot gone (this only says
     // it does; the 3 s a report stands fall within the wait too).
     next_on(&mut cockpit, |m| match m {
@@ -282,11 +261,7 @@ async fn a_handover_lets_the_old_cockpit_go_on_its_instance_and_the_new_one_driv
     });
     assert_eq!(offered.await, session);
     tom_console.send(ConsoleMsg::Accept { session_id: session.clone() }).await;
-    let released = next_on(&mut old_cockpit, |m| match m {
-        Message::Close(frame) => Some(frame.as_ref().map(|f| u16::from(f.code))),
-        _ => None,
-    });
-    assert_eq!(released.await, Some(1000), "Asha's cockpit is let go on the second");
+    assert_eq!(close_code(&mut old_cockpit).await, Some(1000), "Asha's cockpit is let go on the second");
 
     let tom = cookie_at(cluster.base(2), TOM).await;
     let mut new_cockpit = common::relay_at(cluster.base(2), &session, None, Some(&tom)).await.expect("Tom's cockpit joins on the third");

@@ -10,6 +10,7 @@ pub mod proxy;
 use server::config::Config;
 use server::Running;
 use std::path::PathBuf;
+use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Db {
@@ -527,6 +528,38 @@ pub async fn after_engine_time(app: &TestApp, org_id: &str, at_ms: i64) {
 
 /// A socket on a session's teleop relay channel (`/relay/{session}`).
 pub type RelaySocket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The next message on a socket (or its read half) that `pick` takes,
+/// others skipped, within 10 s: a socket that closes or is reset first,
+/// or says nothing, fails the test.
+pub async fn next_on<S, T>(ws: &mut S, mut pick: impl FnMut(&WsMessage) -> Option<T>) -> T
+where
+    S: futures::Stream<Item = Result<WsMessage, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    use futures::StreamExt;
+    let heard = async {
+        loop {
+            let message = ws.next().await.expect("the socket is open").expect("a frame, not a reset");
+            if let Some(found) = pick(&message) {
+                return found;
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), heard).await.expect("heard within 10 s")
+}
+
+/// The code of the close frame a socket is told next (`None`: a close
+/// without one), within 10 s; what comes before it is skipped.
+pub async fn close_code<S>(ws: &mut S) -> Option<u16>
+where
+    S: futures::Stream<Item = Result<WsMessage, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    next_on(ws, |m| match m {
+        WsMessage::Close(frame) => Some(frame.as_ref().map(|f| u16::from(f.code))),
+        _ => None,
+    })
+    .await
+}
 
 /// A relay socket as the edge agent (`robot`) or a cookie holder.
 pub async fn relay(app: &TestApp, session: &str, robot: Option<&str>, cookie: Option<&str>) -> Result<RelaySocket, u16> {

@@ -62,7 +62,8 @@ pub struct Config {
     /// Presence lapses this long after a console's last heartbeat: 20 s. Only tests change it.
     pub presence_ttl_ms: i64,
     /// A client whose connection takes nothing of what is written to it for
-    /// this long is cut off (`http::connections`): 60 s. Only tests change it.
+    /// this long is cut off (`http::connections`), as is a download it takes
+    /// no piece of (`http::export`): 60 s. Only tests change it.
     pub client_stall: std::time::Duration,
     /// `CLUTCHCALL_REOFFER_COOLDOWN_S`: a decliner or misser is not offered
     /// the same call again for this long (rule D08). Default 60 s.

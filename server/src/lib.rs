@@ -249,6 +249,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         passwords,
         quotas: quotas.clone(),
         presence_ttl_ms: config.presence_ttl_ms,
+        client_stall: config.client_stall,
         test_orgs,
     });
     let app = http::router(state);

@@ -59,16 +59,8 @@ pub async fn dataset_tar(
     let tar = tar.ok_or_else(|| ApiError::not_found("dataset", &environment))?;
     let name = format!("attachment; filename=\"lerobot-{}-{}.tar\"", crate::datasets::slug(&environment), version.as_str());
     let headers = [(header::CONTENT_TYPE, "application/x-tar".to_string()), (header::CONTENT_DISPOSITION, name), (header::CACHE_CONTROL, "no-store".into())];
-    Ok((headers, axum::body::Body::from_stream(while_holding(tar, pass))).into_response())
+    Ok((headers, axum::body::Body::from_stream(while_holding(tar, pass, state.client_stall))).into_response())
 }
-
-/// How long a download's client may take no piece (64 KiB) before it is
-/// given up. The body of a client that stopped reading is never polled
-/// again, so nothing inside it can notice: the download is sent by a task
-/// of its own, which can. (Its connection is cut besides once a write has
-/// waited a minute, `http::connections`; this also gives up a client that
-/// reads a trickle.)
-const PIECE_STALL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What the sending task hands the response.
 enum Piece {
@@ -80,13 +72,19 @@ enum Piece {
 
 /// The download's pieces, sent by a task that holds the credential's pass
 /// and the tar (and with it the org's export place) for as long as the
-/// credential holds and the client takes a piece every `PIECE_STALL`.
-/// Given up (signed out, stalled, the tar failed), it drops all three at
-/// once and the response fails: the client sees the download fail, never
-/// a shorter tar.
-fn while_holding(tar: TarStream, pass: TabPass) -> impl Stream<Item = std::io::Result<bytes::Bytes>> + Send {
+/// credential holds and the client takes a piece (64 KiB) every `stall`
+/// (`AppServices::client_stall`). Given up (signed out, stalled, the tar
+/// failed), it drops all three at once and the response fails: the client
+/// sees the download fail, never a shorter tar.
+///
+/// (The body of a client that stopped reading is never polled again, so
+/// nothing inside it can notice: the download is sent by a task of its
+/// own, which can. Its connection is cut besides once a write has waited
+/// as long, `http::connections`; this also gives up a client that reads
+/// a trickle.)
+fn while_holding(tar: TarStream, pass: TabPass, stall: std::time::Duration) -> impl Stream<Item = std::io::Result<bytes::Bytes>> + Send {
     let (pieces, received) = tokio::sync::mpsc::channel::<Piece>(1);
-    tokio::spawn(send_while_holding(tar, pass, pieces));
+    tokio::spawn(send_while_holding(tar, pass, pieces, stall));
     // `None` from the channel without `End` first: the task gave up.
     futures::stream::unfold(Some(received), |received| async move {
         let mut received = received?;
@@ -104,7 +102,7 @@ fn signed_out(why: crate::services::Ended) -> Piece {
     Piece::Failed(std::io::Error::other(format!("the download's sign-in no longer holds ({why:?})")))
 }
 
-async fn send_while_holding(mut tar: TarStream, pass: TabPass, pieces: tokio::sync::mpsc::Sender<Piece>) {
+async fn send_while_holding(mut tar: TarStream, pass: TabPass, pieces: tokio::sync::mpsc::Sender<Piece>, stall: std::time::Duration) {
     use tokio::sync::mpsc::error::SendTimeoutError;
     let ended = pass.ended();
     tokio::pin!(ended);
@@ -133,11 +131,11 @@ async fn send_while_holding(mut tar: TarStream, pass: TabPass, pieces: tokio::sy
                 let _ = pieces.try_send(signed_out(why));
                 return;
             }
-            sent = pieces.send_timeout(piece, PIECE_STALL) => match sent {
+            sent = pieces.send_timeout(piece, stall) => match sent {
                 Ok(()) if !end => {}
                 Ok(()) | Err(SendTimeoutError::Closed(_)) => return,
                 Err(SendTimeoutError::Timeout(_)) => {
-                    tracing::info!("a download's client took no piece for {PIECE_STALL:?}: given up");
+                    tracing::info!("a download's client took no piece for {stall:?}: given up");
                     return;
                 }
             },
@@ -150,6 +148,9 @@ mod tests {
     use super::*;
     use crate::services::{Credential, OpenTabs};
 
+    /// A client's stall (`AppServices::client_stall`), as served.
+    const STALL: std::time::Duration = crate::http::connections::CLIENT_STALL;
+
     /// A download goes on while its sign-in holds, ends with its tar, and
     /// fails as soon as the sign-in ends (signed out, say).
     #[tokio::test]
@@ -157,7 +158,7 @@ mod tests {
         let tabs = OpenTabs::new();
         let sign_in = |hash: &str| Credential::SignIn { person: "p".into(), sign_in: hash.into(), org_id: "o".into(), role: Role::Admin };
         let (parts, tar) = futures::channel::mpsc::unbounded::<std::io::Result<bytes::Bytes>>();
-        let mut download = Box::pin(while_holding(tar.boxed(), tabs.open(sign_in("signed-in"), None).await.unwrap()));
+        let mut download = Box::pin(while_holding(tar.boxed(), tabs.open(sign_in("signed-in"), None).await.unwrap(), STALL));
         parts.unbounded_send(Ok(bytes::Bytes::from_static(b"part"))).unwrap();
         assert_eq!(&download.next().await.unwrap().unwrap()[..], b"part");
         tabs.credential_ended("signed-in");
@@ -165,7 +166,7 @@ mod tests {
         assert!(download.next().await.is_none());
 
         let (parts, tar) = futures::channel::mpsc::unbounded::<std::io::Result<bytes::Bytes>>();
-        let mut download = Box::pin(while_holding(tar.boxed(), tabs.open(sign_in("still-signed-in"), None).await.unwrap()));
+        let mut download = Box::pin(while_holding(tar.boxed(), tabs.open(sign_in("still-signed-in"), None).await.unwrap(), STALL));
         drop(parts);
         assert!(download.next().await.is_none(), "a whole tar ends the download");
     }
@@ -179,7 +180,7 @@ mod tests {
         let leaving = Credential::SignIn { person: "p".into(), sign_in: "leaving".into(), org_id: "o".into(), role: Role::Admin };
         let (parts, mut tar) = tokio::sync::mpsc::channel::<std::io::Result<bytes::Bytes>>(4);
         let tar = futures::stream::poll_fn(move |cx| tar.poll_recv(cx)).boxed();
-        let download = while_holding(tar, tabs.open(leaving.clone(), None).await.unwrap());
+        let download = while_holding(tar, tabs.open(leaving.clone(), None).await.unwrap(), STALL);
         drop(download);
         tokio::time::timeout(std::time::Duration::from_secs(5), parts.closed()).await.expect("the tar let go once the client left");
         assert_eq!(tabs.count("p"), 0, "and the pass");
@@ -189,14 +190,14 @@ mod tests {
             parts.send(Ok(bytes::Bytes::from_static(b"part"))).await.unwrap();
         }
         let tar = futures::stream::poll_fn(move |cx| tar.poll_recv(cx)).boxed();
-        let mut download = Box::pin(while_holding(tar, tabs.open(leaving, None).await.unwrap()));
+        let mut download = Box::pin(while_holding(tar, tabs.open(leaving, None).await.unwrap(), STALL));
         assert_eq!(&download.next().await.unwrap().unwrap()[..], b"part");
         drop(download);
         tokio::time::timeout(std::time::Duration::from_secs(5), parts.closed()).await.expect("the tar let go once the client left with pieces waiting");
         assert_eq!(tabs.count("p"), 0, "and the pass");
     }
 
-    /// A client that stops reading is given up after `PIECE_STALL`: the
+    /// A client that stops reading is given up after its stall: the
     /// pass and the tar (with the org's export place) are let go at once,
     /// and the download, read at last, fails: never a shorter tar.
     #[tokio::test(start_paused = true)]
@@ -207,9 +208,9 @@ mod tests {
         for _ in 0..3 {
             parts.unbounded_send(Ok(bytes::Bytes::from_static(b"part"))).unwrap();
         }
-        let mut download = Box::pin(while_holding(tar.boxed(), tabs.open(reading, None).await.unwrap()));
+        let mut download = Box::pin(while_holding(tar.boxed(), tabs.open(reading, None).await.unwrap(), STALL));
         assert_eq!(&download.next().await.unwrap().unwrap()[..], b"part");
-        tokio::time::sleep(PIECE_STALL - std::time::Duration::from_secs(1)).await;
+        tokio::time::sleep(STALL - std::time::Duration::from_secs(1)).await;
         assert!(!parts.is_closed() && tabs.count("p") == 1, "held while the stall is not up");
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
         assert!(parts.is_closed(), "the tar, and the export's place with it, let go");

@@ -234,3 +234,42 @@ both_backends!(the_ring_channel_needs_a_signed_in_operator, |app: TestApp| async
     }
     app.finish().await;
 });
+
+/// A console tab whose client takes nothing of what it is told (a frozen
+/// page, a network that still accepts but delivers nothing) is let go once
+/// its queue is full: its connection ends, and its place among the
+/// person's sockets is free, so the tab opened next is served. (Left to
+/// its writes, it would be cut only after the client's stall, 60 s.)
+/// SQLite only: the socket is the same on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_tab_that_takes_nothing_is_let_go() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::{client::IntoClientRequest, Message};
+    let app = TestApp::spawn_with(common::Db::Sqlite, |config| config.tabs_per_person = 1).await.unwrap();
+    let asha = session_cookie(&app, OPERATOR).await;
+    // Asha's tab: a receive buffer of 4 KiB, read only for its Welcome.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let tcp = socket.connect(app.running().addr).await.unwrap();
+    let mut request = app.url("/ws").replace("http://", "ws://").into_client_request().unwrap();
+    request.headers_mut().insert("cookie", asha.parse().unwrap());
+    request.headers_mut().insert("origin", app.url("").parse().unwrap());
+    let (tab, _) = tokio_tungstenite::client_async(request, tcp).await.expect("the tab opens");
+    let (mut sends, mut hears) = tab.split();
+    common::next_on(&mut hears, |m| match m {
+        Message::Text(text) => matches!(serde_json::from_str(text), Ok(RingMsg::Welcome { .. })).then_some(()),
+        _ => None,
+    })
+    .await;
+    // Pings, each answered to this tab alone, until the server lets the
+    // tab go: its connection ends, and a send fails.
+    let ping = Message::Text(serde_json::to_string(&ConsoleMsg::Ping { nonce: 1 }).unwrap().into());
+    let flood = async { while sends.send(ping.clone()).await.is_ok() {} };
+    tokio::time::timeout(Duration::from_secs(10), flood).await.expect("the tab is let go");
+    // One socket a person here: the next tab is served only if the first
+    // one's place was given back.
+    let mut next = Tab::open(&app, &asha).await;
+    welcome(&mut next).await;
+    drop(hears);
+    app.finish().await;
+}

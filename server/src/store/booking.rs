@@ -279,7 +279,7 @@ mod tests {
     /// The client index holds only sessions with a client (sqlite/0025):
     /// a client's page still searches it, and the page of calls no client
     /// owns reads the org's day index, never a whole scan. (PostgreSQL:
-    /// tests/cluster.rs, `a_session_named_by_its_id_is_read_by_its_key`.)
+    /// tests/cluster/store.rs, `a_session_named_by_its_id_is_read_by_its_key`.)
     #[tokio::test]
     async fn a_clients_page_takes_the_client_index_and_the_page_without_one_the_day_index() {
         let (_dir, _store, connection) = crate::store::sqlite_to_explain().await;

@@ -71,7 +71,7 @@ pub use journal::{
 pub use sql::{pg_options, PgStore, SqliteStore, ABANDONED_TRANSACTION_AFTER};
 
 /// The reads whose plans the integration tests check (`tests/dispatch.rs`
-/// on both backends, `tests/cluster.rs` on PostgreSQL): the store's own
+/// on both backends, `tests/cluster/store.rs` on PostgreSQL): the store's own
 /// texts, so a test cannot plan a copy the store no longer runs.
 pub mod planned_reads {
     pub use super::board::{ANSWER_SPEED, LIVE_BOARD, QUEUE_DEPTHS};

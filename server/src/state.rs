@@ -67,8 +67,8 @@ pub struct AppServices {
     /// A console tab silent this long is closed (its presence then lapses).
     pub presence_ttl_ms: i64,
     /// A client that takes nothing for this long is given up: its
-    /// connection is cut (`http::connections`), and a download it stopped
-    /// reading let go (`http::export`). 60 s; only tests change it.
+    /// connection is cut (`http::connections`), and a download it takes no
+    /// piece of let go (`http::export`). 60 s; only tests change it.
     pub client_stall: std::time::Duration,
 }
 

@@ -245,7 +245,12 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
             let _ = tokio::join!(writer.close(tx, frame), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, answered));
         }
     }
-    // Done: a stop waiting for this socket goes on.
+    // Done: the place among the credential's sockets is given back before
+    // the connection closes (with the read half), so an edge agent or a
+    // cockpit that connects again once it sees the end finds it free; and a
+    // stop waiting for this socket goes on.
+    drop(pass);
+    drop(stream);
     drop(stopping);
 }
 

@@ -261,6 +261,15 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
     // Told once the socket is finished with: the dispatcher answers after
     // its commit, which may wait while the database is away.
     state.engine.tab_closed(&owner.org_id, &owner.user_id, &tab, last_seen).await;
+    let_go(owner, ears);
+}
+
+/// A tab's end: its place among the person's sockets is given back, then
+/// its connection closes (with the read half, the writer being done), so
+/// a browser that connects again once it sees the end finds its place free.
+fn let_go(owner: TabOwner, ears: Ears<SplitStream<WebSocket>>) {
+    drop(owner);
+    drop(ears);
 }
 
 /// How long a console told to resync waits for the org's dispatcher
@@ -391,6 +400,7 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut pa
         }
     }
     writer.finish(tx).await;
+    let_go(owner, ears);
 }
 
 /// How often a console's commands re-read its sign-in in the database.

@@ -104,6 +104,8 @@ pub async fn watch_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
         let logged = !*stopping.borrow();
         // Watched only once the join is logged; its leave follows the socket's end.
         if logged && !supervised(&state, &org_id, &session_id, &admin_id, true).await {
+            // (Its place first, as `serve` gives it back.)
+            drop(pass);
             return;
         }
         serve(state.clone(), channel, side, pass, stopping.clone(), socket).await;
@@ -216,6 +218,11 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
         state.relay.leave(&channel, &side, id).await;
         ending
     };
+    // The place among the credential's sockets is given back before the
+    // close is sent: an edge agent or a cockpit that connects again once it
+    // hears the close finds it free (in cluster mode the shared place
+    // follows when the keeper frees it, `services::places`).
+    drop(pass);
     match (ending, ending.frame()) {
         (Ending::Refused(_), Some(frame)) => {
             // The stream ended with its error (nothing more can be read), and
@@ -245,12 +252,7 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
             let _ = tokio::join!(writer.close(tx, frame), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, answered));
         }
     }
-    // Done: the place among the credential's sockets is given back before
-    // the connection closes (with the read half), so an edge agent or a
-    // cockpit that connects again once it sees the end finds it free; and a
-    // stop waiting for this socket goes on.
-    drop(pass);
-    drop(stream);
+    // Done: a stop waiting for this socket goes on.
     drop(stopping);
 }
 

@@ -24,15 +24,9 @@ mod store;
 #[path = "cluster/under_load.rs"]
 mod under_load;
 
-use common::{execute, scalar};
 use reqwest::StatusCode;
 
 const ORG: &str = "org-northstar";
-
-/// Makes the org's lease lapse now, as if its owner had stopped renewing.
-async fn lapse(url: &str) {
-    execute(url, &format!("UPDATE org_leases SET expires_at = 0 WHERE org_id = '{ORG}'")).await;
-}
 
 /// Real server processes on one scratch PostgreSQL database, in cluster
 /// mode when `nats` names a NATS server, named "first", "second", "third":

@@ -6,8 +6,8 @@
 //! an owner that loses NATS keeps its org, and the others answer for it.
 //! (And an org its new owner cannot load while the database answers.)
 
-use super::{execute, heartbeat, instance, nats_url, owned_by, owner, raise, scalar, Cluster, ORG};
-use crate::common::{self, proxy::Proxy};
+use super::{heartbeat, instance, nats_url, owned_by, owner, raise, Cluster, ORG};
+use crate::common::{self, execute, proxy::Proxy, scalar};
 use reqwest::StatusCode;
 use sqlx::Connection;
 use std::time::{Duration, Instant};

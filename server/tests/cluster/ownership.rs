@@ -1,7 +1,8 @@
 //! Who dispatches an org, and reaching it from any instance (issue "Scale
 //! out"): a paused owner is fenced (rule D13), a killed one's org moves to
-//! a survivor (D14), and a call raised on one instance rings and is
-//! answered on another.
+//! a survivor (D14), a call raised on one instance rings and is answered
+//! on another, and an operator rung by an org dispatched elsewhere is busy
+//! here (D10).
 
 use super::{accept_offer, admin_cookie, call_at, cookie_at, nats_url, owned_by, owner, raise, ready_console, taken_from_first, Cluster};
 use crate::common::{self, scalar};

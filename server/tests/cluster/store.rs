@@ -2,9 +2,14 @@
 //! of a taken-over owner is refused whole (rule D13), and the PostgreSQL
 //! housekeeping and plans a cluster relies on.
 
-use super::{lapse, ORG};
+use super::ORG;
 use crate::common::{self, execute, scalar, Db, TestApp};
 use server::store::{NewSession, StoreError, Write};
+
+/// Makes the org's lease lapse now, as if its owner had stopped renewing.
+async fn lapse(url: &str) {
+    execute(url, &format!("UPDATE org_leases SET expires_at = 0 WHERE org_id = '{ORG}'")).await;
+}
 
 fn session(id: &str) -> Write {
     Write::OpenSession(NewSession {

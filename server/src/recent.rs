@@ -48,6 +48,27 @@ impl<K: Eq + Hash, V> Recent<K, V> {
         drop(self.young());
     }
 
+    /// The keys last noted before `at` (and within the while).
+    pub fn noted_before(&self, at: Instant) -> Vec<K>
+    where
+        K: Clone,
+    {
+        self.young().iter().filter(|(_, (noted, _))| *noted < at).map(|(key, _)| key.clone()).collect()
+    }
+
+    /// Forgets `key` unless it was noted at `since` or after; whether it
+    /// was forgotten (false too when it was not there).
+    pub fn forget_unless_noted_since<Q: Eq + Hash + ?Sized>(&self, key: &Q, since: Instant) -> bool
+    where
+        K: Borrow<Q>,
+    {
+        let mut entries = self.young();
+        match entries.get(key) {
+            Some((noted, _)) if *noted < since => entries.remove(key).is_some(),
+            _ => false,
+        }
+    }
+
     /// Makes every entry older by `by` (tests of what the while does).
     #[cfg(test)]
     pub fn age(&self, by: Duration) {
@@ -81,5 +102,23 @@ mod tests {
         assert!(recent.contains("a"), "noted again 31 s ago");
         assert!(!recent.contains("b"), "noted 61 s ago");
         assert_eq!(recent.entries(), vec![("a".to_string(), 3)]);
+    }
+
+    /// What `relay` asks about: the entries not noted since a moment, and
+    /// forgetting one unless it was noted again after it.
+    #[test]
+    fn an_entry_not_noted_since_a_moment_is_found_and_forgotten_unless_noted_again() {
+        let recent: Recent<String, u32> = Recent::new(Duration::from_secs(60));
+        recent.note("quiet".into(), 1);
+        recent.note("talking".into(), 2);
+        recent.age(Duration::from_secs(2));
+        let asked_at = std::time::Instant::now();
+        assert!(recent.noted_before(asked_at).len() == 2);
+        assert!(recent.noted_before(asked_at - Duration::from_secs(3)).is_empty(), "both noted since");
+        recent.note("talking".into(), 3);
+        assert!(!recent.forget_unless_noted_since("talking", asked_at), "noted again since it was asked about");
+        assert!(recent.forget_unless_noted_since("quiet", asked_at));
+        assert!(!recent.forget_unless_noted_since("quiet", asked_at), "gone already");
+        assert_eq!(recent.entries(), vec![("talking".to_string(), 3)]);
     }
 }

@@ -34,6 +34,10 @@ use std::time::Duration;
 /// Another instance's report stands this long without a newer one; then
 /// that instance is taken to be gone, with its sockets.
 pub const REPORT_KEPT: Duration = Duration::from_millis(3 * STATS_EVERY_MS as u64);
+/// A report older than this (one missed) has its instance asked whether
+/// it is still there (`RelayLink::is_gone`): one killed is gone then, not
+/// a `REPORT_KEPT` after its last report.
+pub const REPORT_DOUBTED: Duration = Duration::from_millis(3 * STATS_EVERY_MS as u64 / 2);
 /// How long a report or a new subscription may wait for NATS before it is
 /// given up (the next report, a second later, tells the same).
 const NATS_WAIT: Duration = Duration::from_millis(500);
@@ -131,6 +135,38 @@ impl RelayLink {
 
     fn reports_subject(&self) -> String {
         format!("{}.reports", self.prefix)
+    }
+
+    /// Where `publisher`'s link answers that it is there.
+    fn here_subject(&self, publisher: &str) -> String {
+        format!("{}.here.{}", self.prefix, token(publisher))
+    }
+
+    /// Answers, for as long as this link is connected, that this instance
+    /// is there (`is_gone`).
+    pub async fn answer_here(&self) {
+        let mut asked = match self.client.subscribe(self.here_subject(&self.publisher)).await {
+            Ok(asked) => asked,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot answer other instances that ask whether this one is there: its relay report stands its while");
+                return;
+            }
+        };
+        while let Some(message) = asked.next().await {
+            if let Some(reply) = message.reply {
+                let _ = self.client.publish(reply, bytes::Bytes::new()).await;
+            }
+        }
+    }
+
+    /// Whether `publisher`'s link is gone from NATS: asked, NATS itself
+    /// answers that nobody listens (a process killed has its connection
+    /// closed by its kernel, and its subscriptions go with it). Not when
+    /// it answers, nor when nothing answers in time (a paused or slow
+    /// instance, or NATS: its report then stands its while).
+    pub async fn is_gone(&self, publisher: &str) -> bool {
+        let asked = self.client.request(self.here_subject(publisher), bytes::Bytes::new());
+        matches!(tokio::time::timeout(NATS_WAIT, asked).await, Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders)
     }
 
     /// Tells the other instances what this one carries (nothing more

@@ -29,7 +29,7 @@ use domain::events::{Event, OrgEvent, Topic};
 use domain::models::LifecycleState;
 use axum::extract::ws::Message;
 use domain::relay::{RelayStat, STATS_EVERY_MS};
-use link::{ChannelLink, Direction, Elsewhere, Part, RelayLink, Report, REPORT_KEPT};
+use link::{ChannelLink, Direction, Elsewhere, Part, RelayLink, Report, REPORT_DOUBTED, REPORT_KEPT};
 use recording::Recorder;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
@@ -131,7 +131,10 @@ impl Relay {
                         }
                         None => false,
                     });
-                    tokio::join!(flushing, counting, hearing);
+                    // (For as long as the link's connection: the job is
+                    // aborted when the server stops.)
+                    let answering = link.answer_here();
+                    tokio::join!(flushing, counting, hearing, answering);
                 }
                 None => {
                     tokio::join!(flushing, counting);
@@ -288,6 +291,35 @@ impl Relay {
             *least = (*least).min(publisher);
         }
         lowest.into_iter().filter(|(_, publisher)| *publisher != link.publisher()).map(|(org_id, _)| org_id.to_string()).collect()
+    }
+
+    /// Asks each instance whose report is doubted (`REPORT_DOUBTED`: one
+    /// missed) whether it is still there, on a task (each may wait for
+    /// NATS): one gone from NATS (killed, say) is forgotten at once, with
+    /// its sockets, unless it reported again meanwhile. (Before, its last
+    /// report stood `REPORT_KEPT`: its edge agents told to cockpits as
+    /// still there, and its robots and cockpits counted twice as they
+    /// connected again elsewhere.)
+    fn ask_the_silent(self: &Arc<Self>, link: &Arc<RelayLink>) {
+        let asked_at = Instant::now();
+        let Some(doubted_before) = asked_at.checked_sub(REPORT_DOUBTED) else { return };
+        let silent = self.reports.noted_before(doubted_before);
+        if silent.is_empty() {
+            return;
+        }
+        let (hub, link) = (Arc::downgrade(self), link.clone());
+        tokio::spawn(async move {
+            for publisher in silent {
+                if !link.is_gone(&publisher).await {
+                    continue;
+                }
+                let Some(hub) = hub.upgrade() else { return };
+                if hub.reports.forget_unless_noted_since(&publisher, asked_at) {
+                    tracing::info!(instance = %publisher, "an instance stopped reporting its relay sockets and is gone from NATS: they are forgotten");
+                    hub.update_elsewhere();
+                }
+            }
+        });
     }
 
     /// Other instances' reports young enough to stand (an instance that
@@ -486,6 +518,7 @@ impl Relay {
             });
             link.report(here.clone()).await;
             self.reports.forget_old();
+            self.ask_the_silent(link);
             self.update_elsewhere();
         }
         let mut by_org = self.merged(here.clone());

@@ -484,3 +484,42 @@ async fn a_recording_whose_instance_was_killed_mid_session_becomes_its_episode()
     drop(cockpit);
     cluster.finish().await;
 }
+
+/// An instance killed without a farewell is known gone by the others at
+/// once, not when its last relay report lapses: asked whether it is there,
+/// NATS answers that nobody listens (its process's connection closed, its
+/// subscriptions with it). One still listening is not gone, whether it
+/// answers or not (paused, say); one whose link never connected is gone.
+/// Real NATS, the links in this process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_whose_relay_link_left_nats_is_known_gone() {
+    use server::relay::link::RelayLink;
+    let Some(nats) = super::nats_url().await else { return };
+    // A cluster of this test's own on the shared NATS.
+    let cluster = uuid::Uuid::now_v7().simple().to_string();
+    let there = RelayLink::connect(&nats, "there", &cluster).await.expect("NATS");
+    let asking = RelayLink::connect(&nats, "asking", &cluster).await.expect("NATS");
+    let answering = tokio::spawn({
+        let there = there.clone();
+        async move { there.answer_here().await }
+    });
+    // (It answers once its subscription is live.)
+    within(async {
+        while asking.is_gone("there").await {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(asking.is_gone("never-connected").await);
+    // "there" goes: its subscription with it (as when its process is
+    // killed and its kernel closes its connection to NATS).
+    answering.abort();
+    let _ = answering.await;
+    drop(there);
+    within(async {
+        while !asking.is_gone("there").await {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}

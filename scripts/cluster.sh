@@ -52,6 +52,6 @@ if [[ "${CLUTCHCALL_SIM:-1}" != "0" ]]; then
   SIM="$TARGET_DIR/$PROFILE/clutchcall-sim"
   "$SIM" --base http://127.0.0.1:3001 --robots uk-pick-01,uk-pal-01,uk-insp-01,uk-mm-01,uk-weld-01 & PIDS+=($!)
   "$SIM" --base http://127.0.0.1:3002 --operators false --robots ue-pick-01,ue-pick-02,ue-pal-01,ue-insp-01 & PIDS+=($!)
-  "$SIM" --base http://127.0.0.1:3003 --operators false --robots uw-pick-01,uw-pal-01,uw-mm-01,uw-weld-01,hb-pick-01,hb-insp-01 & PIDS+=($!)
+  "$SIM" --base http://127.0.0.1:3003 --operators false --robots uw-pick-01,uw-pal-01,uw-mm-01,uw-weld-01 & PIDS+=($!)
 fi
 wait -n "${PIDS[@]}"

@@ -41,6 +41,9 @@ pub const REPORT_DOUBTED: Duration = Duration::from_millis(3 * STATS_EVERY_MS as
 /// How long a report or a new subscription may wait for NATS before it is
 /// given up (the next report, a second later, tells the same).
 const NATS_WAIT: Duration = Duration::from_millis(500);
+/// An instance NATS says nobody listens for is asked once more this much
+/// later (`RelayLink::is_gone`).
+const ASKED_AGAIN_AFTER: Duration = Duration::from_millis(250);
 
 /// Which way a frame travels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,7 +146,8 @@ impl RelayLink {
     }
 
     /// Answers, for as long as this link is connected, that this instance
-    /// is there (`is_gone`).
+    /// is there (`is_gone`). (A stopping instance stops answering as its
+    /// relay job is aborted, a moment before its farewell says the same.)
     pub async fn answer_here(&self) {
         let mut asked = match self.client.subscribe(self.here_subject(&self.publisher)).await {
             Ok(asked) => asked,
@@ -163,10 +167,25 @@ impl RelayLink {
     /// answers that nobody listens (a process killed has its connection
     /// closed by its kernel, and its subscriptions go with it). Not when
     /// it answers, nor when nothing answers in time (a paused or slow
-    /// instance, or NATS: its report then stands its while).
+    /// instance, or NATS: its report then stands its while). Asked twice,
+    /// `ASKED_AGAIN_AFTER` apart: a live instance's link that NATS just
+    /// cut off (a slow consumer, say) has no subscription until it has
+    /// connected again and subscribed anew.
     pub async fn is_gone(&self, publisher: &str) -> bool {
-        let asked = self.client.request(self.here_subject(publisher), bytes::Bytes::new());
-        matches!(tokio::time::timeout(NATS_WAIT, asked).await, Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders)
+        for asked in 0..2 {
+            if asked > 0 {
+                tokio::time::sleep(ASKED_AGAIN_AFTER).await;
+            }
+            // (An inbox of its own: a request that times out on the
+            // client's shared one stays in its map of requests for good.)
+            let request = async_nats::Request::new().timeout(Some(NATS_WAIT)).inbox(self.client.new_inbox());
+            // (Bounded besides, should the client not take the request.)
+            let answered = tokio::time::timeout(2 * NATS_WAIT, self.client.send_request(self.here_subject(publisher), request)).await;
+            if !matches!(answered, Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Tells the other instances what this one carries (nothing more

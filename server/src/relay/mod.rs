@@ -131,10 +131,16 @@ impl Relay {
                         }
                         None => false,
                     });
-                    // (For as long as the link's connection: the job is
-                    // aborted when the server stops.)
-                    let answering = link.answer_here();
-                    tokio::join!(flushing, counting, hearing, answering);
+                    // The job ends with the hub, as the others do, not with
+                    // the link's connection (which the job holds).
+                    let answering = async {
+                        link.answer_here().await;
+                        std::future::pending::<()>().await
+                    };
+                    tokio::select! {
+                        _ = async { tokio::join!(flushing, counting, hearing) } => {}
+                        () = answering => {}
+                    }
                 }
                 None => {
                     tokio::join!(flushing, counting);
@@ -309,15 +315,22 @@ impl Relay {
         }
         let (hub, link) = (Arc::downgrade(self), link.clone());
         tokio::spawn(async move {
-            for publisher in silent {
-                if !link.is_gone(&publisher).await {
-                    continue;
-                }
-                let Some(hub) = hub.upgrade() else { return };
+            // All at once: a killed instance is not kept waiting behind paused ones.
+            let asked = futures::future::join_all(silent.into_iter().map(|publisher| {
+                let link = link.clone();
+                async move { (link.is_gone(&publisher).await, publisher) }
+            }))
+            .await;
+            let Some(hub) = hub.upgrade() else { return };
+            let mut forgot = false;
+            for publisher in asked.into_iter().filter_map(|(gone, publisher)| gone.then_some(publisher)) {
                 if hub.reports.forget_unless_noted_since(&publisher, asked_at) {
                     tracing::info!(instance = %publisher, "an instance stopped reporting its relay sockets and is gone from NATS: they are forgotten");
-                    hub.update_elsewhere();
+                    forgot = true;
                 }
+            }
+            if forgot {
+                hub.update_elsewhere();
             }
         });
     }

@@ -511,6 +511,12 @@ async fn an_instance_whose_relay_link_left_nats_is_known_gone() {
     })
     .await;
     assert!(asking.is_gone("never-connected").await);
+    // One that listens and does not answer (paused, say) is not gone: its
+    // report stands its while.
+    let paused = async_nats::connect(nats.as_str()).await.expect("NATS");
+    let _listening = paused.subscribe(format!("clutchcall.{cluster}.relay.here.paused")).await.unwrap();
+    server::bus::nats::settled(&paused).await.unwrap();
+    assert!(!asking.is_gone("paused").await);
     // "there" goes: its subscription with it (as when its process is
     // killed and its kernel closes its connection to NATS).
     answering.abort();

@@ -49,6 +49,16 @@ pub fn client_cut() {
     metrics::counter!(CLIENTS_CUT).increment(1);
 }
 
+/// Other instances found gone from NATS while their relay report stood
+/// (killed, or cut off from NATS): their relay sockets forgotten then
+/// rather than when the report lapsed (`relay::Relay::ask_the_silent`).
+pub const RELAY_INSTANCES_GONE: &str = "clutchcall_relay_instances_gone_total";
+
+/// An instance was found gone (`RELAY_INSTANCES_GONE`).
+pub fn relay_instance_gone() {
+    metrics::counter!(RELAY_INSTANCES_GONE).increment(1);
+}
+
 /// The value of an unlabelled counter in a Prometheus rendering (0 when
 /// it is not there yet).
 #[cfg(test)]
@@ -72,6 +82,8 @@ pub fn handle() -> PrometheusHandle {
             // Shown from the start at 0, so the first cut is an increase.
             metrics::describe_counter!(CLIENTS_CUT, "Connections cut off because their client took nothing for the stall");
             metrics::counter!(CLIENTS_CUT).increment(0);
+            metrics::describe_counter!(RELAY_INSTANCES_GONE, "Other instances found gone from NATS while their relay report stood");
+            metrics::counter!(RELAY_INSTANCES_GONE).increment(0);
             handle
         })
         .clone()

@@ -34,10 +34,13 @@ use std::time::Duration;
 /// Another instance's report stands this long without a newer one; then
 /// that instance is taken to be gone, with its sockets.
 pub const REPORT_KEPT: Duration = Duration::from_millis(3 * STATS_EVERY_MS as u64);
-/// A report older than this (one missed) has its instance asked whether
-/// it is still there (`RelayLink::is_gone`): one killed is gone then, not
-/// a `REPORT_KEPT` after its last report.
-pub const REPORT_DOUBTED: Duration = Duration::from_millis(3 * STATS_EVERY_MS as u64 / 2);
+/// A report older than this (the next one late) has its instance asked
+/// whether it is still there (`RelayLink::is_gone`): one killed is gone
+/// then, not a `REPORT_KEPT` after its last report. (Early enough that the
+/// asking, which may take one tick to begin and two asks to end, is done
+/// well before the report would lapse; a live instance a moment late only
+/// answers.)
+pub const REPORT_DOUBTED: Duration = Duration::from_millis(6 * STATS_EVERY_MS as u64 / 5);
 /// How long a report or a new subscription may wait for NATS before it is
 /// given up (the next report, a second later, tells the same).
 const NATS_WAIT: Duration = Duration::from_millis(500);

@@ -299,8 +299,8 @@ impl Relay {
         lowest.into_iter().filter(|(_, publisher)| *publisher != link.publisher()).map(|(org_id, _)| org_id.to_string()).collect()
     }
 
-    /// Asks each instance whose report is doubted (`REPORT_DOUBTED`: one
-    /// missed) whether it is still there, on a task (each may wait for
+    /// Asks each instance whose report is doubted (`REPORT_DOUBTED`: the
+    /// next one late) whether it is still there, on a task (each may wait for
     /// NATS): one gone from NATS (killed, say) is forgotten at once, with
     /// its sockets, unless it reported again meanwhile. (Before, its last
     /// report stood `REPORT_KEPT`: its edge agents told to cockpits as
@@ -326,6 +326,7 @@ impl Relay {
             for publisher in asked.into_iter().filter_map(|(gone, publisher)| gone.then_some(publisher)) {
                 if hub.reports.forget_unless_noted_since(&publisher, asked_at) {
                     tracing::info!(instance = %publisher, "an instance stopped reporting its relay sockets and is gone from NATS: they are forgotten");
+                    crate::metrics::relay_instance_gone();
                     forgot = true;
                 }
             }

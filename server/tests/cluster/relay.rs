@@ -529,3 +529,42 @@ async fn an_instance_whose_relay_link_left_nats_is_known_gone() {
     })
     .await;
 }
+
+/// An instance killed (-9) while it carries a session's edge agent says no
+/// farewell; the instance with the cockpit finds it gone from NATS while
+/// its last report still stands (counted on `/metrics`,
+/// `clutchcall_relay_instances_gone_total`), and its cockpit hears the
+/// robot gone. (Without the asking, the report would lapse on its own and
+/// nothing would be counted.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_killed_with_the_edge_agent_is_found_gone_by_the_one_with_the_cockpit() {
+    let Some(nats) = super::nats_url().await else { return };
+    let Some(mut cluster) = Cluster::start(Some(&nats), 3).await else { return };
+    let session = asha_attached(&cluster).await;
+    let mut robot = common::relay_at(cluster.base(2), &session, Some("ue-pick-01"), None).await.expect("the robot joins on the third");
+    let asha = cookie_at(cluster.base(1), common::OPERATOR).await;
+    let mut cockpit = common::relay_at(cluster.base(1), &session, None, Some(&asha)).await.expect("the cockpit joins on the second");
+    both_on(&mut robot).await;
+    both_on(&mut cockpit).await;
+    let gone = |metrics: &str| {
+        let found = metrics.lines().find_map(|line| line.strip_prefix("clutchcall_relay_instances_gone_total ")?.trim().parse::<u64>().ok());
+        found.expect("the counter is shown from the start") > 0
+    };
+    assert!(!gone(&cluster.scrape(1).await), "nobody found gone yet");
+
+    cluster.servers[2].child.start_kill().expect("SIGKILL");
+    let _ = cluster.servers[2].child.wait().await;
+    within(async {
+        while !gone(&cluster.scrape(1).await) {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    next_on(&mut cockpit, |m| match m {
+        Message::Text(text) => matches!(serde_json::from_str(text), Ok(RelayMsg::Peers { robot: false, .. })).then_some(()),
+        _ => None,
+    })
+    .await;
+    drop((robot, cockpit));
+    cluster.finish().await;
+}

@@ -48,12 +48,13 @@ impl<K: Eq + Hash, V> Recent<K, V> {
         drop(self.young());
     }
 
-    /// The keys last noted before `at` (and within the while).
-    pub fn noted_before(&self, at: Instant) -> Vec<K>
+    /// The keys last noted before `at` (and within the while) whose value
+    /// `keep` takes.
+    pub fn noted_before(&self, at: Instant, keep: impl Fn(&V) -> bool) -> Vec<K>
     where
         K: Clone,
     {
-        self.young().iter().filter(|(_, (noted, _))| *noted < at).map(|(key, _)| key.clone()).collect()
+        self.young().iter().filter(|(_, (noted, value))| *noted < at && keep(value)).map(|(key, _)| key.clone()).collect()
     }
 
     /// Forgets `key` unless it was noted at `since` or after; whether it
@@ -113,8 +114,9 @@ mod tests {
         recent.note("talking".into(), 2);
         recent.age(Duration::from_secs(2));
         let asked_at = std::time::Instant::now();
-        assert!(recent.noted_before(asked_at).len() == 2);
-        assert!(recent.noted_before(asked_at - Duration::from_secs(3)).is_empty(), "both noted since");
+        assert!(recent.noted_before(asked_at, |_| true).len() == 2);
+        assert_eq!(recent.noted_before(asked_at, |value| *value == 1), vec!["quiet".to_string()], "as kept");
+        assert!(recent.noted_before(asked_at - Duration::from_secs(3), |_| true).is_empty(), "both noted since");
         recent.note("talking".into(), 3);
         assert!(!recent.forget_unless_noted_since("talking", asked_at), "noted again since it was asked about");
         assert!(recent.forget_unless_noted_since("quiet", asked_at));

@@ -116,6 +116,9 @@ pub struct RelayLink {
     /// it to read while it is sent, so the farewell (which writes it) is
     /// sent after every report begun before it, and none after.
     gone: tokio::sync::RwLock<bool>,
+    /// Answers the others that this instance is there (`is_gone`), from
+    /// the connection until the farewell (or the link's end).
+    answering: Mutex<Option<OwnedTask>>,
 }
 
 impl RelayLink {
@@ -123,7 +126,10 @@ impl RelayLink {
     /// this instance) in `cluster` (`Store::cluster_id`).
     pub async fn connect(url: &str, publisher: &str, cluster: &str) -> Result<Arc<RelayLink>, async_nats::ConnectError> {
         let client = async_nats::ConnectOptions::new().name(format!("{publisher} relay")).no_echo().connect(url).await?;
-        Ok(Arc::new(RelayLink { client, prefix: format!("clutchcall.{cluster}.relay"), publisher: publisher.to_string(), gone: Default::default() }))
+        let link = RelayLink { client, prefix: format!("clutchcall.{cluster}.relay"), publisher: publisher.to_string(), gone: Default::default(), answering: Mutex::default() };
+        let answering = OwnedTask::spawn(answer_here(link.client.clone(), link.here_subject(publisher)));
+        *link.answering.lock().expect("relay link lock") = Some(answering);
+        Ok(Arc::new(link))
     }
 
     pub fn publisher(&self) -> &str {
@@ -146,24 +152,6 @@ impl RelayLink {
     /// Where `publisher`'s link answers that it is there.
     fn here_subject(&self, publisher: &str) -> String {
         format!("{}.here.{}", self.prefix, token(publisher))
-    }
-
-    /// Answers, for as long as this link is connected, that this instance
-    /// is there (`is_gone`). (A stopping instance stops answering as its
-    /// relay job is aborted, a moment before its farewell says the same.)
-    pub async fn answer_here(&self) {
-        let mut asked = match self.client.subscribe(self.here_subject(&self.publisher)).await {
-            Ok(asked) => asked,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot answer other instances that ask whether this one is there: its relay report stands its while");
-                return;
-            }
-        };
-        while let Some(message) = asked.next().await {
-            if let Some(reply) = message.reply {
-                let _ = self.client.publish(reply, bytes::Bytes::new()).await;
-            }
-        }
     }
 
     /// Whether `publisher`'s link is gone from NATS: asked, NATS itself
@@ -216,6 +204,9 @@ impl RelayLink {
         if crate::bus::nats::settled(&self.client).await.is_err() {
             tracing::warn!("NATS did not confirm the relay's farewell");
         }
+        // Answered until now: its sockets were closing meanwhile (up to
+        // `SOCKETS_CLOSE_WITHIN`), still reported by its last report.
+        drop(self.answering.lock().expect("relay link lock").take());
     }
 
     async fn send_report(&self, parts: Vec<Part>) {
@@ -247,6 +238,31 @@ impl RelayLink {
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "a relay report could not be read"),
+            }
+        }
+    }
+}
+
+/// Answers every request on `subject` (the instance's own, `here_subject`)
+/// at once, with nothing, for as long as `client` is connected: the others
+/// know it is there (`RelayLink::is_gone`). Until it has subscribed (NATS
+/// away at the start), it tries again every second: meanwhile the others,
+/// once its report is late, take it as gone.
+async fn answer_here(client: async_nats::Client, subject: String) {
+    loop {
+        match client.subscribe(subject.clone()).await {
+            Ok(mut asked) => {
+                while let Some(message) = asked.next().await {
+                    if let Some(reply) = message.reply {
+                        let _ = client.publish(reply, bytes::Bytes::new()).await;
+                    }
+                }
+                // The connection closed for good.
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot answer other instances that ask whether this one is there: tried again in a second");
+                tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
     }

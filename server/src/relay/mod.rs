@@ -87,7 +87,8 @@ const FOLLOW_WAIT: Duration = Duration::from_secs(2);
 /// each socket's writer gets a second (`socket_writer::Writer::close`),
 /// while the peer's answer is read on for as long; a socket refused for a
 /// frame it could not read is held a second more after its close
-/// (`socket::serve`), so two seconds see every socket done.
+/// (`socket::serve`): two seconds at the most, which a refused socket's
+/// worst case fills (past it, the stop goes on and says so).
 const SOCKETS_CLOSE_WITHIN: Duration = Duration::from_secs(2);
 /// The end of a session without a channel is kept this long: a socket
 /// reading the session live just before could still be opening one.
@@ -131,16 +132,7 @@ impl Relay {
                         }
                         None => false,
                     });
-                    // The job ends with the hub, as the others do, not with
-                    // the link's connection (which the job holds).
-                    let answering = async {
-                        link.answer_here().await;
-                        std::future::pending::<()>().await
-                    };
-                    tokio::select! {
-                        _ = async { tokio::join!(flushing, counting, hearing) } => {}
-                        () = answering => {}
-                    }
+                    tokio::join!(flushing, counting, hearing);
                 }
                 None => {
                     tokio::join!(flushing, counting);
@@ -309,7 +301,8 @@ impl Relay {
     fn ask_the_silent(self: &Arc<Self>, link: &Arc<RelayLink>) {
         let asked_at = Instant::now();
         let Some(doubted_before) = asked_at.checked_sub(REPORT_DOUBTED) else { return };
-        let silent = self.reports.noted_before(doubted_before);
+        // (A farewell, an empty report, is left to lapse: nothing to forget.)
+        let silent = self.reports.noted_before(doubted_before, |parts| !parts.is_empty());
         if silent.is_empty() {
             return;
         }
@@ -530,9 +523,11 @@ impl Relay {
                     }
                 }
             });
+            // Asked before this report goes (which may wait for NATS), so
+            // the asking ends well before a silent report would lapse.
+            self.ask_the_silent(link);
             link.report(here.clone()).await;
             self.reports.forget_old();
-            self.ask_the_silent(link);
             self.update_elsewhere();
         }
         let mut by_org = self.merged(here.clone());

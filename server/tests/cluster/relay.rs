@@ -489,8 +489,9 @@ async fn a_recording_whose_instance_was_killed_mid_session_becomes_its_episode()
 /// once, not when its last relay report lapses: asked whether it is there,
 /// NATS answers that nobody listens (its process's connection closed, its
 /// subscriptions with it). One still listening is not gone, whether it
-/// answers or not (paused, say); one whose link never connected is gone.
-/// Real NATS, the links in this process.
+/// answers or not (paused, say); one whose link never connected is gone;
+/// one that said farewell stops answering. Real NATS, the links in this
+/// process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_whose_relay_link_left_nats_is_known_gone() {
     use server::relay::link::RelayLink;
@@ -498,18 +499,17 @@ async fn an_instance_whose_relay_link_left_nats_is_known_gone() {
     // A cluster of this test's own on the shared NATS.
     let cluster = uuid::Uuid::now_v7().simple().to_string();
     let there = RelayLink::connect(&nats, "there", &cluster).await.expect("NATS");
+    let leaving = RelayLink::connect(&nats, "leaving", &cluster).await.expect("NATS");
     let asking = RelayLink::connect(&nats, "asking", &cluster).await.expect("NATS");
-    let answering = tokio::spawn({
-        let there = there.clone();
-        async move { there.answer_here().await }
-    });
-    // (It answers once its subscription is live.)
-    within(async {
-        while asking.is_gone("there").await {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await;
+    // (Each answers from its connection, once its subscription is live.)
+    for publisher in ["there", "leaving"] {
+        within(async {
+            while asking.is_gone(publisher).await {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+    }
     assert!(asking.is_gone("never-connected").await);
     // One that listens and does not answer (paused, say) is not gone: its
     // report stands its while.
@@ -519,15 +519,17 @@ async fn an_instance_whose_relay_link_left_nats_is_known_gone() {
     assert!(!asking.is_gone("paused").await);
     // "there" goes: its subscription with it (as when its process is
     // killed and its kernel closes its connection to NATS).
-    answering.abort();
-    let _ = answering.await;
     drop(there);
-    within(async {
-        while !asking.is_gone("there").await {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await;
+    // "leaving" says farewell: it answers no more.
+    leaving.farewell().await;
+    for publisher in ["there", "leaving"] {
+        within(async {
+            while !asking.is_gone(publisher).await {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+    }
 }
 
 /// An instance killed (-9) while it carries a session's edge agent says no

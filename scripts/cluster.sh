@@ -6,8 +6,8 @@
 # answers). The first seeds the demo org on an empty database; each org is
 # dispatched by whichever instance holds its lease, and any instance serves
 # anyone. The fleet simulator is spread over the three: operators and the
-# London robots on the first, us-east on the second, us-west and Harbor on
-# the third. The three share one data directory (`data/cluster`, as they
+# London robots on the first, us-east on the second, us-west on the third
+# (Northstar's robots: the simulator drives the demo org's). The three share one data directory (`data/cluster`, as they
 # would share a volume), so a session's recording and the datasets are
 # whole whichever instance its robot's relay lands on. Put any round-robin
 # load balancer in front of the three ports

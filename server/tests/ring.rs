@@ -269,7 +269,7 @@ async fn a_console_tab_that_takes_nothing_is_let_go() {
     // the 60 s after which its writes alone would cut it.)
     tokio::time::timeout(Duration::from_secs(30), flood).await.expect("the tab is let go");
     // One socket a person here: the next tab is served only if the first
-    // one's place was given back (before its connection ended).
+    // one's place was given back.
     let mut next = Tab::open(&app, &asha).await;
     welcome(&mut next).await;
     drop(hears);

@@ -44,6 +44,17 @@ async fn asha_attached(cluster: &Cluster) -> String {
     session
 }
 
+/// The edge agent of `session` on the third instance and Asha's cockpit on
+/// the second, each told the other is on the channel.
+async fn robot_on_third_cockpit_on_second(cluster: &Cluster, session: &str) -> (common::RelaySocket, common::RelaySocket) {
+    let mut robot = common::relay_at(cluster.base(2), session, Some("ue-pick-01"), None).await.expect("the robot joins on the third");
+    let asha = cookie_at(cluster.base(1), common::OPERATOR).await;
+    let mut cockpit = common::relay_at(cluster.base(1), session, None, Some(&asha)).await.expect("the cockpit joins on the second");
+    both_on(&mut robot).await;
+    both_on(&mut cockpit).await;
+    (robot, cockpit)
+}
+
 /// The joints of the next robot state `ws` is sent.
 async fn next_state(ws: &mut common::RelaySocket) -> Vec<f32> {
     next_on(ws, |m| match m {
@@ -190,11 +201,7 @@ async fn an_instance_that_stops_tells_the_others_it_carries_nothing() {
     let client = async_nats::connect(nats.as_str()).await.expect("NATS answers");
     let mut reports = client.subscribe("clutchcall.*.relay.reports").await.unwrap();
 
-    let mut robot = common::relay_at(cluster.base(2), &session, Some("ue-pick-01"), None).await.expect("the robot joins on the third");
-    let asha = cookie_at(cluster.base(1), common::OPERATOR).await;
-    let mut cockpit = common::relay_at(cluster.base(1), &session, None, Some(&asha)).await.expect("the cockpit joins on the second");
-    both_on(&mut robot).await;
-    both_on(&mut cockpit).await;
+    let (mut robot, mut cockpit) = robot_on_third_cockpit_on_second(&cluster, &session).await;
     // The third's name: the one whose report carries the robot.
     let third = within(async {
         loop {
@@ -543,11 +550,7 @@ async fn an_instance_killed_with_the_edge_agent_is_found_gone_by_the_one_with_th
     let Some(nats) = super::nats_url().await else { return };
     let Some(mut cluster) = Cluster::start(Some(&nats), 3).await else { return };
     let session = asha_attached(&cluster).await;
-    let mut robot = common::relay_at(cluster.base(2), &session, Some("ue-pick-01"), None).await.expect("the robot joins on the third");
-    let asha = cookie_at(cluster.base(1), common::OPERATOR).await;
-    let mut cockpit = common::relay_at(cluster.base(1), &session, None, Some(&asha)).await.expect("the cockpit joins on the second");
-    both_on(&mut robot).await;
-    both_on(&mut cockpit).await;
+    let (robot, mut cockpit) = robot_on_third_cockpit_on_second(&cluster, &session).await;
     let gone = |metrics: &str| {
         let found = metrics.lines().find_map(|line| line.strip_prefix("clutchcall_relay_instances_gone_total ")?.trim().parse::<u64>().ok());
         found.expect("the counter is shown from the start") > 0

@@ -244,26 +244,22 @@ impl RelayLink {
 }
 
 /// Answers every request on `subject` (the instance's own, `here_subject`)
-/// at once, with nothing, for as long as `client` is connected: the others
-/// know it is there (`RelayLink::is_gone`). Until it has subscribed (NATS
-/// away at the start), it tries again every second: meanwhile the others,
-/// once its report is late, take it as gone.
+/// at once, with nothing, for as long as `client` lives (NATS subscribes it
+/// again after each reconnect): the others know it is there
+/// (`RelayLink::is_gone`).
 async fn answer_here(client: async_nats::Client, subject: String) {
-    loop {
-        match client.subscribe(subject.clone()).await {
-            Ok(mut asked) => {
-                while let Some(message) = asked.next().await {
-                    if let Some(reply) = message.reply {
-                        let _ = client.publish(reply, bytes::Bytes::new()).await;
-                    }
-                }
-                // The connection closed for good.
-                return;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot answer other instances that ask whether this one is there: tried again in a second");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
+    // (A subscription fails only for good: a subject NATS refuses, or a
+    // client already closed.)
+    let mut asked = match client.subscribe(subject).await {
+        Ok(asked) => asked,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot answer other instances that ask whether this one is there: they take it as gone once its relay report is late");
+            return;
+        }
+    };
+    while let Some(message) = asked.next().await {
+        if let Some(reply) = message.reply {
+            let _ = client.publish(reply, bytes::Bytes::new()).await;
         }
     }
 }

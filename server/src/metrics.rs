@@ -60,8 +60,7 @@ pub fn relay_instance_gone() {
 }
 
 /// The value of an unlabelled counter in a Prometheus rendering (0 when
-/// it is not there yet).
-#[cfg(test)]
+/// it is not there yet; for tests).
 pub fn counter_value(rendered: &str, name: &str) -> u64 {
     rendered.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok()).unwrap_or(0)
 }

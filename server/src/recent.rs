@@ -65,7 +65,10 @@ impl<K: Eq + Hash, V> Recent<K, V> {
     {
         let mut entries = self.young();
         match entries.get(key) {
-            Some((noted, _)) if *noted < since => entries.remove(key).is_some(),
+            Some((noted, _)) if *noted < since => {
+                entries.remove(key);
+                true
+            }
             _ => false,
         }
     }

@@ -11,7 +11,7 @@ use domain::events::OrgEvent;
 use domain::models::LifecycleState;
 use domain::relay::{relay_health, CameraFrame, RelayHealth, RelayMsg, RelayStat};
 use domain::ring::RingMsg;
-use common::{attach_asha, close_code, next_on, relay, scalar, session_cookie, RelaySocket as Socket, Tab, TestApp, ADMIN, HARBOR_OPERATOR};
+use common::{attach_asha, close_code, relay, robot_left, scalar, session_cookie, RelaySocket as Socket, Tab, TestApp, ADMIN, HARBOR_OPERATOR};
 use futures::{SinkExt, StreamExt};
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -477,14 +477,8 @@ async fn a_cockpit_that_takes_nothing_is_cut_off_and_leaves_the_channel() {
     let session = attach_asha(&app, "uk-pick-01").await;
     let asha = session_cookie(&app, common::OPERATOR).await;
     let mut robot = relay(&app, &session, Some("uk-pick-01"), None).await.expect("the robot joins its session");
-    // The cockpit's client: a receive buffer of 4 KiB, never read.
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let tcp = socket.connect(app.running().addr).await.unwrap();
-    let mut request = format!("{}/relay/{session}", app.url("").replace("http://", "ws://")).into_client_request().unwrap();
-    request.headers_mut().insert("cookie", asha.parse().unwrap());
-    request.headers_mut().insert("origin", app.url("").parse().unwrap());
-    let (cockpit, _) = tokio_tungstenite::client_async(request, tcp).await.expect("the cockpit joins");
+    // The cockpit's client, never read.
+    let cockpit = common::slow_reader(&app, &asha, &format!("/relay/{session}")).await;
     both_joined(&mut robot).await;
 
     // Camera frames of 256 KiB until the robot hears the cockpit left.
@@ -599,10 +593,6 @@ async fn an_oversized_frame_is_refused_with_1009() {
     assert_eq!(close_code(&mut robot_in).await, Some(1009), "the robot is told its frame was too large");
     streaming.abort();
     // The cockpit hears the robot leave, and is not closed itself.
-    next_on(&mut cockpit, |m| match m {
-        Message::Text(text) => matches!(serde_json::from_str(text), Ok(RelayMsg::Peers { robot: false, .. })).then_some(()),
-        _ => None,
-    })
-    .await;
+    robot_left(&mut cockpit).await;
     app.finish().await;
 }

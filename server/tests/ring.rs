@@ -244,17 +244,11 @@ both_backends!(the_ring_channel_needs_a_signed_in_operator, |app: TestApp| async
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_console_tab_that_takes_nothing_is_let_go() {
     use futures::{SinkExt, StreamExt};
-    use tokio_tungstenite::tungstenite::{client::IntoClientRequest, Message};
+    use tokio_tungstenite::tungstenite::Message;
     let app = TestApp::spawn_with(common::Db::Sqlite, |config| config.tabs_per_person = 1).await.unwrap();
     let asha = session_cookie(&app, OPERATOR).await;
-    // Asha's tab: a receive buffer of 4 KiB, read only for its Welcome.
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let tcp = socket.connect(app.running().addr).await.unwrap();
-    let mut request = app.url("/ws").replace("http://", "ws://").into_client_request().unwrap();
-    request.headers_mut().insert("cookie", asha.parse().unwrap());
-    request.headers_mut().insert("origin", app.url("").parse().unwrap());
-    let (tab, _) = tokio_tungstenite::client_async(request, tcp).await.expect("the tab opens");
+    // Asha's tab, read only for its Welcome.
+    let tab = common::slow_reader(&app, &asha, "/ws").await;
     let (mut sends, mut hears) = tab.split();
     common::next_on(&mut hears, |m| match m {
         Message::Text(text) => matches!(serde_json::from_str(text), Ok(RingMsg::Welcome { .. })).then_some(()),

@@ -10,6 +10,12 @@
 //!   reading (or whose sign-in was just revoked) is not kept open by its
 //!   unsent messages; `Writer::close` sends a close frame of the
 //!   handler's (a code the client acts on) ahead of what is queued.
+//!
+//! Both take the socket's place among its credential's sockets (its
+//! `TabPass`) and let it go before the close is sent: a client that
+//! connects again once it hears the close finds its place free (in cluster
+//! mode the shared place follows when the keeper frees it,
+//! `services::places`).
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures::stream::SplitSink;
@@ -79,21 +85,24 @@ pub fn spawn<T: Send + 'static>(mut sink: SplitSink<WebSocket, Message>, queue: 
 }
 
 impl Writer {
-    /// Closes the queue with its last sender, `queue` (clones of it must be
+    /// Lets go of `place` (the socket's `TabPass`, see the module's doc),
+    /// closes the queue with its last sender, `queue` (clones of it must be
     /// gone already), and lets the writer send what is queued and a close
     /// frame, for at most `FINISH_WITHIN`; then stops it.
-    pub async fn finish<T>(self, queue: mpsc::Sender<T>) {
-        self.end(queue, None).await;
+    pub async fn finish<T>(self, queue: mpsc::Sender<T>, place: impl Sized) {
+        self.end(queue, None, place).await;
     }
 
-    /// Closes the socket with `frame` (its code tells the client what to
-    /// do): sent once the message being sent has gone, ahead of those still
-    /// queued, which are dropped; `FINISH_WITHIN` at most, as `finish`.
-    pub async fn close<T>(self, queue: mpsc::Sender<T>, frame: CloseFrame) {
-        self.end(queue, Some(frame)).await;
+    /// Lets go of `place`, as `finish`, and closes the socket with `frame`
+    /// (its code tells the client what to do): sent once the message being
+    /// sent has gone, ahead of those still queued, which are dropped;
+    /// `FINISH_WITHIN` at most, as `finish`.
+    pub async fn close<T>(self, queue: mpsc::Sender<T>, frame: CloseFrame, place: impl Sized) {
+        self.end(queue, Some(frame), place).await;
     }
 
-    async fn end<T>(self, queue: mpsc::Sender<T>, frame: Option<CloseFrame>) {
+    async fn end<T>(self, queue: mpsc::Sender<T>, frame: Option<CloseFrame>, place: impl Sized) {
+        drop(place);
         let Writer { mut task, closing } = self;
         match frame {
             Some(frame) => drop(closing.send(frame)),
@@ -163,7 +172,7 @@ mod tests {
             }
             let _ = stream.next().await;
             let at_work = gone.try_recv();
-            writer.finish(tx).await;
+            writer.finish(tx, ()).await;
             let gone_at_work = !matches!(at_work, Err(oneshot::error::TryRecvError::Empty));
             // (A receiver that answered may not be asked again.)
             let gone_after = gone_at_work || gone.await.is_err();
@@ -205,7 +214,7 @@ mod tests {
                 let _ = tx.try_send("x".repeat(256 * 1024));
             }
             let started = tokio::time::Instant::now();
-            writer.finish(tx).await;
+            writer.finish(tx, ()).await;
             let took = started.elapsed();
             // Stopped, not left waiting on the client: its end is heard.
             let stopped = tokio::time::timeout(Duration::from_secs(5), gone).await.is_ok();
@@ -247,7 +256,7 @@ mod tests {
                 if let Some(closing) = closing.lock().unwrap().take() {
                     let _ = closing.send(());
                 }
-                writer.close(tx, CloseFrame { code: 4000, reason: "told".into() }).await;
+                writer.close(tx, CloseFrame { code: 4000, reason: "told".into() }, ()).await;
             }
         })
         .await;
@@ -287,7 +296,7 @@ mod tests {
                     _ = tx.send("x".repeat(1024)) => {}
                 }
             }
-            writer.finish(tx).await;
+            writer.finish(tx, ()).await;
         })
         .await;
         let (client, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/")).await.unwrap();

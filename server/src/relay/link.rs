@@ -126,10 +126,9 @@ impl RelayLink {
     /// this instance) in `cluster` (`Store::cluster_id`).
     pub async fn connect(url: &str, publisher: &str, cluster: &str) -> Result<Arc<RelayLink>, async_nats::ConnectError> {
         let client = async_nats::ConnectOptions::new().name(format!("{publisher} relay")).no_echo().connect(url).await?;
-        let link = RelayLink { client, prefix: format!("clutchcall.{cluster}.relay"), publisher: publisher.to_string(), gone: Default::default(), answering: Mutex::default() };
-        let answering = OwnedTask::spawn(answer_here(link.client.clone(), link.here_subject(publisher)));
-        *link.answering.lock().expect("relay link lock") = Some(answering);
-        Ok(Arc::new(link))
+        let prefix = format!("clutchcall.{cluster}.relay");
+        let answering = OwnedTask::spawn(answer_here(client.clone(), here_subject(&prefix, publisher)));
+        Ok(Arc::new(RelayLink { client, prefix, publisher: publisher.to_string(), gone: Default::default(), answering: Mutex::new(Some(answering)) }))
     }
 
     pub fn publisher(&self) -> &str {
@@ -149,11 +148,6 @@ impl RelayLink {
         format!("{}.reports", self.prefix)
     }
 
-    /// Where `publisher`'s link answers that it is there.
-    fn here_subject(&self, publisher: &str) -> String {
-        format!("{}.here.{}", self.prefix, token(publisher))
-    }
-
     /// Whether `publisher`'s link is gone from NATS: asked, NATS itself
     /// answers that nobody listens (a process killed has its connection
     /// closed by its kernel, and its subscriptions go with it). Not when
@@ -171,7 +165,7 @@ impl RelayLink {
             // client's shared one stays in its map of requests for good.)
             let request = async_nats::Request::new().timeout(Some(NATS_WAIT)).inbox(self.client.new_inbox());
             // (Bounded besides, should the client not take the request.)
-            let answered = tokio::time::timeout(2 * NATS_WAIT, self.client.send_request(self.here_subject(publisher), request)).await;
+            let answered = tokio::time::timeout(2 * NATS_WAIT, self.client.send_request(here_subject(&self.prefix, publisher), request)).await;
             if !matches!(answered, Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders) {
                 return false;
             }
@@ -241,6 +235,12 @@ impl RelayLink {
             }
         }
     }
+}
+
+/// Where `publisher`'s link answers that it is there, under `prefix`
+/// (`clutchcall.<cluster>.relay`).
+fn here_subject(prefix: &str, publisher: &str) -> String {
+    format!("{prefix}.here.{}", token(publisher))
 }
 
 /// Answers every request on `subject` (the instance's own, `here_subject`)

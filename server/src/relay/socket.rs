@@ -104,8 +104,6 @@ pub async fn watch_handler(ws: WebSocketUpgrade, State(state): State<AppState>, 
         let logged = !*stopping.borrow();
         // Watched only once the join is logged; its leave follows the socket's end.
         if logged && !supervised(&state, &org_id, &session_id, &admin_id, true).await {
-            // (Its place first, as `serve` gives it back.)
-            drop(pass);
             return;
         }
         serve(state.clone(), channel, side, pass, stopping.clone(), socket).await;
@@ -218,25 +216,21 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
         state.relay.leave(&channel, &side, id).await;
         ending
     };
-    // The place among the credential's sockets is given back before the
-    // close is sent: an edge agent or a cockpit that connects again once it
-    // hears the close finds it free (in cluster mode the shared place
-    // follows when the keeper frees it, `services::places`).
-    drop(pass);
+    // (The writer lets the pass go before the close: `socket_writer`.)
     match (ending, ending.frame()) {
         (Ending::Refused(_), Some(frame)) => {
             // The stream ended with its error (nothing more can be read), and
             // a refused frame's payload is left unread: the socket is held a
             // while once its close has gone, as dropped with bytes unread it is
             // reset, and the close frame may be lost with it.
-            writer.close(tx, frame).await;
+            writer.close(tx, frame, pass).await;
             tokio::time::sleep(CLOSE_ANSWERED_WITHIN).await;
         }
         (_, None) => {
             // Reading on writes the answer to the client's close, which the
             // socket holds until then (the writer, with frames still queued,
             // fails on them before it could close), and ends the stream.
-            let _ = tokio::join!(writer.finish(tx), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, stream.next()));
+            let _ = tokio::join!(writer.finish(tx, pass), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, stream.next()));
         }
         (_, Some(frame)) => {
             // Read on until the peer answers the close (a second at most): a
@@ -249,7 +243,7 @@ async fn serve(state: AppState, channel: Arc<Channel>, side: Side, pass: TabPass
                     }
                 }
             };
-            let _ = tokio::join!(writer.close(tx, frame), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, answered));
+            let _ = tokio::join!(writer.close(tx, frame, pass), tokio::time::timeout(CLOSE_ANSWERED_WITHIN, answered));
         }
     }
     // Done: a stop waiting for this socket goes on.

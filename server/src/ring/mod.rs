@@ -60,10 +60,8 @@ struct TabOwner {
     user_id: String,
     /// The socket's place among the person's tabs; ends with the sign-in
     /// (signed out, expired, password changed) or a change of their
-    /// membership of the org (removed, a new role). Given back as the tab
-    /// ends, before its close is sent: a browser that connects again once
-    /// it hears the close finds its place free (in cluster mode the shared
-    /// place follows when the keeper frees it, `services::places`).
+    /// membership of the org (removed, a new role). Given back by the
+    /// writer's `finish`, before the close.
     pass: TabPass,
 }
 
@@ -158,8 +156,7 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
         Err(e) => {
             tracing::warn!(error = %e, "console refused");
             let _ = tx.send(RingMsg::error(refusal(&e))).await;
-            drop(owner);
-            writer.finish(tx).await;
+            writer.finish(tx, owner).await;
             return;
         }
     };
@@ -261,12 +258,10 @@ async fn serve_console(state: AppState, owner: TabOwner, socket: WebSocket) {
             Heard::Delivery(Delivery::Closed) => break,
         }
     }
-    let TabOwner { org_id, user_id, pass, .. } = owner;
-    drop(pass);
-    writer.finish(tx).await;
+    writer.finish(tx, owner.pass).await;
     // Told once the socket is finished with: the dispatcher answers after
     // its commit, which may wait while the database is away.
-    state.engine.tab_closed(&org_id, &user_id, &tab, last_seen).await;
+    state.engine.tab_closed(&owner.org_id, &owner.user_id, &tab, last_seen).await;
 }
 
 /// How long a console told to resync waits for the org's dispatcher
@@ -396,8 +391,7 @@ async fn serve_watch(state: AppState, owner: TabOwner, socket: WebSocket, mut pa
             break;
         }
     }
-    drop(owner);
-    writer.finish(tx).await;
+    writer.finish(tx, owner).await;
 }
 
 /// How often a console's commands re-read its sign-in in the database.

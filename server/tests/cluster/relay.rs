@@ -2,7 +2,7 @@
 //! instance, the cockpit on another, the relay panel on a third.
 
 use super::{accept_offer, call_at, cookie_at, ready_console, raise, within, Cluster, ORG};
-use crate::common::{self, close_code, next_on};
+use crate::common::{self, close_code, next_on, robot_left};
 use domain::events::OrgEvent;
 use domain::relay::{CameraFrame, RelayMsg, RelayStat};
 use domain::ring::{ConsoleMsg, RingMsg};
@@ -235,11 +235,7 @@ async fn an_instance_that_stops_tells_the_others_it_carries_nothing() {
     assert_eq!(close_code(&mut robot).await, Some(1012), "the edge agent is told to connect again");
     // And the cockpit on the second hears the robot gone (this only says
     // it does; the 3 s a report stands fall within the wait too).
-    next_on(&mut cockpit, |m| match m {
-        Message::Text(text) => matches!(serde_json::from_str(text), Ok(RelayMsg::Peers { robot: false, .. })).then_some(()),
-        _ => None,
-    })
-    .await;
+    robot_left(&mut cockpit).await;
     drop((robot, cockpit, client));
     cluster.finish().await;
 }
@@ -408,11 +404,7 @@ async fn a_robot_that_moves_to_another_instance_mid_session_is_one_episode_in_or
     robot.send(state(1)).await.unwrap();
     assert_eq!(next_state(&mut cockpit).await, vec![1.0; 6]);
     robot.close(None).await.unwrap();
-    next_on(&mut cockpit, |m| match m {
-        Message::Text(t) => matches!(serde_json::from_str(t), Ok(RelayMsg::Peers { robot: false, .. })).then_some(()),
-        _ => None,
-    })
-    .await;
+robot_left(&mut cockpit).await;
 
     let mut robot = common::relay_at(cluster.base(2), &session, Some("ue-pick-01"), None).await.expect("the robot joins again on the third");
     both_on(&mut cockpit).await;
@@ -551,10 +543,7 @@ async fn an_instance_killed_with_the_edge_agent_is_found_gone_by_the_one_with_th
     let Some(mut cluster) = Cluster::start(Some(&nats), 3).await else { return };
     let session = asha_attached(&cluster).await;
     let (robot, mut cockpit) = robot_on_third_cockpit_on_second(&cluster, &session).await;
-    let gone = |metrics: &str| {
-        let found = metrics.lines().find_map(|line| line.strip_prefix("clutchcall_relay_instances_gone_total ")?.trim().parse::<u64>().ok());
-        found.expect("the counter is shown from the start") > 0
-    };
+    let gone = |metrics: &str| server::metrics::counter_value(metrics, server::metrics::RELAY_INSTANCES_GONE) > 0;
     assert!(!gone(&cluster.scrape(1).await), "nobody found gone yet");
 
     cluster.servers[2].child.start_kill().expect("SIGKILL");
@@ -565,11 +554,7 @@ async fn an_instance_killed_with_the_edge_agent_is_found_gone_by_the_one_with_th
         }
     })
     .await;
-    next_on(&mut cockpit, |m| match m {
-        Message::Text(text) => matches!(serde_json::from_str(text), Ok(RelayMsg::Peers { robot: false, .. })).then_some(()),
-        _ => None,
-    })
-    .await;
+    robot_left(&mut cockpit).await;
     drop((robot, cockpit));
     cluster.finish().await;
 }

@@ -561,6 +561,30 @@ where
     .await
 }
 
+/// Waits (10 s at most) until a relay socket is told the edge agent has
+/// left its channel.
+pub async fn robot_left<S>(ws: &mut S)
+where
+    S: futures::Stream<Item = Result<WsMessage, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    next_on(ws, |m| match m {
+        WsMessage::Text(text) => matches!(serde_json::from_str(text), Ok(domain::relay::RelayMsg::Peers { robot: false, .. })).then_some(()),
+        _ => None,
+    })
+    .await
+}
+
+/// A socket on `path` of the server at `app` with `cookie`, whose client
+/// has a receive buffer of 4 KiB: a client that reads nothing is soon
+/// taking nothing.
+pub async fn slow_reader(app: &TestApp, cookie: &str, path: &str) -> tokio_tungstenite::WebSocketStream<tokio::net::TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let tcp = socket.connect(app.running().addr).await.unwrap();
+    let (ws, _) = tokio_tungstenite::client_async(ws_request_at(&app.base, cookie, path), tcp).await.expect("the socket opens");
+    ws
+}
+
 /// A relay socket as the edge agent (`robot`) or a cookie holder.
 pub async fn relay(app: &TestApp, session: &str, robot: Option<&str>, cookie: Option<&str>) -> Result<RelaySocket, u16> {
     relay_at(&app.base, session, robot, cookie).await

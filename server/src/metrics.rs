@@ -59,6 +59,16 @@ pub fn relay_instance_gone() {
     metrics::counter!(RELAY_INSTANCES_GONE).increment(1);
 }
 
+/// Batches an org's dispatcher had refused by the org's epoch (rule D13):
+/// it was taken over while it decided them (paused, or cut off past its
+/// lease), so none of them happened and it stepped down.
+pub const BATCHES_FENCED: &str = "clutchcall_batches_fenced_total";
+
+/// A batch was refused by the epoch (`BATCHES_FENCED`).
+pub fn batch_fenced() {
+    metrics::counter!(BATCHES_FENCED).increment(1);
+}
+
 /// The value of an unlabelled counter in a Prometheus rendering (0 when
 /// it is not there yet; for tests).
 pub fn counter_value(rendered: &str, name: &str) -> u64 {
@@ -83,6 +93,8 @@ pub fn handle() -> PrometheusHandle {
             metrics::counter!(CLIENTS_CUT).increment(0);
             metrics::describe_counter!(RELAY_INSTANCES_GONE, "Other instances found gone from NATS while their relay report stood");
             metrics::counter!(RELAY_INSTANCES_GONE).increment(0);
+            metrics::describe_counter!(BATCHES_FENCED, "Batches refused because another instance had taken the org over (rule D13)");
+            metrics::counter!(BATCHES_FENCED).increment(0);
             handle
         })
         .clone()

@@ -4,7 +4,7 @@
 //! on another, and an operator rung by an org dispatched elsewhere is busy
 //! here (D10).
 
-use super::{accept_offer, admin_cookie, call_at, cookie_at, nats_url, owned_by, owner, raise, ready_console, taken_from_first, Cluster};
+use super::{accept_offer, admin_cookie, call_at, cookie_at, nats_url, owned_by, owner, raise, ready_console, taken_from_first, Cluster, ORG};
 use crate::common::{self, scalar};
 use reqwest::StatusCode;
 
@@ -36,6 +36,50 @@ async fn d13_a_paused_owner_resumes_fenced_writes_nothing_and_steps_down() {
     assert_eq!(scalar(url, "SELECT COUNT(*) FROM sessions").await, 1);
     assert!(owner(url).await.starts_with("second/"), "the resumed instance did not take the org back");
     cluster.finish().await;
+}
+
+/// The owner's batch is refused by the org's epoch (rule D13): another
+/// instance has taken the org over in the database (written here as a
+/// takeover writes it) and the owner has not renewed its lease since. The
+/// call it decided is answered 503 `dispatched_elsewhere`, nothing of it
+/// is written, the refusal is counted, and the owner steps down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d13_an_owner_whose_batch_the_epoch_refuses_writes_nothing_and_steps_down() {
+    use server::metrics::{counter_value, BATCHES_FENCED};
+    let Some(cluster) = Cluster::start(None, 1).await else { return };
+    let url = &cluster.url;
+    // A renewal due between the takeover and the batch steps the owner
+    // down before any batch (it renews once a second): then the org is
+    // given back and the takeover made again.
+    for attempt in 1.. {
+        until(|| cluster.dispatching(0), "the instance dispatches the org").await;
+        let fenced = counter_value(&cluster.scrape(0).await, BATCHES_FENCED);
+        common::execute(url, &format!(
+            "UPDATE org_leases SET owner = 'elsewhere/1', epoch = epoch + 1, \
+             expires_at = (extract(epoch from clock_timestamp()) * 1000)::bigint + 60000 WHERE org_id = '{ORG}'"
+        ))
+        .await;
+        let refused = raise(cluster.base(0), "uk-pick-01").await;
+        assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(refused.json::<serde_json::Value>().await.unwrap()["error"]["code"], "dispatched_elsewhere");
+        assert_eq!(scalar(url, "SELECT COUNT(*) FROM sessions").await, 0, "nothing of the fenced batch was written");
+        until(|| async { !cluster.dispatching(0).await }, "the fenced owner steps down").await;
+        if counter_value(&cluster.scrape(0).await, BATCHES_FENCED) == fenced + 1 {
+            break;
+        }
+        assert!(attempt < 5, "a renewal came first {attempt} times: no batch was ever refused by the epoch");
+        common::execute(url, &format!("UPDATE org_leases SET expires_at = 0 WHERE org_id = '{ORG}'")).await;
+    }
+    cluster.finish().await;
+}
+
+/// Polls `holds` (every 50 ms, at most 20 s) until it is true; `what` says what never came.
+async fn until<F: std::future::Future<Output = bool>>(mut holds: impl FnMut() -> F, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !holds().await {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 /// The owner is killed (-9) after acknowledging calls: a survivor owns the

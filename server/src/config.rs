@@ -463,6 +463,19 @@ mod tests {
         assert!(SettingsOnly::try_parse_from(["server", "--trusted-proxies", "10.0.0.0/33"]).is_err());
     }
 
+    /// An instance is named as configured, else by its host and port
+    /// (unique among instances on one host, readable in a lease's owner).
+    #[test]
+    fn an_instance_is_named_by_its_host_and_port_unless_named() {
+        let addr: SocketAddr = "0.0.0.0:3002".parse().unwrap();
+        let mut config = Config::local("data".into(), None, "site".into());
+        assert_eq!(config.instance, None);
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
+        assert_eq!(config.instance_name(addr), format!("{host}:3002"));
+        config.instance = Some("node-2".into());
+        assert_eq!(config.instance_name(addr), "node-2");
+    }
+
     /// README's configuration table names exactly the variables `server
     /// --help` lists (the hidden cargo-leptos address aside).
     #[test]

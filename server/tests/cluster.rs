@@ -19,6 +19,8 @@ mod ownership;
 mod relay;
 #[path = "cluster/revocations.rs"]
 mod revocations;
+#[path = "cluster/settings.rs"]
+mod settings;
 #[path = "cluster/store.rs"]
 mod store;
 #[path = "cluster/under_load.rs"]

@@ -3,7 +3,7 @@
 //! on the others, by message or, when that is lost, by the sweep; a robot's
 //! silence is told where its heartbeats stopped.
 
-use super::{admin_cookie, call_at, heartbeat, nats_url, raise, Cluster, ORG, OwnNats};
+use super::{admin_cookie, call_at, cookie_at, heartbeat, nats_url, raise, Cluster, ORG, OwnNats};
 use crate::common::{self, scalar};
 use reqwest::StatusCode;
 
@@ -44,6 +44,65 @@ async fn a_sign_out_and_a_token_rotation_on_one_instance_hold_on_the_other() {
     let token: String = rotated.json().await.unwrap();
     until_refused(&second.base, &server::seed::demo_robot_token("uk-pick-01"), 5).await;
     assert_eq!(heartbeat(&second.base, &token).await, StatusCode::OK, "the new one works there");
+    cluster.finish().await;
+}
+
+/// Asha's sockets with `cookie`: her console on `console_at`, the watch
+/// of her own sessions on `watch_at`, each heard from once.
+async fn ashas_sockets(console_at: &str, watch_at: &str, cookie: &str) -> [common::Tab; 2] {
+    use domain::ring::RingMsg;
+    let mut console = common::Tab::open_at(console_at, cookie, "/ws").await;
+    console.until(|m| matches!(m, RingMsg::Welcome { .. }).then_some(())).await;
+    let mut watch = common::Tab::open_at(watch_at, cookie, "/ws?watch=mine").await;
+    watch.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
+    [console, watch]
+}
+
+/// Each of `tabs` closes within 5 s; `why` is what ended them.
+async fn all_closed(tabs: [common::Tab; 2], why: &str) {
+    for (mut tab, at) in tabs.into_iter().zip(["the second", "the third"]) {
+        assert!(tab.closed_within(std::time::Duration::from_secs(5)).await, "{why} on the first: Asha's socket on {at} is still open");
+    }
+}
+
+/// The other ways a sign-in or a membership ends hold on every instance,
+/// by message alone (no sweep): a password changed, a role changed and a
+/// member removed on the first close the person's sockets on the second
+/// and the third, and a robot retired on the first is refused on both,
+/// which had its token cached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_a_role_a_removal_and_a_retirement_on_one_instance_hold_on_the_two_others() {
+    let Some(nats) = nats_url().await else { return };
+    let Some(cluster) = Cluster::start_with(Some(&nats), 3, vec![("CLUTCHCALL_REVOCATION_SWEEP_S", "3600".into())]).await else { return };
+    let (first, second, third) = (cluster.base(0), cluster.base(1), cluster.base(2));
+    let admin = admin_cookie(first).await;
+
+    // Her password, changed from a sign-in on the first, ends her other
+    // sign-in's sockets (that one was made on the second).
+    let (changing, other) = (cookie_at(first, common::OPERATOR).await, cookie_at(second, common::OPERATOR).await);
+    let tabs = ashas_sockets(second, third, &other).await;
+    let new = "a-longer-passphrase-of-ashas";
+    let changed = call_at(first, &changing, "change_password", &[("current", server::seed::DEMO_PASSWORD), ("new", new), ("confirm", new)]).await;
+    assert_eq!(changed.status(), StatusCode::OK);
+    all_closed(tabs, "her password changed").await;
+
+    // A new role, then her removal from the org: each ends her sockets in it.
+    let tabs = ashas_sockets(second, third, &changing).await;
+    assert_eq!(call_at(first, &admin, "set_member_role", &[("user_id", "u-asha"), ("role", "admin")]).await.status(), StatusCode::OK);
+    all_closed(tabs, "her role changed").await;
+    let tabs = ashas_sockets(second, third, &changing).await;
+    assert_eq!(call_at(first, &admin, "remove_member", &[("user_id", "u-asha")]).await.status(), StatusCode::OK);
+    all_closed(tabs, "her removal").await;
+
+    // A robot retired on the first: its token, cached on the others, fails there.
+    let token = server::seed::demo_robot_token("uk-pick-01");
+    for base in [second, third] {
+        assert_eq!(heartbeat(base, &token).await, StatusCode::OK);
+    }
+    assert_eq!(call_at(first, &admin, "retire_robot", &[("robot_id", "uk-pick-01")]).await.status(), StatusCode::OK);
+    for base in [second, third] {
+        until_refused(base, &token, 5).await;
+    }
     cluster.finish().await;
 }
 

@@ -225,6 +225,47 @@ async fn a_call_raised_on_one_instance_rings_and_is_answered_on_another_and_a_th
     cluster.finish().await;
 }
 
+/// An offer ringing when its org's owner is killed (-9) rings on after
+/// the takeover (rule D14; D11's re-ring, across instances): the
+/// operator's console on the survivor, never reconnected, is welcomed by
+/// the new owner's desk with the same offer, and her Accept there starts
+/// the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d14_an_offer_ringing_when_its_owner_is_killed_rings_on_at_the_survivor_and_is_answered_there() {
+    use domain::ring::RingMsg;
+    let Some(nats) = nats_url().await else { return };
+    let Some(mut cluster) = Cluster::start(Some(&nats), 2).await else { return };
+    let url = cluster.url.clone();
+    assert!(owner(&url).await.starts_with("first/"));
+    let mut console = ready_console(cluster.base(1), common::OPERATOR).await;
+    let raised = raise(cluster.base(1), "uk-pick-01").await;
+    assert_eq!(raised.status(), StatusCode::CREATED, "offered by the owner, the first");
+    let session = raised.json::<serde_json::Value>().await.unwrap()["sessionId"].as_str().unwrap().to_string();
+    let rung = console.until(|m| match m {
+        RingMsg::Offer { offer } => Some(offer.session_id),
+        _ => None,
+    });
+    assert_eq!(rung.await, session);
+
+    cluster.servers[0].child.start_kill().unwrap();
+    cluster.servers[0].child.wait().await.unwrap();
+    owned_by(&url, "second").await;
+    // Her tab registers with the new desk, which loaded the offer still ringing.
+    let rung_again = console.until(|m| match m {
+        RingMsg::Welcome { offer: Some(offer), .. } => Some(offer.session_id),
+        _ => None,
+    });
+    assert_eq!(rung_again.await, session);
+    console.send(domain::ring::ConsoleMsg::Accept { session_id: session.clone() }).await;
+    let accepted = console.until(|m| match m {
+        RingMsg::Accepted { session_id } => Some(session_id),
+        _ => None,
+    });
+    assert_eq!(accepted.await, session);
+    assert_eq!(scalar(&url, &format!("SELECT COUNT(*) FROM sessions WHERE id = '{session}' AND lifecycle = 'ACTIVE'")).await, 1);
+    cluster.finish().await;
+}
+
 /// An owner paused (SIGSTOP) stays connected to NATS for a while; once
 /// another instance has taken its org over, every request forwarded from
 /// the remaining instance reaches the new owner (the lease's epoch names the

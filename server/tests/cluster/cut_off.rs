@@ -161,6 +161,9 @@ async fn an_owner_whose_nats_goes_quiet_keeps_its_org_and_the_others_answer_for_
     assert_eq!(raise(cluster.base(0), "ue-pick-02").await.status(), StatusCode::ACCEPTED, "raised on the owner itself");
     let forwarded = raise(cluster.base(1), "uw-weld-01").await;
     assert_eq!(forwarded.status(), StatusCode::SERVICE_UNAVAILABLE);
+    // Told when to try again, as a degraded instance must.
+    let retry_after = forwarded.headers().get("retry-after").and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    assert!(retry_after.is_some_and(|s| s >= 1), "{:?}", forwarded.headers());
     let body = forwarded.text().await.unwrap();
     assert!(body.contains("\"unavailable\""), "{body:?}");
 

@@ -191,7 +191,8 @@ async fn d10_an_operator_ringing_in_an_org_dispatched_elsewhere_is_busy_here_unt
 /// Any instance serves anyone: a call raised on the second instance rings
 /// Asha's console on the third, her Accept there starts the session, the
 /// owner's (the first's) wallboard hears it, and the second's roster shows
-/// her presence; the second and third forward to the first over NATS.
+/// her presence, pushed to its live screens (the roster and the overview
+/// reload on it); the second and third forward to the first over NATS.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_raised_on_one_instance_rings_and_is_answered_on_another_and_a_third_sees_it() {
     use domain::events::OrgEvent;
@@ -205,9 +206,17 @@ async fn a_call_raised_on_one_instance_rings_and_is_answered_on_another_and_a_th
     let (owner_base, raising, ringing) = (cluster.base(0), cluster.base(1), cluster.base(2));
     let mut wallboard = common::Tab::open_at(owner_base, &admin_cookie(owner_base).await, "/ws?watch=org").await;
     wallboard.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
+    let mut live_screen = common::Tab::open_at(raising, &admin_cookie(raising).await, "/ws?watch=org").await;
+    live_screen.until(|m| matches!(m, RingMsg::Resync).then_some(())).await;
 
     // Asha's console on the third: the owner's desk welcomes her and takes her Ready.
     let mut console = ready_console(ringing, common::OPERATOR).await;
+    live_screen
+        .until(|m| match m {
+            RingMsg::Org { event: OrgEvent::Presence { presence } } => (presence.operator_id == "u-asha" && presence.state == PresenceState::Ready).then_some(()),
+            _ => None,
+        })
+        .await;
     let roster: domain::roster::Roster = call_at(raising, &admin_cookie(raising).await, "load_roster", &[]).await.json().await.unwrap();
     let asha = roster.rows.iter().find(|row| row.email.as_deref() == Some(common::OPERATOR)).expect("Asha's row");
     assert_eq!(asha.state, PresenceState::Ready, "the second's roster shows the presence the third's console set");

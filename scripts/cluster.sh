@@ -38,10 +38,11 @@ cargo run --quiet -p clutchcall-site -- "${RELEASE[@]}"
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; pkill -P $$ 2>/dev/null || true' EXIT INT TERM
 up() { for _ in $(seq 150); do curl -fs -o /dev/null "http://127.0.0.1:$1/healthz" && return 0; sleep 0.2; done; echo "instance on :$1 did not start" >&2; return 1; }
+SERVERS=()
 for n in 1 2 3; do
   CLUTCHCALL_ADDR="127.0.0.1:300$n" CLUTCHCALL_INSTANCE="node-$n" CLUTCHCALL_METRICS_ADDR="127.0.0.1:910$n" \
     CLUTCHCALL_DATA_DIR="data/cluster" CLUTCHCALL_DEMO=1 "$TARGET_DIR/$PROFILE/server" &
-  PIDS+=($!)
+  PIDS+=($!); SERVERS+=($!)
   # The first seeds the demo org alone; the others find it there.
   up "300$n"
 done
@@ -54,4 +55,12 @@ if [[ "${CLUTCHCALL_SIM:-1}" != "0" ]]; then
   "$SIM" --base http://127.0.0.1:3002 --operators false --robots ue-pick-01,ue-pick-02,ue-pal-01,ue-insp-01 & PIDS+=($!)
   "$SIM" --base http://127.0.0.1:3003 --operators false --robots uw-pick-01,uw-pal-01,uw-mm-01,uw-weld-01 & PIDS+=($!)
 fi
-wait -n "${PIDS[@]}"
+# Until Ctrl-C. An instance that exits (kill one to watch its orgs move)
+# leaves the others serving, and is told when it does; this ends once all
+# three have.
+declare -A NODE=([${SERVERS[0]}]=1 [${SERVERS[1]}]=2 [${SERVERS[2]}]=3)
+while ((${#NODE[@]})); do
+  status=0; wait -n -p gone "${!NODE[@]}" || status=$?
+  n=${NODE[$gone]}; unset "NODE[$gone]"
+  echo "node-$n (:300$n) exited (status $status)" >&2
+done

@@ -59,9 +59,10 @@ pub fn relay_instance_gone() {
     metrics::counter!(RELAY_INSTANCES_GONE).increment(1);
 }
 
-/// Batches an org's dispatcher had refused by the org's epoch (rule D13):
-/// it was taken over while it decided them (paused, or cut off past its
-/// lease), so none of them happened and it stepped down.
+/// Batches an org's dispatcher had refused by the org's epoch (rule D13),
+/// a load's recovery commit among them: the org was taken over while the
+/// dispatcher decided them (paused, or cut off past its lease), so none of
+/// them happened, and it steps down (or was stopping).
 pub const BATCHES_FENCED: &str = "clutchcall_batches_fenced_total";
 
 /// A batch was refused by the epoch (`BATCHES_FENCED`).

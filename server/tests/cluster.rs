@@ -145,6 +145,16 @@ async fn taken_from_first(url: &str) -> usize {
     }
 }
 
+/// Polls `holds` (every 50 ms, at most 20 s) until it is true; `what`
+/// says what never came.
+async fn until<F: std::future::Future<Output = bool>>(mut holds: impl FnMut() -> F, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !holds().await {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// The demo admin's session cookie, signed in at the instance at `base`.
 async fn admin_cookie(base: &str) -> String {
     cookie_at(base, common::ADMIN).await

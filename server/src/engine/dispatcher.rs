@@ -321,7 +321,10 @@ async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> R
                 desk.serve_queues(now);
                 match commit_recovery(shared, lease, desk.take_effects()).await {
                     Ok(()) => return Ok(()),
-                    Err(StoreError::Fenced) => return Err(lease::Gone::Lost),
+                    Err(StoreError::Fenced) => {
+                        crate::metrics::batch_fenced();
+                        return Err(lease::Gone::Lost);
+                    }
                     Err(e) => format!("recovery could not be committed: {e}"),
                 }
             }

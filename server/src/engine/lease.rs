@@ -175,14 +175,17 @@ mod tests {
     }
 
     /// Rule D14's bound, as the lease's times set it: an owner that dies
-    /// just after a renewal holds the org a `LEASE` longer, and a survivor
-    /// that asked just before it lapsed asks again a `TAKE_EVERY` later.
-    /// That leaves a second of the 5 s for the survivor to load the desk;
-    /// the takeover as measured, load included, is a benchmark
-    /// (`takeover-bench`, BENCHMARKS.md), never a timed test.
+    /// just after a renewal holds the org a `LEASE` longer, a survivor that
+    /// asked just before it lapsed asks again a `TAKE_EVERY` later, and in
+    /// cluster mode waits at most `LISTEN_WITHIN` for its NATS subscription
+    /// before it loads the desk: 5 s with nothing left over, so the load
+    /// itself (tens of milliseconds for the demo org) and the subscription
+    /// (milliseconds) are what `takeover-bench` measures (BENCHMARKS.md
+    /// "Failover"), never a timed test.
     #[test]
-    fn d14_a_dead_owners_lease_is_taken_within_4_s_leaving_a_second_to_load() {
-        assert!(LEASE + TAKE_EVERY <= Duration::from_secs(4), "{:?} + {:?}", LEASE, TAKE_EVERY);
+    fn d14_a_dead_owners_lease_is_taken_and_listened_for_within_5_s() {
+        use super::super::forward::LISTEN_WITHIN;
+        assert!(LEASE + TAKE_EVERY + LISTEN_WITHIN <= Duration::from_secs(5), "{LEASE:?} + {TAKE_EVERY:?} + {LISTEN_WITHIN:?}");
         // A live owner renews twice or more within a lease: one renewal
         // lost (a slow answer, a dropped connection) does not lose the org.
         assert!(RENEW_EVERY * 2 < LEASE);

@@ -6,7 +6,7 @@
 //! an owner that loses NATS keeps its org, and the others answer for it.
 //! (And an org its new owner cannot load while the database answers.)
 
-use super::{heartbeat, instance, nats_url, owned_by, owner, raise, Cluster, ORG};
+use super::{heartbeat, instance, nats_url, owned_by, owner, raise, until, Cluster, ORG};
 use crate::common::{self, execute, proxy::Proxy, scalar};
 use reqwest::StatusCode;
 use sqlx::Connection;
@@ -97,11 +97,7 @@ async fn d14_an_owner_cut_off_from_the_database_steps_down_when_its_lease_ends()
     let base = cluster.base(0).to_string();
     let in_flight = tokio::spawn(async move { raise(&base, "uk-pick-01").await });
     owned_by(&url, "second").await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while cluster.dispatching(0).await {
-        assert!(Instant::now() < deadline, "the cut-off owner still claims the org");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until(|| async { !cluster.dispatching(0).await }, "the cut-off owner gives up its claim on the org").await;
     assert!(cluster.scrape(0).await.contains("clutchcall_scrape_read_database 0"), "the scrape did not say its org gauges are old");
     // The next call is answered by its engine (the database unreachable),
     // not by the request's timeout, which answers 503 with no body.

@@ -4,7 +4,7 @@
 //! on another, and an operator rung by an org dispatched elsewhere is busy
 //! here (D10).
 
-use super::{accept_offer, admin_cookie, call_at, cookie_at, nats_url, owned_by, owner, raise, ready_console, taken_from_first, Cluster, ORG};
+use super::{accept_offer, admin_cookie, call_at, cookie_at, nats_url, owned_by, owner, raise, ready_console, taken_from_first, until, Cluster, ORG};
 use crate::common::{self, scalar};
 use reqwest::StatusCode;
 
@@ -38,11 +38,14 @@ async fn d13_a_paused_owner_resumes_fenced_writes_nothing_and_steps_down() {
     cluster.finish().await;
 }
 
-/// The owner's batch is refused by the org's epoch (rule D13): another
-/// instance has taken the org over in the database (written here as a
-/// takeover writes it) and the owner has not renewed its lease since. The
-/// call it decided is answered 503 `dispatched_elsewhere`, nothing of it
-/// is written, the refusal is counted, and the owner steps down.
+/// The owner's batch is refused by the org's epoch (rule D13): the lease
+/// is given another owner and epoch in the database (the columns a
+/// takeover writes, though a real one waits for the lease to lapse), and
+/// the owner has not renewed since: it stands for a batch the owner began
+/// before it was paused past its lease. The call it decided is answered
+/// 503 `dispatched_elsewhere`, nothing of it is written, the refusal is
+/// counted, and the owner steps down. (The lease is given a minute, not
+/// 3 s, so that the owner does not take it back mid-test.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d13_an_owner_whose_batch_the_epoch_refuses_writes_nothing_and_steps_down() {
     use server::metrics::{counter_value, BATCHES_FENCED};
@@ -71,15 +74,6 @@ async fn d13_an_owner_whose_batch_the_epoch_refuses_writes_nothing_and_steps_dow
         common::execute(url, &format!("UPDATE org_leases SET expires_at = 0 WHERE org_id = '{ORG}'")).await;
     }
     cluster.finish().await;
-}
-
-/// Polls `holds` (every 50 ms, at most 20 s) until it is true; `what` says what never came.
-async fn until<F: std::future::Future<Output = bool>>(mut holds: impl FnMut() -> F, what: &str) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !holds().await {
-        assert!(std::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
 }
 
 /// The owner is killed (-9) after acknowledging calls: a survivor owns the
@@ -256,12 +250,14 @@ async fn d14_an_offer_ringing_when_its_owner_is_killed_rings_on_at_the_survivor_
     });
     assert_eq!(rung.await, session);
 
+    let killed_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     cluster.servers[0].child.start_kill().unwrap();
     cluster.servers[0].child.wait().await.unwrap();
     owned_by(&url, "second").await;
-    // Her tab registers with the new desk, which loaded the offer still ringing.
+    // Her tab registers with the new desk, which loaded the offer still
+    // ringing (a Welcome made before the kill would be the old desk's).
     let rung_again = console.until(|m| match m {
-        RingMsg::Welcome { offer: Some(offer), .. } => Some(offer.session_id),
+        RingMsg::Welcome { offer: Some(offer), server_now_ms, .. } if server_now_ms >= killed_ms => Some(offer.session_id),
         _ => None,
     });
     assert_eq!(rung_again.await, session);

@@ -559,20 +559,21 @@ async fn an_instance_killed_with_the_edge_agent_is_found_gone_by_the_one_with_th
     cluster.finish().await;
 }
 
-/// A frame the NATS client cannot take now (NATS gone: the client
-/// reconnects and its queue fills) is dropped at once and said so, as a
-/// socket's full queue drops one (the channel counts it dropped): a relay
-/// socket's task never waits on NATS.
+/// A frame the NATS client cannot take now (its queue full: here NATS is
+/// gone, so nothing drains it) is dropped at once and said so, as a
+/// socket's full queue drops one (`relay::channel::Channel` counts it dropped): a
+/// relay socket's task never waits on NATS (`send` is not async).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_frame_the_nats_client_cannot_take_is_dropped_at_once() {
     use server::relay::link::{ChannelLink, Direction, RelayLink};
-    let Some(nats) = super::OwnNats::start(None).await else { return };
+    let Some(mut nats) = super::OwnNats::start(None).await else { return };
     let link = RelayLink::connect(&nats.url(), "here", &uuid::Uuid::now_v7().simple().to_string()).await.expect("NATS");
     let channel = ChannelLink::new(link, "ses-full");
     let frame = axum::extract::ws::Message::Binary(vec![7u8; 1024].into());
     assert!(channel.send(Direction::Up, &frame), "taken while NATS is there");
-    // Killed: what the client has not sent waits in its queue until it is full.
-    drop(nats);
+    // Killed (and gone): the client's queue takes frames until it is full.
+    nats.process.kill().await.unwrap();
     let taken = (0..1_000_000).take_while(|_| channel.send(Direction::Up, &frame)).count();
+    assert!(taken > 0, "refused at once: a closed client, not a full queue");
     assert!(taken < 1_000_000, "a million frames taken with NATS gone: none was ever dropped");
 }

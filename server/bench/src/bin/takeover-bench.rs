@@ -62,18 +62,20 @@ async fn start(binary: &PathBuf, url: &str, nats: &str, data: &std::path::Path, 
 const ROBOT: &str = "uk-pick-01";
 
 /// Raises the demo robot's call at `base` until it is acknowledged (the
-/// org's desk is loaded there), then withdraws it.
-async fn until_answered(http: &reqwest::Client, base: &str, since: Instant) -> anyhow::Result<()> {
+/// org's desk is loaded there): how long after `since` it was, timed
+/// before the call is withdrawn.
+async fn until_answered(http: &reqwest::Client, base: &str, since: Instant) -> anyhow::Result<Duration> {
     let token = server::seed::demo_robot_token(ROBOT);
     loop {
         let raised = http.post(format!("{base}/v1/sessions")).bearer_auth(&token).json(&serde_json::json!({ "robotId": ROBOT })).send().await;
         if let Ok(raised) = raised {
             if matches!(raised.status().as_u16(), 201 | 202) {
+                let answered = since.elapsed();
                 let body: serde_json::Value = raised.json().await?;
                 let id = body["sessionId"].as_str().unwrap_or_default();
                 let withdrawn = http.delete(format!("{base}/v1/sessions/{id}")).bearer_auth(&token).send().await?;
                 anyhow::ensure!(withdrawn.status().is_success(), "the call could not be withdrawn: {}", withdrawn.status());
-                return Ok(());
+                return Ok(answered);
             }
         }
         anyhow::ensure!(since.elapsed() < Duration::from_secs(30), "the survivor did not answer within 30 s");
@@ -111,8 +113,7 @@ async fn main() -> anyhow::Result<()> {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let took = killed.elapsed();
-        until_answered(&http, &children[1 - victim].1, killed).await?;
-        let answers = killed.elapsed();
+        let answers = until_answered(&http, &children[1 - victim].1, killed).await?;
         println!("kill {kill:>2}: {} taken over by {survivor} after {:.0} ms, answering for the org after {:.0} ms", NAMES[victim], ms(took), ms(answers));
         times.push(took);
         answered.push(answers);

@@ -22,11 +22,12 @@ async fn cluster_mode_on_an_sqlite_file_is_refused_with_what_to_set() {
 #[tokio::test]
 async fn cluster_mode_whose_nats_does_not_answer_is_refused_naming_it() {
     let Some((url, name)) = common::scratch_pg_database().await else { return };
-    // A port held by a listener that never answers (no other process can
-    // take it meanwhile): the connection is made, NATS's greeting never comes.
-    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = silent.local_addr().unwrap().port();
-    let nats = format!("nats://127.0.0.1:{port}");
+    // A listener that never answers: the connection is made, NATS's
+    // greeting never comes. (On an address of its own: the cluster tests
+    // pick 127.0.0.1 ports by binding and letting go, and one held here
+    // must not be one of those.)
+    let silent = std::net::TcpListener::bind("127.0.0.9:0").unwrap();
+    let nats = format!("nats://{}", silent.local_addr().unwrap());
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::local(dir.path().to_path_buf(), Some(url), common::site_root());
     config.nats_url = Some(nats.clone());

@@ -14,6 +14,10 @@
 # (README "Cluster mode"); kill one and watch its orgs move to another
 # (`curl -s 127.0.0.1:910N/metrics | grep clutchcall_dispatching`).
 set -euo pipefail
+if ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 501)); then
+  echo "cluster.sh needs bash 5.1 or later (wait -p); this is $BASH_VERSION" >&2
+  exit 1
+fi
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 CLUTCHCALL_SETUP_NATS=1 bash scripts/setup.sh
 
@@ -36,7 +40,10 @@ RELEASE=(); [[ "$PROFILE" == "release" ]] && RELEASE=(--release)
 cargo run --quiet -p clutchcall-site -- "${RELEASE[@]}"
 
 PIDS=()
-trap 'kill "${PIDS[@]}" 2>/dev/null; pkill -P $$ 2>/dev/null || true' EXIT INT TERM
+# Whatever ends the script stops everything it started; Ctrl-C ends it.
+trap 'kill "${PIDS[@]}" 2>/dev/null || true; pkill -P $$ 2>/dev/null || true' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 up() { for _ in $(seq 150); do curl -fs -o /dev/null "http://127.0.0.1:$1/healthz" && return 0; sleep 0.2; done; echo "instance on :$1 did not start" >&2; return 1; }
 SERVERS=()
 for n in 1 2 3; do
@@ -60,7 +67,13 @@ fi
 # three have.
 declare -A NODE=([${SERVERS[0]}]=1 [${SERVERS[1]}]=2 [${SERVERS[2]}]=3)
 while ((${#NODE[@]})); do
-  status=0; wait -n -p gone "${!NODE[@]}" || status=$?
+  gone=""; status=0; wait -n -p gone "${!NODE[@]}" || status=$?
+  if [[ -z "${gone:-}" ]]; then
+    # One that exited before this loop (bash has already reaped it): found
+    # by asking each whether it is still there.
+    for pid in "${!NODE[@]}"; do kill -0 "$pid" 2>/dev/null || { gone=$pid; status=unknown; break; }; done
+    [[ -n "${gone:-}" ]] || continue
+  fi
   n=${NODE[$gone]}; unset "NODE[$gone]"
   echo "node-$n (:300$n) exited (status $status)" >&2
 done

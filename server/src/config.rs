@@ -471,8 +471,7 @@ mod tests {
         let mut config = Config::local("data".into(), None, "site".into());
         assert_eq!(config.instance, None);
         let named = config.instance_name(addr);
-        let host = named.strip_suffix(":3002").expect("the port");
-        assert!(!host.is_empty() && !host.contains('/'), "{named}: a lease's owner is name/run");
+        assert!(named.strip_suffix(":3002").is_some_and(|host| !host.is_empty()), "{named}");
         config.instance = Some("node-2".into());
         assert_eq!(config.instance_name(addr), "node-2");
     }

@@ -321,10 +321,7 @@ async fn load(shared: &Shared, lease: &Lease, desk: &mut Desk, taken: bool) -> R
                 desk.serve_queues(now);
                 match commit_recovery(shared, lease, desk.take_effects()).await {
                     Ok(()) => return Ok(()),
-                    Err(StoreError::Fenced) => {
-                        crate::metrics::batch_fenced();
-                        return Err(lease::Gone::Lost);
-                    }
+                    Err(StoreError::Fenced) => return Err(lease::Gone::Lost),
                     Err(e) => format!("recovery could not be committed: {e}"),
                 }
             }
@@ -348,7 +345,12 @@ async fn commit_recovery(shared: &Shared, lease: &Lease, mut fx: super::desk::Ef
     let (shared, lease) = (shared.clone(), lease.clone());
     let committing = tokio::spawn(async move {
         if !fx.writes.is_empty() {
-            shared.store.commit(&lease, std::mem::take(&mut fx.writes)).await?;
+            // (Counted here: a refusal that lands after the load was dropped counts too.)
+            let committed = shared.store.commit(&lease, std::mem::take(&mut fx.writes)).await;
+            if let Err(StoreError::Fenced) = committed {
+                crate::metrics::batch_fenced();
+            }
+            committed?;
         }
         super::pipeline::announce(&shared, fx);
         Ok(())

@@ -27,7 +27,7 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 /// How long a new owner waits for NATS to take its subscription for the
 /// org's forwarded requests before it dispatches the org regardless (its
 /// lease runs meanwhile, unrenewed: well within it).
-pub(super) const LISTEN_WITHIN: Duration = Duration::from_secs(1);
+pub const LISTEN_WITHIN: Duration = Duration::from_secs(1);
 // A new owner asks (a take interval at most), listens, then renews: all
 // within its lease.
 const _: () = assert!(super::lease::TAKE_EVERY.as_millis() + LISTEN_WITHIN.as_millis() < super::lease::LEASE.as_millis());

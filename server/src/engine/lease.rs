@@ -15,7 +15,8 @@ use std::time::Duration;
 
 /// A lease lapses this long after its last renewal: another instance may
 /// then take the org (failover within 5 s: this, plus one `TAKE_EVERY`,
-/// plus loading the desk).
+/// plus in cluster mode at most `forward::LISTEN_WITHIN` for the new
+/// owner's NATS subscription, then loading the desk).
 pub const LEASE_TTL_MS: i64 = 3_000;
 /// The same, as this instance's clock counts it.
 pub const LEASE: Duration = Duration::from_millis(LEASE_TTL_MS as u64);
@@ -184,7 +185,7 @@ mod tests {
     /// "Failover"), never a timed test.
     #[test]
     fn d14_a_dead_owners_lease_is_taken_and_listened_for_within_5_s() {
-        use super::super::forward::LISTEN_WITHIN;
+        use crate::engine::forward::LISTEN_WITHIN;
         assert!(LEASE + TAKE_EVERY + LISTEN_WITHIN <= Duration::from_secs(5), "{LEASE:?} + {TAKE_EVERY:?} + {LISTEN_WITHIN:?}");
         // A live owner renews twice or more within a lease: one renewal
         // lost (a slow answer, a dropped connection) does not lose the org.

@@ -59,10 +59,10 @@ pub fn relay_instance_gone() {
     metrics::counter!(RELAY_INSTANCES_GONE).increment(1);
 }
 
-/// Batches an org's dispatcher had refused by the org's epoch (rule D13),
-/// a load's recovery commit among them: the org was taken over while the
-/// dispatcher decided them (paused, or cut off past its lease), so none of
-/// them happened, and it steps down (or was stopping).
+/// Dispatch batches the org's epoch refused (rule D13), a load's recovery
+/// commit among them: the org was taken over while its dispatcher decided
+/// them (paused, or cut off past its lease), so none of them happened, and
+/// the dispatcher steps down (or was stopping).
 pub const BATCHES_FENCED: &str = "clutchcall_batches_fenced_total";
 
 /// A batch was refused by the epoch (`BATCHES_FENCED`).

@@ -65,7 +65,8 @@ pub fn relay_instance_gone() {
 /// the dispatcher steps down (or was stopping).
 pub const BATCHES_FENCED: &str = "clutchcall_batches_fenced_total";
 
-/// A batch was refused by the epoch (`BATCHES_FENCED`).
+/// A batch was refused by the epoch (`BATCHES_FENCED`): counted where the
+/// store reads the refusal, so every commit path counts it once.
 pub fn batch_fenced() {
     metrics::counter!(BATCHES_FENCED).increment(1);
 }

@@ -8,6 +8,24 @@ use sqlx::Connection;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// Starts `command`, a server that prints "… listening on <base URL>", and
+/// waits for that line: the process (killed when dropped) and its base
+/// URL. What it prints after is read and dropped, so a full pipe never
+/// stalls it.
+pub async fn spawn_listening(mut command: tokio::process::Command) -> anyhow::Result<(tokio::process::Child, String)> {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut process = command.stdout(std::process::Stdio::piped()).kill_on_drop(true).spawn()?;
+    let mut lines = BufReader::new(process.stdout.take().expect("piped")).lines();
+    let base = loop {
+        let line = lines.next_line().await?.ok_or_else(|| anyhow::anyhow!("the server exited before listening"))?;
+        if let Some(address) = line.split("listening on ").nth(1) {
+            break address.trim().to_string();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((process, base))
+}
+
 /// A fresh database for one run: a temp SQLite file, or a PostgreSQL
 /// database created on `CLUTCHCALL_TEST_PG_URL` (default the local server)
 /// and dropped by `finish`.

@@ -345,12 +345,7 @@ async fn commit_recovery(shared: &Shared, lease: &Lease, mut fx: super::desk::Ef
     let (shared, lease) = (shared.clone(), lease.clone());
     let committing = tokio::spawn(async move {
         if !fx.writes.is_empty() {
-            // (Counted here: a refusal that lands after the load was dropped counts too.)
-            let committed = shared.store.commit(&lease, std::mem::take(&mut fx.writes)).await;
-            if let Err(StoreError::Fenced) = committed {
-                crate::metrics::batch_fenced();
-            }
-            committed?;
+            shared.store.commit(&lease, std::mem::take(&mut fx.writes)).await?;
         }
         super::pipeline::announce(&shared, fx);
         Ok(())

@@ -128,10 +128,7 @@ impl Committing {
     pub fn settle(self, shared: &Shared, committed: &StoreResult<Vec<SessionRow>>) {
         match committed {
             Ok(read) => self.done(shared, read),
-            Err(StoreError::Fenced) => {
-                crate::metrics::batch_fenced();
-                self.decided.fail(|| EngineError::DispatchedElsewhere)
-            }
+            Err(StoreError::Fenced) => self.decided.fail(|| EngineError::DispatchedElsewhere),
             Err(_) => self.decided.fail(|| EngineError::Unavailable),
         }
     }

@@ -372,7 +372,10 @@ impl PgStore {
             .execute(&self.pool).await;
         match done {
             Ok(_) => Ok(Vec::new()),
-            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("CC001") => Err(super::StoreError::Fenced),
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("CC001") => {
+                crate::metrics::batch_fenced();
+                Err(super::StoreError::Fenced)
+            }
             Err(e) => Err(e.into()),
         }
     }

@@ -404,7 +404,7 @@ async fn a_robot_that_moves_to_another_instance_mid_session_is_one_episode_in_or
     robot.send(state(1)).await.unwrap();
     assert_eq!(next_state(&mut cockpit).await, vec![1.0; 6]);
     robot.close(None).await.unwrap();
-robot_left(&mut cockpit).await;
+    robot_left(&mut cockpit).await;
 
     let mut robot = common::relay_at(cluster.base(2), &session, Some("ue-pick-01"), None).await.expect("the robot joins again on the third");
     both_on(&mut cockpit).await;

@@ -48,11 +48,9 @@ use clutchcall_bench::{ms, number, parse_flags, percentile, ScratchDb};
 use futures::{SinkExt, StreamExt};
 use server::seed::{load_operator_email, load_org, load_robot_token, LOAD_PASSWORD};
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{oneshot, Semaphore};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
@@ -177,16 +175,8 @@ impl Child {
     }
 }
 
-async fn spawn(mut command: tokio::process::Command) -> anyhow::Result<Child> {
-    let mut process = command.stdout(Stdio::piped()).kill_on_drop(true).spawn()?;
-    let mut lines = BufReader::new(process.stdout.take().expect("stdout")).lines();
-    let base = loop {
-        let line = lines.next_line().await?.ok_or_else(|| anyhow::anyhow!("server exited before listening"))?;
-        if let Some(addr) = line.split("listening on ").nth(1) {
-            break addr.trim().to_string();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+async fn spawn(command: tokio::process::Command) -> anyhow::Result<Child> {
+    let (process, base) = clutchcall_bench::spawn_listening(command).await?;
     Ok(Child { process, base })
 }
 

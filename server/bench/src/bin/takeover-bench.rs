@@ -18,9 +18,7 @@
 use clutchcall_bench::{ms, number, parse_flags, percentile, ScratchDb};
 use sqlx::Connection;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const USAGE: &str = "usage: takeover-bench [--kills N] [--server PATH] [--nats URL]";
@@ -34,29 +32,17 @@ async fn start(binary: &PathBuf, url: &str, nats: &str, data: &std::path::Path, 
     if !nats.is_empty() {
         command.env("CLUTCHCALL_NATS_URL", nats);
     }
-    let mut child = command
+    command
         .env("CLUTCHCALL_ADDR", "127.0.0.1:0")
         .env("CLUTCHCALL_METRICS_ADDR", "off")
         .env("CLUTCHCALL_DATA_DIR", data)
         .env("DATABASE_URL", url)
         .env("CLUTCHCALL_DEMO", "1")
         .env("CLUTCHCALL_INSTANCE", name)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let base = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await? {
-            if let Some((_, address)) = line.split_once("listening on ") {
-                return Ok(address.split_whitespace().next().unwrap_or_default().to_string());
-            }
-        }
-        anyhow::bail!("{name} exited before listening")
-    })
-    .await??;
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok((child, base))
+        .env("RUST_LOG", "warn");
+    tokio::time::timeout(Duration::from_secs(60), clutchcall_bench::spawn_listening(command))
+        .await
+        .map_err(|_| anyhow::anyhow!("{name} did not listen within 60 s"))?
 }
 
 /// The demo robot whose call tells that an instance answers for the org.
